@@ -1,0 +1,43 @@
+// What a valid JobSpec is: the catalog of models, datasets and optimizers, the defaults of every
+// option, and validation with messages that name the field and the allowed values. Shared by
+// trainctl (early, friendly errors) and traind (the authority). Pure functions; thread-safe.
+#ifndef TRAIND_COMMON_JOB_SPEC_H_
+#define TRAIND_COMMON_JOB_SPEC_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+const std::vector<std::string>& KnownModels();
+const std::vector<std::string>& KnownDatasets();
+const std::vector<std::string>& KnownOptimizers();
+
+// Defaults of the reference scripts (rasbt's M1 benchmarks).
+inline constexpr int kDefaultEpochs = 1;
+inline constexpr int kDefaultBatchSize = 128;
+inline constexpr double kDefaultLearningRate = 1e-3;
+inline constexpr char kDefaultOptimizer[] = "adam";
+inline constexpr unsigned kDefaultSeed = 123;
+inline constexpr int kDefaultLogEvery = 100;
+
+// Fills every unset field with its default. Leaves device and data_dir alone: those depend on the
+// daemon's machine and are resolved there.
+void ApplyDefaults(trainer::v1::JobSpec* spec);
+
+// INVALID_ARGUMENT naming the first bad field, e.g.
+// "model: unknown model 'nosuch'; allowed: lenet5, mlp". Call after ApplyDefaults.
+absl::Status ValidateJobSpec(const trainer::v1::JobSpec& spec);
+
+// "cpu", "mps", "cuda" or "cuda:N". Availability is the daemon's business.
+absl::Status ValidateDeviceName(const std::string& device);
+
+// Parses a job file: JSON (protobuf's JSON mapping of JobSpec, lowerCamelCase or field names).
+absl::Status ParseJobSpecJson(const std::string& text, trainer::v1::JobSpec* spec);
+
+}  // namespace traind
+
+#endif  // TRAIND_COMMON_JOB_SPEC_H_

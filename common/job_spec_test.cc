@@ -1,0 +1,103 @@
+#include "common/job_spec.h"
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::JobSpec;
+
+JobSpec Valid() {
+  JobSpec spec;
+  spec.set_model("lenet5");
+  spec.set_dataset("fashion-mnist");
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(JobSpecTest, DefaultsAreTheReferenceScripts) {
+  JobSpec spec = Valid();
+  EXPECT_EQ(spec.epochs(), 1);
+  EXPECT_EQ(spec.batch_size(), 128);
+  EXPECT_DOUBLE_EQ(spec.learning_rate(), 1e-3);
+  EXPECT_EQ(spec.optimizer(), "adam");
+  EXPECT_EQ(spec.seed(), 123u);
+  EXPECT_EQ(spec.log_every(), 100);
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
+TEST(JobSpecTest, ExplicitValuesSurviveDefaults) {
+  JobSpec spec;
+  spec.set_epochs(7);
+  spec.set_seed(0);
+  ApplyDefaults(&spec);
+  EXPECT_EQ(spec.epochs(), 7);
+  EXPECT_EQ(spec.seed(), 0u);
+}
+
+TEST(JobSpecTest, UnknownModelNamesTheAllowedOnes) {
+  JobSpec spec = Valid();
+  spec.set_model("nosuch");
+  absl::Status status = ValidateJobSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "model: unknown value 'nosuch'; allowed: lenet5, mlp");
+}
+
+TEST(JobSpecTest, UnknownDatasetAndOptimizer) {
+  JobSpec spec = Valid();
+  spec.set_dataset("imagenet");
+  EXPECT_EQ(ValidateJobSpec(spec).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(ValidateJobSpec(spec).message().find("dataset"), absl::string_view::npos);
+  spec = Valid();
+  spec.set_optimizer("rmsprop");
+  EXPECT_NE(ValidateJobSpec(spec).message().find("allowed: adam, adamw, sgd"),
+            absl::string_view::npos);
+}
+
+TEST(JobSpecTest, NonPositiveNumbersAreRefused) {
+  for (int value : {0, -1}) {
+    JobSpec spec = Valid();
+    spec.set_epochs(value);
+    EXPECT_EQ(ValidateJobSpec(spec).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(ValidateJobSpec(spec).message().find("epochs"), absl::string_view::npos);
+    spec = Valid();
+    spec.set_batch_size(value);
+    EXPECT_NE(ValidateJobSpec(spec).message().find("batch_size"), absl::string_view::npos);
+    spec = Valid();
+    spec.set_learning_rate(value);
+    EXPECT_NE(ValidateJobSpec(spec).message().find("learning_rate"), absl::string_view::npos);
+  }
+}
+
+TEST(JobSpecTest, DeviceNames) {
+  EXPECT_TRUE(ValidateDeviceName("cpu").ok());
+  EXPECT_TRUE(ValidateDeviceName("cuda").ok());
+  EXPECT_TRUE(ValidateDeviceName("cuda:3").ok());
+  EXPECT_TRUE(ValidateDeviceName("mps").ok());
+  EXPECT_EQ(ValidateDeviceName("gpu").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateDeviceName("cuda:x").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateDeviceName("cuda:-1").code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(JobSpecTest, MnistNeedsADirectory) {
+  JobSpec spec = Valid();
+  spec.set_dataset("mnist");
+  EXPECT_NE(ValidateJobSpec(spec).message().find("data_dir"), absl::string_view::npos);
+  spec.set_data_dir("/data/mnist");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+}
+
+TEST(JobSpecTest, JsonJobFile) {
+  JobSpec spec;
+  ASSERT_TRUE(ParseJobSpecJson(R"({"model": "mlp", "dataset": "fashion-mnist", "batchSize": 64})",
+                               &spec)
+                  .ok());
+  EXPECT_EQ(spec.model(), "mlp");
+  EXPECT_EQ(spec.batch_size(), 64);
+  absl::Status bad = ParseJobSpecJson(R"({"modle": "mlp"})", &spec);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("modle"), absl::string_view::npos);
+}
+
+}  // namespace
+}  // namespace traind

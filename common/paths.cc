@@ -1,0 +1,41 @@
+#include "common/paths.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "absl/strings/match.h"
+
+namespace traind {
+
+namespace {
+std::string HomeDir() {
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') return home;
+  if (const passwd* pw = getpwuid(getuid()); pw != nullptr) return pw->pw_dir;
+  return "/tmp";
+}
+}  // namespace
+
+std::string DefaultStateDir() {
+  if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/traind";
+  }
+  return HomeDir() + "/.local/state/traind";
+}
+
+std::string DefaultAddress(const std::string& state_dir) {
+  return "unix:" + state_dir + "/traind.sock";
+}
+
+std::string DefaultFashionMnistDir() {
+  if (const char* dir = std::getenv("FASHION_MNIST_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return "/usr/share/datasets/fashion-mnist";
+}
+
+std::string ToGrpcTarget(const std::string& address) {
+  if (absl::StartsWith(address, "/")) return "unix:" + address;
+  return address;
+}
+
+}  // namespace traind

@@ -1,0 +1,39 @@
+// Device names, discovery and memory readings behind one interface for cpu, cuda:N and mps.
+// CUDA and MPS code is compiled only where the LibTorch found by CMake has them
+// (TRAIND_HAVE_CUDA / TRAIND_HAVE_MPS_MEMORY). Thread-safe.
+#ifndef TRAIND_MODELS_DEVICE_H_
+#define TRAIND_MODELS_DEVICE_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+// "cpu", "cuda", "cuda:N", "mps" -> a device that exists here; FAILED_PRECONDITION otherwise.
+absl::StatusOr<torch::Device> ResolveDevice(const std::string& name);
+
+// Every device this process can use, best first (cuda:0.., mps, cpu).
+trainer::v1::ListDevicesResponse DiscoverDevices();
+
+struct MemoryReading {
+  int64_t current_allocated = 0;  // CUDA allocated / MPS current / CPU RSS
+  int64_t driver_allocated = 0;   // CUDA reserved / MPS driver / CPU RSS
+  int64_t peak_current_allocated = 0;
+  int64_t peak_driver_allocated = 0;
+};
+MemoryReading ReadMemory(const torch::Device& device);
+
+// Waits for all queued work on the device, so a clock read afterwards means something.
+void Synchronize(const torch::Device& device);
+
+// Returns cached device memory to the driver (between jobs).
+void ReleaseCachedMemory(const torch::Device& device);
+
+}  // namespace traind
+
+#endif  // TRAIND_MODELS_DEVICE_H_

@@ -1,0 +1,94 @@
+// Trains on the first images of the real Fashion-MNIST files (fast) and checks the events.
+#include "models/training_job.h"
+
+#include <sys/stat.h>
+
+#include <vector>
+
+#include "common/job_spec.h"
+#include "common/paths.h"
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::JobEvent;
+using trainer::v1::JobSpec;
+
+JobSpec SmallSpec(const std::string& model) {
+  JobSpec spec;
+  spec.set_model(model);
+  spec.set_dataset("fashion-mnist");
+  spec.set_data_dir(DefaultFashionMnistDir());
+  spec.set_device("cpu");
+  spec.set_limit_train(1280);
+  spec.set_limit_test(500);
+  spec.set_log_every(3);
+  spec.set_batch_size(64);
+  spec.set_epochs(2);
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(TrainingJobTest, EmitsTheReferenceEventsAndLearns) {
+  for (const std::string model : {"lenet5", "mlp"}) {
+    std::vector<JobEvent> events;
+    std::atomic<bool> stop{false};
+    absl::Status status = RunTrainingJob(
+        SmallSpec(model), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
+    ASSERT_TRUE(status.ok()) << status;
+    int steps = 0, summaries = 0;
+    for (const JobEvent& e : events) {
+      if (e.has_step()) {
+        ++steps;
+        EXPECT_EQ(e.step().batches_per_epoch(), 1152 / 64);
+        EXPECT_GT(e.step().current_allocated_bytes(), 0);
+        EXPECT_TRUE(e.has_time());
+      }
+      if (e.has_epoch_summary()) ++summaries;
+    }
+    EXPECT_EQ(steps, 2 * 6);  // batches 0,3,...,15 of 18, two epochs
+    EXPECT_EQ(summaries, 2);
+    ASSERT_TRUE(events.back().has_final_result());
+    // 10 classes: chance is 0.1; a few hundred steps of Adam gets far above it.
+    EXPECT_GT(events.back().final_result().test_accuracy(), 0.5) << model;
+  }
+}
+
+TEST(TrainingJobTest, SameSeedSameLoss) {
+  auto first_loss = [] {
+    std::vector<JobEvent> events;
+    std::atomic<bool> stop{false};
+    JobSpec spec = SmallSpec("mlp");
+    spec.set_epochs(1);
+    EXPECT_TRUE(RunTrainingJob(spec, [&](JobEvent e) { events.push_back(e); }, stop).ok());
+    return events.at(1).step().loss();
+  };
+  EXPECT_DOUBLE_EQ(first_loss(), first_loss());
+}
+
+TEST(TrainingJobTest, StopFlagCancels) {
+  std::atomic<bool> stop{true};
+  absl::Status status = RunTrainingJob(SmallSpec("mlp"), [](JobEvent) {}, stop);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+}
+
+TEST(TrainingJobTest, MissingDataNamesTheFile) {
+  JobSpec spec = SmallSpec("mlp");
+  spec.set_data_dir("/nonexistent/dir");
+  std::atomic<bool> stop{false};
+  absl::Status status = RunTrainingJob(spec, [](JobEvent) {}, stop);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/nonexistent/dir/train-images-idx3-ubyte"), std::string::npos);
+}
+
+TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
+  JobSpec spec = SmallSpec("mlp");
+  spec.set_device("cuda:7");
+  std::atomic<bool> stop{false};
+  EXPECT_EQ(RunTrainingJob(spec, [](JobEvent) {}, stop).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace traind

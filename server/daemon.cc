@@ -1,0 +1,183 @@
+#include "server/daemon.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/worker_process.h"
+
+namespace traind {
+
+namespace {
+
+absl::Status MakePrivateDir(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create state directory ", dir, ": ", error.message()));
+  }
+  if (chmod(dir.c_str(), 0700) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot restrict state directory ", dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// One daemon per state directory: a second one would corrupt nothing (SQLite locks) but would
+// run jobs twice.
+absl::StatusOr<int> LockStateDir(const std::string& dir) {
+  const std::string path = dir + "/traind.lock";
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    close(fd);
+    return absl::AlreadyExistsError(
+        absl::StrCat("another traind is already running with state directory ", dir));
+  }
+  return fd;
+}
+
+bool IsLoopback(const std::string& host_port) {
+  return absl::StartsWith(host_port, "127.") || absl::StartsWith(host_port, "localhost:") ||
+         absl::StartsWith(host_port, "[::1]:");
+}
+
+// Asks traind-worker which devices this machine has; the daemon itself never loads LibTorch.
+absl::StatusOr<trainer::v1::ListDevicesResponse> ProbeDevices(const std::string& worker_path) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], STDOUT_FILENO);
+    execl(worker_path.c_str(), worker_path.c_str(), "--list-devices", nullptr);
+    _exit(127);
+  }
+  close(out[1]);
+  std::string bytes;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) bytes.append(buf, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  DelimitedReader reader;
+  reader.Append(bytes.data(), bytes.size());
+  trainer::v1::ListDevicesResponse devices;
+  bool got_one = false;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !reader.Next(&devices, &got_one).ok() ||
+      !got_one) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot list devices with ", worker_path,
+                     " (is traind-worker installed next to traind? --worker sets its path)"));
+  }
+  return devices;
+}
+
+}  // namespace
+
+std::string DefaultWorkerPath() {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "traind-worker";
+  return (self.parent_path() / "traind-worker").string();
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  std::unique_ptr<Daemon> daemon(new Daemon());
+  if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
+  if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
+  if (options.listen.empty()) options.listen.push_back("unix:" + options.state_dir + "/traind.sock");
+  for (const std::string& address : options.listen) {
+    if (!absl::StartsWith(address, "unix:") &&
+        !(options.allow_insecure_tcp && IsLoopback(address))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "listen: ", address,
+          ": TCP needs TLS, which this build does not have yet; plaintext TCP is allowed only on "
+          "loopback (127.0.0.1:PORT) with --insecure-loopback"));
+    }
+  }
+  daemon->options_ = options;
+
+  RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
+  ASSIGN_OR_RETURN(daemon->lock_fd_, LockStateDir(options.state_dir));
+  ASSIGN_OR_RETURN(daemon->store_, Store::Open(options.state_dir + "/traind.db"));
+  ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, ProbeDevices(options.worker_path));
+
+  daemon->hub_ = std::make_unique<EventHub>();
+  daemon->executor_ = std::make_unique<Executor>(options.executor_threads);
+  daemon->scheduler_ = std::make_unique<Scheduler>(
+      daemon->store_.get(), daemon->hub_.get(),
+      Scheduler::Options{options.worker_path, options.cancel_grace});
+  daemon->service_ = std::make_unique<TrainerService>(
+      daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
+      std::move(devices));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::vector<int> ports(options.listen.size(), 0);
+  for (size_t i = 0; i < options.listen.size(); ++i) {
+    const std::string& address = options.listen[i];
+    if (absl::StartsWith(address, "unix:")) unlink(address.substr(5).c_str());  // stale socket
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &ports[i]);
+  }
+  builder.RegisterService(daemon->service_.get());
+  builder.SetMaxReceiveMessageSize(4 << 20);
+  daemon->server_ = builder.BuildAndStart();
+  if (daemon->server_ == nullptr) {
+    return absl::UnavailableError("cannot listen on the requested addresses (in use?)");
+  }
+  for (size_t i = 0; i < options.listen.size(); ++i) {
+    const std::string& address = options.listen[i];
+    if (absl::StartsWith(address, "unix:")) {
+      chmod(address.substr(5).c_str(), 0600);
+      daemon->addresses_.push_back(address);
+    } else {
+      daemon->addresses_.push_back(
+          absl::StrCat(address.substr(0, address.rfind(':')), ":", ports[i]));
+    }
+  }
+  RETURN_IF_ERROR(daemon->scheduler_->Start());
+  return daemon;
+}
+
+void Daemon::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_.HasBeenNotified()) return;
+  // Stop taking calls first (open watches are cancelled after a short grace), then the queue.
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (scheduler_) scheduler_->Shutdown();
+  executor_.reset();  // runs what is left: every reactor finishes
+  for (const std::string& address : addresses_) {
+    if (absl::StartsWith(address, "unix:")) unlink(address.substr(5).c_str());
+  }
+  shut_down_.Notify();
+}
+
+void Daemon::Wait() { shut_down_.WaitForNotification(); }
+
+Daemon::~Daemon() {
+  Shutdown();
+  if (server_) server_->Wait();
+  if (lock_fd_ >= 0) close(lock_fd_);
+}
+
+}  // namespace traind

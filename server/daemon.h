@@ -1,0 +1,67 @@
+// Daemon: traind as a library with a lifecycle, so tests start a real one on a temp socket.
+//   auto daemon = Daemon::Start(options);   // listening when this returns
+//   (*daemon)->Shutdown();                  // stop accepting, stop the running worker, re-queue it
+//   (*daemon)->Wait();                      // until shut down (e.g. from a signal handler thread)
+// Thread-safe.
+#ifndef TRAIND_SERVER_DAEMON_H_
+#define TRAIND_SERVER_DAEMON_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "server/event_hub.h"
+#include "server/executor.h"
+#include "server/scheduler.h"
+#include "server/store.h"
+#include "server/trainer_service.h"
+
+namespace traind {
+
+struct DaemonOptions {
+  std::string state_dir;                 // required; created 0700 if missing
+  std::vector<std::string> listen;       // "unix:PATH" or "HOST:PORT"; default unix:<state>/traind.sock
+  bool allow_insecure_tcp = false;       // plaintext TCP, loopback only
+  std::string worker_path;               // default: traind-worker beside this executable
+  absl::Duration cancel_grace = absl::Seconds(10);
+  int executor_threads = 4;
+};
+
+class Daemon {
+ public:
+  static absl::StatusOr<std::unique_ptr<Daemon>> Start(DaemonOptions options);
+  ~Daemon();
+
+  void Shutdown();
+  void Wait();
+
+  // Where it listens, e.g. "unix:/tmp/x/traind.sock" or "127.0.0.1:43127" (the bound port).
+  const std::vector<std::string>& addresses() const { return addresses_; }
+
+ private:
+  Daemon() = default;
+
+  DaemonOptions options_;
+  int lock_fd_ = -1;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<EventHub> hub_;
+  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<TrainerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::string> addresses_;
+  absl::Notification shut_down_;
+  absl::Mutex shutdown_mu_;
+};
+
+// traind-worker next to the running executable.
+std::string DefaultWorkerPath();
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_DAEMON_H_

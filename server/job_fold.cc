@@ -1,0 +1,61 @@
+#include "server/job_fold.h"
+
+#include <algorithm>
+
+namespace traind {
+
+using trainer::v1::Job;
+using trainer::v1::JobEvent;
+
+bool IsTerminal(Job::State state) {
+  return state == Job::SUCCEEDED || state == Job::FAILED || state == Job::CANCELLED;
+}
+
+void ApplyEvent(const JobEvent& event, Job* job) {
+  job->set_last_seq(event.seq());
+  trainer::v1::JobResult* result = job->mutable_result();
+  switch (event.kind_case()) {
+    case JobEvent::kStateChange: {
+      const Job::State state = event.state_change().state();
+      job->set_state(state);
+      if (state == Job::QUEUED && !job->has_create_time()) *job->mutable_create_time() = event.time();
+      if (state == Job::QUEUED) {
+        // A re-queued job starts over (from its checkpoint): its partial result is void.
+        job->clear_start_time();
+        result->clear_epoch_seconds_no_eval();
+      }
+      if (state == Job::RUNNING) *job->mutable_start_time() = event.time();
+      if (IsTerminal(state)) *job->mutable_end_time() = event.time();
+      if (state == Job::FAILED || state == Job::CANCELLED) {
+        result->set_error(event.state_change().reason());
+      }
+      break;
+    }
+    case JobEvent::kStep:
+      result->set_peak_current_allocated_bytes(std::max(
+          result->peak_current_allocated_bytes(), event.step().peak_current_allocated_bytes()));
+      result->set_peak_driver_allocated_bytes(std::max(
+          result->peak_driver_allocated_bytes(), event.step().peak_driver_allocated_bytes()));
+      break;
+    case JobEvent::kEpochSummary:
+      result->add_epoch_seconds_no_eval(event.epoch_summary().epoch_seconds_no_eval());
+      result->set_best_validation_accuracy(event.epoch_summary().best_validation_accuracy());
+      result->set_best_epoch(event.epoch_summary().best_epoch());
+      break;
+    case JobEvent::kFinalResult: {
+      const auto& final_result = event.final_result();
+      result->set_test_accuracy(final_result.test_accuracy());
+      result->set_train_seconds(final_result.total_training_seconds());
+      result->set_total_seconds(final_result.total_seconds());
+      result->set_peak_current_allocated_bytes(std::max(
+          result->peak_current_allocated_bytes(), final_result.peak_current_allocated_bytes()));
+      result->set_peak_driver_allocated_bytes(std::max(
+          result->peak_driver_allocated_bytes(), final_result.peak_driver_allocated_bytes()));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+}  // namespace traind

@@ -1,0 +1,54 @@
+#include "server/job_fold.h"
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+using trainer::v1::JobEvent;
+
+TEST(JobFoldTest, ResultIsBuiltFromEvents) {
+  Job job;
+  JobEvent e;
+  e.set_seq(1);
+  e.mutable_state_change()->set_state(Job::RUNNING);
+  ApplyEvent(e, &job);
+  EXPECT_EQ(job.state(), Job::RUNNING);
+  EXPECT_TRUE(job.has_start_time());
+
+  e.Clear();
+  e.set_seq(2);
+  e.mutable_epoch_summary()->set_epoch_seconds_no_eval(12.5);
+  e.mutable_epoch_summary()->set_best_epoch(1);
+  ApplyEvent(e, &job);
+  e.Clear();
+  e.set_seq(3);
+  e.mutable_final_result()->set_test_accuracy(0.83);
+  e.mutable_final_result()->set_peak_current_allocated_bytes(1000);
+  ApplyEvent(e, &job);
+  e.Clear();
+  e.set_seq(4);
+  e.mutable_state_change()->set_state(Job::SUCCEEDED);
+  ApplyEvent(e, &job);
+
+  EXPECT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_EQ(job.last_seq(), 4);
+  EXPECT_DOUBLE_EQ(job.result().test_accuracy(), 0.83);
+  ASSERT_EQ(job.result().epoch_seconds_no_eval_size(), 1);
+  EXPECT_EQ(job.result().peak_current_allocated_bytes(), 1000);
+  EXPECT_TRUE(job.has_end_time());
+  EXPECT_TRUE(IsTerminal(job.state()));
+}
+
+TEST(JobFoldTest, FailureKeepsTheReason) {
+  Job job;
+  JobEvent e;
+  e.mutable_state_change()->set_state(Job::FAILED);
+  e.mutable_state_change()->set_reason("worker killed by signal 9");
+  ApplyEvent(e, &job);
+  EXPECT_EQ(job.result().error(), "worker killed by signal 9");
+}
+
+}  // namespace
+}  // namespace traind

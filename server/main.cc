@@ -1,0 +1,58 @@
+// traind: parses flags and runs the Daemon in the foreground until SIGTERM or SIGINT.
+#include <signal.h>
+
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
+#include "common/paths.h"
+#include "server/daemon.h"
+
+int main(int argc, char** argv) {
+  traind::DaemonOptions options;
+  options.state_dir = traind::DefaultStateDir();
+  double cancel_grace_seconds = 10;
+
+  CLI::App app{"traind: a training daemon. Owns the accelerator and a persistent job queue; "
+               "trainctl talks to it over gRPC."};
+  app.add_option("--state-dir", options.state_dir, "Jobs, events and the socket live here")
+      ->capture_default_str();
+  app.add_option("--listen", options.listen,
+                 "unix:PATH or 127.0.0.1:PORT (repeatable); default unix:<state-dir>/traind.sock");
+  app.add_flag("--insecure-loopback", options.allow_insecure_tcp,
+               "Allow plaintext TCP listeners on loopback addresses (tests, local tools)");
+  app.add_option("--worker", options.worker_path, "Path of traind-worker")
+      ->default_str(traind::DefaultWorkerPath());
+  app.add_option("--cancel-grace", cancel_grace_seconds,
+                 "Seconds between SIGTERM and SIGKILL when a running job is cancelled")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  options.cancel_grace = absl::Seconds(cancel_grace_seconds);
+
+  // Block the stop signals before any thread starts, then wait for them here.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto daemon = traind::Daemon::Start(options);
+  if (!daemon.ok()) {
+    std::cerr << "traind: " << daemon.status().message() << "\n";
+    return 1;
+  }
+  std::cerr << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ")
+            << " (state in " << options.state_dir << ")\n";
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::cerr << "traind: " << strsignal(signal_number) << ": shutting down\n";
+  (*daemon)->Shutdown();
+  std::cerr << "traind: stopped\n";
+  return 0;
+}

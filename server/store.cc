@@ -1,0 +1,304 @@
+#include "server/store.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/job_fold.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+using trainer::v1::JobEvent;
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr char kSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  state INTEGER NOT NULL,
+  job BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);
+CREATE TABLE IF NOT EXISTS events (
+  job_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  payload BLOB NOT NULL,
+  PRIMARY KEY (job_id, seq)
+) WITHOUT ROWID;
+)sql";
+
+absl::Status SqliteError(sqlite3* db, const std::string& what) {
+  const int code = sqlite3_errcode(db);
+  const std::string message = absl::StrCat(what, ": ", sqlite3_errmsg(db));
+  switch (code & 0xff) {
+    case SQLITE_FULL:
+      return absl::ResourceExhaustedError(absl::StrCat(message, " (disk full)"));
+    case SQLITE_READONLY:
+    case SQLITE_CANTOPEN:
+    case SQLITE_PERM:
+      return absl::FailedPreconditionError(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return absl::DataLossError(message);
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+// A prepared statement that finalizes itself.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  absl::Status status(const char* what) const {
+    return stmt_ ? absl::OkStatus() : SqliteError(db_, what);
+  }
+  void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void Bind(int i, const std::string& blob) {
+    sqlite3_bind_blob(stmt_, i, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  }
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int Step() { return sqlite3_step(stmt_); }
+  int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
+  std::string Blob(int col) {
+    const void* data = sqlite3_column_blob(stmt_, col);
+    return std::string(static_cast<const char*>(data), sqlite3_column_bytes(stmt_, col));
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+google::protobuf::Timestamp Now() {
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  google::protobuf::Timestamp t;
+  t.set_seconds(nanos / 1000000000);
+  t.set_nanos(static_cast<int32_t>(nanos % 1000000000));
+  return t;
+}
+
+absl::StatusOr<Job> ParseJob(const std::string& bytes, int64_t id) {
+  Job job;
+  if (!job.ParseFromString(bytes)) {
+    return absl::DataLossError(absl::StrCat("job ", id, ": stored record is corrupt"));
+  }
+  return job;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    absl::Status status = SqliteError(db, absl::StrCat("cannot open ", path));
+    sqlite3_close(db);
+    return status;
+  }
+  std::unique_ptr<Store> store(new Store(db));
+  absl::MutexLock lock(&store->mu_);
+  sqlite3_busy_timeout(db, 5000);
+  RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
+  RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
+  {
+    Statement check(db, "PRAGMA quick_check");
+    RETURN_IF_ERROR(check.status("integrity check"));
+    if (check.Step() != SQLITE_ROW || check.Blob(0) != "ok") {
+      return absl::DataLossError(absl::StrCat(path, ": integrity check failed"));
+    }
+  }
+  int64_t version = 0;
+  {
+    Statement v(db, "PRAGMA user_version");
+    RETURN_IF_ERROR(v.status("schema version"));
+    if (v.Step() == SQLITE_ROW) version = v.Int(0);
+  }
+  if (version > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": schema version ", version, " is newer than this traind understands (",
+        kSchemaVersion, "); upgrade traind"));
+  }
+  RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
+  absl::Status status = store->Exec(kSchema);
+  if (status.ok()) status = store->Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
+  if (status.ok()) status = store->Exec("COMMIT");
+  if (!status.ok()) {
+    (void)store->Exec("ROLLBACK");
+    return status;
+  }
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+absl::Status Store::Exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    absl::Status status = SqliteError(db_, sql);
+    sqlite3_free(error);
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Job> Store::CreateJob(const trainer::v1::JobSpec& spec) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto create = [&]() -> absl::StatusOr<Job> {
+    Job job;
+    *job.mutable_spec() = spec;
+    job.set_state(Job::QUEUED);
+    Statement insert(db_, "INSERT INTO jobs(state, job) VALUES(?, ?)");
+    RETURN_IF_ERROR(insert.status("insert job"));
+    insert.Bind(1, static_cast<int64_t>(Job::QUEUED));
+    insert.Bind(2, job.SerializeAsString());
+    if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
+    JobEvent event;
+    event.mutable_state_change()->set_state(Job::QUEUED);
+    RETURN_IF_ERROR(
+        AppendEventLocked(sqlite3_last_insert_rowid(db_), std::move(event), std::nullopt).status());
+    return GetJobLocked(sqlite3_last_insert_rowid(db_));
+  };
+  absl::StatusOr<Job> job = create();
+  if (job.ok()) {
+    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) job = commit;
+  }
+  if (!job.ok()) (void)Exec("ROLLBACK");
+  return job;
+}
+
+absl::StatusOr<JobEvent> Store::AppendEvent(int64_t job_id, JobEvent event,
+                                            std::optional<Job::State> expected_state) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  absl::StatusOr<JobEvent> appended = AppendEventLocked(job_id, std::move(event), expected_state);
+  if (appended.ok()) {
+    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) appended = commit;
+  }
+  if (!appended.ok()) (void)Exec("ROLLBACK");
+  return appended;
+}
+
+absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event,
+                                                  std::optional<Job::State> expected_state) {
+  ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
+  if (expected_state.has_value() && job.state() != *expected_state) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is ",
+                                                      Job::State_Name(job.state())));
+  }
+  event.set_seq(job.last_seq() + 1);
+  if (!event.has_time()) *event.mutable_time() = Now();
+  if (job.id() == 0) job.set_id(job_id);
+  ApplyEvent(event, &job);
+
+  Statement insert(db_, "INSERT INTO events(job_id, seq, payload) VALUES(?, ?, ?)");
+  RETURN_IF_ERROR(insert.status("insert event"));
+  insert.Bind(1, job_id);
+  insert.Bind(2, event.seq());
+  insert.Bind(3, event.SerializeAsString());
+  if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert event");
+
+  Statement update(db_, "UPDATE jobs SET state = ?, job = ? WHERE id = ?");
+  RETURN_IF_ERROR(update.status("update job"));
+  update.Bind(1, static_cast<int64_t>(job.state()));
+  update.Bind(2, job.SerializeAsString());
+  update.Bind(3, job_id);
+  if (update.Step() != SQLITE_DONE) return SqliteError(db_, "update job");
+  return event;
+}
+
+absl::StatusOr<Job> Store::GetJob(int64_t job_id) {
+  absl::MutexLock lock(&mu_);
+  return GetJobLocked(job_id);
+}
+
+absl::StatusOr<Job> Store::GetJobLocked(int64_t job_id) {
+  Statement select(db_, "SELECT job FROM jobs WHERE id = ?");
+  RETURN_IF_ERROR(select.status("read job"));
+  select.Bind(1, job_id);
+  const int rc = select.Step();
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("job ", job_id, " not found"));
+  if (rc != SQLITE_ROW) return SqliteError(db_, "read job");
+  ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(0), job_id));
+  job.set_id(job_id);
+  return job;
+}
+
+absl::StatusOr<std::vector<Job>> Store::ListJobs(const std::vector<Job::State>& states,
+                                                 int64_t before_id, int limit) {
+  absl::MutexLock lock(&mu_);
+  std::string sql = "SELECT id, job FROM jobs WHERE id < ?";
+  if (!states.empty()) {
+    sql += " AND state IN (";
+    for (size_t i = 0; i < states.size(); ++i) sql += i ? ",?" : "?";
+    sql += ")";
+  }
+  sql += " ORDER BY id DESC LIMIT ?";
+  Statement select(db_, sql.c_str());
+  RETURN_IF_ERROR(select.status("list jobs"));
+  int param = 1;
+  select.Bind(param++, before_id > 0 ? before_id : INT64_MAX);
+  for (Job::State state : states) select.Bind(param++, static_cast<int64_t>(state));
+  select.Bind(param, limit);
+  std::vector<Job> jobs;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
+    job.set_id(select.Int(0));
+    jobs.push_back(std::move(job));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list jobs");
+  return jobs;
+}
+
+absl::StatusOr<std::optional<Job>> Store::OldestInState(Job::State state) {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT id, job FROM jobs WHERE state = ? ORDER BY id LIMIT 1");
+  RETURN_IF_ERROR(select.status("find job"));
+  select.Bind(1, static_cast<int64_t>(state));
+  const int rc = select.Step();
+  if (rc == SQLITE_DONE) return std::optional<Job>();
+  if (rc != SQLITE_ROW) return SqliteError(db_, "find job");
+  ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
+  job.set_id(select.Int(0));
+  return std::optional<Job>(std::move(job));
+}
+
+absl::StatusOr<std::vector<JobEvent>> Store::ReadEvents(int64_t job_id, int64_t from_seq,
+                                                        int limit) {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_,
+                   "SELECT seq, payload FROM events WHERE job_id = ? AND seq >= ? ORDER BY seq "
+                   "LIMIT ?");
+  RETURN_IF_ERROR(select.status("read events"));
+  select.Bind(1, job_id);
+  select.Bind(2, from_seq);
+  select.Bind(3, limit);
+  std::vector<JobEvent> events;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    JobEvent event;
+    if (!event.ParseFromString(select.Blob(1))) {
+      return absl::DataLossError(
+          absl::StrCat("job ", job_id, " event ", select.Int(0), ": stored record is corrupt"));
+    }
+    events.push_back(std::move(event));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read events");
+  return events;
+}
+
+}  // namespace traind

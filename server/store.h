@@ -1,0 +1,71 @@
+// Store: the durable state of traind in one SQLite file (WAL, synchronous=FULL).
+//   jobs(id, state, job)          job = serialized trainer.v1.Job, state mirrored for queries
+//   events(job_id, seq, payload)  payload = serialized trainer.v1.JobEvent, seq dense per job
+// Every write is one transaction; a job's row is updated in the same transaction as the event that
+// changes it (server/job_fold.h), so a crash at any moment leaves them consistent.
+// Thread-safe: one connection behind a mutex. Calls block on disk: never call from a gRPC reaction.
+#ifndef TRAIND_SERVER_STORE_H_
+#define TRAIND_SERVER_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "trainer/v1/trainer.pb.h"
+
+struct sqlite3;
+
+namespace traind {
+
+class Store {
+ public:
+  // Opens or creates the database at `path`, checks its integrity and schema version.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // Inserts a QUEUED job and its first event (seq 1, StateChange QUEUED). Durable on return.
+  absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::JobSpec& spec);
+
+  // Appends `event` to the job's log with the next seq and folds it into the job's row. When
+  // `expected_state` is given and the job is in another state, nothing is written and
+  // FAILED_PRECONDITION is returned (compare-and-set for state transitions).
+  absl::StatusOr<trainer::v1::JobEvent> AppendEvent(
+      int64_t job_id, trainer::v1::JobEvent event,
+      std::optional<trainer::v1::Job::State> expected_state = std::nullopt);
+
+  // NOT_FOUND names the id.
+  absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
+
+  // Newest first; ids below `before_id` when it is > 0; any state when `states` is empty.
+  absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(
+      const std::vector<trainer::v1::Job::State>& states, int64_t before_id, int limit);
+
+  // The oldest job in `state`, if any.
+  absl::StatusOr<std::optional<trainer::v1::Job>> OldestInState(trainer::v1::Job::State state);
+
+  // Events with seq >= from_seq, in order, at most `limit`.
+  absl::StatusOr<std::vector<trainer::v1::JobEvent>> ReadEvents(int64_t job_id, int64_t from_seq,
+                                                                int limit);
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<trainer::v1::Job> GetJobLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(
+      int64_t job_id, trainer::v1::JobEvent event,
+      std::optional<trainer::v1::Job::State> expected_state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_STORE_H_

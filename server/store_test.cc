@@ -1,0 +1,128 @@
+#include "server/store.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+using trainer::v1::JobEvent;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("store_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "traind.db").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::unique_ptr<Store> Open() {
+    auto store = Store::Open(path_);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return std::move(*store);
+  }
+  trainer::v1::JobSpec Spec() {
+    trainer::v1::JobSpec spec;
+    spec.set_model("lenet5");
+    return spec;
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(StoreTest, CreateJobIsQueuedWithItsFirstEvent) {
+  auto store = Open();
+  auto job = store->CreateJob(Spec());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(job->id(), 1);
+  EXPECT_EQ(job->state(), Job::QUEUED);
+  EXPECT_EQ(job->last_seq(), 1);
+  EXPECT_TRUE(job->has_create_time());
+  auto events = store->ReadEvents(job->id(), 1, 10);
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].state_change().state(), Job::QUEUED);
+}
+
+TEST_F(StoreTest, SeqIsDenseAndTheRowFollowsTheEvents) {
+  auto store = Open();
+  const int64_t id = store->CreateJob(Spec())->id();
+  JobEvent running;
+  running.mutable_state_change()->set_state(Job::RUNNING);
+  ASSERT_TRUE(store->AppendEvent(id, running).ok());
+  for (int i = 0; i < 5; ++i) {
+    JobEvent step;
+    step.mutable_step()->set_batch(i);
+    auto stored = store->AppendEvent(id, step);
+    ASSERT_TRUE(stored.ok());
+    EXPECT_EQ(stored->seq(), 3 + i);
+  }
+  auto events = store->ReadEvents(id, 4, 100);
+  ASSERT_EQ(events->size(), 4u);
+  EXPECT_EQ((*events)[0].seq(), 4);
+  EXPECT_EQ(store->GetJob(id)->state(), Job::RUNNING);
+  EXPECT_EQ(store->GetJob(id)->last_seq(), 7);
+}
+
+TEST_F(StoreTest, ExpectedStateIsACompareAndSet) {
+  auto store = Open();
+  const int64_t id = store->CreateJob(Spec())->id();
+  JobEvent cancel;
+  cancel.mutable_state_change()->set_state(Job::CANCELLED);
+  auto wrong = store->AppendEvent(id, cancel, Job::RUNNING);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store->GetJob(id)->last_seq(), 1);  // nothing written
+  EXPECT_TRUE(store->AppendEvent(id, cancel, Job::QUEUED).ok());
+}
+
+TEST_F(StoreTest, SurvivesReopen) {
+  int64_t id;
+  {
+    auto store = Open();
+    id = store->CreateJob(Spec())->id();
+    store->CreateJob(Spec());
+  }
+  auto store = Open();
+  EXPECT_EQ(store->GetJob(id)->spec().model(), "lenet5");
+  EXPECT_EQ(store->CreateJob(Spec())->id(), 3);
+}
+
+TEST_F(StoreTest, ListPagesNewestFirstAndFilters) {
+  auto store = Open();
+  for (int i = 0; i < 5; ++i) store->CreateJob(Spec());
+  JobEvent cancel;
+  cancel.mutable_state_change()->set_state(Job::CANCELLED);
+  store->AppendEvent(2, cancel);
+  auto page = store->ListJobs({}, 0, 2);
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].id(), 5);
+  auto next = store->ListJobs({}, (*page)[1].id(), 10);
+  ASSERT_EQ(next->size(), 3u);
+  EXPECT_EQ((*next)[0].id(), 3);
+  auto cancelled = store->ListJobs({Job::CANCELLED}, 0, 10);
+  ASSERT_EQ(cancelled->size(), 1u);
+  EXPECT_EQ((*cancelled)[0].id(), 2);
+  EXPECT_EQ((*store->OldestInState(Job::QUEUED))->id(), 1);
+}
+
+TEST_F(StoreTest, UnknownJobIsNotFound) {
+  auto store = Open();
+  EXPECT_EQ(store->GetJob(42).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->AppendEvent(42, JobEvent()).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, NotADatabaseIsDataLoss) {
+  { std::ofstream(path_) << std::string(8192, 'x'); }
+  auto store = Store::Open(path_);
+  EXPECT_FALSE(store.ok());
+}
+
+}  // namespace
+}  // namespace traind

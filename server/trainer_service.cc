@@ -1,0 +1,150 @@
+#include "server/trainer_service.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/grpc_status.h"
+#include "common/job_spec.h"
+#include "common/paths.h"
+#include "common/status_macros.h"
+#include "server/watch_reactor.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+using trainer::v1::JobSpec;
+
+namespace {
+constexpr int kDefaultPageSize = 100;
+constexpr int kMaxPageSize = 1000;
+}  // namespace
+
+TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
+                               Scheduler* scheduler, trainer::v1::ListDevicesResponse devices)
+    : store_(store),
+      hub_(hub),
+      executor_(executor),
+      scheduler_(scheduler),
+      devices_(std::move(devices)) {}
+
+template <typename Work>
+grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* context,
+                                                  Work work) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  executor_->Schedule([reactor, work = std::move(work)]() mutable {
+    reactor->Finish(ToGrpcStatus(work()));
+  });
+  return reactor;
+}
+
+absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
+  ApplyDefaults(&spec);
+  RETURN_IF_ERROR(ValidateJobSpec(spec));
+
+  std::vector<std::string> available;
+  for (const auto& device : devices_.devices()) available.push_back(device.name());
+  if (spec.device().empty()) {
+    spec.set_device(available.empty() ? "cpu" : available.front());  // best first
+  } else if (spec.device() == "cuda") {
+    spec.set_device("cuda:0");
+  }
+  if (std::find(available.begin(), available.end(), spec.device()) == available.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("device: '", spec.device(),
+                                                   "' is not available on this machine; available: ",
+                                                   absl::StrJoin(available, ", ")));
+  }
+
+  if (spec.data_dir().empty() && spec.dataset() == "fashion-mnist") {
+    spec.set_data_dir(DefaultFashionMnistDir());
+  }
+  if (spec.data_dir().empty() || spec.data_dir()[0] != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_dir: must be an absolute path, got '", spec.data_dir(), "'"));
+  }
+  struct stat st;
+  if (stat(spec.data_dir().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_dir: no such directory on the daemon's machine: ", spec.data_dir()));
+  }
+  return spec;
+}
+
+absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request, Job* response) {
+  ASSIGN_OR_RETURN(JobSpec spec, PrepareSpec(request.spec()));
+  ASSIGN_OR_RETURN(*response, store_->CreateJob(spec));
+  hub_->Publish(response->id(), response->last_seq());
+  scheduler_->Wake();
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext* context,
+                                                    const trainer::v1::SubmitJobRequest* request,
+                                                    Job* response) {
+  return Offload(context, [this, request, response] { return Submit(*request, response); });
+}
+
+grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* context,
+                                                 const trainer::v1::GetJobRequest* request,
+                                                 Job* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, store_->GetJob(request->id()));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
+                                  trainer::v1::ListJobsResponse* response) {
+  int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
+  if (page_size < 0 || page_size > kMaxPageSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: must be between 1 and ", kMaxPageSize, ", got ", page_size));
+  }
+  int64_t before_id = 0;
+  if (!request.page_token().empty() &&
+      (!absl::SimpleAtoi(request.page_token(), &before_id) || before_id <= 0)) {
+    return absl::InvalidArgumentError("page_token: not a token from a previous ListJobs");
+  }
+  std::vector<Job::State> states(request.states().begin(), request.states().end());
+  ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(states, before_id, page_size + 1));
+  if (static_cast<int>(jobs.size()) > page_size) {
+    jobs.resize(page_size);
+    response->set_next_page_token(absl::StrCat(jobs.back().id()));
+  }
+  for (Job& job : jobs) *response->add_jobs() = std::move(job);
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* TrainerService::ListJobs(grpc::CallbackServerContext* context,
+                                                   const trainer::v1::ListJobsRequest* request,
+                                                   trainer::v1::ListJobsResponse* response) {
+  return Offload(context, [this, request, response] { return List(*request, response); });
+}
+
+grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext* context,
+                                                    const trainer::v1::CancelJobRequest* request,
+                                                    Job* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, scheduler_->Cancel(request->id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
+    grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
+  (void)context;
+  return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq());
+}
+
+grpc::ServerUnaryReactor* TrainerService::ListDevices(
+    grpc::CallbackServerContext* context, const trainer::v1::ListDevicesRequest* request,
+    trainer::v1::ListDevicesResponse* response) {
+  (void)request;
+  *response = devices_;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace traind

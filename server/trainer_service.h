@@ -1,0 +1,61 @@
+// The Trainer gRPC service (callback API). Unary handlers hand their work to the executor and
+// finish from there; WatchJob is a WatchReactor. No reaction touches SQLite or blocks.
+// Thread-safe.
+#ifndef TRAIND_SERVER_TRAINER_SERVICE_H_
+#define TRAIND_SERVER_TRAINER_SERVICE_H_
+
+#include "absl/status/statusor.h"
+#include "server/event_hub.h"
+#include "server/executor.h"
+#include "server/scheduler.h"
+#include "server/store.h"
+#include "trainer/v1/trainer.grpc.pb.h"
+
+namespace traind {
+
+class TrainerService final : public trainer::v1::Trainer::CallbackService {
+ public:
+  // `devices` is what traind-worker found at start: the devices jobs may ask for.
+  TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,
+                 trainer::v1::ListDevicesResponse devices);
+
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
+                                      const trainer::v1::SubmitJobRequest* request,
+                                      trainer::v1::Job* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const trainer::v1::GetJobRequest* request,
+                                   trainer::v1::Job* response) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const trainer::v1::ListJobsRequest* request,
+                                     trainer::v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
+                                      const trainer::v1::CancelJobRequest* request,
+                                      trainer::v1::Job* response) override;
+  grpc::ServerWriteReactor<trainer::v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context,
+      const trainer::v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
+                                        const trainer::v1::ListDevicesRequest* request,
+                                        trainer::v1::ListDevicesResponse* response) override;
+
+  // Validation and resolution of a submitted spec (defaults, device, data directory).
+  absl::StatusOr<trainer::v1::JobSpec> PrepareSpec(trainer::v1::JobSpec spec) const;
+
+ private:
+  template <typename Work>
+  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, Work work);
+
+  absl::Status Submit(const trainer::v1::SubmitJobRequest& request, trainer::v1::Job* response);
+  absl::Status List(const trainer::v1::ListJobsRequest& request,
+                    trainer::v1::ListJobsResponse* response);
+
+  Store* const store_;
+  EventHub* const hub_;
+  Executor* const executor_;
+  Scheduler* const scheduler_;
+  const trainer::v1::ListDevicesResponse devices_;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_TRAINER_SERVICE_H_

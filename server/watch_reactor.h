@@ -1,0 +1,65 @@
+// WatchReactor: one per WatchJob call. Streams a job's events from `from_seq` on, reading them from
+// the store in batches on the executor and waiting on the hub when it has caught up, so a slow
+// client holds at most one batch in memory and never blocks anyone else. One write in flight;
+// Finish once, after the terminal StateChange (or on error / client cancel).
+// All decisions happen in Pump(), which runs on the executor and never concurrently with itself;
+// gRPC reactions only record what happened and schedule a pump. Deletes itself after OnDone once
+// no pump or hub wake-up refers to it.
+#ifndef TRAIND_SERVER_WATCH_REACTOR_H_
+#define TRAIND_SERVER_WATCH_REACTOR_H_
+
+#include <deque>
+#include <memory>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "server/event_hub.h"
+#include "server/executor.h"
+#include "server/store.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
+ public:
+  static constexpr int kBatch = 256;
+
+  // Starts streaming; returns the reactor gRPC should own.
+  static WatchReactor* Start(Store* store, EventHub* hub, Executor* executor, int64_t job_id,
+                             int64_t from_seq);
+
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  WatchReactor(Store* store, EventHub* hub, Executor* executor, int64_t job_id, int64_t from_seq);
+  void SchedulePump();
+  void Pump();
+  void Unref();
+
+  Store* const store_;
+  EventHub* const hub_;
+  Executor* const executor_;
+  const int64_t job_id_;
+
+  absl::Mutex mu_;
+  int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone
+  bool pump_scheduled_ ABSL_GUARDED_BY(mu_) = false;
+  bool pump_again_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // Touched only inside Pump (serialised by pump_scheduled_).
+  int64_t next_seq_;
+  std::deque<trainer::v1::JobEvent> pending_;
+  trainer::v1::JobEvent writing_;
+  bool finished_ = false;
+  bool saw_terminal_ = false;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_WATCH_REACTOR_H_

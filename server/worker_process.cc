@@ -1,0 +1,187 @@
+#include "server/worker_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/delimited_message_util.h"
+
+extern char** environ;
+
+namespace traind {
+
+namespace {
+
+constexpr size_t kStderrLinesKept = 20;
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+bool WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
+    const std::string& worker_path, const trainer::v1::WorkerRequest& request) {
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]);
+    return Errno("pipe");
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+    return Errno("pipe");
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+
+  pid_t pid = 0;
+  char* argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
+  const int rc = posix_spawn(&pid, worker_path.c_str(), &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  if (rc != 0) {
+    close(in[1]), close(out[0]), close(err[0]);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot start worker ", worker_path, ": ", std::strerror(rc)));
+  }
+  std::unique_ptr<WorkerProcess> worker(new WorkerProcess(pid, out[0], err[0]));
+  // The request is small; a worker that dies before reading it shows up as an early EOF.
+  std::string framed;
+  {
+    google::protobuf::io::StringOutputStream stream(&framed);
+    google::protobuf::util::SerializeDelimitedToZeroCopyStream(request, &stream);
+  }
+  signal(SIGPIPE, SIG_IGN);
+  WriteAll(in[1], framed);
+  close(in[1]);
+  return worker;
+}
+
+WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd)
+    : pid_(pid), events_fd_(events_fd) {
+  stderr_thread_ = std::thread([this, stderr_fd] { DrainStderr(stderr_fd); });
+}
+
+WorkerProcess::~WorkerProcess() {
+  if (!reaped_) {
+    Kill();
+    Wait();
+  }
+  close(events_fd_);
+}
+
+void WorkerProcess::DrainStderr(int fd) {
+  std::string partial;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    partial.append(buf, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = partial.find('\n')) != std::string::npos) {
+      absl::MutexLock lock(&mu_);
+      stderr_lines_.push_back(partial.substr(0, newline));
+      if (stderr_lines_.size() > kStderrLinesKept) stderr_lines_.pop_front();
+      partial.erase(0, newline + 1);
+    }
+  }
+  if (!partial.empty()) {
+    absl::MutexLock lock(&mu_);
+    stderr_lines_.push_back(partial);
+    if (stderr_lines_.size() > kStderrLinesKept) stderr_lines_.pop_front();
+  }
+  close(fd);
+}
+
+WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
+                                                   absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    bool got_one = false;
+    if (!reader_.Next(event, &got_one).ok()) {
+      Kill();  // a worker that sends garbage cannot be trusted to finish
+      return ReadResult::kEnd;
+    }
+    if (got_one) return ReadResult::kEvent;
+    const int64_t wait_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (wait_ms <= 0) return ReadResult::kTimeout;
+    pollfd pfd{events_fd_, POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(wait_ms));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) return ReadResult::kTimeout;
+    char buf[65536];
+    const ssize_t n = read(events_fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ReadResult::kEnd;
+    reader_.Append(buf, static_cast<size_t>(n));
+  }
+}
+
+void WorkerProcess::Terminate() {
+  if (!reaped_) kill(pid_, SIGTERM);
+}
+
+void WorkerProcess::Kill() {
+  if (!reaped_) kill(pid_, SIGKILL);
+}
+
+WorkerProcess::Exit WorkerProcess::Wait() {
+  Exit exit;
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  if (WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+  if (stderr_thread_.joinable()) stderr_thread_.join();
+  absl::MutexLock lock(&mu_);
+  exit.stderr_tail = absl::StrJoin(stderr_lines_, "\n");
+  return exit;
+}
+
+std::string WorkerProcess::Exit::Describe() const {
+  std::string what = signal != 0 ? absl::StrCat("worker killed by signal ", signal, " (",
+                                                strsignal(signal), ")")
+                                 : absl::StrCat("worker exited with code ", exit_code);
+  if (!stderr_tail.empty()) absl::StrAppend(&what, "; last stderr lines:\n", stderr_tail);
+  return what;
+}
+
+}  // namespace traind

@@ -1,0 +1,67 @@
+// WorkerProcess: one traind-worker child running one job. Starts it in its own process group (so a
+// Ctrl-C meant for traind does not reach it), sends the WorkerRequest on its stdin, decodes
+// JobEvents from its stdout and keeps the last lines of its stderr for error reports.
+// Owned and driven by one thread (the scheduler's); Terminate/Kill may be called from any thread.
+#ifndef TRAIND_SERVER_WORKER_PROCESS_H_
+#define TRAIND_SERVER_WORKER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/delimited_reader.h"
+#include "trainer/v1/trainer.pb.h"
+#include "trainer/v1/worker.pb.h"
+
+namespace traind {
+
+class WorkerProcess {
+ public:
+  static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
+      const std::string& worker_path, const trainer::v1::WorkerRequest& request);
+  // Kills and reaps the child if it is still running.
+  ~WorkerProcess();
+
+  enum class ReadResult { kEvent, kTimeout, kEnd };
+  // Waits up to `timeout` for the next event. kEnd: the worker closed its stdout (exited) or sent
+  // bytes that do not decode (then its process is killed).
+  ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
+
+  void Terminate();  // SIGTERM: checkpoint and stop
+  void Kill();       // SIGKILL
+
+  struct Exit {
+    int exit_code = -1;  // when it exited
+    int signal = 0;      // when a signal ended it
+    std::string stderr_tail;
+    std::string Describe() const;  // "exit code 1" / "killed by signal 9 (Killed)" + stderr tail
+  };
+  // Reaps the child (blocking). Call after ReadEvent returned kEnd.
+  Exit Wait();
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  WorkerProcess(pid_t pid, int events_fd, int stderr_fd);
+  void DrainStderr(int fd);
+
+  const pid_t pid_;
+  const int events_fd_;
+  DelimitedReader reader_;
+  bool reaped_ = false;
+  std::thread stderr_thread_;
+
+  absl::Mutex mu_;
+  std::deque<std::string> stderr_lines_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_WORKER_PROCESS_H_

@@ -1,0 +1,12 @@
+#include "worker/event_pipe.h"
+
+#include "google/protobuf/util/delimited_message_util.h"
+
+namespace traind {
+
+bool EventPipeWriter::Write(const google::protobuf::MessageLite& message) {
+  return google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &stream_) &&
+         stream_.Flush();
+}
+
+}  // namespace traind

@@ -1,0 +1,24 @@
+// Writes length-delimited protobuf messages to a file descriptor (the worker's end of the pipe to
+// traind), flushing each one so the daemon sees events as they happen. Not thread-safe.
+#ifndef TRAIND_WORKER_EVENT_PIPE_H_
+#define TRAIND_WORKER_EVENT_PIPE_H_
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include "google/protobuf/message_lite.h"
+
+namespace traind {
+
+class EventPipeWriter {
+ public:
+  explicit EventPipeWriter(int fd) : stream_(fd) {}
+  // False once the daemon's end is gone.
+  bool Write(const google::protobuf::MessageLite& message);
+
+ private:
+  google::protobuf::io::FileOutputStream stream_;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_WORKER_EVENT_PIPE_H_

@@ -1,0 +1,77 @@
+// traind-worker: runs one job in its own process, so a crash, an abort or an out-of-memory kill
+// takes down only that job. Protocol (worker.proto): one length-delimited WorkerRequest on stdin;
+// length-delimited JobEvents on stdout; human-readable diagnostics on stderr.
+// Exit codes: 0 done (a FinalResult was sent), 1 the job failed (an ERROR LogLine says why),
+// 2 bad request, 3 cancelled. SIGTERM asks for a clean stop between batches.
+//   traind-worker --list-devices   prints a ListDevicesResponse (length-delimited) and exits.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include "google/protobuf/util/delimited_message_util.h"
+#include "models/device.h"
+#include "models/training_job.h"
+#include "trainer/v1/worker.pb.h"
+#include "worker/event_pipe.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnTerminate(int) { g_stop.store(true); }
+
+// LibTorch and its libraries may print to stdout; keep the event stream on a private descriptor
+// and point stdout at stderr.
+int TakeStdoutForEvents() {
+  const int events_fd = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  return events_fd;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int events_fd = TakeStdoutForEvents();
+  traind::EventPipeWriter pipe(events_fd);
+
+  if (argc == 2 && std::strcmp(argv[1], "--list-devices") == 0) {
+    return pipe.Write(traind::DiscoverDevices()) ? 0 : 1;
+  }
+  if (argc != 1) {
+    std::fprintf(stderr, "usage: traind-worker [--list-devices]  (started by traind)\n");
+    return 2;
+  }
+
+  struct sigaction action {};
+  action.sa_handler = OnTerminate;
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  trainer::v1::WorkerRequest request;
+  google::protobuf::io::FileInputStream in(STDIN_FILENO);
+  bool clean_eof = false;
+  if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
+    std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
+    return 2;
+  }
+
+  const absl::Status status = traind::RunTrainingJob(
+      request.spec(), [&pipe](trainer::v1::JobEvent event) { pipe.Write(event); }, g_stop);
+  if (status.ok()) return 0;
+  if (absl::IsCancelled(status)) return 3;
+
+  trainer::v1::JobEvent error;
+  error.mutable_log()->set_severity(trainer::v1::LogLine::ERROR);
+  error.mutable_log()->set_text(std::string(status.ToString()));
+  pipe.Write(error);
+  std::fprintf(stderr, "traind-worker: job %lld failed: %s\n",
+               static_cast<long long>(request.job_id()), status.ToString().c_str());
+  return 1;
+}
