@@ -73,13 +73,14 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
   ASSIGN_OR_RETURN(Job job, store_->GetJob(job_id));
   {
     absl::MutexLock lock(&mu_);
-    if (running_job_ == job_id && running_worker_ != nullptr) {
+    if (running_job_ == job_id) {
       if (!cancel_requested_) {
         cancel_requested_ = true;
-        running_worker_->Terminate();
         kill_deadline_ = absl::Now() + options_.cancel_grace;
+        // No worker yet: RunJob stops it as soon as it starts.
+        if (running_worker_ != nullptr) running_worker_->Terminate();
       }
-      return job;
+      return store_->GetJob(job_id);
     }
     // Under mu_ the loop cannot start this job meanwhile: it claims jobs holding mu_.
     if (job.state() == Job::QUEUED) {
@@ -141,7 +142,7 @@ void Scheduler::RunJob(const Job& job) {
   {
     absl::MutexLock lock(&mu_);
     running_worker_ = &worker;
-    if (shutting_down_) worker.Terminate();
+    if (shutting_down_ || cancel_requested_) worker.Terminate();
   }
 
   bool got_final_result = false;

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +21,8 @@ using trainer::v1::JobSpec;
 namespace {
 constexpr int kDefaultPageSize = 100;
 constexpr int kMaxPageSize = 1000;
+constexpr int kDefaultEventPage = 1000;
+constexpr int kMaxEventPage = 10000;
 }  // namespace
 
 TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
@@ -106,7 +110,13 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
       (!absl::SimpleAtoi(request.page_token(), &before_id) || before_id <= 0)) {
     return absl::InvalidArgumentError("page_token: not a token from a previous ListJobs");
   }
-  std::vector<Job::State> states(request.states().begin(), request.states().end());
+  std::vector<Job::State> states;
+  for (int state : request.states()) {
+    if (!Job::State_IsValid(state) || state == Job::STATE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(absl::StrCat("states: unknown state ", state));
+    }
+    states.push_back(static_cast<Job::State>(state));
+  }
   ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(states, before_id, page_size + 1));
   if (static_cast<int>(jobs.size()) > page_size) {
     jobs.resize(page_size);
@@ -135,6 +145,27 @@ grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
     grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
   (void)context;
   return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq());
+}
+
+grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
+    grpc::CallbackServerContext* context, const trainer::v1::ListJobEventsRequest* request,
+    trainer::v1::ListJobEventsResponse* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    const int page_size = request->page_size() == 0 ? kDefaultEventPage : request->page_size();
+    if (page_size < 0 || page_size > kMaxEventPage) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("page_size: must be between 1 and ", kMaxEventPage, ", got ", page_size));
+    }
+    ASSIGN_OR_RETURN(Job job, store_->GetJob(request->id()));
+    const int64_t from_seq = std::max<int64_t>(request->from_seq(), 1);
+    ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
+                     store_->ReadEvents(job.id(), from_seq, page_size));
+    if (static_cast<int>(events.size()) == page_size && events.back().seq() < job.last_seq()) {
+      response->set_next_seq(events.back().seq() + 1);
+    }
+    for (auto& event : events) *response->add_events() = std::move(event);
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListDevices(

@@ -34,6 +34,9 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   grpc::ServerWriteReactor<trainer::v1::JobEvent>* WatchJob(
       grpc::CallbackServerContext* context,
       const trainer::v1::WatchJobRequest* request) override;
+  grpc::ServerUnaryReactor* ListJobEvents(grpc::CallbackServerContext* context,
+                                          const trainer::v1::ListJobEventsRequest* request,
+                                          trainer::v1::ListJobEventsResponse* response) override;
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const trainer::v1::ListDevicesRequest* request,
                                         trainer::v1::ListDevicesResponse* response) override;

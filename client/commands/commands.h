@@ -1,0 +1,30 @@
+// One function per verb; each adds its subcommand to the app. When the subcommand runs, its
+// callback stores the verb's exit code in `*exit_code`.
+#ifndef TRAIND_CLIENT_COMMANDS_COMMANDS_H_
+#define TRAIND_CLIENT_COMMANDS_COMMANDS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "CLI/CLI.hpp"
+#include "client/context.h"
+#include "client/render/event_renderer.h"
+
+namespace traind {
+
+void AddDevicesCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddListCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddShowCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddLogsCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code);
+
+// Follows a job to its end (shared by `watch` and `submit --watch`). Returns the exit code.
+// `mode` defaults to a progress bar on a terminal, plain lines otherwise, JSON with --output json.
+int WatchJob(Context& ctx, int64_t job_id, int64_t from_seq,
+             std::optional<RenderMode> mode = std::nullopt);
+
+}  // namespace traind
+
+#endif  // TRAIND_CLIENT_COMMANDS_COMMANDS_H_

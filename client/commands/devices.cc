@@ -1,0 +1,40 @@
+// trainctl devices: what traind can train on.
+#include "absl/strings/str_format.h"
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/rpc.h"
+#include "common/log_format.h"
+
+namespace traind {
+
+namespace {
+
+int RunDevices(Context& ctx) {
+  trainer::v1::ListDevicesResponse response;
+  auto call = UnaryCall();
+  grpc::Status status = ctx.stub().ListDevices(call.get(), {}, &response);
+  if (!status.ok()) return ctx.Fail(status);
+  if (ctx.json()) {
+    ctx.PrintJson(response);
+    return kExitOk;
+  }
+  ctx.out() << absl::StrFormat("%-8s %-12s %-12s %s\n", "DEVICE", "MEMORY", "FREE", "DESCRIPTION");
+  for (const auto& d : response.devices()) {
+    std::string description = d.description();
+    if (!d.capability().empty()) description += " (compute " + d.capability() + ")";
+    ctx.out() << absl::StrFormat("%-8s %-12s %-12s %s\n", d.name(),
+                                 FormatBytes(d.total_memory_bytes()),
+                                 FormatBytes(d.free_memory_bytes()), description);
+  }
+  ctx.out() << "LibTorch " << response.torch_version() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddDevicesCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand("devices", "List the devices traind can train on");
+  cmd->callback([&ctx, exit_code] { *exit_code = RunDevices(ctx); });
+}
+
+}  // namespace traind

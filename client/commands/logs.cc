@@ -1,0 +1,58 @@
+// trainctl logs ID: the job's history in the reference scripts' format, line for line.
+// With --follow it keeps going until the job ends (like `watch` without the progress bar).
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/render/event_renderer.h"
+#include "client/rpc.h"
+#include "common/log_format.h"
+
+namespace traind {
+
+namespace {
+
+struct LogsFlags {
+  int64_t job_id = 0;
+  bool follow = false;
+};
+
+int RunLogs(Context& ctx, const LogsFlags& flags) {
+  int64_t from_seq = 1;
+  int64_t last_seq = 0;
+  do {
+    trainer::v1::ListJobEventsRequest request;
+    request.set_id(flags.job_id);
+    request.set_from_seq(from_seq);
+    trainer::v1::ListJobEventsResponse response;
+    auto call = UnaryCall();
+    grpc::Status status = ctx.stub().ListJobEvents(call.get(), request, &response);
+    if (!status.ok()) return ctx.Fail(status);
+    for (const auto& event : response.events()) {
+      last_seq = event.seq();
+      if (ctx.json()) {
+        ctx.PrintJson(event, /*one_line=*/true);
+      } else {
+        for (const std::string& line : FormatEventLines(event)) ctx.out() << line << "\n";
+      }
+    }
+    from_seq = response.next_seq();
+  } while (from_seq > 0);
+  ctx.out().flush();
+  if (flags.follow) {
+    return WatchJob(ctx, flags.job_id, last_seq + 1,
+                    ctx.json() ? RenderMode::kJson : RenderMode::kPlain);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddLogsCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  auto flags = std::make_shared<LogsFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "logs", "Print a job's log in the reference scripts' format (Epoch/Batch/Loss lines)");
+  cmd->add_option("id", flags->job_id, "Job id")->required();
+  cmd->add_flag("--follow,-f", flags->follow, "Keep printing until the job ends");
+  cmd->callback([&ctx, exit_code, flags] { *exit_code = RunLogs(ctx, *flags); });
+}
+
+}  // namespace traind

@@ -1,0 +1,55 @@
+// What every verb gets: the global options, the output streams and a connection to traind.
+// One per trainctl invocation; single-threaded.
+#ifndef TRAIND_CLIENT_CONTEXT_H_
+#define TRAIND_CLIENT_CONTEXT_H_
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "google/protobuf/message.h"
+#include "trainer/v1/trainer.grpc.pb.h"
+
+namespace traind {
+
+struct GlobalOptions {
+  std::string addr;        // --addr / $TRAINCTL_ADDR / the default socket
+  std::string output = "table";  // table | json
+};
+
+class Context {
+ public:
+  Context(std::ostream& out, std::ostream& err, bool out_is_terminal)
+      : out_(out), err_(err), out_is_terminal_(out_is_terminal) {}
+
+  GlobalOptions& options() { return options_; }
+  std::ostream& out() { return out_; }
+  std::ostream& err() { return err_; }
+  bool json() const { return options_.output == "json"; }
+  bool out_is_terminal() const { return out_is_terminal_; }
+
+  // The stub for options().addr, created on first use.
+  trainer::v1::Trainer::Stub& stub();
+
+  // Prints "trainctl: <message>" (with a hint for an unreachable daemon) and returns the exit
+  // code for `status`.
+  int Fail(const grpc::Status& status);
+  // Prints "trainctl: <message>" and returns kExitUsage.
+  int UsageError(const std::string& message);
+
+  // Protobuf's JSON mapping, lowerCamelCase, one document (pretty) or one line.
+  void PrintJson(const google::protobuf::Message& message, bool one_line = false);
+
+ private:
+  std::ostream& out_;
+  std::ostream& err_;
+  const bool out_is_terminal_;
+  GlobalOptions options_;
+  std::unique_ptr<trainer::v1::Trainer::Stub> stub_;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_CLIENT_CONTEXT_H_

@@ -1,0 +1,59 @@
+#include "client/job_file.h"
+
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = "/tmp/job_file_test_" + std::to_string(getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(JobFileTest, YamlMapsOntoJobSpec) {
+  trainer::v1::JobSpec spec;
+  const std::string path = WriteTemp("a.yaml",
+                                     "model: lenet5\n"
+                                     "dataset: fashion-mnist\n"
+                                     "epochs: 10\n"
+                                     "learning_rate: 5e-4\n"
+                                     "nesterov: true\n"
+                                     "name: '123'\n");
+  ASSERT_TRUE(LoadJobFile(path, &spec).ok());
+  EXPECT_EQ(spec.model(), "lenet5");
+  EXPECT_EQ(spec.epochs(), 10);
+  EXPECT_DOUBLE_EQ(spec.learning_rate(), 5e-4);
+  EXPECT_TRUE(spec.nesterov());
+  EXPECT_EQ(spec.name(), "123");
+}
+
+TEST(JobFileTest, JsonWithCamelCase) {
+  trainer::v1::JobSpec spec;
+  const std::string path = WriteTemp("a.json", R"({"model": "mlp", "batchSize": 32})");
+  ASSERT_TRUE(LoadJobFile(path, &spec).ok());
+  EXPECT_EQ(spec.batch_size(), 32);
+}
+
+TEST(JobFileTest, UnknownFieldNamesFileAndField) {
+  trainer::v1::JobSpec spec;
+  const std::string path = WriteTemp("bad.yaml", "model: mlp\nepochz: 3\n");
+  absl::Status status = LoadJobFile(path, &spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find(path), absl::string_view::npos);
+  EXPECT_NE(status.message().find("epochz"), absl::string_view::npos);
+}
+
+TEST(JobFileTest, BrokenYamlIsAnError) {
+  trainer::v1::JobSpec spec;
+  EXPECT_EQ(LoadJobFile(WriteTemp("broken.yaml", "model: [unclosed\n"), &spec).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadJobFile("/nonexistent.yaml", &spec).code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace traind

@@ -1,0 +1,158 @@
+#include "client/render/event_renderer.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/log_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace traind {
+
+using trainer::v1::JobEvent;
+
+namespace {
+
+int TerminalWidth() {
+  winsize ws{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) return ws.ws_col;
+  return 100;
+}
+
+std::string StateLine(int64_t job_id, const trainer::v1::StateChange& change) {
+  std::string line = absl::StrFormat("Job %d %s", job_id, StateName(change.state()));
+  if (!change.reason().empty()) line += ": " + change.reason();
+  return line;
+}
+
+class PlainRenderer : public EventRenderer {
+ public:
+  PlainRenderer(int64_t job_id, std::ostream& out) : job_id_(job_id), out_(out) {}
+  void OnEvent(const JobEvent& event) override {
+    if (event.has_state_change()) out_ << StateLine(job_id_, event.state_change()) << "\n";
+    for (const std::string& line : FormatEventLines(event)) out_ << line << "\n";
+    out_.flush();
+  }
+  void OnNote(const std::string& note) override { out_ << note << "\n" << std::flush; }
+
+ private:
+  const int64_t job_id_;
+  std::ostream& out_;
+};
+
+class JsonRenderer : public EventRenderer {
+ public:
+  JsonRenderer(std::ostream& out, std::ostream& err) : out_(out), err_(err) {}
+  void OnEvent(const JobEvent& event) override {
+    google::protobuf::util::JsonPrintOptions options;
+    options.always_print_primitive_fields = true;
+    std::string json;
+    google::protobuf::util::MessageToJsonString(event, &json, options);
+    out_ << json << "\n" << std::flush;
+  }
+  // Notes go to stderr: stdout stays a clean stream of events.
+  void OnNote(const std::string& note) override { err_ << note << "\n"; }
+
+ private:
+  std::ostream& out_;
+  std::ostream& err_;
+};
+
+// Redraws one status line in place; permanent lines (epoch summaries, state changes) are printed
+// above it.
+class ProgressBarRenderer : public EventRenderer {
+ public:
+  ProgressBarRenderer(int64_t job_id, std::ostream& out) : job_id_(job_id), out_(out) {}
+  void OnEvent(const JobEvent& event) override {
+    if (event.has_step()) {
+      last_step_ = event.step();
+      have_step_ = true;
+      Redraw();
+      return;
+    }
+    std::vector<std::string> lines;
+    if (event.has_state_change()) lines.push_back(StateLine(job_id_, event.state_change()));
+    if (!event.has_step()) {
+      for (std::string& line : FormatEventLines(event)) lines.push_back(std::move(line));
+    }
+    if (event.has_epoch_summary() && have_step_) {
+      // The epoch is done: show the bar full until the next epoch reports.
+      last_step_.set_batch(last_step_.batches_per_epoch());
+    }
+    if (lines.empty()) return;
+    ClearLine();
+    for (const std::string& line : lines) out_ << line << "\n";
+    Redraw();
+  }
+  void OnNote(const std::string& note) override {
+    ClearLine();
+    out_ << note << "\n";
+    Redraw();
+  }
+  void Close() override {
+    ClearLine();
+    out_.flush();
+  }
+
+ private:
+  void ClearLine() {
+    if (drawn_) out_ << "\r\033[2K";
+    drawn_ = false;
+  }
+  void Redraw() {
+    if (!have_step_) return;
+    ClearLine();
+    out_ << ProgressLine(last_step_, TerminalWidth() - 1) << std::flush;
+    drawn_ = true;
+  }
+
+  const int64_t job_id_;
+  std::ostream& out_;
+  trainer::v1::StepMetrics last_step_;
+  bool have_step_ = false;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
+std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
+  const int64_t batches = std::max(1, step.batches_per_epoch());
+  const int64_t done_in_epoch = std::min<int64_t>(step.batch(), batches);
+  const double fraction = static_cast<double>(done_in_epoch) / batches;
+  // ETA over all remaining epochs from the current throughput.
+  const int64_t remaining =
+      (batches - done_in_epoch) + static_cast<int64_t>(step.epochs() - step.epoch()) * batches;
+  const double eta = step.step_seconds() > 0 ? remaining * step.step_seconds() : -1;
+  const std::string tail = absl::StrFormat(
+      " %3.0f%% %d/%d | ETA %s | loss %.4f | %.0f samples/s | mem %s / %s", fraction * 100,
+      done_in_epoch, batches, FormatDuration(eta), step.loss(), step.samples_per_second(),
+      FormatBytes(step.current_allocated_bytes()), FormatBytes(step.driver_allocated_bytes()));
+  const std::string head = absl::StrFormat("epoch %d/%d ", step.epoch(), step.epochs());
+  const int bar_width =
+      std::clamp(width - static_cast<int>(head.size() + tail.size()) - 2, 0, 40);
+  std::string bar;
+  if (bar_width >= 5) {
+    const int filled = static_cast<int>(fraction * bar_width);
+    bar = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "]";
+  }
+  std::string line = head + bar + tail;
+  if (static_cast<int>(line.size()) > width && width > 0) line.resize(width);
+  return line;
+}
+
+std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id,
+                                                 std::ostream& out, std::ostream& err) {
+  switch (mode) {
+    case RenderMode::kProgressBar:
+      return std::make_unique<ProgressBarRenderer>(job_id, out);
+    case RenderMode::kJson:
+      return std::make_unique<JsonRenderer>(out, err);
+    case RenderMode::kPlain:
+    default:
+      return std::make_unique<PlainRenderer>(job_id, out);
+  }
+}
+
+}  // namespace traind

@@ -1,0 +1,106 @@
+#include "client/render/job_text.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/log_format.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+
+namespace {
+
+absl::Time ToTime(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+double SecondsBetween(const google::protobuf::Timestamp& a, const google::protobuf::Timestamp& b) {
+  return absl::ToDoubleSeconds(ToTime(b) - ToTime(a));
+}
+
+std::string Options(const trainer::v1::JobSpec& s) {
+  std::vector<std::string> parts = {
+      absl::StrCat("epochs ", s.epochs()), absl::StrCat("batch ", s.batch_size()),
+      absl::StrFormat("%s lr %g", s.optimizer(), s.learning_rate()),
+      absl::StrCat("seed ", s.seed())};
+  if (s.optimizer() == "sgd" && s.momentum() > 0) {
+    parts.push_back(absl::StrFormat("momentum %g%s", s.momentum(), s.nesterov() ? " nesterov" : ""));
+  }
+  if (s.weight_decay() > 0) parts.push_back(absl::StrFormat("weight decay %g", s.weight_decay()));
+  if (s.limit_train() > 0) parts.push_back(absl::StrCat("limit-train ", s.limit_train()));
+  if (s.limit_test() > 0) parts.push_back(absl::StrCat("limit-test ", s.limit_test()));
+  if (s.has_threads()) parts.push_back(absl::StrCat("threads ", s.threads()));
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", ToTime(t), absl::LocalTimeZone());
+}
+
+std::string DescribeJob(const Job& job) {
+  const auto& spec = job.spec();
+  const auto& result = job.result();
+  std::string out = absl::StrFormat("Job %d  %s%s\n", job.id(), StateName(job.state()),
+                                    spec.name().empty() ? "" : "  (" + spec.name() + ")");
+  absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", spec.model(), spec.dataset(),
+                        spec.data_dir());
+  absl::StrAppendFormat(&out, "  device    %s\n", spec.device());
+  absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
+  absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
+  if (job.has_start_time()) {
+    absl::StrAppendFormat(&out, "  started   %s\n", FormatTimestamp(job.start_time()));
+  }
+  if (job.has_end_time()) {
+    absl::StrAppendFormat(&out, "  ended     %s", FormatTimestamp(job.end_time()));
+    if (job.has_start_time()) {
+      absl::StrAppendFormat(&out, "  (ran %s)",
+                            FormatDuration(SecondsBetween(job.start_time(), job.end_time())));
+    }
+    out += "\n";
+  }
+  if (job.state() == Job::SUCCEEDED) {
+    absl::StrAppendFormat(&out, "  accuracy  test %.2f%%, best validation %.2f%% (epoch %d)\n",
+                          result.test_accuracy() * 100, result.best_validation_accuracy() * 100,
+                          result.best_epoch());
+  }
+  if (result.epoch_seconds_no_eval_size() > 0) {
+    std::vector<std::string> epochs;
+    for (double s : result.epoch_seconds_no_eval()) epochs.push_back(absl::StrFormat("%.2f", s / 60));
+    absl::StrAppendFormat(&out, "  time      per epoch without evaluation: %s min\n",
+                          absl::StrJoin(epochs, ", "));
+  }
+  if (result.total_seconds() > 0) {
+    absl::StrAppendFormat(&out, "            training %.2f min, total %.2f min\n",
+                          result.train_seconds() / 60, result.total_seconds() / 60);
+  }
+  if (result.peak_current_allocated_bytes() > 0) {
+    absl::StrAppendFormat(&out, "  memory    peak %s current / %s driver allocated\n",
+                          FormatBytes(result.peak_current_allocated_bytes()),
+                          FormatBytes(result.peak_driver_allocated_bytes()));
+  }
+  if (!result.error().empty()) absl::StrAppendFormat(&out, "  error     %s\n", result.error());
+  return out;
+}
+
+std::string JobTable(const std::vector<Job>& jobs) {
+  std::string out = absl::StrFormat("%-6s %-10s %-8s %-14s %-7s %-6s %-19s %-8s %s\n", "ID",
+                                    "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS", "CREATED",
+                                    "TEST ACC", "NAME");
+  for (const Job& job : jobs) {
+    const std::string accuracy =
+        job.state() == Job::SUCCEEDED ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
+                                      : "-";
+    absl::StrAppendFormat(&out, "%-6d %-10s %-8s %-14s %-7s %-6d %-19s %-8s %s\n", job.id(),
+                          StateName(job.state()), job.spec().model(), job.spec().dataset(),
+                          job.spec().device(), job.spec().epochs(),
+                          FormatTimestamp(job.create_time()), accuracy, job.spec().name());
+  }
+  return out;
+}
+
+}  // namespace traind

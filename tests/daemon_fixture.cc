@@ -1,0 +1,143 @@
+#include "tests/daemon_fixture.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "client/trainctl.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+
+void DaemonTest::SetUp() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  // Unix socket paths are limited to ~107 bytes: keep the directory short.
+  state_dir_ = "/tmp/traind-test-" + std::to_string(getpid()) + "-" + info->name();
+  if (state_dir_.size() > 80) state_dir_.resize(80);
+  std::filesystem::remove_all(state_dir_);
+  StartDaemon();
+}
+
+void DaemonTest::TearDown() {
+  StopDaemon();
+  std::filesystem::remove_all(state_dir_);
+}
+
+void DaemonTest::StartDaemon() {
+  DaemonOptions options;
+  options.state_dir = state_dir_;
+  options.worker_path = TRAIND_WORKER_PATH;
+  options.cancel_grace = absl::Seconds(3);
+  auto daemon = Daemon::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  daemon_ = std::move(*daemon);
+  address_ = daemon_->addresses().front();
+  stub_ = trainer::v1::Trainer::NewStub(
+      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+}
+
+void DaemonTest::StopDaemon() {
+  stub_.reset();
+  daemon_.reset();
+}
+
+trainer::v1::Trainer::Stub& DaemonTest::stub() { return *stub_; }
+
+DaemonTest::Result DaemonTest::Trainctl(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"trainctl", "--addr", address_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::ostringstream out, err;
+  const int code = RunTrainctl(argv, out, err);
+  return Result{code, out.str(), err.str()};
+}
+
+int64_t DaemonTest::SubmitSmall(const std::string& model, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"submit",        "--model",      model,  "--dataset",
+                                   "fashion-mnist", "--device",     "cpu",  "--limit-train",
+                                   "1280",          "--limit-test", "500",  "--batch-size",
+                                   "64",            "--log-every",  "3"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Result result = Trainctl(args);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return std::stoll(result.out);
+}
+
+Job DaemonTest::GetJob(int64_t id) {
+  trainer::v1::GetJobRequest request;
+  request.set_id(id);
+  Job job;
+  grpc::ClientContext context;
+  grpc::Status status = stub().GetJob(&context, request, &job);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return job;
+}
+
+Job DaemonTest::WaitForState(int64_t id, Job::State state, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  Job job;
+  while (absl::Now() < deadline) {
+    job = GetJob(id);
+    if (job.state() == state) return job;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ADD_FAILURE() << "job " << id << " never reached " << Job::State_Name(state) << "; it is "
+                << Job::State_Name(job.state()) << " " << job.result().error();
+  return job;
+}
+
+std::vector<trainer::v1::JobEvent> DaemonTest::Events(int64_t id) {
+  std::vector<trainer::v1::JobEvent> events;
+  int64_t from_seq = 1;
+  do {
+    trainer::v1::ListJobEventsRequest request;
+    request.set_id(id);
+    request.set_from_seq(from_seq);
+    trainer::v1::ListJobEventsResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub().ListJobEvents(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    events.insert(events.end(), response.events().begin(), response.events().end());
+    from_seq = response.next_seq();
+  } while (from_seq > 0);
+  return events;
+}
+
+namespace {
+void WriteGz(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+}
+std::string Header(std::initializer_list<uint32_t> dims) {
+  std::string h = {0, 0, 0x08, static_cast<char>(dims.size())};
+  for (uint32_t d : dims) {
+    for (int shift : {24, 16, 8, 0}) h += static_cast<char>((d >> shift) & 0xff);
+  }
+  return h;
+}
+}  // namespace
+
+std::string WriteTinyIdxDataset(const std::string& dir, int images, bool truncate_train_images) {
+  std::filesystem::create_directories(dir);
+  std::string pixels(static_cast<size_t>(images) * 28 * 28, 0);
+  std::string labels(static_cast<size_t>(images), 0);
+  for (int i = 0; i < images; ++i) {
+    labels[i] = static_cast<char>(i % 10);
+    for (int p = 0; p < 28 * 28; ++p) pixels[i * 784 + p] = static_cast<char>((p * (i % 10)) & 0xff);
+  }
+  std::string train_images = Header({uint32_t(images), 28, 28}) + pixels;
+  if (truncate_train_images) train_images.resize(train_images.size() / 2);
+  WriteGz(dir + "/train-images-idx3-ubyte.gz", train_images);
+  WriteGz(dir + "/train-labels-idx1-ubyte.gz", Header({uint32_t(images)}) + labels);
+  WriteGz(dir + "/t10k-images-idx3-ubyte.gz", Header({uint32_t(images), 28, 28}) + pixels);
+  WriteGz(dir + "/t10k-labels-idx1-ubyte.gz", Header({uint32_t(images)}) + labels);
+  return dir;
+}
+
+}  // namespace traind

@@ -1,0 +1,56 @@
+// DaemonTest: starts a real traind (the Daemon library, real traind-worker processes, real SQLite
+// in a temp state dir, real gRPC over a Unix socket) and drives it with the real trainctl code.
+#ifndef TRAIND_TESTS_DAEMON_FIXTURE_H_
+#define TRAIND_TESTS_DAEMON_FIXTURE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "server/daemon.h"
+#include "trainer/v1/trainer.grpc.pb.h"
+
+namespace traind {
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  void StartDaemon();
+  void StopDaemon();
+
+  struct Result {
+    int exit_code;
+    std::string out;
+    std::string err;
+  };
+  // Runs `trainctl --addr <this daemon> args...` in-process.
+  Result Trainctl(const std::vector<std::string>& args);
+
+  // Submits a job that trains for a few seconds on the first Fashion-MNIST images.
+  int64_t SubmitSmall(const std::string& model = "mlp",
+                      const std::vector<std::string>& extra = {});
+  // Polls until the job is in `state` (or fails the test after `timeout`).
+  trainer::v1::Job WaitForState(int64_t id, trainer::v1::Job::State state,
+                                absl::Duration timeout = absl::Seconds(120));
+  trainer::v1::Job GetJob(int64_t id);
+  // Every stored event of the job, via ListJobEvents.
+  std::vector<trainer::v1::JobEvent> Events(int64_t id);
+
+  trainer::v1::Trainer::Stub& stub();
+
+  std::string state_dir_;
+  std::string address_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<trainer::v1::Trainer::Stub> stub_;
+};
+
+// A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.
+std::string WriteTinyIdxDataset(const std::string& dir, int images, bool truncate_train_images);
+
+}  // namespace traind
+
+#endif  // TRAIND_TESTS_DAEMON_FIXTURE_H_

@@ -1,0 +1,126 @@
+// trainctl submit against a real daemon: the happy path and every kind of bad input.
+#include <fstream>
+
+#include "google/protobuf/util/json_util.h"
+#include "tests/daemon_fixture.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+
+class SubmitTest : public DaemonTest {
+ protected:
+  int JobCount() {
+    Result list = Trainctl({"list", "--all", "--output", "json"});
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    trainer::v1::ListJobsResponse response;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(list.out, &response).ok());
+    return response.jobs_size();
+  }
+  // Submits `args`, expects exit code 2 with `message` in stderr, and nothing stored.
+  void ExpectRefused(const std::vector<std::string>& args, const std::string& message) {
+    const int before = JobCount();
+    std::vector<std::string> full = {"submit"};
+    full.insert(full.end(), args.begin(), args.end());
+    Result result = Trainctl(full);
+    EXPECT_EQ(result.exit_code, 2) << result.out;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(JobCount(), before);
+  }
+};
+
+TEST_F(SubmitTest, PrintsTheIdAndStoresTheJobWithDefaults) {
+  Result result = Trainctl({"submit", "--model", "lenet5", "--dataset", "fashion-mnist",
+                            "--device", "cpu", "--epochs", "1", "--output", "json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(result.out, &job).ok()) << result.out;
+  EXPECT_GT(job.id(), 0);
+  EXPECT_EQ(job.spec().batch_size(), 128);
+  EXPECT_EQ(job.spec().optimizer(), "adam");
+  EXPECT_EQ(job.spec().seed(), 123u);
+  EXPECT_EQ(job.spec().data_dir(), "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(job.state(), Job::QUEUED);
+  EXPECT_EQ(result.out.find("\"state\": \"QUEUED\"") != std::string::npos, true);
+  Trainctl({"cancel", std::to_string(job.id())});
+}
+
+TEST_F(SubmitTest, BestAvailableDeviceIsChosen) {
+  Result result = Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist", "-o", "json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(result.out, &job).ok());
+  EXPECT_FALSE(job.spec().device().empty());
+  Trainctl({"cancel", std::to_string(job.id())});
+}
+
+TEST_F(SubmitTest, UnknownModelNamesTheAllowedOnes) {
+  ExpectRefused({"--model", "nosuch", "--dataset", "fashion-mnist"},
+                "model: unknown value 'nosuch'; allowed: lenet5, mlp");
+}
+
+TEST_F(SubmitTest, UnknownDatasetAndDevice) {
+  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"}, "allowed: fashion-mnist, mnist");
+  ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "tpu"},
+                "device: unknown device 'tpu'");
+  ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cuda:3"},
+                "device: 'cuda:3' is not available on this machine; available:");
+}
+
+TEST_F(SubmitTest, NonPositiveNumbers) {
+  ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--epochs", "0"},
+                "epochs: must be greater than 0");
+  ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--batch-size", "-5"},
+                "batch_size: must be greater than 0");
+  ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--lr", "0"},
+                "learning_rate: must be greater than 0");
+  Result result = Trainctl({"submit", "--model", "mlp", "--epochs", "many"});
+  EXPECT_EQ(result.exit_code, 2);
+}
+
+TEST_F(SubmitTest, MissingDataDirectory) {
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", "/no/such/dir"},
+                "data_dir: no such directory on the daemon's machine: /no/such/dir");
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist"}, "data_dir: required for dataset 'mnist'");
+}
+
+TEST_F(SubmitTest, TheDaemonValidatesToo) {
+  // A client in another language may skip trainctl's checks.
+  trainer::v1::SubmitJobRequest request;
+  request.mutable_spec()->set_model("resnet1000");
+  request.mutable_spec()->set_dataset("fashion-mnist");
+  Job job;
+  grpc::ClientContext context;
+  grpc::Status status = stub().SubmitJob(&context, request, &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "model: unknown value 'resnet1000'; allowed: lenet5, mlp");
+}
+
+TEST_F(SubmitTest, JobFileWithFlagOverrides) {
+  const std::string path = state_dir_ + "/job.yaml";
+  std::ofstream(path) << "model: lenet5\ndataset: fashion-mnist\nepochs: 4\nbatchSize: 32\n";
+  Result result = Trainctl({"submit", path, "--epochs", "2", "--device", "cpu", "-o", "json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(result.out, &job).ok());
+  EXPECT_EQ(job.spec().model(), "lenet5");
+  EXPECT_EQ(job.spec().epochs(), 2);
+  EXPECT_EQ(job.spec().batch_size(), 32);
+  Trainctl({"cancel", std::to_string(job.id())});
+
+  std::ofstream(path) << "model: lenet5\nepoks: 4\n";
+  ExpectRefused({path}, "epoks");
+}
+
+TEST_F(SubmitTest, UnreachableDaemonIsExitCode3WithAHint) {
+  StopDaemon();
+  Result result = Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist"});
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("Start it with"), std::string::npos) << result.err;
+  StartDaemon();
+}
+
+}  // namespace
+}  // namespace traind
