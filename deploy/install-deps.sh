@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what traind needs to build and run: Debian/Ubuntu packages (apt-get) or Homebrew
+# formulas (macOS). Says what it installs; installs nothing that is already there.
+#   deploy/install-deps.sh [--with-bench]   (--with-bench adds Python PyTorch for bench/)
+set -euo pipefail
+
+with_bench=0
+[ "${1:-}" = --with-bench ] && with_bench=1
+
+if [ "$(uname -s)" = Darwin ]; then
+  command -v brew >/dev/null || { echo "install Homebrew first: https://brew.sh" >&2; exit 1; }
+  formulas="cmake pkg-config ccache pytorch grpc protobuf abseil googletest sqlite cli11 yaml-cpp"
+  missing=""
+  for f in $formulas; do brew list --versions "$f" >/dev/null 2>&1 || missing="$missing $f"; done
+  if [ -n "$missing" ]; then
+    echo "install-deps: brew install$missing"
+    brew install $missing
+  fi
+  echo "install-deps: Fashion-MNIST is not packaged for macOS; download the four IDX files and"
+  echo "install-deps: export FASHION_MNIST_DIR=/path/to/them (see docs/macos.md)"
+  exit 0
+fi
+
+packages="build-essential cmake pkg-config ccache libtorch-dev libgrpc++-dev libprotobuf-dev
+protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
+libyaml-cpp-dev zlib1g-dev dataset-fashion-mnist"
+[ "$with_bench" = 1 ] && packages="$packages python3-torch"
+
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+  echo "install-deps: all Debian packages are already installed"
+  exit 0
+fi
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+echo "install-deps: installing:$missing"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing
