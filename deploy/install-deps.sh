@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what traind needs to build and run: Debian/Ubuntu packages (apt-get) or Homebrew
 # formulas (macOS). Says what it installs; installs nothing that is already there.
+# libopenblas0-pthread: Debian's LibTorch calls the system BLAS, which is the slow reference BLAS
+# unless OpenBLAS is installed (an MLP epoch: 18.9 s -> 0.74 s here, docs/benchmarks.md).
 #   deploy/install-deps.sh [--with-bench]   (--with-bench adds Python PyTorch for bench/)
 set -euo pipefail
 
@@ -21,7 +23,7 @@ if [ "$(uname -s)" = Darwin ]; then
   exit 0
 fi
 
-packages="build-essential cmake pkg-config ccache libtorch-dev libgrpc++-dev libprotobuf-dev
+packages="build-essential cmake pkg-config ccache libtorch-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
 libyaml-cpp-dev zlib1g-dev dataset-fashion-mnist"
 [ "$with_bench" = 1 ] && packages="$packages python3-torch"

@@ -1,0 +1,65 @@
+#include "models/resnet18.h"
+
+namespace traind {
+
+namespace nn = torch::nn;
+
+namespace {
+nn::Conv2d Conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(padding).bias(false));
+}
+}  // namespace
+
+BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t out_channels, int64_t stride) {
+  conv1_ = register_module("conv1", Conv(in_channels, out_channels, 3, stride, 1));
+  bn1_ = register_module("bn1", nn::BatchNorm2d(out_channels));
+  conv2_ = register_module("conv2", Conv(out_channels, out_channels, 3, 1, 1));
+  bn2_ = register_module("bn2", nn::BatchNorm2d(out_channels));
+  if (stride != 1 || in_channels != out_channels) {
+    downsample_ = register_module(
+        "downsample",
+        nn::Sequential(Conv(in_channels, out_channels, 1, stride, 0), nn::BatchNorm2d(out_channels)));
+  }
+}
+
+torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
+  torch::Tensor out = torch::relu(bn1_->forward(conv1_->forward(x)));
+  out = bn2_->forward(conv2_->forward(out));
+  torch::Tensor identity = downsample_ ? downsample_->forward(x) : x;
+  return torch::relu(out + identity);
+}
+
+ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_stem) {
+  if (cifar_stem) {
+    stem_ = nn::Sequential(Conv(in_channels, 64, 3, 1, 1), nn::BatchNorm2d(64),
+                           nn::ReLU(nn::ReLUOptions(true)));
+  } else {
+    stem_ = nn::Sequential(Conv(in_channels, 64, 7, 2, 3), nn::BatchNorm2d(64),
+                           nn::ReLU(nn::ReLUOptions(true)),
+                           nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+  }
+  register_module("stem", stem_);
+  layers_ = nn::Sequential();
+  int64_t channels = 64;
+  for (int64_t width : {64, 128, 256, 512}) {
+    const int64_t stride = width == 64 ? 1 : 2;
+    layers_->push_back(BasicBlock(channels, width, stride));
+    layers_->push_back(BasicBlock(width, width, 1));
+    channels = width;
+  }
+  register_module("layers", layers_);
+  fc_ = register_module("fc", nn::Linear(512, num_classes));
+  for (auto& module : modules(/*include_self=*/false)) {
+    if (auto* conv = module->as<nn::Conv2d>()) {
+      nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+    }
+  }
+}
+
+torch::Tensor ResNet18Impl::forward(torch::Tensor x) {
+  x = layers_->forward(stem_->forward(x));
+  x = torch::adaptive_avg_pool2d(x, {1, 1});
+  return fc_->forward(torch::flatten(x, 1));
+}
+
+}  // namespace traind

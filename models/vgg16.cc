@@ -1,0 +1,47 @@
+#include "models/vgg16.h"
+
+namespace traind {
+
+namespace nn = torch::nn;
+
+Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
+  constexpr int kMaxPool = 0;
+  const int config[] = {64,  64,  kMaxPool, 128, 128, kMaxPool, 256, 256, 256, kMaxPool,
+                        512, 512, 512,      kMaxPool, 512, 512, 512, kMaxPool};
+  nn::Sequential features;
+  int64_t channels = in_channels;
+  for (int width : config) {
+    if (width == kMaxPool) {
+      features->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2)));
+      continue;
+    }
+    features->push_back(nn::Conv2d(nn::Conv2dOptions(channels, width, 3).padding(1)));
+    features->push_back(nn::BatchNorm2d(width));
+    features->push_back(nn::ReLU(nn::ReLUOptions(true)));
+    channels = width;
+  }
+  features_ = register_module("features", features);
+  pool_ = register_module("avgpool", nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({7, 7})));
+  classifier_ = register_module(
+      "classifier",
+      nn::Sequential(nn::Linear(512 * 7 * 7, 4096), nn::ReLU(nn::ReLUOptions(true)), nn::Dropout(0.5),
+                     nn::Linear(4096, 4096), nn::ReLU(nn::ReLUOptions(true)), nn::Dropout(0.5),
+                     nn::Linear(4096, num_classes)));
+  // torchvision's initialisation: Kaiming for convs, N(0, 0.01) for linears.
+  for (auto& module : modules(/*include_self=*/false)) {
+    if (auto* conv = module->as<nn::Conv2d>()) {
+      nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
+      nn::init::zeros_(conv->bias);
+    } else if (auto* linear = module->as<nn::Linear>()) {
+      nn::init::normal_(linear->weight, 0, 0.01);
+      nn::init::zeros_(linear->bias);
+    }
+  }
+}
+
+torch::Tensor Vgg16Impl::forward(torch::Tensor x) {
+  x = pool_->forward(features_->forward(x));
+  return classifier_->forward(torch::flatten(x, 1));
+}
+
+}  // namespace traind
