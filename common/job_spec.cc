@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace traind {
@@ -14,12 +15,14 @@ namespace traind {
 using trainer::v1::JobSpec;
 
 const std::vector<std::string>& KnownModels() {
-  static const auto* models = new std::vector<std::string>{"lenet5", "mlp"};
+  static const auto* models =
+      new std::vector<std::string>{"lenet5", "mlp", "resnet18", "vgg16"};
   return *models;
 }
 
 const std::vector<std::string>& KnownDatasets() {
-  static const auto* datasets = new std::vector<std::string>{"fashion-mnist", "mnist"};
+  static const auto* datasets =
+      new std::vector<std::string>{"cifar10", "fake", "fashion-mnist", "mnist"};
   return *datasets;
 }
 
@@ -37,6 +40,36 @@ void ApplyDefaults(JobSpec* spec) {
   if (!spec->has_limit_train()) spec->set_limit_train(0);
   if (!spec->has_limit_test()) spec->set_limit_test(0);
   if (!spec->has_log_every()) spec->set_log_every(kDefaultLogEvery);
+  if (!spec->has_accumulate()) spec->set_accumulate(1);
+  if (!spec->has_eval_every()) spec->set_eval_every(1);
+  if (!spec->has_checkpoint_every()) spec->set_checkpoint_every(0);
+  if (spec->dataset() == "fake") {
+    if (!spec->has_image_size()) spec->set_image_size(32);
+    if (!spec->has_num_samples()) spec->set_num_samples(1000);
+    if (!spec->has_channels()) spec->set_channels(3);
+    if (!spec->has_classes()) spec->set_classes(10);
+  }
+  if (spec->has_benchmark()) {
+    trainer::v1::Benchmark* bench = spec->mutable_benchmark();
+    if (bench->kind() == "matmul") {
+      if (!bench->has_size()) bench->set_size(4096);
+      if (bench->dtype().empty()) bench->set_dtype("fp32");
+      if (!bench->has_repeat()) bench->set_repeat(10);
+      if (!bench->has_warmup()) bench->set_warmup(2);
+    } else if (bench->kind() == "train") {
+      if (!bench->has_steps()) bench->set_steps(50);
+    }
+  }
+}
+
+const std::vector<std::string>& KnownAmpModes() {
+  static const auto* modes = new std::vector<std::string>{"bf16", "fp16"};
+  return *modes;
+}
+
+const std::vector<std::string>& KnownMatmulDtypes() {
+  static const auto* dtypes = new std::vector<std::string>{"bf16", "fp16", "fp32", "tf32"};
+  return *dtypes;
 }
 
 namespace {
@@ -73,8 +106,38 @@ absl::Status ValidateDeviceName(const std::string& device) {
       "device: unknown device '", device, "'; allowed: cpu, cuda, cuda:N, mps (or empty for the best available)"));
 }
 
+namespace {
+
+absl::Status ValidateBenchmark(const JobSpec& spec) {
+  const trainer::v1::Benchmark& bench = spec.benchmark();
+  RETURN_IF_ERROR(OneOf("benchmark.kind", bench.kind(), {"matmul", "train"}));
+  if (bench.kind() == "matmul") {
+    RETURN_IF_ERROR(OneOf("benchmark.dtype", bench.dtype(), KnownMatmulDtypes()));
+    RETURN_IF_ERROR(Positive("benchmark.size", bench.size()));
+    RETURN_IF_ERROR(Positive("benchmark.repeat", bench.repeat()));
+    RETURN_IF_ERROR(NotNegative("benchmark.warmup", bench.warmup()));
+    if (bench.size() > 65536) {
+      return absl::InvalidArgumentError("benchmark.size: at most 65536");
+    }
+    const bool cpu = spec.device() == "cpu";
+    if (cpu && (bench.dtype() == "tf32" || bench.dtype() == "fp16")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "benchmark.dtype: ", bench.dtype(), " is not supported on cpu; supported: fp32, bf16"));
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(Positive("benchmark.steps", bench.steps()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateJobSpec(const JobSpec& spec) {
   absl::Status status;
+  if (spec.has_benchmark() && spec.benchmark().kind() == "matmul") {
+    if (!spec.device().empty()) RETURN_IF_ERROR(ValidateDeviceName(spec.device()));
+    return ValidateBenchmark(spec);
+  }
   status.Update(OneOf("model", spec.model(), KnownModels()));
   if (!status.ok()) return status;
   status.Update(OneOf("dataset", spec.dataset(), KnownDatasets()));
@@ -91,7 +154,34 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   status.Update(NotNegative("limit_test", spec.limit_test()));
   status.Update(Positive("log_every", spec.log_every()));
   if (spec.has_threads()) status.Update(Positive("threads", spec.threads()));
+  status.Update(Positive("accumulate", spec.accumulate()));
+  status.Update(Positive("eval_every", spec.eval_every()));
+  status.Update(NotNegative("checkpoint_every", spec.checkpoint_every()));
+  status.Update(NotNegative("random_crop_padding", spec.random_crop_padding()));
+  if (spec.has_image_size()) status.Update(Positive("image_size", spec.image_size()));
+  if (spec.has_num_samples()) status.Update(Positive("num_samples", spec.num_samples()));
+  if (spec.has_channels()) status.Update(Positive("channels", spec.channels()));
+  if (spec.has_classes()) status.Update(Positive("classes", spec.classes()));
   if (!status.ok()) return status;
+  if (!spec.amp().empty()) RETURN_IF_ERROR(OneOf("amp", spec.amp(), KnownAmpModes()));
+  if (spec.has_profile_steps()) {
+    return absl::UnimplementedError("profile_steps: the profiler is not built yet");
+  }
+  if (spec.has_benchmark()) RETURN_IF_ERROR(ValidateBenchmark(spec));
+  if (spec.image_size() > 1024) return absl::InvalidArgumentError("image_size: at most 1024");
+  if (spec.channels() > 64) return absl::InvalidArgumentError("channels: at most 64");
+  if (spec.classes() > 100000) return absl::InvalidArgumentError("classes: at most 100000");
+  if (spec.num_samples() > 10000000) {
+    return absl::InvalidArgumentError("num_samples: at most 10000000");
+  }
+  if (spec.dataset() != "fake" &&
+      (spec.has_num_samples() || spec.has_channels() || spec.has_classes())) {
+    return absl::InvalidArgumentError(
+        "num_samples, channels, classes: only for dataset 'fake'");
+  }
+  if (spec.cifar_stem() && spec.model() != "resnet18") {
+    return absl::InvalidArgumentError("cifar_stem: only for model 'resnet18'");
+  }
   if (spec.epochs() > 100000) {
     return absl::InvalidArgumentError("epochs: at most 100000");
   }
@@ -101,6 +191,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.dataset() == "mnist" && spec.data_dir().empty()) {
     return absl::InvalidArgumentError(
         "data_dir: required for dataset 'mnist' (a directory with the four IDX files)");
+  }
+  if (spec.dataset() == "cifar10" && spec.data_dir().empty()) {
+    return absl::InvalidArgumentError(
+        "data_dir: required for dataset 'cifar10' (a directory with data_batch_1.bin ... "
+        "test_batch.bin)");
   }
   return absl::OkStatus();
 }

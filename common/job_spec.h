@@ -15,6 +15,8 @@ namespace traind {
 const std::vector<std::string>& KnownModels();
 const std::vector<std::string>& KnownDatasets();
 const std::vector<std::string>& KnownOptimizers();
+const std::vector<std::string>& KnownAmpModes();      // bf16, fp16
+const std::vector<std::string>& KnownMatmulDtypes();  // bf16, fp16, fp32, tf32
 
 // Defaults of the reference scripts (rasbt's M1 benchmarks).
 inline constexpr int kDefaultEpochs = 1;

@@ -14,6 +14,12 @@ std::string FormatStepLine(const trainer::v1::StepMetrics& step) {
 }
 
 std::vector<std::string> FormatEpochLines(const trainer::v1::EpochSummary& s) {
+  if (!s.evaluated()) {
+    return {
+        absl::StrFormat("Time / epoch without evaluation: %.2f min", s.epoch_seconds_no_eval() / 60),
+        absl::StrFormat("Time elapsed: %.2f min", s.elapsed_seconds() / 60),
+    };
+  }
   return {
       absl::StrFormat("Time / epoch without evaluation: %.2f min", s.epoch_seconds_no_eval() / 60),
       absl::StrFormat("Epoch: %03d/%03d | Train: %.2f%% | Validation: %.2f%% | "

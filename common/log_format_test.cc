@@ -17,6 +17,7 @@ TEST(LogFormatTest, StepLineMatchesTheReferenceScript) {
 
 TEST(LogFormatTest, EpochLines) {
   trainer::v1::EpochSummary s;
+  s.set_evaluated(true);
   s.set_epoch(1);
   s.set_epochs(1);
   s.set_train_accuracy(0.9732);

@@ -1,5 +1,7 @@
 #include "models/dataset.h"
 
+#include <fstream>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "models/idx_file.h"
@@ -8,7 +10,7 @@ namespace traind {
 
 namespace {
 
-// Reads one images/labels pair and checks that they agree.
+// Reads one IDX images/labels pair and checks that they agree.
 absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& prefix,
                                    int64_t limit) {
   ASSIGN_OR_RETURN(std::string images_path, FindIdxFile(dir, prefix + "-images-idx3-ubyte"));
@@ -44,37 +46,102 @@ Split Slice(const Split& s, int64_t begin, int64_t end) {
   return Split{s.images.slice(0, begin, end), s.labels.slice(0, begin, end)};
 }
 
-void Transform(Split& split, int64_t height, int64_t width) {
-  // ToTensor + Normalize((0.5,), (0.5,)) after Resize, as the reference's torchvision pipeline.
-  if (split.images.size(2) != height || split.images.size(3) != width) {
+// Resize (bilinear) then Normalize(0.5, 0.5), as the reference's torchvision pipeline.
+void Transform(Split& split, int64_t size) {
+  if (size > 0 && (split.images.size(2) != size || split.images.size(3) != size)) {
     split.images = torch::nn::functional::interpolate(
         split.images, torch::nn::functional::InterpolateFuncOptions()
-                          .size(std::vector<int64_t>{height, width})
+                          .size(std::vector<int64_t>{size, size})
                           .mode(torch::kBilinear)
                           .align_corners(false));
   }
-  split.images = split.images.sub_(0.5).div_(0.5).contiguous();
+  split.images = split.images.sub(0.5).div_(0.5).contiguous();
 }
 
 }  // namespace
 
-absl::StatusOr<ImageDataset> LoadImageDataset(const trainer::v1::JobSpec& spec, int64_t height,
-                                              int64_t width) {
-  if (spec.dataset() != "fashion-mnist" && spec.dataset() != "mnist") {
+absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit) {
+  constexpr int64_t kRecord = 1 + 3 * 32 * 32;
+  std::vector<std::string> files;
+  if (train) {
+    for (int i = 1; i <= 5; ++i) files.push_back(absl::StrCat(dir, "/data_batch_", i, ".bin"));
+  } else {
+    files.push_back(dir + "/test_batch.bin");
+  }
+  std::vector<uint8_t> labels;
+  std::vector<uint8_t> pixels;
+  for (const std::string& path : files) {
+    if (limit > 0 && static_cast<int64_t>(labels.size()) >= limit) break;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("dataset file not found: ", path));
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.empty() || bytes.size() % kRecord != 0) {
+      return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt: ", bytes.size(),
+                                              " bytes is not a whole number of ", kRecord,
+                                              "-byte records"));
+    }
+    for (size_t offset = 0; offset < bytes.size(); offset += kRecord) {
+      const uint8_t label = static_cast<uint8_t>(bytes[offset]);
+      if (label > 9) {
+        return absl::DataLossError(absl::StrCat(path, ": label ", int{label}, " outside 0..9 in record ",
+                                                offset / kRecord));
+      }
+      labels.push_back(label);
+      pixels.insert(pixels.end(), bytes.begin() + offset + 1, bytes.begin() + offset + kRecord);
+    }
+  }
+  int64_t n = static_cast<int64_t>(labels.size());
+  if (limit > 0 && limit < n) n = limit;
+  Split split;
+  split.images = torch::from_blob(pixels.data(), {n, 3, 32, 32}, torch::kUInt8)
+                     .to(torch::kFloat32)
+                     .div_(255.0);
+  split.labels = torch::from_blob(labels.data(), {n}, torch::kUInt8).to(torch::kInt64);
+  return split;
+}
+
+Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, uint64_t seed) {
+  torch::Generator rng = at::detail::createCPUGenerator(seed);
+  Split split;
+  split.images = torch::rand({n, channels, size, size}, rng);
+  split.labels = torch::randint(classes, {n}, rng, torch::kInt64);
+  return split;
+}
+
+absl::StatusOr<ImageDataset> LoadImageDataset(const trainer::v1::JobSpec& spec, int64_t size) {
+  ImageDataset data;
+  Split full_train, test;
+  if (spec.dataset() == "fashion-mnist" || spec.dataset() == "mnist") {
+    ASSIGN_OR_RETURN(full_train, ReadIdxSplit(spec.data_dir(), "train", spec.limit_train()));
+    ASSIGN_OR_RETURN(test, ReadIdxSplit(spec.data_dir(), "t10k", spec.limit_test()));
+  } else if (spec.dataset() == "cifar10") {
+    ASSIGN_OR_RETURN(full_train, ReadCifar10Split(spec.data_dir(), true, spec.limit_train()));
+    ASSIGN_OR_RETURN(test, ReadCifar10Split(spec.data_dir(), false, spec.limit_test()));
+  } else if (spec.dataset() == "fake") {
+    int64_t n = spec.num_samples();
+    if (spec.limit_train() > 0) n = std::min<int64_t>(n, spec.limit_train());
+    int64_t n_test = std::max<int64_t>(1, spec.num_samples() / 5);
+    if (spec.limit_test() > 0) n_test = std::min<int64_t>(n_test, spec.limit_test());
+    // Generated at the requested size: nothing to resize.
+    full_train = MakeFakeSplit(n, spec.channels(), spec.image_size(), spec.classes(), spec.seed());
+    test = MakeFakeSplit(n_test, spec.channels(), spec.image_size(), spec.classes(),
+                         spec.seed() + 1);
+    data.num_classes = spec.classes();
+  } else {
     return absl::InvalidArgumentError(absl::StrCat("dataset: unknown value '", spec.dataset(), "'"));
   }
-  ASSIGN_OR_RETURN(Split full_train, ReadIdxSplit(spec.data_dir(), "train", spec.limit_train()));
-  ASSIGN_OR_RETURN(Split test, ReadIdxSplit(spec.data_dir(), "t10k", spec.limit_test()));
   const int64_t n = full_train.size();
   const int64_t n_validation = n / 10;
   if (n - n_validation < 1) {
     return absl::InvalidArgumentError("limit_train: leaves no training images");
   }
-  ImageDataset data;
   data.train = Slice(full_train, 0, n - n_validation);
   data.validation = Slice(full_train, n - n_validation, n);
   data.test = std::move(test);
-  for (Split* split : {&data.train, &data.validation, &data.test}) Transform(*split, height, width);
+  for (Split* split : {&data.train, &data.validation, &data.test}) Transform(*split, size);
+  data.channels = data.train.images.size(1);
+  data.height = data.train.images.size(2);
+  data.width = data.train.images.size(3);
   return data;
 }
 

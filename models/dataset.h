@@ -1,5 +1,7 @@
-// Image-classification data held as whole tensors on the CPU (Fashion-MNIST is 47 MB as floats):
-// batches are gathered by index, with no DataLoader threads. Thread-compatible.
+// Image-classification data held as whole tensors (Fashion-MNIST is 47 MB as floats): batches are
+// gathered by index, with no DataLoader threads. Loaders: IDX (fashion-mnist, mnist), CIFAR-10
+// binary batches, and `fake` (deterministic random images, like torchvision's FakeData).
+// Thread-compatible.
 #ifndef TRAIND_MODELS_DATASET_H_
 #define TRAIND_MODELS_DATASET_H_
 
@@ -20,16 +22,21 @@ struct Split {
 
 struct ImageDataset {
   Split train;
-  Split validation;  // the last 10% of the training file, as the reference scripts split it
+  Split validation;  // the last 10% of the training set, as the reference scripts split it
   Split test;
   int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
   int64_t num_classes = 10;
 };
 
-// Loads spec.dataset from spec.data_dir, applies limit_train / limit_test, normalises with mean 0.5
-// and std 0.5 and resizes to height x width when they differ from the files'.
-absl::StatusOr<ImageDataset> LoadImageDataset(const trainer::v1::JobSpec& spec, int64_t height,
-                                              int64_t width);
+// Loads spec.dataset, applies limit_train / limit_test, resizes to `size` x `size` when `size` > 0
+// and differs from the files', and normalises with mean 0.5 and std 0.5 per channel.
+absl::StatusOr<ImageDataset> LoadImageDataset(const trainer::v1::JobSpec& spec, int64_t size);
+
+// Raw (unnormalised, 0..1) splits as the loaders produce them; exposed for tests.
+absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit);
+Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, uint64_t seed);
 
 }  // namespace traind
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "models/mixed_precision.h"
 
 #ifdef TRAIND_HAVE_CUDA
 #include <ATen/cuda/CUDAContext.h>
@@ -95,6 +96,8 @@ trainer::v1::ListDevicesResponse DiscoverDevices() {
       d->set_name(absl::StrCat("cuda:", i));
       d->set_description(prop->name);
       d->set_capability(absl::StrCat(prop->major, ".", prop->minor));
+      d->add_amp_dtypes("fp16");
+      if (prop->major >= 8) d->add_amp_dtypes("bf16");
       size_t free_bytes = 0, total_bytes = 0;
       c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(i));
       if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
@@ -110,6 +113,9 @@ trainer::v1::ListDevicesResponse DiscoverDevices() {
     trainer::v1::Device* d = response.add_devices();
     d->set_name("mps");
     d->set_description("Apple Metal Performance Shaders");
+    for (const std::string& amp : SupportedAmpModes(torch::Device(torch::kMPS))) {
+      d->add_amp_dtypes(amp);
+    }
     d->set_total_memory_bytes(ProcKilobytes("/proc/meminfo", "MemTotal"));
   }
   trainer::v1::Device* cpu = response.add_devices();
@@ -118,6 +124,9 @@ trainer::v1::ListDevicesResponse DiscoverDevices() {
                                     " threads, ", torch::get_num_threads(), " intra-op"));
   cpu->set_total_memory_bytes(ProcKilobytes("/proc/meminfo", "MemTotal"));
   cpu->set_free_memory_bytes(ProcKilobytes("/proc/meminfo", "MemAvailable"));
+  for (const std::string& amp : SupportedAmpModes(torch::Device(torch::kCPU))) {
+    cpu->add_amp_dtypes(amp);
+  }
   return response;
 }
 
@@ -151,6 +160,33 @@ MemoryReading ReadMemory(const torch::Device& device) {
   m.peak_current_allocated = ProcKilobytes("/proc/self/status", "VmHWM");
   m.peak_driver_allocated = m.peak_current_allocated;
   return m;
+}
+
+void ResetPeakMemory(const torch::Device& device) {
+#ifdef TRAIND_HAVE_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+    return;
+  }
+#endif
+  (void)device;
+  std::ofstream("/proc/self/clear_refs") << "5";
+}
+
+int64_t AvailableMemory(const torch::Device& device) {
+#ifdef TRAIND_HAVE_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAGuard guard(device.index());
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      // Memory the caching allocator holds but does not use is available to this job too.
+      const MemoryReading m = ReadMemory(device);
+      return static_cast<int64_t>(free_bytes) + (m.driver_allocated - m.current_allocated);
+    }
+  }
+#endif
+  (void)device;
+  return ProcKilobytes("/proc/meminfo", "MemAvailable");
 }
 
 void Synchronize(const torch::Device& device) {

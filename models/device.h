@@ -28,6 +28,13 @@ struct MemoryReading {
 };
 MemoryReading ReadMemory(const torch::Device& device);
 
+// Forgets the peaks, so the next ReadMemory reports peaks from now on (CPU: resets the process's
+// peak RSS through /proc/self/clear_refs).
+void ResetPeakMemory(const torch::Device& device);
+
+// Bytes a job may still allocate on the device: CUDA free memory, otherwise available RAM.
+int64_t AvailableMemory(const torch::Device& device);
+
 // Waits for all queued work on the device, so a clock read afterwards means something.
 void Synchronize(const torch::Device& device);
 

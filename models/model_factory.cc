@@ -5,22 +5,39 @@
 #include "common/job_spec.h"
 #include "models/lenet5.h"
 #include "models/mlp.h"
+#include "models/resnet18.h"
+#include "models/vgg16.h"
 
 namespace traind {
 
-ModelInput InputFor(const std::string& model, ModelInput data) {
-  if (model == "lenet5") {
-    data.height = 32;
-    data.width = 32;
-  }
-  return data;
+int64_t ImageSizeFor(const trainer::v1::JobSpec& spec) {
+  if (spec.has_image_size()) return spec.image_size();
+  if (spec.model() == "lenet5") return 32;
+  return 0;
 }
 
-absl::StatusOr<torch::nn::AnyModule> CreateModel(const std::string& name, const ModelInput& input) {
-  if (name == "lenet5") return torch::nn::AnyModule(LeNet5(input.channels, input.num_classes));
+absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spec,
+                                                 const ModelInput& input) {
+  const std::string& name = spec.model();
+  if (name == "lenet5") {
+    if (input.height != 32 || input.width != 32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image_size: lenet5 needs 32x32 images, got ", input.height, "x", input.width));
+    }
+    return torch::nn::AnyModule(LeNet5(input.channels, input.num_classes));
+  }
   if (name == "mlp") {
     return torch::nn::AnyModule(
         Mlp(input.channels * input.height * input.width, input.num_classes));
+  }
+  if (name == "vgg16" || name == "resnet18") {
+    if (input.height < 32 || input.width < 32) {
+      return absl::InvalidArgumentError(absl::StrCat("image_size: ", name,
+                                                     " needs images of at least 32x32, got ",
+                                                     input.height, "x", input.width));
+    }
+    if (name == "vgg16") return torch::nn::AnyModule(Vgg16(input.channels, input.num_classes));
+    return torch::nn::AnyModule(ResNet18(input.channels, input.num_classes, spec.cifar_stem()));
   }
   return absl::InvalidArgumentError(absl::StrCat("model: unknown value '", name,
                                                  "'; allowed: ", absl::StrJoin(KnownModels(), ", ")));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
 
 namespace traind {
 
@@ -17,11 +18,13 @@ struct ModelInput {
   int64_t num_classes = 10;
 };
 
-// The image size a model expects (LeNet5 wants 32x32; the data is resized to it).
-ModelInput InputFor(const std::string& model, ModelInput data);
+// The square size images are resized to: spec.image_size when set, 32 for lenet5 (which needs
+// 32x32), else 0 (keep the data's size).
+int64_t ImageSizeFor(const trainer::v1::JobSpec& spec);
 
-// INVALID_ARGUMENT for an unknown name, listing the known ones.
-absl::StatusOr<torch::nn::AnyModule> CreateModel(const std::string& name, const ModelInput& input);
+// INVALID_ARGUMENT for an unknown name (listing the known ones) or an input the model cannot take.
+absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spec,
+                                                 const ModelInput& input);
 
 }  // namespace traind
 

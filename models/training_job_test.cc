@@ -15,6 +15,12 @@ namespace {
 using trainer::v1::JobEvent;
 using trainer::v1::JobSpec;
 
+trainer::v1::WorkerRequest Request(const JobSpec& spec) {
+  trainer::v1::WorkerRequest request;
+  *request.mutable_spec() = spec;
+  return request;
+}
+
 JobSpec SmallSpec(const std::string& model) {
   JobSpec spec;
   spec.set_model(model);
@@ -35,7 +41,7 @@ TEST(TrainingJobTest, EmitsTheReferenceEventsAndLearns) {
     std::vector<JobEvent> events;
     std::atomic<bool> stop{false};
     absl::Status status = RunTrainingJob(
-        SmallSpec(model), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
+        Request(SmallSpec(model)), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
     ASSERT_TRUE(status.ok()) << status;
     int steps = 0, summaries = 0;
     for (const JobEvent& e : events) {
@@ -61,7 +67,7 @@ TEST(TrainingJobTest, SameSeedSameLoss) {
     std::atomic<bool> stop{false};
     JobSpec spec = SmallSpec("mlp");
     spec.set_epochs(1);
-    EXPECT_TRUE(RunTrainingJob(spec, [&](JobEvent e) { events.push_back(e); }, stop).ok());
+    EXPECT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { events.push_back(e); }, stop).ok());
     return events.at(1).step().loss();
   };
   EXPECT_DOUBLE_EQ(first_loss(), first_loss());
@@ -69,7 +75,7 @@ TEST(TrainingJobTest, SameSeedSameLoss) {
 
 TEST(TrainingJobTest, StopFlagCancels) {
   std::atomic<bool> stop{true};
-  absl::Status status = RunTrainingJob(SmallSpec("mlp"), [](JobEvent) {}, stop);
+  absl::Status status = RunTrainingJob(Request(SmallSpec("mlp")), [](JobEvent) {}, stop);
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
 }
 
@@ -77,7 +83,7 @@ TEST(TrainingJobTest, MissingDataNamesTheFile) {
   JobSpec spec = SmallSpec("mlp");
   spec.set_data_dir("/nonexistent/dir");
   std::atomic<bool> stop{false};
-  absl::Status status = RunTrainingJob(spec, [](JobEvent) {}, stop);
+  absl::Status status = RunTrainingJob(Request(spec), [](JobEvent) {}, stop);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/nonexistent/dir/train-images-idx3-ubyte"), std::string::npos);
 }
@@ -86,7 +92,7 @@ TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
   JobSpec spec = SmallSpec("mlp");
   spec.set_device("cuda:7");
   std::atomic<bool> stop{false};
-  EXPECT_EQ(RunTrainingJob(spec, [](JobEvent) {}, stop).code(),
+  EXPECT_EQ(RunTrainingJob(Request(spec), [](JobEvent) {}, stop).code(),
             absl::StatusCode::kFailedPrecondition);
 }
 

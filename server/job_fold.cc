@@ -42,8 +42,12 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       result->set_best_validation_accuracy(event.epoch_summary().best_validation_accuracy());
       result->set_best_epoch(event.epoch_summary().best_epoch());
       break;
+    case JobEvent::kBench:
+      *result->mutable_bench() = event.bench();
+      break;
     case JobEvent::kFinalResult: {
       const auto& final_result = event.final_result();
+      result->set_batch_size(final_result.batch_size());
       result->set_test_accuracy(final_result.test_accuracy());
       result->set_train_seconds(final_result.total_training_seconds());
       result->set_total_seconds(final_result.total_seconds());

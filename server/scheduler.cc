@@ -1,5 +1,6 @@
 #include "server/scheduler.h"
 
+#include <filesystem>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -130,6 +131,17 @@ void Scheduler::RunJob(const Job& job) {
   trainer::v1::WorkerRequest request;
   request.set_job_id(job.id());
   *request.mutable_spec() = job.spec();
+  const std::string job_dir = absl::StrCat(options_.jobs_dir, "/", job.id());
+  std::error_code error;
+  std::filesystem::create_directories(job_dir, error);
+  if (error) {
+    (void)Transition(job.id(), Job::FAILED,
+                     absl::StrCat("cannot create ", job_dir, ": ", error.message()));
+    absl::MutexLock lock(&mu_);
+    running_job_ = 0;
+    return;
+  }
+  request.set_job_dir(job_dir);
   absl::StatusOr<std::unique_ptr<WorkerProcess>> started =
       WorkerProcess::Start(options_.worker_path, request);
   if (!started.ok()) {
@@ -155,7 +167,7 @@ void Scheduler::RunJob(const Job& job) {
       // The daemon owns seq and state: a worker may not forge either.
       event.clear_seq();
       if (event.has_state_change()) continue;
-      if (event.has_final_result()) got_final_result = true;
+      if (event.has_final_result() || event.has_bench()) got_final_result = true;
       if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
         reported_error = event.log().text();
       }

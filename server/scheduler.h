@@ -24,6 +24,7 @@ class Scheduler {
  public:
   struct Options {
     std::string worker_path;                         // traind-worker
+    std::string jobs_dir;                            // each job gets <jobs_dir>/<id>/
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL
   };
   Scheduler(Store* store, EventHub* hub, Options options);

@@ -60,6 +60,21 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
                                                    absl::StrJoin(available, ", ")));
   }
 
+  RETURN_IF_ERROR(ValidateJobSpec(spec));  // again: some rules depend on the resolved device
+  const trainer::v1::Device* device = nullptr;
+  for (const auto& d : devices_.devices()) {
+    if (d.name() == spec.device()) device = &d;
+  }
+  if (!spec.amp().empty() && device != nullptr &&
+      std::find(device->amp_dtypes().begin(), device->amp_dtypes().end(), spec.amp()) ==
+          device->amp_dtypes().end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "amp: ", spec.amp(), " is not supported on ", spec.device(), "; supported: ",
+        device->amp_dtypes().empty() ? "none" : absl::StrJoin(device->amp_dtypes(), ", ")));
+  }
+  const bool needs_data = !(spec.has_benchmark() && spec.benchmark().kind() == "matmul") &&
+                          spec.dataset() != "fake";
+  if (!needs_data) return spec;
   if (spec.data_dir().empty() && spec.dataset() == "fashion-mnist") {
     spec.set_data_dir(DefaultFashionMnistDir());
   }

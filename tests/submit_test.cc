@@ -58,11 +58,11 @@ TEST_F(SubmitTest, BestAvailableDeviceIsChosen) {
 
 TEST_F(SubmitTest, UnknownModelNamesTheAllowedOnes) {
   ExpectRefused({"--model", "nosuch", "--dataset", "fashion-mnist"},
-                "model: unknown value 'nosuch'; allowed: lenet5, mlp");
+                "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16");
 }
 
 TEST_F(SubmitTest, UnknownDatasetAndDevice) {
-  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"}, "allowed: fashion-mnist, mnist");
+  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"}, "allowed: cifar10, fake, fashion-mnist, mnist");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "tpu"},
                 "device: unknown device 'tpu'");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cuda:3"},
@@ -95,7 +95,7 @@ TEST_F(SubmitTest, TheDaemonValidatesToo) {
   grpc::ClientContext context;
   grpc::Status status = stub().SubmitJob(&context, request, &job);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(status.error_message(), "model: unknown value 'resnet1000'; allowed: lenet5, mlp");
+  EXPECT_EQ(status.error_message(), "model: unknown value 'resnet1000'; allowed: lenet5, mlp, resnet18, vgg16");
 }
 
 TEST_F(SubmitTest, JobFileWithFlagOverrides) {

@@ -63,7 +63,12 @@ int main(int argc, char** argv) {
   }
 
   const absl::Status status = traind::RunTrainingJob(
-      request.spec(), [&pipe](trainer::v1::JobEvent event) { pipe.Write(event); }, g_stop);
+      request,
+      [&pipe](trainer::v1::JobEvent event) {
+        // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
+        if (!pipe.Write(event)) g_stop.store(true);
+      },
+      g_stop);
   if (status.ok()) return 0;
   if (absl::IsCancelled(status)) return 3;
 

@@ -93,9 +93,9 @@ def accuracy(model, x, y, device):
     model.eval()
     correct = 0
     with torch.no_grad():
-        for begin in range(0, len(y), 1000):
-            logits = model(x[begin:begin + 1000].to(device))
-            correct += (logits.argmax(1).cpu() == y[begin:begin + 1000]).sum().item()
+        for begin in range(0, len(y), 256):
+            logits = model(x[begin:begin + 256].to(device))
+            correct += (logits.argmax(1).cpu() == y[begin:begin + 256]).sum().item()
     model.train()
     return correct / len(y) * 100
 

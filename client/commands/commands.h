@@ -19,6 +19,7 @@ void AddShowCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddLogsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddBenchCommand(CLI::App& app, Context& ctx, int* exit_code);
 
 // Follows a job to its end (shared by `watch` and `submit --watch`). Returns the exit code.
 // `mode` defaults to a progress bar on a terminal, plain lines otherwise, JSON with --output json.

@@ -1,0 +1,116 @@
+// trainctl bench matmul|train: queue a benchmark job, wait for it, print its result.
+//   trainctl bench matmul --size 4096 --dtype fp32 --device cpu [--repeat 10] [--warmup 2]
+//   trainctl bench train --model vgg16 --dataset fake --image-size 32 --steps 50
+// They are ordinary jobs: `trainctl show ID` has the result too.
+#include <sstream>
+
+#include "absl/strings/str_format.h"
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/rpc.h"
+#include "client/spec_flags.h"
+
+namespace traind {
+
+namespace {
+
+struct BenchFlags {
+  SpecFlags spec;
+  int size = 0, repeat = 0, warmup = 0, steps = 0;
+  std::string dtype;
+  bool watch = false;
+  CLI::App* cmd = nullptr;
+};
+
+void PrintResult(Context& ctx, const trainer::v1::Job& job) {
+  if (ctx.json()) {
+    ctx.PrintJson(job);
+    return;
+  }
+  const auto& r = job.result().bench();
+  if (r.kind() == "matmul") {
+    ctx.out() << absl::StrFormat("matmul %dx%d %s on %s: %.4f s per product, %.3f TFLOP/s (%d timed)\n",
+                                 r.size(), r.size(), r.dtype(), r.device(), r.seconds(),
+                                 r.tflops(), r.repeat());
+  } else {
+    ctx.out() << absl::StrFormat(
+        "train %s on %s, batch %d: %.2f steps/s, %.1f samples/s, %.4f s per step (%d timed)\n",
+        job.spec().model(), r.device(), job.spec().batch_size(), r.steps_per_second(),
+        r.samples_per_second(), r.seconds(), r.repeat());
+  }
+}
+
+int RunBench(Context& ctx, const std::string& kind, const BenchFlags& flags) {
+  trainer::v1::SubmitJobRequest request;
+  trainer::v1::JobSpec* spec = request.mutable_spec();
+  trainer::v1::Benchmark* bench = spec->mutable_benchmark();
+  bench->set_kind(kind);
+  auto given = [&](const char* flag) { return flags.cmd->get_option(flag)->count() > 0; };
+  if (kind == "matmul") {
+    if (given("--size")) bench->set_size(flags.size);
+    if (given("--dtype")) bench->set_dtype(flags.dtype);
+    if (given("--repeat")) bench->set_repeat(flags.repeat);
+    if (given("--warmup")) bench->set_warmup(flags.warmup);
+  } else if (given("--steps")) {
+    bench->set_steps(flags.steps);
+  }
+  if (absl::Status s = ApplySpecFlags(flags.spec, spec); !s.ok()) {
+    return ctx.UsageError(std::string(s.message()));
+  }
+  trainer::v1::Job job;
+  {
+    auto call = UnaryCall();
+    grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
+    if (!status.ok()) return ctx.Fail(status);
+  }
+  if (!ctx.json()) ctx.err() << "bench: job " << job.id() << " queued\n";
+  // Follow quietly (or visibly with --watch), then print the result.
+  std::ostringstream sink;
+  Context quiet(flags.watch ? ctx.out() : sink, ctx.err(), false);
+  quiet.options() = ctx.options();
+  quiet.options().output = "table";
+  const int watched = WatchJob(quiet, job.id(), 0);
+  if (watched == kExitUnreachable || watched == kExitUsage) return watched;
+  trainer::v1::GetJobRequest get;
+  get.set_id(job.id());
+  auto call = UnaryCall();
+  grpc::Status status = ctx.stub().GetJob(call.get(), get, &job);
+  if (!status.ok()) return ctx.Fail(status);
+  if (job.state() != trainer::v1::Job::SUCCEEDED) {
+    ctx.err() << "trainctl: benchmark job " << job.id() << " "
+              << trainer::v1::Job::State_Name(job.state()) << ": " << job.result().error() << "\n";
+    return kExitJobFailed;
+  }
+  PrintResult(ctx, job);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  CLI::App* bench = app.add_subcommand("bench", "Run a benchmark job and print its result");
+  bench->require_subcommand(1);
+
+  auto matmul = std::make_shared<BenchFlags>();
+  CLI::App* mm = bench->add_subcommand("matmul", "n x n matrix product: seconds and TFLOP/s");
+  matmul->cmd = mm;
+  matmul->spec.app = mm;
+  mm->add_option("--size", matmul->size, "n (default 4096)");
+  mm->add_option("--dtype", matmul->dtype, "fp32 (default) | tf32 | bf16 | fp16");
+  mm->add_option("--repeat", matmul->repeat, "Timed products (default 10)");
+  mm->add_option("--warmup", matmul->warmup, "Untimed products first (default 2)");
+  mm->add_option("--device", matmul->spec.device, "cpu | cuda[:N] | mps (default: best)");
+  mm->add_option("--threads", matmul->spec.threads, "Intra-op CPU threads");
+  mm->add_flag("--watch,-w", matmul->watch, "Show the job's events while it runs");
+  mm->callback([&ctx, exit_code, matmul] { *exit_code = RunBench(ctx, "matmul", *matmul); });
+
+  auto train = std::make_shared<BenchFlags>();
+  CLI::App* tr = bench->add_subcommand("train", "Training steps/s of a model, no evaluation");
+  train->cmd = tr;
+  AddSpecFlags(tr, &train->spec, /*training=*/false);
+  tr->add_option("--steps", train->steps, "Timed steps (default 50, after 5 warm-up steps)");
+  tr->add_flag("--watch,-w", train->watch, "Show the job's events while it runs");
+  tr->callback([&ctx, exit_code, train] { *exit_code = RunBench(ctx, "train", *train); });
+}
+
+}  // namespace traind

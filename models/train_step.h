@@ -1,0 +1,48 @@
+// One optimisation step of a classifier, with every loop option applied: autocast, fp16 gradient
+// scaling, gradient accumulation (loss / N, an optimizer step every N micro-batches) and
+// augmentation. Shared by the training loop, the throughput benchmark and the batch-size search.
+// Thread-compatible.
+#ifndef TRAIND_MODELS_TRAIN_STEP_H_
+#define TRAIND_MODELS_TRAIN_STEP_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "models/augment.h"
+#include "models/mixed_precision.h"
+
+namespace traind {
+
+class TrainStep {
+ public:
+  TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
+            const torch::Device& device, std::string amp, int accumulate,
+            Augmentation augmentation, uint64_t seed);
+
+  // Forward and backward on one micro-batch (already on the device); steps the optimizer after
+  // every `accumulate` micro-batches. Returns the unscaled loss (a device tensor: reading it
+  // synchronises, so callers read it only when they report it).
+  torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels);
+
+  // Applies pending accumulated gradients (end of an epoch).
+  void Flush();
+
+ private:
+  void ApplyGradients();
+
+  torch::nn::AnyModule model_;
+  torch::optim::Optimizer* optimizer_;
+  torch::Device device_;
+  std::string amp_;
+  int accumulate_;
+  Augmentation augmentation_;
+  torch::Generator rng_;
+  GradScaler scaler_;
+  int pending_ = 0;  // micro-batches since the last optimizer step
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_MODELS_TRAIN_STEP_H_

@@ -1,0 +1,113 @@
+// Issue 3's models, datasets, options and benchmark jobs through trainctl and a real daemon.
+#include <filesystem>
+
+#include "google/protobuf/util/json_util.h"
+#include "tests/daemon_fixture.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+
+class OptionsTest : public DaemonTest {
+ protected:
+  Job SubmitAndWait(const std::vector<std::string>& args) {
+    std::vector<std::string> full = {"submit"};
+    full.insert(full.end(), args.begin(), args.end());
+    Result submit = Trainctl(full);
+    EXPECT_EQ(submit.exit_code, 0) << submit.err;
+    if (submit.exit_code != 0) return Job();
+    const int64_t id = std::stoll(submit.out);
+    Result watch = Trainctl({"watch", std::to_string(id)});
+    EXPECT_EQ(watch.exit_code, 0) << watch.out << GetJob(id).result().error();
+    return GetJob(id);
+  }
+};
+
+TEST_F(OptionsTest, Vgg16OnFake32px) {
+  Job job = SubmitAndWait({"--model", "vgg16", "--dataset", "fake", "--image-size", "32",
+                           "--num-samples", "80", "--batch-size", "16", "--device", "cpu"});
+  EXPECT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_EQ(job.spec().channels(), 3);
+}
+
+TEST_F(OptionsTest, ResNet18OnFakeWithCifarStemAugmentationAndBf16) {
+  Job job = SubmitAndWait({"--model", "resnet18", "--cifar-stem", "--dataset", "fake",
+                           "--image-size", "32", "--num-samples", "64", "--batch-size", "16",
+                           "--random-crop", "4", "--hflip", "--amp", "bf16", "--device", "cpu"});
+  EXPECT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_TRUE(job.spec().horizontal_flip());
+  EXPECT_EQ(job.spec().amp(), "bf16");
+}
+
+TEST_F(OptionsTest, SgdMomentumAccumulateThreadsEvalEveryAndCheckpoints) {
+  Job job = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--optimizer",
+                           "sgd", "--momentum", "0.9", "--accumulate", "4", "--threads", "2",
+                           "--epochs", "3", "--eval-every", "2", "--checkpoint-every", "1",
+                           "--limit-train", "1000", "--limit-test", "200", "--device", "cpu"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_EQ(job.result().epoch_seconds_no_eval_size(), 3);
+  int evaluated = 0;
+  for (const auto& e : Events(job.id())) {
+    if (e.has_epoch_summary() && e.epoch_summary().evaluated()) ++evaluated;
+  }
+  EXPECT_EQ(evaluated, 2);  // epoch 2 and the last
+  EXPECT_TRUE(std::filesystem::exists(state_dir_ + "/jobs/" + std::to_string(job.id()) +
+                                      "/checkpoint.pt"));
+  Result logs = Trainctl({"logs", std::to_string(job.id())});
+  EXPECT_NE(logs.out.find("Checkpoint after epoch 3"), std::string::npos) << logs.out;
+}
+
+TEST_F(OptionsTest, BatchSizeAutoChoosesAndReports) {
+  Job job = SubmitAndWait({"--model", "mlp", "--dataset", "fashion-mnist", "--batch-size", "auto",
+                           "--limit-train", "2000", "--limit-test", "100", "--device", "cpu"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_GE(job.result().batch_size(), 32);
+  EXPECT_LE(job.result().batch_size(), 1800 / 4);
+  Result logs = Trainctl({"logs", std::to_string(job.id())});
+  EXPECT_NE(logs.out.find("batch-size auto: " + std::to_string(job.result().batch_size())),
+            std::string::npos)
+      << logs.out;
+}
+
+TEST_F(OptionsTest, BenchMatmulPrintsTheResult) {
+  Result bench = Trainctl({"bench", "matmul", "--size", "256", "--dtype", "fp32", "--device",
+                           "cpu", "--output", "json"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(bench.out, &job).ok()) << bench.out;
+  EXPECT_EQ(job.result().bench().kind(), "matmul");
+  EXPECT_GT(job.result().bench().seconds(), 0);
+  EXPECT_GT(job.result().bench().tflops(), 0);
+  Result table = Trainctl({"bench", "matmul", "--size", "128", "--device", "cpu"});
+  EXPECT_NE(table.out.find("matmul 128x128 fp32 on cpu"), std::string::npos) << table.out;
+}
+
+TEST_F(OptionsTest, BenchTrainReportsThroughput) {
+  Result bench = Trainctl({"bench", "train", "--model", "mlp", "--dataset", "fake",
+                           "--num-samples", "400", "--image-size", "28", "--channels", "1",
+                           "--batch-size", "32", "--steps", "10", "--device", "cpu"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("steps/s"), std::string::npos) << bench.out;
+}
+
+TEST_F(OptionsTest, UnsupportedPairsAreRefusedWithTheSupportedOnes) {
+  Result amp = Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist", "--device",
+                         "cpu", "--amp", "fp16"});
+  EXPECT_EQ(amp.exit_code, 2);
+  EXPECT_NE(amp.err.find("amp: fp16 is not supported on cpu; supported: bf16"), std::string::npos)
+      << amp.err;
+  Result dtype = Trainctl({"bench", "matmul", "--dtype", "tf32", "--device", "cpu"});
+  EXPECT_EQ(dtype.exit_code, 2);
+  EXPECT_NE(dtype.err.find("benchmark.dtype: tf32 is not supported on cpu"), std::string::npos)
+      << dtype.err;
+  Result batch = Trainctl({"submit", "--model", "mlp", "--dataset", "fake", "--batch-size", "big"});
+  EXPECT_EQ(batch.exit_code, 2);
+  EXPECT_NE(batch.err.find("expected a number or 'auto'"), std::string::npos);
+  Result cifar = Trainctl({"submit", "--model", "vgg16", "--dataset", "cifar10"});
+  EXPECT_EQ(cifar.exit_code, 2);
+  EXPECT_NE(cifar.err.find("data_dir: required for dataset 'cifar10'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace traind
