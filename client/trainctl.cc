@@ -39,6 +39,9 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   AddLogsCommand(app, ctx, &exit_code);
   AddCancelCommand(app, ctx, &exit_code);
   AddBenchCommand(app, ctx, &exit_code);
+  AddSweepCommand(app, ctx, &exit_code);
+  AddReportCommand(app, ctx, &exit_code);
+  AddQueueCommands(app, ctx, &exit_code);
 
   std::vector<char*> argv;
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));

@@ -125,7 +125,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->executor_ = std::make_unique<Executor>(options.executor_threads);
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
-      Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace});
+      Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
+                         options.slots});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       std::move(devices));

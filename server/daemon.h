@@ -6,6 +6,7 @@
 #ifndef TRAIND_SERVER_DAEMON_H_
 #define TRAIND_SERVER_DAEMON_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct DaemonOptions {
   std::string worker_path;               // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
   int executor_threads = 4;
+  std::map<std::string, int> slots;      // jobs at once per device; default 1
 };
 
 class Daemon {

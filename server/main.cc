@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "common/paths.h"
 #include "server/daemon.h"
@@ -27,12 +28,24 @@ int main(int argc, char** argv) {
                  "Seconds between SIGTERM and SIGKILL when a running job is cancelled")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  std::vector<std::string> slots;
+  app.add_option("--slots", slots,
+                 "Jobs at once on a device, e.g. --slots cpu=2 (repeatable; default 1 per device)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   options.cancel_grace = absl::Seconds(cancel_grace_seconds);
+  for (const std::string& slot : slots) {
+    const auto eq = slot.find('=');
+    int n = 0;
+    if (eq == std::string::npos || !absl::SimpleAtoi(slot.substr(eq + 1), &n) || n < 1) {
+      std::cerr << "traind: --slots: expected DEVICE=N with N >= 1, got '" << slot << "'\n";
+      return 2;
+    }
+    options.slots[slot.substr(0, eq)] = n;
+  }
 
   // Block the stop signals before any thread starts, then wait for them here.
   sigset_t stop_signals;

@@ -16,6 +16,7 @@ namespace {
 // Exit codes of traind-worker (worker/main.cc).
 constexpr int kWorkerJobFailed = 1;
 constexpr int kWorkerCancelled = 3;
+constexpr char kPausedSetting[] = "paused";
 }  // namespace
 
 Scheduler::Scheduler(Store* store, EventHub* hub, Options options)
@@ -46,6 +47,11 @@ absl::Status Scheduler::Start() {
     RETURN_IF_ERROR(Transition(orphan->id(), Job::QUEUED,
                                "re-queued: the daemon stopped while it was running"));
   }
+  ASSIGN_OR_RETURN(std::string paused, store_->GetSetting(kPausedSetting));
+  {
+    absl::MutexLock lock(&mu_);
+    paused_ = paused == "1";
+  }
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }
@@ -55,37 +61,69 @@ void Scheduler::Wake() {
   wake_ = true;
 }
 
-void Scheduler::Shutdown() {
+absl::StatusOr<trainer::v1::QueueState> Scheduler::SetPaused(bool paused) {
+  RETURN_IF_ERROR(store_->SetSetting(kPausedSetting, paused ? "1" : "0"));
   {
     absl::MutexLock lock(&mu_);
-    if (shutting_down_) {
-      if (!thread_.joinable()) return;
-    }
+    paused_ = paused;
+    wake_ = true;
+  }
+  return State();
+}
+
+absl::StatusOr<trainer::v1::QueueState> Scheduler::State() {
+  ASSIGN_OR_RETURN(std::vector<Job> queued, store_->QueuedJobs());
+  trainer::v1::QueueState state;
+  absl::MutexLock lock(&mu_);
+  state.set_paused(paused_);
+  int running = 0;
+  for (const auto& [id, r] : running_) running += r->done ? 0 : 1;
+  state.set_running(running);
+  state.set_queued(static_cast<int32_t>(queued.size()));
+  return state;
+}
+
+void Scheduler::Shutdown() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
     shutting_down_ = true;
-    if (running_worker_ != nullptr) {
-      running_worker_->Terminate();
-      kill_deadline_ = std::min(kill_deadline_, absl::Now() + options_.cancel_grace);
+    for (auto& [id, running] : running_) {
+      if (running->worker != nullptr) running->worker->Terminate();
+      running->kill_deadline = std::min(running->kill_deadline, absl::Now() + options_.cancel_grace);
     }
   }
   if (thread_.joinable()) thread_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, running] : running_) {
+      if (running->thread.joinable()) threads.push_back(std::move(running->thread));
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  absl::MutexLock lock(&mu_);
+  running_.clear();
 }
 
 absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
   ASSIGN_OR_RETURN(Job job, store_->GetJob(job_id));
   {
     absl::MutexLock lock(&mu_);
-    if (running_job_ == job_id) {
-      if (!cancel_requested_) {
-        cancel_requested_ = true;
-        kill_deadline_ = absl::Now() + options_.cancel_grace;
-        // No worker yet: RunJob stops it as soon as it starts.
-        if (running_worker_ != nullptr) running_worker_->Terminate();
+    auto it = running_.find(job_id);
+    if (it != running_.end() && !it->second->done) {
+      Running& running = *it->second;
+      if (!running.cancel_requested) {
+        running.cancel_requested = true;
+        running.kill_deadline = absl::Now() + options_.cancel_grace;
+        // No worker yet: Supervise stops it as soon as it starts.
+        if (running.worker != nullptr) running.worker->Terminate();
       }
       return store_->GetJob(job_id);
     }
     // Under mu_ the loop cannot start this job meanwhile: it claims jobs holding mu_.
     if (job.state() == Job::QUEUED) {
       RETURN_IF_ERROR(Transition(job_id, Job::CANCELLED, "cancelled while queued", Job::QUEUED));
+      wake_ = true;  // jobs waiting for this one must hear of it
       return store_->GetJob(job_id);
     }
   }
@@ -93,9 +131,66 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
 }
 
+bool Scheduler::CanStart(const Job& job) const {
+  int on_device = 0;
+  for (const auto& [id, running] : running_) {
+    if (running->done) continue;
+    if (running->job.exclusive() || job.exclusive()) return false;
+    if (running->job.spec().device() == job.spec().device()) ++on_device;
+  }
+  auto slots = options_.slots.find(job.spec().device());
+  return on_device < (slots == options_.slots.end() ? 1 : slots->second);
+}
+
+void Scheduler::StartEligible() {
+  absl::StatusOr<std::vector<Job>> queued = store_->QueuedJobs();
+  if (!queued.ok()) {
+    std::cerr << "traind: scheduler: " << queued.status() << "\n";
+    return;
+  }
+  for (const Job& job : *queued) {
+    // Dependencies: wait for success; inherit failure.
+    bool ready = true;
+    std::string broken;
+    for (int64_t after : job.after()) {
+      absl::StatusOr<Job> dependency = store_->GetJob(after);
+      if (!dependency.ok()) {
+        broken = absl::StrCat("dependency ", after, ": ", dependency.status().message());
+        break;
+      }
+      if (dependency->state() == Job::FAILED || dependency->state() == Job::CANCELLED) {
+        broken = absl::StrCat("dependency ", after, " ended ", Job::State_Name(dependency->state()));
+        break;
+      }
+      if (dependency->state() != Job::SUCCEEDED) ready = false;
+    }
+    if (!broken.empty()) {
+      (void)Transition(job.id(), Job::CANCELLED, broken, Job::QUEUED);
+      wake_ = true;  // its own dependents are next
+      continue;
+    }
+    if (!ready) continue;
+    if (!CanStart(job)) {
+      // The exclusive job next in line holds everything behind it, or it would starve.
+      if (job.exclusive()) return;
+      continue;
+    }
+    if (absl::Status claimed = Transition(job.id(), Job::RUNNING, "", Job::QUEUED); !claimed.ok()) {
+      std::cerr << "traind: cannot start job " << job.id() << ": " << claimed << "\n";
+      continue;
+    }
+    auto running = std::make_unique<Running>();
+    running->job = job;
+    Running* r = running.get();
+    running_[job.id()] = std::move(running);
+    r->thread = std::thread([this, r] { Supervise(r); });
+    if (job.exclusive()) return;
+  }
+}
+
 void Scheduler::Loop() {
   while (true) {
-    std::optional<Job> next;
+    std::vector<std::thread> finished;
     {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(
@@ -103,31 +198,31 @@ void Scheduler::Loop() {
                                  return s->wake_ || s->shutting_down_;
                                },
                                this),
-                           absl::Seconds(5));
+                           absl::Seconds(2));
       if (shutting_down_) return;
       wake_ = false;
-      absl::StatusOr<std::optional<Job>> oldest = store_->OldestInState(Job::QUEUED);
-      if (!oldest.ok()) {
-        std::cerr << "traind: scheduler: " << oldest.status() << "\n";
-        continue;
+      for (auto it = running_.begin(); it != running_.end();) {
+        if (it->second->done) {
+          finished.push_back(std::move(it->second->thread));
+          it = running_.erase(it);
+        } else {
+          ++it;
+        }
       }
-      if (!oldest->has_value()) continue;
-      next = std::move(**oldest);
-      absl::Status claimed = Transition(next->id(), Job::RUNNING, "", Job::QUEUED);
-      if (!claimed.ok()) {
-        std::cerr << "traind: cannot start job " << next->id() << ": " << claimed << "\n";
-        continue;
-      }
-      running_job_ = next->id();
-      cancel_requested_ = false;
-      kill_deadline_ = absl::InfiniteFuture();
-      wake_ = true;  // look for the next job as soon as this one ends
+      if (!paused_) StartEligible();
     }
-    RunJob(*next);
+    for (std::thread& t : finished) t.join();
   }
 }
 
-void Scheduler::RunJob(const Job& job) {
+void Scheduler::Supervise(Running* running) {
+  const Job& job = running->job;
+  auto finish = [&] {
+    absl::MutexLock lock(&mu_);
+    running->worker = nullptr;
+    running->done = true;
+    wake_ = true;
+  };
   trainer::v1::WorkerRequest request;
   request.set_job_id(job.id());
   *request.mutable_spec() = job.spec();
@@ -137,8 +232,7 @@ void Scheduler::RunJob(const Job& job) {
   if (error) {
     (void)Transition(job.id(), Job::FAILED,
                      absl::StrCat("cannot create ", job_dir, ": ", error.message()));
-    absl::MutexLock lock(&mu_);
-    running_job_ = 0;
+    finish();
     return;
   }
   request.set_job_dir(job_dir);
@@ -146,18 +240,17 @@ void Scheduler::RunJob(const Job& job) {
       WorkerProcess::Start(options_.worker_path, request);
   if (!started.ok()) {
     (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
-    absl::MutexLock lock(&mu_);
-    running_job_ = 0;
+    finish();
     return;
   }
   WorkerProcess& worker = **started;
   {
     absl::MutexLock lock(&mu_);
-    running_worker_ = &worker;
-    if (shutting_down_ || cancel_requested_) worker.Terminate();
+    running->worker = &worker;
+    if (shutting_down_ || running->cancel_requested) worker.Terminate();
   }
 
-  bool got_final_result = false;
+  bool got_result = false;
   std::string reported_error;
   while (true) {
     JobEvent event;
@@ -167,7 +260,7 @@ void Scheduler::RunJob(const Job& job) {
       // The daemon owns seq and state: a worker may not forge either.
       event.clear_seq();
       if (event.has_state_change()) continue;
-      if (event.has_final_result() || event.has_bench()) got_final_result = true;
+      if (event.has_final_result() || event.has_bench()) got_result = true;
       if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
         reported_error = event.log().text();
       }
@@ -176,20 +269,19 @@ void Scheduler::RunJob(const Job& job) {
       }
     }
     absl::MutexLock lock(&mu_);
-    if (absl::Now() >= kill_deadline_) worker.Kill();
+    if (absl::Now() >= running->kill_deadline) worker.Kill();
   }
   const WorkerProcess::Exit exit = worker.Wait();
 
   bool cancelled, shutting_down;
   {
     absl::MutexLock lock(&mu_);
-    running_worker_ = nullptr;
-    running_job_ = 0;
-    cancelled = cancel_requested_;
+    running->worker = nullptr;
+    cancelled = running->cancel_requested;
     shutting_down = shutting_down_;
   }
   absl::Status recorded;
-  if (exit.exit_code == 0 && exit.signal == 0 && got_final_result) {
+  if (exit.exit_code == 0 && exit.signal == 0 && got_result) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
@@ -201,6 +293,7 @@ void Scheduler::RunJob(const Job& job) {
     recorded = Transition(job.id(), Job::FAILED, exit.Describe());
   }
   if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";
+  finish();
 }
 
 }  // namespace traind

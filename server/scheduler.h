@@ -1,11 +1,21 @@
-// Scheduler: runs queued jobs one at a time, oldest first, each in its own traind-worker process.
-// It records every state change and every worker event through the store (which assigns seq)
-// and tells the hub. Cancellation: a queued job ends at once; a running one gets SIGTERM, then
-// SIGKILL after `cancel_grace`. Thread-safe; owns one thread between Start and Shutdown.
+// Scheduler: decides which queued jobs run, each in its own traind-worker process, and records
+// everything they report through the store (which assigns seq) and the hub.
+//   Order: highest priority first, then oldest. A job waits for the jobs in its `after` list to
+//   succeed (if one fails or is cancelled, so is it).
+//   Lanes: each device runs up to `slots` jobs at once (default 1), so CPU and GPU jobs run side by
+//   side. An exclusive job (benchmarks, sweep members) runs with nothing else on any device, and
+//   when it is next in line nothing new starts until it can — it cannot be starved.
+//   Paused (persisted): nothing new starts; running jobs finish.
+//   Cancel: a queued job ends at once; a running one gets SIGTERM, then SIGKILL after
+//   `cancel_grace`.
+// Thread-safe. One loop thread plus one supervising thread per running job.
 #ifndef TRAIND_SERVER_SCHEDULER_H_
 #define TRAIND_SERVER_SCHEDULER_H_
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -23,21 +33,25 @@ namespace traind {
 class Scheduler {
  public:
   struct Options {
-    std::string worker_path;                         // traind-worker
-    std::string jobs_dir;                            // each job gets <jobs_dir>/<id>/
+    std::string worker_path;                          // traind-worker
+    std::string jobs_dir;                             // each job gets <jobs_dir>/<id>/
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL
+    std::map<std::string, int> slots;                 // per device; absent: 1
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
 
   // Marks jobs left RUNNING by a previous daemon as QUEUED again, then starts the loop.
   absl::Status Start();
-  // A job was queued: look again.
+  // Something changed (a job was queued, a setting changed): look again.
   void Wake();
   // The job as it is after the request (CANCELLED at once for a queued job; still RUNNING, with
   // the worker told to stop, for a running one). FAILED_PRECONDITION when already finished.
   absl::StatusOr<trainer::v1::Job> Cancel(int64_t job_id);
-  // Stops starting jobs; a running job's worker is stopped and the job re-queued, to run again
+  // Persists the paused flag; returns the queue's state.
+  absl::StatusOr<trainer::v1::QueueState> SetPaused(bool paused);
+  absl::StatusOr<trainer::v1::QueueState> State();
+  // Stops starting jobs; running jobs' workers are stopped and the jobs re-queued, to run again
   // when the daemon next starts.
   void Shutdown();
 
@@ -47,8 +61,20 @@ class Scheduler {
       std::optional<trainer::v1::Job::State> expected_state = std::nullopt);
 
  private:
+  struct Running {
+    trainer::v1::Job job;
+    WorkerProcess* worker = nullptr;  // set once started
+    bool cancel_requested = false;
+    absl::Time kill_deadline = absl::InfiniteFuture();
+    bool done = false;
+    std::thread thread;
+  };
+
   void Loop();
-  void RunJob(const trainer::v1::Job& job);
+  // Starts what may start now. Holds mu_.
+  void StartEligible() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool CanStart(const trainer::v1::Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Supervise(Running* running);
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
 
@@ -59,11 +85,9 @@ class Scheduler {
 
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = true;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t running_job_ ABSL_GUARDED_BY(mu_) = 0;
-  WorkerProcess* running_worker_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool cancel_requested_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time kill_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace traind

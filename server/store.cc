@@ -15,22 +15,47 @@ using trainer::v1::JobEvent;
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
-
-constexpr char kSchema[] = R"sql(
-CREATE TABLE IF NOT EXISTS jobs (
+// Each entry takes the database from version i to i + 1. Never edit a released step: add one.
+// server/testdata/traind_v1.db is a database written by version 1; store_test opens it.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1: the walking skeleton.
+    R"sql(
+CREATE TABLE jobs (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   state INTEGER NOT NULL,
   job BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);
-CREATE TABLE IF NOT EXISTS events (
+CREATE INDEX jobs_by_state ON jobs(state, id);
+CREATE TABLE events (
   job_id INTEGER NOT NULL,
   seq INTEGER NOT NULL,
   payload BLOB NOT NULL,
   PRIMARY KEY (job_id, seq)
 ) WITHOUT ROWID;
-)sql";
+)sql",
+    // 1 -> 2: the queue (priorities, sweeps, idempotent submit, list filters) and settings.
+    // The new job columns are filled from the job blobs after this runs (BackfillJobColumns).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN sweep_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN model TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN device TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN idempotency_key TEXT;
+CREATE UNIQUE INDEX jobs_by_idempotency_key ON jobs(idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX jobs_by_sweep ON jobs(sweep_id, id);
+CREATE INDEX jobs_queue ON jobs(state, priority DESC, id);
+CREATE TABLE sweeps (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  sweep BLOB NOT NULL
+);
+CREATE TABLE settings (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+)sql",
+};
+constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
 absl::Status SqliteError(sqlite3* db, const std::string& what) {
   const int code = sqlite3_errcode(db);
@@ -64,6 +89,10 @@ class Statement {
     return stmt_ ? absl::OkStatus() : SqliteError(db_, what);
   }
   void Bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+  void BindText(int i, const std::string& text) {
+    sqlite3_bind_text(stmt_, i, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  }
+  void BindNull(int i) { sqlite3_bind_null(stmt_, i); }
   void Bind(int i, const std::string& blob) {
     sqlite3_bind_blob(stmt_, i, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
   }
@@ -131,13 +160,17 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
         path, ": schema version ", version, " is newer than this traind understands (",
         kSchemaVersion, "); upgrade traind"));
   }
-  RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
-  absl::Status status = store->Exec(kSchema);
-  if (status.ok()) status = store->Exec(absl::StrCat("PRAGMA user_version=", kSchemaVersion).c_str());
-  if (status.ok()) status = store->Exec("COMMIT");
-  if (!status.ok()) {
-    (void)store->Exec("ROLLBACK");
-    return status;
+  for (int64_t from = version; from < kSchemaVersion; ++from) {
+    RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
+    absl::Status status = store->Exec(kMigrations[from]);
+    if (status.ok() && from == 1) status = store->BackfillJobColumns();
+    if (status.ok()) status = store->Exec(absl::StrCat("PRAGMA user_version=", from + 1).c_str());
+    if (status.ok()) status = store->Exec("COMMIT");
+    if (!status.ok()) {
+      (void)store->Exec("ROLLBACK");
+      return absl::Status(status.code(), absl::StrCat("migrating ", path, " from schema version ",
+                                                      from, ": ", status.message()));
+    }
   }
   return store;
 }
@@ -154,30 +187,166 @@ absl::Status Store::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Job> Store::CreateJob(const trainer::v1::JobSpec& spec) {
+absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed) {
   absl::MutexLock lock(&mu_);
+  if (existed != nullptr) *existed = false;
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto create = [&]() -> absl::StatusOr<Job> {
-    Job job;
-    *job.mutable_spec() = spec;
-    job.set_state(Job::QUEUED);
-    Statement insert(db_, "INSERT INTO jobs(state, job) VALUES(?, ?)");
-    RETURN_IF_ERROR(insert.status("insert job"));
-    insert.Bind(1, static_cast<int64_t>(Job::QUEUED));
-    insert.Bind(2, job.SerializeAsString());
-    if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
-    JobEvent event;
-    event.mutable_state_change()->set_state(Job::QUEUED);
-    RETURN_IF_ERROR(
-        AppendEventLocked(sqlite3_last_insert_rowid(db_), std::move(event), std::nullopt).status());
-    return GetJobLocked(sqlite3_last_insert_rowid(db_));
+    if (!job.idempotency_key().empty()) {
+      Statement find(db_, "SELECT id FROM jobs WHERE idempotency_key = ?");
+      RETURN_IF_ERROR(find.status("find job by key"));
+      find.BindText(1, job.idempotency_key());
+      if (find.Step() == SQLITE_ROW) {
+        if (existed != nullptr) *existed = true;
+        return GetJobLocked(find.Int(0));
+      }
+    }
+    ASSIGN_OR_RETURN(const int64_t id, InsertJobLocked(job));
+    return GetJobLocked(id);
   };
-  absl::StatusOr<Job> job = create();
-  if (job.ok()) {
-    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) job = commit;
+  absl::StatusOr<Job> created = create();
+  if (created.ok()) {
+    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) created = commit;
   }
-  if (!job.ok()) (void)Exec("ROLLBACK");
-  return job;
+  if (!created.ok()) (void)Exec("ROLLBACK");
+  return created;
+}
+
+absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
+  Job job = prototype;
+  job.clear_id();
+  job.set_state(Job::QUEUED);
+  Statement insert(db_,
+                   "INSERT INTO jobs(state, job, priority, sweep_id, model, device, "
+                   "idempotency_key) VALUES(?, ?, ?, ?, ?, ?, ?)");
+  RETURN_IF_ERROR(insert.status("insert job"));
+  insert.Bind(1, static_cast<int64_t>(Job::QUEUED));
+  insert.Bind(2, job.SerializeAsString());
+  insert.Bind(3, static_cast<int64_t>(job.priority()));
+  insert.Bind(4, job.sweep_id());
+  insert.BindText(5, job.spec().model());
+  insert.BindText(6, job.spec().device());
+  if (job.idempotency_key().empty()) {
+    insert.BindNull(7);
+  } else {
+    insert.BindText(7, job.idempotency_key());
+  }
+  if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  JobEvent event;
+  event.mutable_state_change()->set_state(Job::QUEUED);
+  RETURN_IF_ERROR(AppendEventLocked(id, std::move(event), std::nullopt).status());
+  return id;
+}
+
+absl::StatusOr<trainer::v1::Sweep> Store::CreateSweep(const trainer::v1::SweepSpec& spec,
+                                                      const std::vector<Job>& members) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto create = [&]() -> absl::StatusOr<trainer::v1::Sweep> {
+    trainer::v1::Sweep sweep;
+    *sweep.mutable_spec() = spec;
+    *sweep.mutable_create_time() = Now();
+    Statement insert(db_, "INSERT INTO sweeps(sweep) VALUES(?)");
+    RETURN_IF_ERROR(insert.status("insert sweep"));
+    insert.Bind(1, sweep.SerializeAsString());
+    if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert sweep");
+    sweep.set_id(sqlite3_last_insert_rowid(db_));
+    for (Job member : members) {
+      member.set_sweep_id(sweep.id());
+      ASSIGN_OR_RETURN(const int64_t id, InsertJobLocked(member));
+      sweep.add_job_ids(id);
+    }
+    Statement update(db_, "UPDATE sweeps SET sweep = ? WHERE id = ?");
+    RETURN_IF_ERROR(update.status("update sweep"));
+    update.Bind(1, sweep.SerializeAsString());
+    update.Bind(2, sweep.id());
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "update sweep");
+    return sweep;
+  };
+  absl::StatusOr<trainer::v1::Sweep> sweep = create();
+  if (sweep.ok()) {
+    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) sweep = commit;
+  }
+  if (!sweep.ok()) (void)Exec("ROLLBACK");
+  return sweep;
+}
+
+absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT sweep FROM sweeps WHERE id = ?");
+  RETURN_IF_ERROR(select.status("read sweep"));
+  select.Bind(1, sweep_id);
+  const int rc = select.Step();
+  if (rc == SQLITE_DONE) return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " not found"));
+  if (rc != SQLITE_ROW) return SqliteError(db_, "read sweep");
+  trainer::v1::Sweep sweep;
+  if (!sweep.ParseFromString(select.Blob(0))) {
+    return absl::DataLossError(absl::StrCat("sweep ", sweep_id, ": stored record is corrupt"));
+  }
+  return sweep;
+}
+
+absl::StatusOr<std::vector<Job>> Store::QueuedJobs() {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT id, job FROM jobs WHERE state = ? ORDER BY priority DESC, id");
+  RETURN_IF_ERROR(select.status("queued jobs"));
+  select.Bind(1, static_cast<int64_t>(Job::QUEUED));
+  std::vector<Job> jobs;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
+    job.set_id(select.Int(0));
+    jobs.push_back(std::move(job));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "queued jobs");
+  return jobs;
+}
+
+absl::StatusOr<std::string> Store::GetSetting(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT value FROM settings WHERE key = ?");
+  RETURN_IF_ERROR(select.status("read setting"));
+  select.BindText(1, key);
+  const int rc = select.Step();
+  if (rc == SQLITE_DONE) return std::string();
+  if (rc != SQLITE_ROW) return SqliteError(db_, "read setting");
+  return select.Blob(0);
+}
+
+absl::Status Store::SetSetting(const std::string& key, const std::string& value) {
+  absl::MutexLock lock(&mu_);
+  Statement upsert(db_,
+                   "INSERT INTO settings(key, value) VALUES(?, ?) "
+                   "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+  RETURN_IF_ERROR(upsert.status("write setting"));
+  upsert.BindText(1, key);
+  upsert.BindText(2, value);
+  if (upsert.Step() != SQLITE_DONE) return SqliteError(db_, "write setting");
+  return absl::OkStatus();
+}
+
+absl::Status Store::BackfillJobColumns() {
+  std::vector<std::pair<int64_t, Job>> jobs;
+  {
+    Statement select(db_, "SELECT id, job FROM jobs");
+    RETURN_IF_ERROR(select.status("backfill"));
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+      ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
+      jobs.emplace_back(select.Int(0), std::move(job));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(db_, "backfill");
+  }
+  for (const auto& [id, job] : jobs) {
+    Statement update(db_, "UPDATE jobs SET model = ?, device = ? WHERE id = ?");
+    RETURN_IF_ERROR(update.status("backfill"));
+    update.BindText(1, job.spec().model());
+    update.BindText(2, job.spec().device());
+    update.Bind(3, id);
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "backfill");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobEvent> Store::AppendEvent(int64_t job_id, JobEvent event,
@@ -237,10 +406,14 @@ absl::StatusOr<Job> Store::GetJobLocked(int64_t job_id) {
   return job;
 }
 
-absl::StatusOr<std::vector<Job>> Store::ListJobs(const std::vector<Job::State>& states,
-                                                 int64_t before_id, int limit) {
+absl::StatusOr<std::vector<Job>> Store::ListJobs(const JobFilter& filter, int64_t before_id,
+                                                 int limit) {
   absl::MutexLock lock(&mu_);
+  const std::vector<Job::State>& states = filter.states;
   std::string sql = "SELECT id, job FROM jobs WHERE id < ?";
+  if (filter.sweep_id > 0) sql += " AND sweep_id = ?";
+  if (!filter.model.empty()) sql += " AND model = ?";
+  if (!filter.device.empty()) sql += " AND device = ?";
   if (!states.empty()) {
     sql += " AND state IN (";
     for (size_t i = 0; i < states.size(); ++i) sql += i ? ",?" : "?";
@@ -251,6 +424,9 @@ absl::StatusOr<std::vector<Job>> Store::ListJobs(const std::vector<Job::State>& 
   RETURN_IF_ERROR(select.status("list jobs"));
   int param = 1;
   select.Bind(param++, before_id > 0 ? before_id : INT64_MAX);
+  if (filter.sweep_id > 0) select.Bind(param++, filter.sweep_id);
+  if (!filter.model.empty()) select.BindText(param++, filter.model);
+  if (!filter.device.empty()) select.BindText(param++, filter.device);
   for (Job::State state : states) select.Bind(param++, static_cast<int64_t>(state));
   select.Bind(param, limit);
   std::vector<Job> jobs;

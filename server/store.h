@@ -30,8 +30,23 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Inserts a QUEUED job and its first event (seq 1, StateChange QUEUED). Durable on return.
-  absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::JobSpec& spec);
+  // Inserts a QUEUED job (spec and scheduling fields from `job`; id and state are assigned) and
+  // its first event (seq 1, StateChange QUEUED). Durable on return. When the job has an
+  // idempotency key that is already stored, returns that job instead and sets *existed.
+  absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::Job& job,
+                                             bool* existed = nullptr);
+
+  // Inserts the sweep and all its member jobs in one transaction.
+  absl::StatusOr<trainer::v1::Sweep> CreateSweep(const trainer::v1::SweepSpec& spec,
+                                                 const std::vector<trainer::v1::Job>& members);
+  absl::StatusOr<trainer::v1::Sweep> GetSweep(int64_t sweep_id);
+
+  // Every QUEUED job, highest priority first, then oldest first.
+  absl::StatusOr<std::vector<trainer::v1::Job>> QueuedJobs();
+
+  // Small persistent daemon settings ("" when unset).
+  absl::StatusOr<std::string> GetSetting(const std::string& key);
+  absl::Status SetSetting(const std::string& key, const std::string& value);
 
   // Appends `event` to the job's log with the next seq and folds it into the job's row. When
   // `expected_state` is given and the job is in another state, nothing is written and
@@ -43,9 +58,15 @@ class Store {
   // NOT_FOUND names the id.
   absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
 
-  // Newest first; ids below `before_id` when it is > 0; any state when `states` is empty.
-  absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(
-      const std::vector<trainer::v1::Job::State>& states, int64_t before_id, int limit);
+  struct JobFilter {
+    std::vector<trainer::v1::Job::State> states;  // empty: any
+    int64_t sweep_id = 0;                         // 0: any
+    std::string model;                            // empty: any
+    std::string device;                           // empty: any
+  };
+  // Newest first; ids below `before_id` when it is > 0.
+  absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(const JobFilter& filter,
+                                                         int64_t before_id, int limit);
 
   // The oldest job in `state`, if any.
   absl::StatusOr<std::optional<trainer::v1::Job>> OldestInState(trainer::v1::Job::State state);
@@ -58,6 +79,9 @@ class Store {
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::Job> GetJobLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> InsertJobLocked(const trainer::v1::Job& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status BackfillJobColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(
       int64_t job_id, trainer::v1::JobEvent event,
       std::optional<trainer::v1::Job::State> expected_state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

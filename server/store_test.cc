@@ -28,10 +28,13 @@ class StoreTest : public ::testing::Test {
     EXPECT_TRUE(store.ok()) << store.status();
     return std::move(*store);
   }
-  trainer::v1::JobSpec Spec() {
-    trainer::v1::JobSpec spec;
-    spec.set_model("lenet5");
-    return spec;
+  Job Spec(int priority = 0, const std::string& key = "") {
+    Job job;
+    job.mutable_spec()->set_model("lenet5");
+    job.mutable_spec()->set_device("cpu");
+    job.set_priority(priority);
+    job.set_idempotency_key(key);
+    return job;
   }
   std::filesystem::path dir_;
   std::string path_;
@@ -100,16 +103,88 @@ TEST_F(StoreTest, ListPagesNewestFirstAndFilters) {
   JobEvent cancel;
   cancel.mutable_state_change()->set_state(Job::CANCELLED);
   store->AppendEvent(2, cancel);
-  auto page = store->ListJobs({}, 0, 2);
+  auto page = store->ListJobs(Store::JobFilter{}, 0, 2);
   ASSERT_EQ(page->size(), 2u);
   EXPECT_EQ((*page)[0].id(), 5);
-  auto next = store->ListJobs({}, (*page)[1].id(), 10);
+  auto next = store->ListJobs(Store::JobFilter{}, (*page)[1].id(), 10);
   ASSERT_EQ(next->size(), 3u);
   EXPECT_EQ((*next)[0].id(), 3);
-  auto cancelled = store->ListJobs({Job::CANCELLED}, 0, 10);
+  auto cancelled = store->ListJobs(Store::JobFilter{{Job::CANCELLED}}, 0, 10);
   ASSERT_EQ(cancelled->size(), 1u);
   EXPECT_EQ((*cancelled)[0].id(), 2);
   EXPECT_EQ((*store->OldestInState(Job::QUEUED))->id(), 1);
+}
+
+TEST_F(StoreTest, IdempotencyKeyReturnsTheFirstJob) {
+  auto store = Open();
+  bool existed = true;
+  auto first = store->CreateJob(Spec(0, "nightly-1"), &existed);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(existed);
+  auto second = store->CreateJob(Spec(5, "nightly-1"), &existed);
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(existed);
+  EXPECT_EQ(second->id(), first->id());
+  EXPECT_EQ(store->CreateJob(Spec(0, "nightly-2"))->id(), first->id() + 1);
+}
+
+TEST_F(StoreTest, QueueOrderIsPriorityThenAge) {
+  auto store = Open();
+  store->CreateJob(Spec(0));  // 1
+  store->CreateJob(Spec(5));  // 2
+  store->CreateJob(Spec(5));  // 3
+  store->CreateJob(Spec(-1)); // 4
+  auto queued = store->QueuedJobs();
+  ASSERT_TRUE(queued.ok());
+  std::vector<int64_t> ids;
+  for (const Job& job : *queued) ids.push_back(job.id());
+  EXPECT_EQ(ids, (std::vector<int64_t>{2, 3, 1, 4}));
+}
+
+TEST_F(StoreTest, SweepsAndFilters) {
+  auto store = Open();
+  Job a = Spec(), b = Spec();
+  b.mutable_spec()->set_model("mlp");
+  b.mutable_spec()->set_device("cuda:0");
+  auto sweep = store->CreateSweep(trainer::v1::SweepSpec(), {a, b, b});
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(sweep->job_ids_size(), 3);
+  EXPECT_EQ(store->GetSweep(sweep->id())->job_ids_size(), 3);
+  EXPECT_EQ(store->GetJob(sweep->job_ids(1))->sweep_id(), sweep->id());
+  store->CreateJob(Spec());
+  Store::JobFilter by_sweep;
+  by_sweep.sweep_id = sweep->id();
+  EXPECT_EQ(store->ListJobs(by_sweep, 0, 10)->size(), 3u);
+  Store::JobFilter by_model;
+  by_model.model = "mlp";
+  by_model.device = "cuda:0";
+  EXPECT_EQ(store->ListJobs(by_model, 0, 10)->size(), 2u);
+  EXPECT_EQ(store->GetSweep(99).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, Settings) {
+  {
+    auto store = Open();
+    EXPECT_EQ(*store->GetSetting("paused"), "");
+    ASSERT_TRUE(store->SetSetting("paused", "1").ok());
+    ASSERT_TRUE(store->SetSetting("paused", "yes").ok());
+  }
+  EXPECT_EQ(*Open()->GetSetting("paused"), "yes");
+}
+
+// A database written by schema version 1 (the walking skeleton) opens, migrated, with its jobs.
+TEST_F(StoreTest, OpensAVersion1Database) {
+  std::filesystem::copy_file(TRAIND_TESTDATA "/traind_v1.db", path_);
+  auto store = Open();
+  auto job = store->GetJob(1);
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->spec().model(), "lenet5");
+  EXPECT_EQ(job->state(), Job::SUCCEEDED);
+  EXPECT_EQ(store->ReadEvents(1, 1, 100)->size(), 10u);
+  Store::JobFilter filter;
+  filter.model = "lenet5";  // the new column was backfilled from the job blob
+  EXPECT_EQ(store->ListJobs(filter, 0, 10)->size(), 1u);
+  EXPECT_EQ(store->CreateJob(Spec())->id(), 2);
 }
 
 TEST_F(StoreTest, UnknownJobIsNotFound) {

@@ -11,6 +11,9 @@
 #include "common/job_spec.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
+#include "server/job_fold.h"
+#include "server/sweep_expansion.h"
+#include "server/sweep_report.h"
 #include "server/watch_reactor.h"
 
 namespace traind {
@@ -91,10 +94,101 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
 }
 
 absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request, Job* response) {
-  ASSIGN_OR_RETURN(JobSpec spec, PrepareSpec(request.spec()));
-  ASSIGN_OR_RETURN(*response, store_->CreateJob(spec));
+  Job job;
+  ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(request.spec()));
+  job.set_priority(request.priority());
+  for (int64_t after : request.after()) {
+    absl::StatusOr<Job> dependency = store_->GetJob(after);
+    if (!dependency.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("after: job ", after, " not found"));
+    }
+    job.add_after(after);
+  }
+  if (request.idempotency_key().size() > 256) {
+    return absl::InvalidArgumentError("idempotency_key: at most 256 characters");
+  }
+  job.set_idempotency_key(request.idempotency_key());
+  // Benchmarks run alone by default: a neighbour would distort the timing they exist for.
+  job.set_exclusive(request.has_exclusive() ? request.exclusive() : job.spec().has_benchmark());
+  bool existed = false;
+  ASSIGN_OR_RETURN(*response, store_->CreateJob(job, &existed));
+  if (!existed) {
+    hub_->Publish(response->id(), response->last_seq());
+    scheduler_->Wake();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request, Job* response) {
+  ASSIGN_OR_RETURN(Job old, store_->GetJob(request.id()));
+  if (!IsTerminal(old.state())) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", old.id(), " is still ",
+                                                      Job::State_Name(old.state())));
+  }
+  Job job;
+  *job.mutable_spec() = old.spec();
+  job.set_priority(old.priority());
+  job.set_exclusive(old.exclusive());
+  job.set_retry_of(old.id());
+  ASSIGN_OR_RETURN(*response, store_->CreateJob(job));
   hub_->Publish(response->id(), response->last_seq());
   scheduler_->Wake();
+  return absl::OkStatus();
+}
+
+absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& request,
+                                         trainer::v1::Sweep* response) {
+  ASSIGN_OR_RETURN(std::vector<JobSpec> specs, ExpandSweep(request.spec()));
+  std::vector<Job> members;
+  const bool exclusive = request.spec().has_exclusive() ? request.spec().exclusive() : true;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    absl::StatusOr<JobSpec> prepared = PrepareSpec(specs[i]);
+    if (!prepared.ok()) {
+      return absl::Status(prepared.status().code(),
+                          absl::StrCat("member ", i + 1, " of ", specs.size(), ": ",
+                                       prepared.status().message()));
+    }
+    Job job;
+    *job.mutable_spec() = std::move(*prepared);
+    job.set_exclusive(exclusive);
+    job.set_priority(request.spec().priority());
+    members.push_back(std::move(job));
+  }
+  ASSIGN_OR_RETURN(*response, store_->CreateSweep(request.spec(), members));
+  for (int64_t id : response->job_ids()) hub_->Publish(id, 1);
+  scheduler_->Wake();
+  return absl::OkStatus();
+}
+
+absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& request,
+                                    trainer::v1::SweepReport* response) {
+  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, store_->GetSweep(request.id()));
+  std::vector<Job> jobs;
+  std::map<int64_t, std::vector<trainer::v1::StepMetrics>> steps;
+  for (int64_t id : sweep.job_ids()) {
+    ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+    if (job.state() == Job::SUCCEEDED) {
+      int64_t from = 1;
+      while (true) {
+        ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
+                         store_->ReadEvents(id, from, 1000));
+        for (const auto& e : events) {
+          if (e.has_step()) steps[id].push_back(e.step());
+        }
+        if (events.size() < 1000) break;
+        from = events.back().seq() + 1;
+      }
+    }
+    jobs.push_back(std::move(job));
+  }
+  SweepReportOptions options;
+  if (!request.baseline_device().empty()) options.baseline_device = request.baseline_device();
+  if (request.accuracy_tolerance() < 0 || request.loss_tolerance() < 0) {
+    return absl::InvalidArgumentError("accuracy_tolerance, loss_tolerance: must be 0 or more");
+  }
+  if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
+  if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
+  *response = BuildSweepReport(sweep, jobs, steps, options);
   return absl::OkStatus();
 }
 
@@ -125,14 +219,17 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
       (!absl::SimpleAtoi(request.page_token(), &before_id) || before_id <= 0)) {
     return absl::InvalidArgumentError("page_token: not a token from a previous ListJobs");
   }
-  std::vector<Job::State> states;
+  Store::JobFilter filter;
   for (int state : request.states()) {
     if (!Job::State_IsValid(state) || state == Job::STATE_UNSPECIFIED) {
       return absl::InvalidArgumentError(absl::StrCat("states: unknown state ", state));
     }
-    states.push_back(static_cast<Job::State>(state));
+    filter.states.push_back(static_cast<Job::State>(state));
   }
-  ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(states, before_id, page_size + 1));
+  filter.sweep_id = request.sweep_id();
+  filter.model = request.model();
+  filter.device = request.device() == "cuda" ? "cuda:0" : request.device();
+  ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(filter, before_id, page_size + 1));
   if (static_cast<int>(jobs.size()) > page_size) {
     jobs.resize(page_size);
     response->set_next_page_token(absl::StrCat(jobs.back().id()));
@@ -179,6 +276,58 @@ grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
       response->set_next_seq(events.back().seq() + 1);
     }
     for (auto& event : events) *response->add_events() = std::move(event);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* context,
+                                                   const trainer::v1::RetryJobRequest* request,
+                                                   Job* response) {
+  return Offload(context, [this, request, response] { return Retry(*request, response); });
+}
+
+grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
+    grpc::CallbackServerContext* context, const trainer::v1::SubmitSweepRequest* request,
+    trainer::v1::Sweep* response) {
+  return Offload(context, [this, request, response] { return CreateSweep(*request, response); });
+}
+
+grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* context,
+                                                   const trainer::v1::GetSweepRequest* request,
+                                                   trainer::v1::Sweep* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, store_->GetSweep(request->id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
+    grpc::CallbackServerContext* context, const trainer::v1::GetSweepReportRequest* request,
+    trainer::v1::SweepReport* response) {
+  return Offload(context, [this, request, response] { return Report(*request, response); });
+}
+
+grpc::ServerUnaryReactor* TrainerService::SetQueueState(
+    grpc::CallbackServerContext* context, const trainer::v1::SetQueueStateRequest* request,
+    trainer::v1::QueueState* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    using Action = trainer::v1::SetQueueStateRequest;
+    absl::StatusOr<trainer::v1::QueueState> state;
+    switch (request->action()) {
+      case Action::PAUSE:
+      case Action::DRAIN:  // the client polls until nothing runs
+        state = scheduler_->SetPaused(true);
+        break;
+      case Action::RESUME:
+        state = scheduler_->SetPaused(false);
+        break;
+      case Action::GET:
+        state = scheduler_->State();
+        break;
+      default:
+        return absl::InvalidArgumentError("action: one of PAUSE, RESUME, DRAIN, GET");
+    }
+    ASSIGN_OR_RETURN(*response, std::move(state));
     return absl::OkStatus();
   });
 }

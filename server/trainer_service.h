@@ -41,6 +41,22 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                                         const trainer::v1::ListDevicesRequest* request,
                                         trainer::v1::ListDevicesResponse* response) override;
 
+  grpc::ServerUnaryReactor* RetryJob(grpc::CallbackServerContext* context,
+                                     const trainer::v1::RetryJobRequest* request,
+                                     trainer::v1::Job* response) override;
+  grpc::ServerUnaryReactor* SubmitSweep(grpc::CallbackServerContext* context,
+                                        const trainer::v1::SubmitSweepRequest* request,
+                                        trainer::v1::Sweep* response) override;
+  grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context,
+                                     const trainer::v1::GetSweepRequest* request,
+                                     trainer::v1::Sweep* response) override;
+  grpc::ServerUnaryReactor* GetSweepReport(grpc::CallbackServerContext* context,
+                                           const trainer::v1::GetSweepReportRequest* request,
+                                           trainer::v1::SweepReport* response) override;
+  grpc::ServerUnaryReactor* SetQueueState(grpc::CallbackServerContext* context,
+                                          const trainer::v1::SetQueueStateRequest* request,
+                                          trainer::v1::QueueState* response) override;
+
   // Validation and resolution of a submitted spec (defaults, device, data directory).
   absl::StatusOr<trainer::v1::JobSpec> PrepareSpec(trainer::v1::JobSpec spec) const;
 
@@ -49,6 +65,11 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, Work work);
 
   absl::Status Submit(const trainer::v1::SubmitJobRequest& request, trainer::v1::Job* response);
+  absl::Status Retry(const trainer::v1::RetryJobRequest& request, trainer::v1::Job* response);
+  absl::Status CreateSweep(const trainer::v1::SubmitSweepRequest& request,
+                           trainer::v1::Sweep* response);
+  absl::Status Report(const trainer::v1::GetSweepReportRequest& request,
+                      trainer::v1::SweepReport* response);
   absl::Status List(const trainer::v1::ListJobsRequest& request,
                     trainer::v1::ListJobsResponse* response);
 

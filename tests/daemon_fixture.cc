@@ -34,6 +34,7 @@ void DaemonTest::StartDaemon() {
   options.state_dir = state_dir_;
   options.worker_path = TRAIND_WORKER_PATH;
   options.cancel_grace = absl::Seconds(3);
+  options.slots = slots_;
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

@@ -3,6 +3,7 @@
 #ifndef TRAIND_TESTS_DAEMON_FIXTURE_H_
 #define TRAIND_TESTS_DAEMON_FIXTURE_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ class DaemonTest : public ::testing::Test {
   std::string address_;
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<trainer::v1::Trainer::Stub> stub_;
+  std::map<std::string, int> slots_;  // set before StartDaemon to run jobs side by side
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.

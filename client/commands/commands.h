@@ -20,6 +20,12 @@ void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddLogsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddBenchCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddQueueCommands(CLI::App& app, Context& ctx, int* exit_code);  // pause resume drain retry
+
+// Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
+int WatchSweep(Context& ctx, int64_t sweep_id);
 
 // Follows a job to its end (shared by `watch` and `submit --watch`). Returns the exit code.
 // `mode` defaults to a progress bar on a terminal, plain lines otherwise, JSON with --output json.

@@ -11,6 +11,8 @@ namespace {
 
 struct ListFlags {
   std::vector<std::string> states;
+  int64_t sweep_id = 0;
+  std::string model, device;
   int limit = 20;
   bool all = false;
 };
@@ -26,6 +28,9 @@ int RunList(Context& ctx, const ListFlags& flags) {
     }
     request.add_states(state);
   }
+  request.set_sweep_id(flags.sweep_id);
+  request.set_model(flags.model);
+  request.set_device(flags.device);
   trainer::v1::ListJobsResponse all;
   do {
     request.set_page_size(flags.all ? 1000 : std::min(flags.limit - all.jobs_size(), 1000));
@@ -57,6 +62,9 @@ void AddListCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--all,-a", flags->all, "Every job (pages through them all)");
+  cmd->add_option("--sweep", flags->sweep_id, "Only this sweep's members");
+  cmd->add_option("--model", flags->model, "Only this model");
+  cmd->add_option("--device", flags->device, "Only this device");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunList(ctx, *flags); });
 }
 

@@ -1,6 +1,8 @@
 // trainctl submit [JOB_FILE] [flags]: queue a job; prints its id (or the Job as JSON).
 // Flags override fields of the job file. Checked locally first, so a typo is exit code 2 even
 // when the daemon is down; the daemon checks again (it decides about devices and paths).
+#include <optional>
+
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/job_file.h"
@@ -15,6 +17,10 @@ struct SubmitFlags {
   std::string job_file;
   SpecFlags spec;
   bool watch = false;
+  int priority = 0;
+  std::vector<int64_t> after;
+  std::string idempotency_key;
+  std::optional<bool> exclusive;
 };
 
 int RunSubmit(Context& ctx, const SubmitFlags& flags) {
@@ -27,6 +33,10 @@ int RunSubmit(Context& ctx, const SubmitFlags& flags) {
   if (absl::Status s = ApplySpecFlags(flags.spec, request.mutable_spec()); !s.ok()) {
     return ctx.UsageError(std::string(s.message()));
   }
+  request.set_priority(flags.priority);
+  for (int64_t id : flags.after) request.add_after(id);
+  request.set_idempotency_key(flags.idempotency_key);
+  if (flags.exclusive.has_value()) request.set_exclusive(*flags.exclusive);
   trainer::v1::Job job;
   auto call = UnaryCall();
   grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
@@ -51,6 +61,15 @@ void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ->check(CLI::ExistingFile);
   AddSpecFlags(cmd, &flags->spec);
   cmd->add_flag("--watch,-w", flags->watch, "Follow the job to its end, like `trainctl watch`");
+  cmd->add_option("--priority", flags->priority, "Higher runs first (default 0)");
+  cmd->add_option("--after", flags->after, "Start only after these jobs succeeded (repeatable)")
+      ->delimiter(',');
+  cmd->add_option("--idempotency-key", flags->idempotency_key,
+                  "Submitting the same key again returns the first job instead of a new one");
+  cmd->add_flag_callback("--exclusive", [flags] { flags->exclusive = true; },
+                         "Run with nothing else on any device (default for benchmarks)");
+  cmd->add_flag_callback("--shared", [flags] { flags->exclusive = false; },
+                         "May share the machine, even for a benchmark");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSubmit(ctx, *flags); });
 }
 

@@ -35,6 +35,7 @@ bool Reconnectable(const grpc::Status& status) {
 struct WatchFlags {
   int64_t job_id = 0;
   int64_t from_seq = 0;
+  int64_t sweep_id = 0;
 };
 
 }  // namespace
@@ -106,11 +107,18 @@ void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<WatchFlags>();
   CLI::App* cmd = app.add_subcommand(
       "watch", "Follow a job live until it ends (exit 0 if it succeeded, 1 if not)");
-  cmd->add_option("id", flags->job_id, "Job id")->required();
+  cmd->add_option("id", flags->job_id, "Job id");
+  cmd->add_option("--sweep", flags->sweep_id, "Follow every member of this sweep instead");
   cmd->add_option("--from-seq", flags->from_seq, "Start at this event (default: the first)")
       ->check(CLI::NonNegativeNumber);
   cmd->callback([&ctx, exit_code, flags] {
-    *exit_code = WatchJob(ctx, flags->job_id, flags->from_seq);
+    if (flags->sweep_id > 0) {
+      *exit_code = WatchSweep(ctx, flags->sweep_id);
+    } else if (flags->job_id > 0) {
+      *exit_code = WatchJob(ctx, flags->job_id, flags->from_seq);
+    } else {
+      *exit_code = ctx.UsageError("watch: give a job id, or --sweep ID");
+    }
   });
 }
 

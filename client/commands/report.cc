@@ -1,0 +1,75 @@
+// trainctl report SWEEP_ID [--format table|csv|json|markdown] [--plot FILE.svg] [--baseline cpu]
+// The CPU-vs-GPU table people write by hand: one row per configuration, speedup against the
+// baseline device, flags where results disagree.
+#include <fstream>
+
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/render/report_svg.h"
+#include "client/render/report_text.h"
+#include "client/rpc.h"
+
+namespace traind {
+
+namespace {
+
+struct ReportFlags {
+  int64_t sweep_id = 0;
+  std::string format = "table";
+  std::string plot;
+  std::string baseline = "cpu";
+  double accuracy_tolerance = 0.02;
+  double loss_tolerance = 0.25;
+};
+
+int RunReport(Context& ctx, const ReportFlags& flags) {
+  trainer::v1::GetSweepReportRequest request;
+  request.set_id(flags.sweep_id);
+  request.set_baseline_device(flags.baseline);
+  request.set_accuracy_tolerance(flags.accuracy_tolerance);
+  request.set_loss_tolerance(flags.loss_tolerance);
+  trainer::v1::SweepReport report;
+  auto call = UnaryCall();
+  grpc::Status status = ctx.stub().GetSweepReport(call.get(), request, &report);
+  if (!status.ok()) return ctx.Fail(status);
+  if (!flags.plot.empty()) {
+    std::ofstream svg(flags.plot);
+    svg << ReportSvg(report);
+    if (!svg) return ctx.UsageError("--plot: cannot write " + flags.plot);
+    ctx.err() << "report: wrote " << flags.plot << "\n";
+  }
+  const std::string format = ctx.json() ? "json" : flags.format;
+  if (format == "json") {
+    ctx.PrintJson(report);
+  } else if (format == "csv") {
+    ctx.out() << ReportCsv(report);
+  } else if (format == "markdown") {
+    ctx.out() << ReportMarkdown(report);
+  } else {
+    ctx.out() << ReportTable(report);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  auto flags = std::make_shared<ReportFlags>();
+  CLI::App* cmd = app.add_subcommand("report", "A sweep's results: time/epoch, speedup, accuracy, memory");
+  cmd->add_option("id", flags->sweep_id, "Sweep id")->required();
+  cmd->add_option("--format,-f", flags->format, "table | csv | json | markdown")
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
+      ->capture_default_str();
+  cmd->add_option("--plot", flags->plot, "Also write an SVG: speedup bars and loss curves");
+  cmd->add_option("--baseline", flags->baseline, "Device the speedups are against")
+      ->capture_default_str();
+  cmd->add_option("--accuracy-tolerance", flags->accuracy_tolerance,
+                  "Flag rows whose test accuracy differs from the baseline's by more (0..1)")
+      ->capture_default_str();
+  cmd->add_option("--loss-tolerance", flags->loss_tolerance,
+                  "Flag rows whose final loss differs from the baseline's by more (relative)")
+      ->capture_default_str();
+  cmd->callback([&ctx, exit_code, flags] { *exit_code = RunReport(ctx, *flags); });
+}
+
+}  // namespace traind

@@ -1,0 +1,170 @@
+// trainctl sweep [SWEEP_FILE] [--model a,b --device cpu,cuda --batch-size 64,128 ...] [--repeat N]
+// Every flag takes a comma-separated list; a list of two or more values becomes an axis of the
+// grid. A sweep file (YAML/JSON: base, grid, configs, repeat, name) maps onto SweepSpec. Prints
+// the sweep id (or the Sweep as JSON); members are ordinary jobs, exclusive by default.
+#include <fstream>
+#include <filesystem>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/strings/str_split.h"
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/job_file.h"
+#include "client/rpc.h"
+#include "common/spec_fields.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace traind {
+
+namespace {
+
+// Flag -> JobSpec field. Each takes one value or a comma-separated list.
+constexpr std::pair<const char*, const char*> kSweepFlags[] = {
+    {"--model", "model"},           {"--dataset", "dataset"},
+    {"--data-dir", "data_dir"},     {"--device", "device"},
+    {"--epochs", "epochs"},         {"--batch-size", "batch_size"},
+    {"--lr", "learning_rate"},      {"--optimizer", "optimizer"},
+    {"--momentum", "momentum"},     {"--weight-decay", "weight_decay"},
+    {"--seed", "seed"},             {"--limit-train", "limit_train"},
+    {"--limit-test", "limit_test"}, {"--log-every", "log_every"},
+    {"--threads", "threads"},       {"--accumulate", "accumulate"},
+    {"--amp", "amp"},               {"--image-size", "image_size"},
+    {"--num-samples", "num_samples"}, {"--channels", "channels"},
+    {"--classes", "classes"},       {"--eval-every", "eval_every"},
+    {"--random-crop", "random_crop_padding"},
+};
+
+struct SweepFlags {
+  std::string file;
+  std::map<std::string, std::string> values;  // flag -> raw text
+  int repeat = 0;
+  int priority = 0;
+  std::string name;
+  bool not_exclusive = false;
+  bool watch = false;
+  CLI::App* cmd = nullptr;
+};
+
+absl::Status LoadSweepFile(const std::string& path, trainer::v1::SweepSpec* spec) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(path + ": cannot read the sweep file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  // `grid: {field: [values]}` is friendlier to write than SweepSpec's list of axes.
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(path + ": " + e.what());
+  }
+  if (!root.IsMap()) return absl::InvalidArgumentError(path + ": expected a mapping");
+  if (root["grid"]) {
+    YAML::Node axes(YAML::NodeType::Sequence);
+    for (const auto& kv : root["grid"]) {
+      YAML::Node axis;
+      axis["field"] = kv.first.as<std::string>();
+      YAML::Node values(YAML::NodeType::Sequence);
+      if (kv.second.IsSequence()) {
+        for (const auto& v : kv.second) values.push_back(v.as<std::string>());
+      } else {
+        values.push_back(kv.second.as<std::string>());
+      }
+      axis["values"] = values;
+      axes.push_back(axis);
+    }
+    root.remove("grid");
+    root["axes"] = axes;
+  }
+  YAML::Emitter emitter;
+  emitter << YAML::DoubleQuoted << root;  // quoted: values reach SweepAxis as strings
+  std::string json;
+  if (absl::Status s = YamlToJson(emitter.c_str(), &json); !s.ok()) {
+    return absl::InvalidArgumentError(path + ": " + std::string(s.message()));
+  }
+  google::protobuf::util::JsonParseOptions options;
+  auto status = google::protobuf::util::JsonStringToMessage(json, spec, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        path + ": " + std::string(status.message().data(), status.message().size()));
+  }
+  return absl::OkStatus();
+}
+
+int RunSweep(Context& ctx, const SweepFlags& flags) {
+  trainer::v1::SubmitSweepRequest request;
+  trainer::v1::SweepSpec* spec = request.mutable_spec();
+  if (!flags.file.empty()) {
+    if (absl::Status s = LoadSweepFile(flags.file, spec); !s.ok()) {
+      return ctx.UsageError(std::string(s.message()));
+    }
+  }
+  for (const auto& [flag, field] : kSweepFlags) {
+    auto it = flags.values.find(flag);
+    if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
+    std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
+    if (values.empty()) return ctx.UsageError(std::string(flag) + ": no value");
+    if (values.size() == 1) {
+      if (absl::Status s = SetSpecField(spec->mutable_base(), field, values[0]); !s.ok()) {
+        return ctx.UsageError(std::string(s.message()));
+      }
+      continue;
+    }
+    auto* axis = spec->add_axes();
+    axis->set_field(field);
+    for (const std::string& v : values) {
+      trainer::v1::JobSpec probe;  // check the value's type now: a typo is exit code 2
+      if (absl::Status s = SetSpecField(&probe, field, v); !s.ok()) {
+        return ctx.UsageError(std::string(s.message()));
+      }
+      axis->add_values(v);
+    }
+  }
+  if (flags.cmd->get_option("--repeat")->count()) spec->set_repeat(flags.repeat);
+  if (flags.cmd->get_option("--priority")->count()) spec->set_priority(flags.priority);
+  if (flags.cmd->get_option("--name")->count()) spec->set_name(flags.name);
+  if (flags.not_exclusive) spec->set_exclusive(false);
+  if (!spec->base().data_dir().empty() && spec->base().data_dir()[0] != '/') {
+    spec->mutable_base()->set_data_dir(std::filesystem::absolute(spec->base().data_dir()).string());
+  }
+  trainer::v1::Sweep sweep;
+  auto call = UnaryCall();
+  grpc::Status status = ctx.stub().SubmitSweep(call.get(), request, &sweep);
+  if (!status.ok()) return ctx.Fail(status);
+  if (ctx.json()) {
+    ctx.PrintJson(sweep);
+  } else {
+    ctx.out() << sweep.id() << "\n";
+    ctx.err() << "sweep " << sweep.id() << ": " << sweep.job_ids_size()
+              << " jobs queued; follow with `trainctl watch --sweep " << sweep.id()
+              << "`, read with `trainctl report " << sweep.id() << "`\n";
+  }
+  if (flags.watch) return WatchSweep(ctx, sweep.id());
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  auto flags = std::make_shared<SweepFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Queue a grid of jobs: every flag takes a comma-separated list (--device cpu,cuda)");
+  flags->cmd = cmd;
+  cmd->add_option("sweep_file", flags->file,
+                  "YAML/JSON with base, grid (field: [values]), configs, repeat, name")
+      ->check(CLI::ExistingFile);
+  for (const auto& [flag, field] : kSweepFlags) {
+    cmd->add_option(flag, flags->values[flag], std::string("JobSpec ") + field + " (a,b,...)");
+  }
+  cmd->add_option("--repeat", flags->repeat, "Runs of each configuration (default 1)");
+  cmd->add_option("--priority", flags->priority, "Priority of every member");
+  cmd->add_option("--name", flags->name, "A label for the sweep and its report");
+  cmd->add_flag("--not-exclusive", flags->not_exclusive,
+                "Let members share the machine with other jobs (timings get noisier)");
+  cmd->add_flag("--watch,-w", flags->watch, "Follow the sweep, like `trainctl watch --sweep`");
+  cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSweep(ctx, *flags); });
+}
+
+}  // namespace traind

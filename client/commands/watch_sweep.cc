@@ -1,0 +1,127 @@
+// trainctl watch --sweep ID: one live line per member (state, epoch/batch, loss, time/epoch) until
+// every member has finished. On a terminal the block is redrawn in place; otherwise a line is
+// printed whenever a member changes state. Exit 0 when every member succeeded, 1 otherwise.
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/rpc.h"
+#include "common/log_format.h"
+
+namespace traind {
+
+namespace {
+
+using trainer::v1::Job;
+
+bool Finished(Job::State s) {
+  return s == Job::SUCCEEDED || s == Job::FAILED || s == Job::CANCELLED;
+}
+
+// The member's newest StepMetrics, for a running member's progress.
+std::optional<trainer::v1::StepMetrics> LatestStep(Context& ctx, const Job& job) {
+  trainer::v1::ListJobEventsRequest request;
+  request.set_id(job.id());
+  request.set_from_seq(std::max<int64_t>(1, job.last_seq() - 3));
+  trainer::v1::ListJobEventsResponse response;
+  auto call = UnaryCall();
+  if (!ctx.stub().ListJobEvents(call.get(), request, &response).ok()) return std::nullopt;
+  std::optional<trainer::v1::StepMetrics> latest;
+  for (const auto& e : response.events()) {
+    if (e.has_step()) latest = e.step();
+  }
+  return latest;
+}
+
+std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetrics>& step) {
+  const auto& s = job.spec();
+  std::string what = s.has_benchmark() && s.benchmark().kind() == "matmul"
+                         ? absl::StrFormat("matmul %d %s", s.benchmark().size(), s.benchmark().dtype())
+                         : absl::StrFormat("%s bs %d", s.model(), s.batch_size());
+  std::string line = absl::StrFormat("%6d %-9s %-7s %-22s", job.id(), StateName(job.state()),
+                                     s.device(), what);
+  if (job.state() == Job::RUNNING && step.has_value()) {
+    absl::StrAppendFormat(&line, " epoch %d/%d batch %d/%d loss %.4f", step->epoch(),
+                          step->epochs(), step->batch(), step->batches_per_epoch(), step->loss());
+  } else if (job.state() == Job::SUCCEEDED) {
+    if (job.result().has_bench()) {
+      absl::StrAppendFormat(&line, " %.4f s", job.result().bench().seconds());
+    } else if (job.result().epoch_seconds_no_eval_size() > 0) {
+      absl::StrAppendFormat(&line, " %.2f s/epoch, test %.2f%%",
+                            job.result().epoch_seconds_no_eval(0), job.result().test_accuracy() * 100);
+    }
+  } else if (job.state() == Job::FAILED) {
+    line += " " + job.result().error().substr(0, 60);
+  }
+  return line;
+}
+
+}  // namespace
+
+int WatchSweep(Context& ctx, int64_t sweep_id) {
+  std::map<int64_t, Job::State> last_state;
+  int lines_drawn = 0;
+  while (true) {
+    trainer::v1::ListJobsRequest request;
+    request.set_sweep_id(sweep_id);
+    request.set_page_size(1000);
+    std::vector<Job> members;
+    do {
+      trainer::v1::ListJobsResponse page;
+      auto call = UnaryCall();
+      grpc::Status status = ctx.stub().ListJobs(call.get(), request, &page);
+      if (!status.ok()) return ctx.Fail(status);
+      members.insert(members.end(), page.jobs().begin(), page.jobs().end());
+      request.set_page_token(page.next_page_token());
+    } while (!request.page_token().empty());
+    if (members.empty()) {
+      trainer::v1::GetSweepRequest get;
+      get.set_id(sweep_id);
+      trainer::v1::Sweep sweep;
+      auto call = UnaryCall();
+      grpc::Status status = ctx.stub().GetSweep(call.get(), get, &sweep);
+      if (!status.ok()) return ctx.Fail(status);
+    }
+    std::reverse(members.begin(), members.end());  // oldest (first queued) first
+    int finished = 0, succeeded = 0;
+    for (const Job& job : members) {
+      finished += Finished(job.state()) ? 1 : 0;
+      succeeded += job.state() == Job::SUCCEEDED ? 1 : 0;
+    }
+    if (ctx.out_is_terminal() && !ctx.json()) {
+      if (lines_drawn > 0) ctx.out() << "\033[" << lines_drawn << "F";
+      ctx.out() << "\033[2K" << absl::StrFormat("sweep %d: %d/%d finished", sweep_id, finished,
+                                                 members.size())
+                << "\n";
+      for (const Job& job : members) {
+        ctx.out() << "\033[2K"
+                  << MemberLine(job, job.state() == Job::RUNNING ? LatestStep(ctx, job)
+                                                                 : std::nullopt)
+                  << "\n";
+      }
+      lines_drawn = static_cast<int>(members.size()) + 1;
+      ctx.out().flush();
+    } else {
+      for (const Job& job : members) {
+        auto it = last_state.find(job.id());
+        if (it != last_state.end() && it->second == job.state()) continue;
+        last_state[job.id()] = job.state();
+        if (ctx.json()) {
+          ctx.PrintJson(job, /*one_line=*/true);
+        } else {
+          ctx.out() << MemberLine(job, std::nullopt) << "\n";
+        }
+      }
+      ctx.out().flush();
+    }
+    if (finished == static_cast<int>(members.size())) {
+      return succeeded == finished ? kExitOk : kExitJobFailed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ctx.out_is_terminal() ? 500 : 1000));
+  }
+}
+
+}  // namespace traind

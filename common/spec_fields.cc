@@ -1,0 +1,107 @@
+#include "common/spec_fields.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace traind {
+
+namespace {
+
+using google::protobuf::FieldDescriptor;
+
+const FieldDescriptor* FindField(const std::string& name) {
+  const auto* descriptor = trainer::v1::JobSpec::descriptor();
+  std::string snake = absl::StrReplaceAll(name, {{"-", "_"}});
+  // trainctl's flag names, where they differ from the fields'.
+  if (snake == "lr") snake = "learning_rate";
+  if (snake == "random_crop") snake = "random_crop_padding";
+  if (snake == "hflip") snake = "horizontal_flip";
+  if (const FieldDescriptor* f = descriptor->FindFieldByName(snake)) return f;
+  return descriptor->FindFieldByCamelcaseName(name);
+}
+
+}  // namespace
+
+std::string CanonicalSpecField(const std::string& field) {
+  const FieldDescriptor* f = FindField(field);
+  return f == nullptr ? "" : f->name();
+}
+
+absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
+                          const std::string& value) {
+  const FieldDescriptor* f = FindField(field);
+  if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": not a JobSpec field that can take a value (docs/jobs.md)"));
+  }
+  const auto* reflection = spec->GetReflection();
+  auto bad = [&](const char* what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f->name(), ": '", value, "' is not ", what));
+  };
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: {
+      int32_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      reflection->SetInt32(spec, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_INT64: {
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      reflection->SetInt64(spec, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      uint64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("a non-negative integer");
+      reflection->SetUInt64(spec, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_DOUBLE: {
+      double v;
+      if (!absl::SimpleAtod(value, &v)) return bad("a number");
+      reflection->SetDouble(spec, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_BOOL: {
+      bool v;
+      if (!absl::SimpleAtob(value, &v)) return bad("true or false");
+      reflection->SetBool(spec, f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_STRING:
+      reflection->SetString(spec, f, value);
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(f->name(), ": cannot be swept"));
+  }
+  return absl::OkStatus();
+}
+
+std::string GetSpecField(const trainer::v1::JobSpec& spec, const std::string& field) {
+  const FieldDescriptor* f = FindField(field);
+  if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) return "";
+  const auto* reflection = spec.GetReflection();
+  if (f->has_presence() && !reflection->HasField(spec, f)) return "";
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(reflection->GetInt32(spec, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(reflection->GetInt64(spec, f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(reflection->GetUInt64(spec, f));
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return absl::StrCat(reflection->GetDouble(spec, f));
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return reflection->GetBool(spec, f) ? "true" : "false";
+    case FieldDescriptor::CPPTYPE_STRING:
+      return reflection->GetString(spec, f);
+    default:
+      return "";
+  }
+}
+
+}  // namespace traind

@@ -1,0 +1,52 @@
+#include "server/sweep_expansion.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/spec_fields.h"
+#include "common/status_macros.h"
+
+namespace traind {
+
+using trainer::v1::JobSpec;
+
+absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& spec) {
+  std::vector<JobSpec> configs;
+  if (spec.configs().empty()) {
+    configs.push_back(spec.base());
+  } else {
+    for (const JobSpec& config : spec.configs()) {
+      JobSpec merged = spec.base();
+      merged.MergeFrom(config);
+      configs.push_back(std::move(merged));
+    }
+  }
+  int64_t total = static_cast<int64_t>(configs.size());
+  for (const auto& axis : spec.axes()) {
+    if (axis.values().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("axes: '", axis.field(), "' has no values"));
+    }
+    total *= axis.values_size();
+    if (total > kMaxSweepMembers) break;
+  }
+  const int repeat = spec.repeat() == 0 ? 1 : spec.repeat();
+  if (repeat < 0) return absl::InvalidArgumentError("repeat: must be 1 or more");
+  if (total * repeat > kMaxSweepMembers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sweep may have at most ", kMaxSweepMembers, " jobs"));
+  }
+  for (const auto& axis : spec.axes()) {
+    std::vector<JobSpec> crossed;
+    for (const JobSpec& config : configs) {
+      for (const std::string& value : axis.values()) {
+        JobSpec member = config;
+        RETURN_IF_ERROR(SetSpecField(&member, axis.field(), value));
+        crossed.push_back(std::move(member));
+      }
+    }
+    configs = std::move(crossed);
+  }
+  std::vector<JobSpec> members;
+  for (int r = 0; r < repeat; ++r) members.insert(members.end(), configs.begin(), configs.end());
+  return members;
+}
+
+}  // namespace traind

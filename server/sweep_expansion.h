@@ -1,0 +1,21 @@
+// Turns a SweepSpec into its member JobSpecs: each explicit configuration (or the base alone)
+// crossed with every combination of the grid's axes, repeated. Repeats are interleaved (all
+// configurations once, then all again) so slow drift on the machine touches every configuration
+// alike. Pure.
+#ifndef TRAIND_SERVER_SWEEP_EXPANSION_H_
+#define TRAIND_SERVER_SWEEP_EXPANSION_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+inline constexpr int kMaxSweepMembers = 10000;
+
+absl::StatusOr<std::vector<trainer::v1::JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& spec);
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_SWEEP_EXPANSION_H_

@@ -1,0 +1,200 @@
+#include "server/sweep_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/spec_fields.h"
+#include "server/job_fold.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+using trainer::v1::ReportRow;
+
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The fields that vary across the sweep, model and device excluded: they label a row.
+std::vector<std::string> VaryingFields(const trainer::v1::Sweep& sweep) {
+  std::vector<std::string> fields;
+  for (const auto& axis : sweep.spec().axes()) {
+    const std::string name = CanonicalSpecField(axis.field());
+    if (name != "model" && name != "device" && axis.values_size() > 1) fields.push_back(name);
+  }
+  // Fields set by explicit configurations vary too.
+  std::set<std::string> seen(fields.begin(), fields.end());
+  for (const auto& config : sweep.spec().configs()) {
+    std::vector<const google::protobuf::FieldDescriptor*> set;
+    config.GetReflection()->ListFields(config, &set);
+    for (const auto* f : set) {
+      if (f->name() != "model" && f->name() != "device" && f->name() != "name" &&
+          f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE &&
+          seen.insert(f->name()).second) {
+        fields.push_back(f->name());
+      }
+    }
+  }
+  return fields;
+}
+
+// Everything but the device (and labels) identifies a configuration.
+std::string ConfigKey(const trainer::v1::JobSpec& spec) {
+  trainer::v1::JobSpec key = spec;
+  key.clear_device();
+  key.clear_name();
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  key.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
+
+double MeanEpochSeconds(const Job& job) {
+  if (job.result().has_bench()) return job.result().bench().seconds();
+  const auto& epochs = job.result().epoch_seconds_no_eval();
+  if (epochs.empty()) return 0;
+  double sum = 0;
+  for (double s : epochs) sum += s;
+  return sum / epochs.size();
+}
+
+}  // namespace
+
+trainer::v1::SweepReport BuildSweepReport(
+    const trainer::v1::Sweep& sweep, const std::vector<Job>& jobs,
+    const std::map<int64_t, std::vector<trainer::v1::StepMetrics>>& steps,
+    const SweepReportOptions& options) {
+  trainer::v1::SweepReport report;
+  report.set_sweep_id(sweep.id());
+  report.set_name(sweep.spec().name());
+  report.set_baseline_device(options.baseline_device);
+  report.set_jobs_total(static_cast<int32_t>(jobs.size()));
+  const std::vector<std::string> varying = VaryingFields(sweep);
+
+  // Rows in order of first appearance: (config, device).
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, std::vector<const Job*>> groups;
+  for (const Job& job : jobs) {
+    if (IsTerminal(job.state())) report.set_jobs_finished(report.jobs_finished() + 1);
+    auto key = std::make_pair(ConfigKey(job.spec()), job.spec().device());
+    if (groups.find(key) == groups.end()) order.push_back(key);
+    groups[key].push_back(&job);
+  }
+
+  std::map<std::pair<std::string, std::string>, int> row_index;
+  for (const auto& key : order) {
+    const std::vector<const Job*>& members = groups[key];
+    const trainer::v1::JobSpec& spec = members.front()->spec();
+    ReportRow* row = report.add_rows();
+    row_index[key] = report.rows_size() - 1;
+    row->set_model(spec.has_benchmark() && spec.benchmark().kind() == "matmul"
+                       ? absl::StrCat("matmul ", spec.benchmark().size(), " ", spec.benchmark().dtype())
+                       : spec.model());
+    row->set_dataset(spec.dataset());
+    row->set_device(spec.device());
+    row->set_batch_size(spec.batch_size());
+    std::vector<std::string> options_text;
+    for (const std::string& field : varying) {
+      if (field == "batch_size") continue;  // its own column
+      options_text.push_back(absl::StrCat(field, "=", GetSpecField(spec, field)));
+    }
+    row->set_options(absl::StrJoin(options_text, " "));
+    row->set_config(absl::StrCat(row->model(), row->options().empty() ? "" : " ", row->options()));
+    row->set_runs(static_cast<int32_t>(members.size()));
+
+    std::vector<double> seconds, losses, samples;
+    double accuracy_sum = 0;
+    std::vector<std::string> errors;
+    for (const Job* job : members) {
+      row->add_job_ids(job->id());
+      row->set_peak_current_allocated_bytes(std::max(row->peak_current_allocated_bytes(),
+                                                     job->result().peak_current_allocated_bytes()));
+      row->set_peak_driver_allocated_bytes(std::max(row->peak_driver_allocated_bytes(),
+                                                    job->result().peak_driver_allocated_bytes()));
+      if (job->state() == Job::FAILED || job->state() == Job::CANCELLED) {
+        errors.push_back(absl::StrCat("job ", job->id(), " ", Job::State_Name(job->state()),
+                                      job->result().error().empty() ? "" : ": ",
+                                      job->result().error().substr(0, 120)));
+      }
+      if (job->state() != Job::SUCCEEDED) continue;
+      row->set_succeeded(row->succeeded() + 1);
+      const double s = MeanEpochSeconds(*job);
+      seconds.push_back(s);
+      accuracy_sum += job->result().test_accuracy();
+      if (job->result().batch_size() > 0) row->set_batch_size(job->result().batch_size());
+      auto it = steps.find(job->id());
+      if (job->result().has_bench()) {
+        samples.push_back(job->result().bench().samples_per_second());
+      } else if (it != steps.end() && !it->second.empty() && s > 0) {
+        const auto& last = it->second.back();
+        samples.push_back(static_cast<double>(last.batches_per_epoch()) * row->batch_size() / s);
+        losses.push_back(last.loss());
+        if (row->loss_curve().empty()) {
+          for (const auto& m : it->second) {
+            auto* point = row->add_loss_curve();
+            point->set_epoch(m.epoch() - 1 +
+                             static_cast<double>(m.batch()) / std::max(1, m.batches_per_epoch()));
+            point->set_loss(m.loss());
+          }
+        }
+      }
+    }
+    if (!seconds.empty()) {
+      row->set_epoch_seconds_median(Median(seconds));
+      row->set_epoch_seconds_min(*std::min_element(seconds.begin(), seconds.end()));
+      row->set_epoch_seconds_max(*std::max_element(seconds.begin(), seconds.end()));
+      row->set_test_accuracy(accuracy_sum / row->succeeded());
+      row->set_samples_per_second(Median(samples));
+      double loss_sum = 0;
+      for (double l : losses) loss_sum += l;
+      row->set_final_loss(losses.empty() ? 0 : loss_sum / losses.size());
+    }
+    if (!errors.empty()) {
+      row->add_flags(absl::StrCat(errors.size(), " of ", members.size(), " runs did not succeed (",
+                                  errors.front(), ")"));
+    }
+  }
+
+  // Speedup and agreement against the same configuration on the baseline device.
+  for (const auto& key : order) {
+    ReportRow* row = report.mutable_rows(row_index[key]);
+    auto base = row_index.find(std::make_pair(key.first, options.baseline_device));
+    if (base == row_index.end()) continue;
+    const ReportRow& baseline = report.rows(base->second);
+    if (baseline.succeeded() == 0 || row->succeeded() == 0) continue;
+    if (row->epoch_seconds_median() > 0) {
+      row->set_speedup(baseline.epoch_seconds_median() / row->epoch_seconds_median());
+    }
+    if (row->device() == options.baseline_device) continue;
+    const bool is_training = baseline.final_loss() > 0;
+    if (is_training &&
+        std::abs(row->test_accuracy() - baseline.test_accuracy()) > options.accuracy_tolerance) {
+      row->add_flags(absl::StrFormat("test accuracy %.2f%% vs %.2f%% on %s",
+                                     row->test_accuracy() * 100, baseline.test_accuracy() * 100,
+                                     baseline.device()));
+    }
+    if (is_training && std::abs(row->final_loss() - baseline.final_loss()) >
+                           options.loss_tolerance * baseline.final_loss()) {
+      row->add_flags(absl::StrFormat("final loss %.4f vs %.4f on %s", row->final_loss(),
+                                     baseline.final_loss(), baseline.device()));
+    }
+  }
+  return report;
+}
+
+}  // namespace traind

@@ -1,0 +1,144 @@
+#include "gtest/gtest.h"
+#include "server/sweep_expansion.h"
+#include "server/sweep_report.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+using trainer::v1::SweepSpec;
+
+SweepSpec Grid() {
+  SweepSpec spec;
+  spec.mutable_base()->set_dataset("fashion-mnist");
+  spec.mutable_base()->set_epochs(1);
+  auto* models = spec.add_axes();
+  models->set_field("model");
+  models->add_values("lenet5");
+  models->add_values("mlp");
+  auto* devices = spec.add_axes();
+  devices->set_field("device");
+  devices->add_values("cpu");
+  devices->add_values("cuda");
+  auto* threads = spec.add_axes();
+  threads->set_field("threads");  // camelCase and snake_case both work
+  threads->add_values("1");
+  threads->add_values("2");
+  spec.set_repeat(2);
+  return spec;
+}
+
+TEST(SweepExpansionTest, GridTimesRepeatInterleaved) {
+  auto members = ExpandSweep(Grid());
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 16u);
+  EXPECT_EQ((*members)[0].model(), "lenet5");
+  EXPECT_EQ((*members)[0].device(), "cpu");
+  EXPECT_EQ((*members)[0].threads(), 1);
+  EXPECT_EQ((*members)[1].threads(), 2);
+  EXPECT_EQ((*members)[7].model(), "mlp");
+  // The second repeat starts after every configuration ran once.
+  EXPECT_EQ((*members)[8].SerializeAsString(), (*members)[0].SerializeAsString());
+  EXPECT_EQ((*members)[3].epochs(), 1);
+}
+
+TEST(SweepExpansionTest, ExplicitConfigsMergeOntoTheBase) {
+  SweepSpec spec;
+  spec.mutable_base()->set_epochs(1);
+  spec.mutable_base()->set_dataset("fake");
+  spec.add_configs()->set_model("vgg16");
+  auto* resnet = spec.add_configs();
+  resnet->set_model("resnet18");
+  resnet->set_image_size(224);
+  auto* devices = spec.add_axes();
+  devices->set_field("device");
+  devices->add_values("cpu");
+  devices->add_values("cuda");
+  auto members = ExpandSweep(spec);
+  ASSERT_TRUE(members.ok());
+  ASSERT_EQ(members->size(), 4u);
+  EXPECT_EQ((*members)[2].model(), "resnet18");
+  EXPECT_EQ((*members)[2].image_size(), 224);
+  EXPECT_EQ((*members)[2].dataset(), "fake");
+}
+
+TEST(SweepExpansionTest, BadAxesNameTheField) {
+  SweepSpec spec = Grid();
+  spec.mutable_axes(2)->set_field("thread_count");
+  EXPECT_NE(ExpandSweep(spec).status().message().find("thread_count"), std::string::npos);
+  spec = Grid();
+  spec.mutable_axes(2)->set_values(0, "two");
+  EXPECT_EQ(ExpandSweep(spec).status().message(), "threads: 'two' is not an integer");
+  spec = Grid();
+  spec.set_repeat(5000);
+  EXPECT_EQ(ExpandSweep(spec).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+Job Finished(int64_t id, const std::string& model, const std::string& device, double seconds,
+             double accuracy) {
+  Job job;
+  job.set_id(id);
+  job.set_state(Job::SUCCEEDED);
+  job.mutable_spec()->set_model(model);
+  job.mutable_spec()->set_dataset("fashion-mnist");
+  job.mutable_spec()->set_device(device);
+  job.mutable_spec()->set_batch_size(128);
+  job.mutable_result()->add_epoch_seconds_no_eval(seconds);
+  job.mutable_result()->set_test_accuracy(accuracy);
+  job.mutable_result()->set_peak_current_allocated_bytes(1000 * id);
+  return job;
+}
+
+TEST(SweepReportTest, MediansSpeedupsAndFlags) {
+  trainer::v1::Sweep sweep;
+  sweep.set_id(7);
+  *sweep.mutable_spec() = Grid();
+  sweep.mutable_spec()->mutable_axes()->RemoveLast();  // no threads axis
+  std::vector<Job> jobs = {
+      Finished(1, "lenet5", "cpu", 10, 0.84), Finished(2, "lenet5", "cuda:0", 2, 0.84),
+      Finished(3, "lenet5", "cpu", 12, 0.84), Finished(4, "lenet5", "cuda:0", 4, 0.70),
+      Finished(5, "lenet5", "cpu", 11, 0.84), Finished(6, "lenet5", "cuda:0", 3, 0.70),
+  };
+  jobs.push_back(Finished(8, "mlp", "cpu", 1, 0.83));
+  Job failed = Finished(9, "mlp", "cuda:0", 0, 0);
+  failed.set_state(Job::FAILED);
+  failed.mutable_result()->set_error("boom");
+  jobs.push_back(failed);
+  std::map<int64_t, std::vector<trainer::v1::StepMetrics>> steps;
+  for (int64_t id : {1, 2, 3, 4, 5, 6, 8}) {
+    trainer::v1::StepMetrics m;
+    m.set_epoch(1);
+    m.set_batch(400);
+    m.set_batches_per_epoch(421);
+    m.set_loss(id == 4 || id == 6 ? 0.9 : 0.4);
+    steps[id].push_back(m);
+  }
+  auto report = BuildSweepReport(sweep, jobs, steps, SweepReportOptions{});
+  ASSERT_EQ(report.rows_size(), 4);
+  EXPECT_EQ(report.jobs_total(), 8);
+  EXPECT_EQ(report.jobs_finished(), 8);
+  const auto& cpu = report.rows(0);
+  EXPECT_EQ(cpu.device(), "cpu");
+  EXPECT_EQ(cpu.runs(), 3);
+  EXPECT_DOUBLE_EQ(cpu.epoch_seconds_median(), 11);
+  EXPECT_DOUBLE_EQ(cpu.epoch_seconds_min(), 10);
+  EXPECT_DOUBLE_EQ(cpu.epoch_seconds_max(), 12);
+  EXPECT_DOUBLE_EQ(cpu.speedup(), 1.0);
+  EXPECT_NEAR(cpu.samples_per_second(), 421.0 * 128 / 11, 1e-9);
+  EXPECT_TRUE(cpu.flags().empty());
+  const auto& gpu = report.rows(1);
+  EXPECT_DOUBLE_EQ(gpu.epoch_seconds_median(), 3);
+  EXPECT_NEAR(gpu.speedup(), 11.0 / 3, 1e-12);
+  EXPECT_NEAR(gpu.test_accuracy(), (0.84 + 0.70 + 0.70) / 3, 1e-12);
+  ASSERT_EQ(gpu.flags_size(), 2);  // accuracy and loss both disagree with the CPU
+  EXPECT_NE(gpu.flags(0).find("vs 84.00% on cpu"), std::string::npos) << gpu.flags(0);
+  EXPECT_EQ(gpu.loss_curve_size(), 1);
+  const auto& mlp_gpu = report.rows(3);
+  EXPECT_EQ(mlp_gpu.succeeded(), 0);
+  EXPECT_DOUBLE_EQ(mlp_gpu.speedup(), 0);
+  ASSERT_EQ(mlp_gpu.flags_size(), 1);
+  EXPECT_NE(mlp_gpu.flags(0).find("boom"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace traind
