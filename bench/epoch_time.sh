@@ -13,7 +13,7 @@ models=${*:-lenet5 mlp}
 python=${PYTHON:-$([ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)}
 threads=${THREADS:-0}          # 0: each side's default
 device=${DEVICE:-cpu}
-bin=$PWD/build/bin
+bin=$PWD/${BUILD_DIR:-build}/bin
 state=$(mktemp -d /tmp/traind-bench.XXXXXX)
 trap 'kill $(cat "$state/pid") 2>/dev/null; rm -rf "$state"' EXIT
 "$bin/traind" --state-dir "$state" >"$state/log" 2>&1 &

@@ -109,5 +109,27 @@ TEST_F(OptionsTest, UnsupportedPairsAreRefusedWithTheSupportedOnes) {
   EXPECT_NE(cifar.err.find("data_dir: required for dataset 'cifar10'"), std::string::npos);
 }
 
+
+// Runs only where the daemon found a CUDA device (the GPU host): a job on cuda:0 reports the
+// caching allocator's memory, and its accuracy computed on the CPU is sane.
+TEST_F(OptionsTest, CudaJobReportsAllocatorMemory) {
+  Result devices = Trainctl({"devices", "-o", "json"});
+  if (devices.out.find("\"cuda:0\"") == std::string::npos) GTEST_SKIP() << "no CUDA device";
+  Job job = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--device", "cuda",
+                           "--device-resident", "--limit-train", "5000", "--limit-test", "1000"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_EQ(job.spec().device(), "cuda:0");
+  EXPECT_GT(job.result().peak_current_allocated_bytes(), 0);
+  EXPECT_GE(job.result().peak_driver_allocated_bytes(), job.result().peak_current_allocated_bytes());
+  EXPECT_GT(job.result().test_accuracy(), 0.5);
+  Job amp = SubmitAndWait({"--model", "resnet18", "--dataset", "fake", "--image-size", "64",
+                           "--num-samples", "128", "--batch-size", "32", "--device", "cuda",
+                           "--amp", "fp16"});
+  EXPECT_EQ(amp.state(), Job::SUCCEEDED);
+  Result bench = Trainctl({"bench", "matmul", "--size", "2048", "--dtype", "tf32", "--device",
+                           "cuda", "-o", "json"});
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
+}
+
 }  // namespace
 }  // namespace traind
