@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-1}; shift || true
 models=${*:-lenet5 mlp}
 # The Debian python3 has python3-torch; a pyenv python3 earlier on PATH usually does not.
-python=${PYTHON:-$([ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)}
+python=${PYTHON:-$([ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null && echo /usr/bin/python3 || echo python3)}
 threads=${THREADS:-0}          # 0: each side's default
 device=${DEVICE:-cpu}
 bin=$PWD/${BUILD_DIR:-build}/bin

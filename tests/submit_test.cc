@@ -2,6 +2,7 @@
 #include <fstream>
 
 #include "google/protobuf/util/json_util.h"
+#include "common/paths.h"
 #include "tests/daemon_fixture.h"
 
 namespace traind {
@@ -41,7 +42,7 @@ TEST_F(SubmitTest, PrintsTheIdAndStoresTheJobWithDefaults) {
   EXPECT_EQ(job.spec().batch_size(), 128);
   EXPECT_EQ(job.spec().optimizer(), "adam");
   EXPECT_EQ(job.spec().seed(), 123u);
-  EXPECT_EQ(job.spec().data_dir(), "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(job.spec().data_dir(), DefaultFashionMnistDir());
   EXPECT_EQ(job.state(), Job::QUEUED);
   EXPECT_EQ(result.out.find("\"state\": \"QUEUED\"") != std::string::npos, true);
   Trainctl({"cancel", std::to_string(job.id())});
