@@ -22,6 +22,8 @@ export TRAINCTL_ADDR=unix:$state/traind.sock
 for _ in $(seq 1 100); do "$bin/trainctl" devices >/dev/null 2>&1 && break; sleep 0.2; done
 
 thread_flag=(); [ "$threads" != 0 ] && thread_flag=(--threads "$threads")
+# Extra submit flags for the traind side, e.g. TRAIND_FLAGS="--device-resident --cuda-graph".
+read -r -a extra_flags <<<"${TRAIND_FLAGS:-}"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -30,7 +32,7 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for model in $models; do
   : >"$state/ours"; : >"$state/ref_dl"; : >"$state/ref_t"; : >"$state/acc_ours"; : >"$state/acc_ref"
   for _ in $(seq 1 "$rounds"); do
-    id=$("$bin/trainctl" submit --model "$model" --dataset fashion-mnist --device "$device" --epochs 1 "${thread_flag[@]}")
+    id=$("$bin/trainctl" submit --model "$model" --dataset fashion-mnist --device "$device" --epochs 1 "${thread_flag[@]}" "${extra_flags[@]}")
     "$bin/trainctl" watch "$id" >/dev/null
     json=$("$bin/trainctl" show "$id" --output json)
     "$python" -c 'import json,sys; r=json.load(sys.stdin)["result"]; print(r["epochSecondsNoEval"][0])' <<<"$json" >>"$state/ours"

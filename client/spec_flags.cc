@@ -34,6 +34,8 @@ void AddSpecFlags(CLI::App* app, SpecFlags* f, bool training) {
   app->add_option("--threads", f->threads, "Intra-op CPU threads of the worker");
   app->add_flag("--device-resident", f->device_resident,
                 "Copy the whole dataset to the device once");
+  app->add_flag("--cuda-graph", f->cuda_graph,
+                "CUDA: capture the training step in a CUDA graph and replay it");
   app->add_option("--optimizer", f->optimizer, "adam (default) | adamw | sgd");
   app->add_option("--lr", f->lr, "Learning rate, default 1e-3");
   app->add_option("--momentum", f->momentum, "SGD momentum, default 0");
@@ -98,6 +100,7 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
   if (Given(f, "--hflip")) spec->set_horizontal_flip(f.hflip);
   if (Given(f, "--device-resident")) spec->set_device_resident(f.device_resident);
   if (Given(f, "--cifar-stem")) spec->set_cifar_stem(f.cifar_stem);
+  if (Given(f, "--cuda-graph")) spec->set_cuda_graph(f.cuda_graph);
   if (Given(f, "--profile-steps")) spec->set_profile_steps(f.profile_steps);
   // The daemon needs an absolute path; relative ones mean "from here" for a local user.
   if (!spec->data_dir().empty() && spec->data_dir()[0] != '/') {

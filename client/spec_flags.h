@@ -19,7 +19,8 @@ struct SpecFlags {
       classes = 0, random_crop = 0, profile_steps = 0;
   double lr = 0, momentum = 0, weight_decay = 0;
   uint64_t seed = 0;
-  bool nesterov = false, hflip = false, device_resident = false, cifar_stem = false;
+  bool nesterov = false, hflip = false, device_resident = false, cifar_stem = false,
+       cuda_graph = false;
   CLI::App* app = nullptr;
 };
 

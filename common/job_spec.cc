@@ -179,6 +179,19 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(
         "num_samples, channels, classes: only for dataset 'fake'");
   }
+  if (spec.cuda_graph()) {
+    if (!spec.device().empty() && spec.device().rfind("cuda", 0) != 0) {
+      return absl::InvalidArgumentError("cuda_graph: only on cuda devices");
+    }
+    if (spec.optimizer() != "adam" && spec.optimizer() != "adamw") {
+      return absl::InvalidArgumentError("cuda_graph: needs optimizer adam or adamw (fused)");
+    }
+    if (spec.accumulate() != 1 || spec.amp() == "fp16" || spec.random_crop_padding() > 0 ||
+        spec.horizontal_flip()) {
+      return absl::InvalidArgumentError(
+          "cuda_graph: not with accumulate > 1, amp fp16, random_crop or hflip");
+    }
+  }
   if (spec.cifar_stem() && spec.model() != "resnet18") {
     return absl::InvalidArgumentError("cifar_stem: only for model 'resnet18'");
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "models/batch_size_search.h"
+#include "models/cuda_graph_step.h"
 #include "models/benchmarks.h"
 #include "models/dataset.h"
 #include "models/device.h"
@@ -154,6 +155,11 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
     return absl::InvalidArgumentError(absl::StrCat("batch_size: ", batch_size, " is larger than the ",
                                                    data.train.size(), " training images"));
   }
+  std::unique_ptr<CudaGraphTrainStep> graph_step;
+  if (spec_.cuda_graph()) {
+    ASSIGN_OR_RETURN(graph_step, CudaGraphTrainStep::Create(model, spec_, device_, batch_size,
+                                                            data.train.images[0]));
+  }
   const int epochs = spec_.epochs();
   torch::Generator shuffle_rng = at::detail::createCPUGenerator(spec_.seed());
 
@@ -170,7 +176,7 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
       torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
       torch::Tensor images = data.train.images.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
-      torch::Tensor loss = step.Run(images, labels);
+      torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
       ++window_batches;
 
       if (batch % spec_.log_every() == 0) {

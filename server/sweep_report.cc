@@ -110,8 +110,9 @@ trainer::v1::SweepReport BuildSweepReport(
     row->set_batch_size(spec.batch_size());
     std::vector<std::string> options_text;
     for (const std::string& field : varying) {
-      if (field == "batch_size") continue;  // its own column
-      options_text.push_back(absl::StrCat(field, "=", GetSpecField(spec, field)));
+      if (field == "batch_size" || field == "dataset") continue;  // their own columns
+      const std::string value = GetSpecField(spec, field);
+      if (!value.empty()) options_text.push_back(absl::StrCat(field, "=", value));
     }
     row->set_options(absl::StrJoin(options_text, " "));
     row->set_config(absl::StrCat(row->model(), row->options().empty() ? "" : " ", row->options()));

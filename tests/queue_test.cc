@@ -1,5 +1,6 @@
 // Issue 4: the scheduler's promises (priority, exclusive jobs, dependencies, drain, idempotent
 // submit, retry) and sweeps with their report, through trainctl and a real daemon.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 

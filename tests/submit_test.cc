@@ -1,4 +1,5 @@
 // trainctl submit against a real daemon: the happy path and every kind of bad input.
+#include <algorithm>
 #include <fstream>
 
 #include "google/protobuf/util/json_util.h"
