@@ -37,8 +37,6 @@ class GraphStep : public CudaGraphTrainStep {
     for (torch::Tensor& p : model_.ptr()->parameters()) {
       if (!p.requires_grad()) continue;
       params_.push_back(p);
-      p.mutable_grad() = torch::zeros_like(p);
-      grads_.push_back(p.grad());
       exp_avgs_.push_back(torch::zeros_like(p));
       exp_avg_sqs_.push_back(torch::zeros_like(p));
       steps_.push_back(torch::zeros({}, floats));
@@ -83,20 +81,25 @@ class GraphStep : public CudaGraphTrainStep {
 
  private:
   // One step, written with in-place updates of fixed buffers only, so it can be replayed.
+  // Gradients are set to none before backward, so backward allocates them — inside the graph's
+  // memory pool during capture, at the same addresses on every replay. (Zeroing buffers we hold
+  // would not work: autograd replaces a .grad it sees shared instead of adding into it.)
   void Step() {
-    for (torch::Tensor& g : grads_) g.zero_();
+    for (torch::Tensor& p : params_) p.mutable_grad() = torch::Tensor();
     torch::Tensor loss;
     {
       AutocastScope autocast(device_, amp_);
       loss = torch::nn::functional::cross_entropy(model_.forward(images_), labels_);
     }
     loss.backward();
+    std::vector<torch::Tensor> grads;
+    for (const torch::Tensor& p : params_) grads.push_back(p.grad());
     constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
     if (adamw_) {
-      at::_fused_adamw_(params_, grads_, exp_avgs_, exp_avg_sqs_, {}, steps_, lr_, kBeta1, kBeta2,
+      at::_fused_adamw_(params_, grads, exp_avgs_, exp_avg_sqs_, {}, steps_, lr_, kBeta1, kBeta2,
                         weight_decay_, kEps, false, false);
     } else {
-      at::_fused_adam_(params_, grads_, exp_avgs_, exp_avg_sqs_, {}, steps_, lr_, kBeta1, kBeta2,
+      at::_fused_adam_(params_, grads, exp_avgs_, exp_avg_sqs_, {}, steps_, lr_, kBeta1, kBeta2,
                        weight_decay_, kEps, false, false);
     }
     loss_.copy_(loss.detach());
@@ -109,7 +112,7 @@ class GraphStep : public CudaGraphTrainStep {
   const double lr_;
   const double weight_decay_;
   torch::Tensor images_, labels_, loss_;
-  std::vector<torch::Tensor> params_, grads_, exp_avgs_, exp_avg_sqs_, steps_;
+  std::vector<torch::Tensor> params_, exp_avgs_, exp_avg_sqs_, steps_;
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
 };
 

@@ -122,6 +122,12 @@ TEST_F(OptionsTest, CudaJobReportsAllocatorMemory) {
   EXPECT_GT(job.result().peak_current_allocated_bytes(), 0);
   EXPECT_GE(job.result().peak_driver_allocated_bytes(), job.result().peak_current_allocated_bytes());
   EXPECT_GT(job.result().test_accuracy(), 0.5);
+  // The captured step learns as the eager one does (same data, same seed, same optimizer).
+  Job graph = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--device", "cuda",
+                             "--device-resident", "--cuda-graph", "--limit-train", "5000",
+                             "--limit-test", "1000"});
+  ASSERT_EQ(graph.state(), Job::SUCCEEDED);
+  EXPECT_NEAR(graph.result().test_accuracy(), job.result().test_accuracy(), 0.03);
   Job amp = SubmitAndWait({"--model", "resnet18", "--dataset", "fake", "--image-size", "64",
                            "--num-samples", "128", "--batch-size", "32", "--device", "cuda",
                            "--amp", "fp16"});
