@@ -95,6 +95,8 @@ class GraphStep : public CudaGraphTrainStep {
     std::vector<torch::Tensor> grads;
     for (const torch::Tensor& p : params_) grads.push_back(p.grad());
     constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
+    // The fused kernels read the step count but do not advance it (torch.optim does it first).
+    at::_foreach_add_(steps_, 1);
     if (adamw_) {
       at::_fused_adamw_(params_, grads, exp_avgs_, exp_avg_sqs_, {}, steps_, lr_, kBeta1, kBeta2,
                         weight_decay_, kEps, false, false);
