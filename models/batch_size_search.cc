@@ -18,12 +18,6 @@ constexpr int64_t kLargest = 65536;
 constexpr double kBudgetFraction = 0.8;
 constexpr double kSlowStepSeconds = 20;  // a step this slow is no use, whatever the memory
 
-bool IsOutOfMemory(const c10::Error& e) {
-  const std::string what = e.what_without_backtrace();
-  return what.find("out of memory") != std::string::npos ||
-         what.find("can't allocate memory") != std::string::npos;
-}
-
 // Peak bytes of two training steps at `batch_size` on a throwaway model.
 absl::StatusOr<int64_t> ProbePeak(const trainer::v1::JobSpec& spec, const ModelInput& input,
                                   const torch::Device& device, int64_t batch_size,
@@ -68,7 +62,7 @@ absl::StatusOr<BatchSizeChoice> ChooseBatchSize(const trainer::v1::JobSpec& spec
     try {
       peak = ProbePeak(spec, input, device, batch_size, &seconds);
     } catch (const c10::Error& e) {
-      if (!IsOutOfMemory(e)) throw;
+      if (!IsOutOfMemoryMessage(e.what_without_backtrace())) throw;
       ReleaseCachedMemory(device);
       stopped_by = absl::StrCat(batch_size, " ran out of memory");
       break;

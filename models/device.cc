@@ -189,6 +189,12 @@ int64_t AvailableMemory(const torch::Device& device) {
   return ProcKilobytes("/proc/meminfo", "MemAvailable");
 }
 
+bool IsOutOfMemoryMessage(const std::string& what) {
+  return what.find("out of memory") != std::string::npos ||
+         what.find("OutOfMemory") != std::string::npos ||
+         what.find("can't allocate memory") != std::string::npos;
+}
+
 void Synchronize(const torch::Device& device) {
 #ifdef TRAIND_HAVE_CUDA
   if (device.is_cuda()) torch::cuda::synchronize(device.index());

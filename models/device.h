@@ -35,6 +35,9 @@ void ResetPeakMemory(const torch::Device& device);
 // Bytes a job may still allocate on the device: CUDA free memory, otherwise available RAM.
 int64_t AvailableMemory(const torch::Device& device);
 
+// Whether a LibTorch error message is an allocation failure (CUDA, MPS or CPU allocator).
+bool IsOutOfMemoryMessage(const std::string& what);
+
 // Waits for all queued work on the device, so a clock read afterwards means something.
 void Synchronize(const torch::Device& device);
 

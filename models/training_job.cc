@@ -271,12 +271,6 @@ absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::O
   return absl::OkStatus();
 }
 
-bool IsOutOfMemory(const std::string& what) {
-  return what.find("out of memory") != std::string::npos ||
-         what.find("OutOfMemory") != std::string::npos ||
-         what.find("can't allocate memory") != std::string::npos;
-}
-
 }  // namespace
 
 absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const EventSink& emit,
@@ -290,7 +284,7 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
     return status;
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    if (IsOutOfMemory(what)) {
+    if (IsOutOfMemoryMessage(what)) {
       return absl::ResourceExhaustedError(absl::StrCat("out of memory on ", spec.device(),
                                                        " at batch size ", spec.batch_size(), ": ",
                                                        what));

@@ -127,6 +127,19 @@ absl::StatusOr<Job> ParseJob(const std::string& bytes, int64_t id) {
   return job;
 }
 
+// Every row of a `SELECT id, job ...` statement.
+absl::StatusOr<std::vector<Job>> ReadJobRows(sqlite3* db, Statement& select, const char* what) {
+  std::vector<Job> jobs;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
+    job.set_id(select.Int(0));
+    jobs.push_back(std::move(job));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db, what);
+  return jobs;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
@@ -292,15 +305,7 @@ absl::StatusOr<std::vector<Job>> Store::QueuedJobs() {
   Statement select(db_, "SELECT id, job FROM jobs WHERE state = ? ORDER BY priority DESC, id");
   RETURN_IF_ERROR(select.status("queued jobs"));
   select.Bind(1, static_cast<int64_t>(Job::QUEUED));
-  std::vector<Job> jobs;
-  int rc;
-  while ((rc = select.Step()) == SQLITE_ROW) {
-    ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
-    job.set_id(select.Int(0));
-    jobs.push_back(std::move(job));
-  }
-  if (rc != SQLITE_DONE) return SqliteError(db_, "queued jobs");
-  return jobs;
+  return ReadJobRows(db_, select, "queued jobs");
 }
 
 absl::StatusOr<std::string> Store::GetSetting(const std::string& key) {
@@ -429,15 +434,7 @@ absl::StatusOr<std::vector<Job>> Store::ListJobs(const JobFilter& filter, int64_
   if (!filter.device.empty()) select.BindText(param++, filter.device);
   for (Job::State state : states) select.Bind(param++, static_cast<int64_t>(state));
   select.Bind(param, limit);
-  std::vector<Job> jobs;
-  int rc;
-  while ((rc = select.Step()) == SQLITE_ROW) {
-    ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
-    job.set_id(select.Int(0));
-    jobs.push_back(std::move(job));
-  }
-  if (rc != SQLITE_DONE) return SqliteError(db_, "list jobs");
-  return jobs;
+  return ReadJobRows(db_, select, "list jobs");
 }
 
 absl::StatusOr<std::optional<Job>> Store::OldestInState(Job::State state) {
