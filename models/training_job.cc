@@ -171,12 +171,15 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
     auto window_start = Clock::now();
     int64_t window_batches = 0;
     torch::Tensor order = torch::randperm(data.train.size(), shuffle_rng).to(data.train.images.device());
+    // Summed on the device: reading it every step would synchronise every step.
+    torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device_));
     for (int64_t batch = 0; batch < batches; ++batch) {
       if (stop_.load(std::memory_order_relaxed)) return absl::CancelledError("cancelled");
       torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
       torch::Tensor images = data.train.images.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
       torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
+      loss_sum += loss.to(torch::kFloat32);
       ++window_batches;
 
       if (batch % spec_.log_every() == 0) {
@@ -213,6 +216,7 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
     summary->set_epoch(epoch);
     summary->set_epochs(epochs);
     summary->set_epoch_seconds_no_eval(epoch_seconds);
+    summary->set_train_loss(loss_sum.item<double>() / batches);
     if (epoch % spec_.eval_every() == 0 || epoch == epochs) {
       const auto eval_start = Clock::now();
       const double train_accuracy = Accuracy(model, data.train, device_, spec_.amp(), batch_size);

@@ -75,10 +75,10 @@ double MeanEpochSeconds(const Job& job) {
 
 }  // namespace
 
-trainer::v1::SweepReport BuildSweepReport(
-    const trainer::v1::Sweep& sweep, const std::vector<Job>& jobs,
-    const std::map<int64_t, std::vector<trainer::v1::StepMetrics>>& steps,
-    const SweepReportOptions& options) {
+trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
+                                          const std::vector<Job>& jobs,
+                                          const std::map<int64_t, JobTrace>& traces,
+                                          const SweepReportOptions& options) {
   trainer::v1::SweepReport report;
   report.set_sweep_id(sweep.id());
   report.set_name(sweep.spec().name());
@@ -138,15 +138,16 @@ trainer::v1::SweepReport BuildSweepReport(
       seconds.push_back(s);
       accuracy_sum += job->result().test_accuracy();
       if (job->result().batch_size() > 0) row->set_batch_size(job->result().batch_size());
-      auto it = steps.find(job->id());
+      auto it = traces.find(job->id());
       if (job->result().has_bench()) {
         samples.push_back(job->result().bench().samples_per_second());
-      } else if (it != steps.end() && !it->second.empty() && s > 0) {
-        const auto& last = it->second.back();
+      } else if (it != traces.end() && !it->second.steps.empty() && s > 0) {
+        const auto& last = it->second.steps.back();
         samples.push_back(static_cast<double>(last.batches_per_epoch()) * row->batch_size() / s);
-        losses.push_back(last.loss());
+        losses.push_back(it->second.final_train_loss > 0 ? it->second.final_train_loss
+                                                         : last.loss());
         if (row->loss_curve().empty()) {
-          for (const auto& m : it->second) {
+          for (const auto& m : it->second.steps) {
             auto* point = row->add_loss_curve();
             point->set_epoch(m.epoch() - 1 +
                              static_cast<double>(m.batch()) / std::max(1, m.batches_per_epoch()));

@@ -18,11 +18,16 @@ struct SweepReportOptions {
   double loss_tolerance = 0.25;      // relative
 };
 
-// `steps[job_id]`: the job's StepMetrics in order (loss curve, batches per epoch).
-trainer::v1::SweepReport BuildSweepReport(
-    const trainer::v1::Sweep& sweep, const std::vector<trainer::v1::Job>& jobs,
-    const std::map<int64_t, std::vector<trainer::v1::StepMetrics>>& steps,
-    const SweepReportOptions& options);
+// What the report needs of a job's event log.
+struct JobTrace {
+  std::vector<trainer::v1::StepMetrics> steps;  // in order: loss curve, batches per epoch
+  double final_train_loss = 0;                  // the last epoch's mean training loss
+};
+
+trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
+                                          const std::vector<trainer::v1::Job>& jobs,
+                                          const std::map<int64_t, JobTrace>& traces,
+                                          const SweepReportOptions& options);
 
 }  // namespace traind
 

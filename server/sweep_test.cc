@@ -104,16 +104,17 @@ TEST(SweepReportTest, MediansSpeedupsAndFlags) {
   failed.set_state(Job::FAILED);
   failed.mutable_result()->set_error("boom");
   jobs.push_back(failed);
-  std::map<int64_t, std::vector<trainer::v1::StepMetrics>> steps;
+  std::map<int64_t, JobTrace> traces;
   for (int64_t id : {1, 2, 3, 4, 5, 6, 8}) {
     trainer::v1::StepMetrics m;
     m.set_epoch(1);
     m.set_batch(400);
     m.set_batches_per_epoch(421);
-    m.set_loss(id == 4 || id == 6 ? 0.9 : 0.4);
-    steps[id].push_back(m);
+    m.set_loss(2.0);  // the last logged step; the epoch's mean loss below is what counts
+    traces[id].steps.push_back(m);
+    traces[id].final_train_loss = id == 4 || id == 6 ? 0.9 : 0.4;
   }
-  auto report = BuildSweepReport(sweep, jobs, steps, SweepReportOptions{});
+  auto report = BuildSweepReport(sweep, jobs, traces, SweepReportOptions{});
   ASSERT_EQ(report.rows_size(), 4);
   EXPECT_EQ(report.jobs_total(), 8);
   EXPECT_EQ(report.jobs_finished(), 8);
@@ -133,6 +134,7 @@ TEST(SweepReportTest, MediansSpeedupsAndFlags) {
   ASSERT_EQ(gpu.flags_size(), 2);  // accuracy and loss both disagree with the CPU
   EXPECT_NE(gpu.flags(0).find("vs 84.00% on cpu"), std::string::npos) << gpu.flags(0);
   EXPECT_EQ(gpu.loss_curve_size(), 1);
+  EXPECT_NEAR(gpu.final_loss(), (0.4 + 0.9 + 0.9) / 3, 1e-12);
   const auto& mlp_gpu = report.rows(3);
   EXPECT_EQ(mlp_gpu.succeeded(), 0);
   EXPECT_DOUBLE_EQ(mlp_gpu.speedup(), 0);

@@ -164,7 +164,7 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
                                     trainer::v1::SweepReport* response) {
   ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, store_->GetSweep(request.id()));
   std::vector<Job> jobs;
-  std::map<int64_t, std::vector<trainer::v1::StepMetrics>> steps;
+  std::map<int64_t, JobTrace> traces;
   for (int64_t id : sweep.job_ids()) {
     ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
     if (job.state() == Job::SUCCEEDED) {
@@ -173,7 +173,8 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
         ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
                          store_->ReadEvents(id, from, 1000));
         for (const auto& e : events) {
-          if (e.has_step()) steps[id].push_back(e.step());
+          if (e.has_step()) traces[id].steps.push_back(e.step());
+          if (e.has_epoch_summary()) traces[id].final_train_loss = e.epoch_summary().train_loss();
         }
         if (events.size() < 1000) break;
         from = events.back().seq() + 1;
@@ -188,7 +189,7 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   }
   if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
   if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
-  *response = BuildSweepReport(sweep, jobs, steps, options);
+  *response = BuildSweepReport(sweep, jobs, traces, options);
   return absl::OkStatus();
 }
 
