@@ -56,7 +56,7 @@ void AddSpecFlags(CLI::App* app, SpecFlags* f, bool training) {
   app->add_option("--random-crop", f->random_crop,
                   "Training augmentation: random crop after padding by N pixels");
   app->add_flag("--hflip", f->hflip, "Training augmentation: random horizontal flip");
-  app->add_option("--profile-steps", f->profile_steps, "Profile N steps (not built yet)");
+  app->add_option("--profile-steps", f->profile_steps, "Profile N training steps: top operators in `show`, a Chrome trace in the job's directory");
 }
 
 absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {

@@ -164,9 +164,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.has_classes()) status.Update(Positive("classes", spec.classes()));
   if (!status.ok()) return status;
   if (!spec.amp().empty()) RETURN_IF_ERROR(OneOf("amp", spec.amp(), KnownAmpModes()));
-  if (spec.has_profile_steps()) {
-    return absl::UnimplementedError("profile_steps: the profiler is not built yet");
-  }
+  if (spec.has_profile_steps()) RETURN_IF_ERROR(Positive("profile_steps", spec.profile_steps()));
   if (spec.has_benchmark()) RETURN_IF_ERROR(ValidateBenchmark(spec));
   if (spec.image_size() > 1024) return absl::InvalidArgumentError("image_size: at most 1024");
   if (spec.channels() > 64) return absl::InvalidArgumentError("channels: at most 64");

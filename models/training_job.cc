@@ -15,6 +15,7 @@
 #include "models/device.h"
 #include "models/model_factory.h"
 #include "models/optimizer_factory.h"
+#include "models/step_profiler.h"
 #include "models/train_step.h"
 
 namespace traind {
@@ -165,6 +166,10 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
 
   double best_validation = -1;
   int best_epoch = 0;
+  // Profiles steps 1..N: step 0 pays one-time costs (allocations, kernel choices).
+  StepProfiler profiler;
+  int64_t global_step = 0;
+  const int64_t profile_steps = spec_.profile_steps();
   const auto train_start = Clock::now();
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     const auto epoch_start = Clock::now();
@@ -178,7 +183,18 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
       torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
       torch::Tensor images = data.train.images.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
+      if (profile_steps > 0 && global_step == 1) profiler.Start();
       torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
+      ++global_step;
+      if (profiler.running() && global_step == 1 + profile_steps) {
+        Synchronize(device_);
+        ASSIGN_OR_RETURN(trainer::v1::ProfileResult profile,
+                         profiler.Stop(job_dir_.empty() ? "" : job_dir_ + "/trace.json",
+                                       static_cast<int>(profile_steps)));
+        JobEvent event;
+        *event.mutable_profile() = std::move(profile);
+        Emit(std::move(event));
+      }
       loss_sum += loss.to(torch::kFloat32);
       ++window_batches;
 

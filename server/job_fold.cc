@@ -42,6 +42,10 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       result->set_best_validation_accuracy(event.epoch_summary().best_validation_accuracy());
       result->set_best_epoch(event.epoch_summary().best_epoch());
       break;
+    case JobEvent::kProfile:
+      *result->mutable_top_operators() = event.profile().top_operators();
+      result->set_trace_path(event.profile().trace_path());
+      break;
     case JobEvent::kBench:
       *result->mutable_bench() = event.bench();
       break;

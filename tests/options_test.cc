@@ -1,5 +1,6 @@
 // Issue 3's models, datasets, options and benchmark jobs through trainctl and a real daemon.
 #include <filesystem>
+#include <fstream>
 
 #include "google/protobuf/util/json_util.h"
 #include "tests/daemon_fixture.h"
@@ -56,6 +57,27 @@ TEST_F(OptionsTest, SgdMomentumAccumulateThreadsEvalEveryAndCheckpoints) {
                                       "/checkpoint.pt"));
   Result logs = Trainctl({"logs", std::to_string(job.id())});
   EXPECT_NE(logs.out.find("Checkpoint after epoch 3"), std::string::npos) << logs.out;
+}
+
+TEST_F(OptionsTest, ProfileStepsKeepsTopOperatorsAndATrace) {
+  Job job = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--profile-steps",
+                           "3", "--limit-train", "1000", "--limit-test", "100", "--batch-size",
+                           "32", "--device", "cpu"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  ASSERT_GT(job.result().top_operators_size(), 3);
+  EXPECT_GT(job.result().top_operators(0).self_seconds(), 0);
+  EXPECT_GE(job.result().top_operators(0).self_seconds(), job.result().top_operators(1).self_seconds());
+  bool saw_convolution = false;
+  for (const auto& op : job.result().top_operators()) {
+    saw_convolution |= op.name().find("conv") != std::string::npos;
+  }
+  EXPECT_TRUE(saw_convolution);
+  EXPECT_EQ(job.result().trace_path(), state_dir_ + "/jobs/" + std::to_string(job.id()) + "/trace.json");
+  std::ifstream trace(job.result().trace_path());
+  std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("{\"traceEvents\":[{", 0), 0u);
+  Result show = Trainctl({"show", std::to_string(job.id())});
+  EXPECT_NE(show.out.find("top operators by self time"), std::string::npos) << show.out;
 }
 
 TEST_F(OptionsTest, BatchSizeAutoChoosesAndReports) {

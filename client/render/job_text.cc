@@ -83,6 +83,14 @@ std::string DescribeJob(const Job& job) {
                           FormatBytes(result.peak_current_allocated_bytes()),
                           FormatBytes(result.peak_driver_allocated_bytes()));
   }
+  if (result.top_operators_size() > 0) {
+    absl::StrAppendFormat(&out, "  profile   top operators by self time (trace: %s)\n",
+                          result.trace_path());
+    for (const auto& op : result.top_operators()) {
+      absl::StrAppendFormat(&out, "            %9.3f ms  %6d calls  %s\n", op.self_seconds() * 1000,
+                            op.calls(), op.name());
+    }
+  }
   if (!result.error().empty()) absl::StrAppendFormat(&out, "  error     %s\n", result.error());
   return out;
 }
