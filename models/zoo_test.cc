@@ -168,6 +168,35 @@ TEST(ZooTest, Bf16AutocastOnCpuTrains) {
   EXPECT_EQ(model.ptr()->parameters()[0].scalar_type(), torch::kFloat32);
 }
 
+TEST(ZooTest, OptimizerOptionsReachLibTorch) {
+  JobSpec spec = Spec("mlp");
+  auto model = *CreateModel(spec, ModelInput{1, 28, 28, 10});
+  spec.set_optimizer("sgd");
+  spec.set_learning_rate(0.05);
+  spec.set_momentum(0.9);
+  spec.set_nesterov(true);
+  spec.set_weight_decay(1e-4);
+  auto sgd = CreateOptimizer(spec, model.ptr()->parameters());
+  ASSERT_TRUE(sgd.ok());
+  const auto& sgd_options =
+      static_cast<const torch::optim::SGDOptions&>((*sgd)->param_groups()[0].options());
+  EXPECT_DOUBLE_EQ(sgd_options.lr(), 0.05);
+  EXPECT_DOUBLE_EQ(sgd_options.momentum(), 0.9);
+  EXPECT_TRUE(sgd_options.nesterov());
+  EXPECT_DOUBLE_EQ(sgd_options.weight_decay(), 1e-4);
+
+  spec.set_optimizer("adamw");
+  spec.clear_weight_decay();
+  auto adamw = CreateOptimizer(spec, model.ptr()->parameters());
+  ASSERT_TRUE(adamw.ok());
+  const auto& adamw_options =
+      static_cast<const torch::optim::AdamWOptions&>((*adamw)->param_groups()[0].options());
+  EXPECT_DOUBLE_EQ(adamw_options.weight_decay(), 1e-2);  // PyTorch's AdamW default
+  spec.set_optimizer("rmsprop");
+  EXPECT_EQ(CreateOptimizer(spec, model.ptr()->parameters()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ZooTest, MatmulBenchmarkReportsRate) {
   trainer::v1::Benchmark bench;
   bench.set_kind("matmul");
