@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -75,7 +76,11 @@ class JobRun {
  private:
   absl::Status Train(ImageDataset& data, int64_t batch_size);
   absl::Status SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
-                              int epoch);
+                              int epoch, double best_validation, int best_epoch);
+  // The first epoch to run: 1, or the one after the job's checkpoint (whose model, optimizer
+  // and best-validation record it restores).
+  absl::StatusOr<int> LoadCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
+                                     double* best_validation, int* best_epoch);
   void Emit(JobEvent event) {
     Stamp(&event);
     emit_(std::move(event));
@@ -162,16 +167,21 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
                                                             data.train.images[0]));
   }
   const int epochs = spec_.epochs();
-  torch::Generator shuffle_rng = at::detail::createCPUGenerator(spec_.seed());
-
   double best_validation = -1;
   int best_epoch = 0;
+  int first_epoch = 1;
+  if (spec_.checkpoint_every() > 0) {
+    ASSIGN_OR_RETURN(first_epoch, LoadCheckpoint(model, *optimizer, &best_validation, &best_epoch));
+  }
   // Profiles steps 1..N: step 0 pays one-time costs (allocations, kernel choices).
   StepProfiler profiler;
   int64_t global_step = 0;
   const int64_t profile_steps = spec_.profile_steps();
   const auto train_start = Clock::now();
-  for (int epoch = 1; epoch <= epochs; ++epoch) {
+  for (int epoch = first_epoch; epoch <= epochs; ++epoch) {
+    // One generator per epoch, derived from the seed, so a resumed job shuffles exactly as an
+    // uninterrupted one would.
+    torch::Generator shuffle_rng = at::detail::createCPUGenerator(spec_.seed() * 1000003 + epoch);
     const auto epoch_start = Clock::now();
     auto window_start = Clock::now();
     int64_t window_batches = 0;
@@ -252,7 +262,7 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
     summary->set_elapsed_seconds(SecondsSince(train_start));
     Emit(std::move(event));
     if (spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) {
-      RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, epoch));
+      RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, epoch, best_validation, best_epoch));
     }
   }
   const double training_seconds = SecondsSince(train_start);
@@ -273,7 +283,7 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
 
 // Written to a temporary file and renamed, so a crash never leaves a torn checkpoint.
 absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
-                                    int epoch) {
+                                    int epoch, double best_validation, int best_epoch) {
   if (job_dir_.empty()) return absl::OkStatus();
   const std::string path = job_dir_ + "/checkpoint.pt";
   const std::string temp = path + ".tmp";
@@ -283,12 +293,36 @@ absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::O
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
   archive.write("epoch", torch::tensor(static_cast<int64_t>(epoch)));
+  archive.write("best_validation", torch::tensor(best_validation));
+  archive.write("best_epoch", torch::tensor(static_cast<int64_t>(best_epoch)));
   archive.save_to(temp);
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ", path));
   }
   Log(absl::StrCat("Checkpoint after epoch ", epoch, ": ", path));
   return absl::OkStatus();
+}
+
+absl::StatusOr<int> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
+                                           torch::optim::Optimizer& optimizer,
+                                           double* best_validation, int* best_epoch) {
+  const std::string path = job_dir_ + "/checkpoint.pt";
+  if (job_dir_.empty() || !std::filesystem::exists(path)) return 1;
+  torch::serialize::InputArchive archive;
+  archive.load_from(path, device_);
+  model.ptr()->load(archive);
+  torch::serialize::InputArchive optimizer_archive;
+  archive.read("optimizer", optimizer_archive);
+  optimizer.load(optimizer_archive);
+  torch::Tensor epoch, best, best_at;
+  archive.read("epoch", epoch);
+  archive.read("best_validation", best);
+  archive.read("best_epoch", best_at);
+  *best_validation = best.item<double>();
+  *best_epoch = static_cast<int>(best_at.item<int64_t>());
+  const int done = static_cast<int>(epoch.item<int64_t>());
+  Log(absl::StrCat("Resumed from the checkpoint after epoch ", done, ": ", path));
+  return done + 1;
 }
 
 }  // namespace

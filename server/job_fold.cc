@@ -20,9 +20,8 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       job->set_state(state);
       if (state == Job::QUEUED && !job->has_create_time()) *job->mutable_create_time() = event.time();
       if (state == Job::QUEUED) {
-        // A re-queued job starts over (from its checkpoint): its partial result is void.
+        // A re-queued job runs again (from its checkpoint, if it has one).
         job->clear_start_time();
-        result->clear_epoch_seconds_no_eval();
       }
       if (state == Job::RUNNING) *job->mutable_start_time() = event.time();
       if (IsTerminal(state)) *job->mutable_end_time() = event.time();
@@ -38,7 +37,14 @@ void ApplyEvent(const JobEvent& event, Job* job) {
           result->peak_driver_allocated_bytes(), event.step().peak_driver_allocated_bytes()));
       break;
     case JobEvent::kEpochSummary:
-      result->add_epoch_seconds_no_eval(event.epoch_summary().epoch_seconds_no_eval());
+      {
+        // Indexed by epoch: a job that resumes or starts over rewrites its epochs, never
+        // appends duplicates.
+        const int epoch = event.epoch_summary().epoch();
+        auto* times = result->mutable_epoch_seconds_no_eval();
+        while (times->size() < epoch) times->Add(0);
+        if (epoch > 0) times->Set(epoch - 1, event.epoch_summary().epoch_seconds_no_eval());
+      }
       result->set_best_validation_accuracy(event.epoch_summary().best_validation_accuracy());
       result->set_best_epoch(event.epoch_summary().best_epoch());
       break;

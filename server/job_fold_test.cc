@@ -19,8 +19,11 @@ TEST(JobFoldTest, ResultIsBuiltFromEvents) {
 
   e.Clear();
   e.set_seq(2);
+  e.mutable_epoch_summary()->set_epoch(1);
   e.mutable_epoch_summary()->set_epoch_seconds_no_eval(12.5);
   e.mutable_epoch_summary()->set_best_epoch(1);
+  ApplyEvent(e, &job);
+  e.mutable_epoch_summary()->set_epoch_seconds_no_eval(13.5);  // epoch 1 again, after a restart
   ApplyEvent(e, &job);
   e.Clear();
   e.set_seq(3);
@@ -36,6 +39,7 @@ TEST(JobFoldTest, ResultIsBuiltFromEvents) {
   EXPECT_EQ(job.last_seq(), 4);
   EXPECT_DOUBLE_EQ(job.result().test_accuracy(), 0.83);
   ASSERT_EQ(job.result().epoch_seconds_no_eval_size(), 1);
+  EXPECT_DOUBLE_EQ(job.result().epoch_seconds_no_eval(0), 13.5);
   EXPECT_EQ(job.result().peak_current_allocated_bytes(), 1000);
   EXPECT_TRUE(job.has_end_time());
   EXPECT_TRUE(IsTerminal(job.state()));

@@ -131,6 +131,35 @@ TEST_F(JobsTest, DevicesListsTheCpu) {
   EXPECT_NE(Trainctl({"devices"}).out.find("cpu "), std::string::npos);
 }
 
+TEST_F(JobsTest, ARestartedJobResumesFromItsCheckpoint) {
+  Result submit = Trainctl({"submit", "--model", "lenet5", "--dataset", "fashion-mnist", "--device",
+                            "cpu", "--epochs", "3", "--checkpoint-every", "1", "--limit-train",
+                            "20000", "--limit-test", "500", "--log-every", "20"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const int64_t id = std::stoll(submit.out);
+  // Wait for the first epoch's checkpoint, then restart the daemon under the running job.
+  for (int i = 0; i < 600; ++i) {
+    bool checkpointed = false;
+    for (const auto& e : Events(id)) checkpointed |= e.has_log() && e.log().text().rfind("Checkpoint", 0) == 0;
+    if (checkpointed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  StopDaemon();
+  StartDaemon();
+  Job job = WaitForState(id, Job::SUCCEEDED);
+  EXPECT_EQ(job.result().epoch_seconds_no_eval_size(), 3);
+  Result logs = Trainctl({"logs", std::to_string(id)});
+  EXPECT_NE(logs.out.find("Resumed from the checkpoint after epoch"), std::string::npos) << logs.out;
+  // Epoch 1 ran once: after the resume the log continues with a later epoch.
+  int first_epoch_summaries = 0;
+  for (const auto& e : Events(id)) {
+    first_epoch_summaries += e.has_epoch_summary() && e.epoch_summary().epoch() == 1;
+  }
+  EXPECT_EQ(first_epoch_summaries, 1);
+  const auto events = Events(id);
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+}
+
 TEST_F(JobsTest, RestartKeepsQueuedJobsAndFinishedHistory) {
   const int64_t done = SubmitSmall();
   WaitForState(done, Job::SUCCEEDED);

@@ -5,6 +5,9 @@
 // 2 bad request, 3 cancelled. SIGTERM asks for a clean stop between batches.
 //   traind-worker --list-devices   prints a ListDevicesResponse (length-delimited) and exits.
 #include <signal.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include <atomic>
@@ -48,6 +51,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+#ifdef __linux__
+  // If traind dies (even kill -9), stop: a new traind re-queues the job and resumes it.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() == 1) return 3;  // it died before we got here
+#endif
   struct sigaction action {};
   action.sa_handler = OnTerminate;
   sigaction(SIGTERM, &action, nullptr);
