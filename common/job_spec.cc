@@ -190,6 +190,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
           "cuda_graph: not with accumulate > 1, amp fp16, random_crop or hflip");
     }
   }
+  if (spec.has_debug()) {
+    RETURN_IF_ERROR(OneOf("debug.crash_kind", spec.debug().crash_kind(),
+                          {"abort", "exit", "hang", "segfault"}));
+    RETURN_IF_ERROR(NotNegative("debug.crash_at_step", spec.debug().crash_at_step()));
+  }
   if (spec.cifar_stem() && spec.model() != "resnet18") {
     return absl::InvalidArgumentError("cifar_stem: only for model 'resnet18'");
   }

@@ -2,8 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
@@ -36,6 +40,18 @@ void Stamp(JobEvent* event) {
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
   event->mutable_time()->set_seconds(nanos / 1000000000);
   event->mutable_time()->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
+
+// JobSpec.debug: a real crash of this process, for the daemon's fault tests.
+void InjectFault(const std::string& kind) {
+  std::fprintf(stderr, "traind-worker: injecting fault '%s'\n", kind.c_str());
+  std::fflush(stderr);
+  if (kind == "abort") std::abort();
+  if (kind == "exit") std::_Exit(42);
+  if (kind == "hang") {
+    while (true) pause();
+  }
+  raise(SIGSEGV);
 }
 
 // Evaluation batches stay small: on the CPU a 1000-image LeNet5 batch runs 5x slower per image
@@ -193,6 +209,9 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
       torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
       torch::Tensor images = data.train.images.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
+      if (spec_.has_debug() && global_step == spec_.debug().crash_at_step()) {
+        InjectFault(spec_.debug().crash_kind());
+      }
       if (profile_steps > 0 && global_step == 1) profiler.Start();
       torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
       ++global_step;

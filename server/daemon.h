@@ -32,6 +32,7 @@ struct DaemonOptions {
   absl::Duration cancel_grace = absl::Seconds(10);
   int executor_threads = 4;
   std::map<std::string, int> slots;      // jobs at once per device; default 1
+  bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
 };
 
 class Daemon {

@@ -29,12 +29,14 @@ constexpr int kMaxEventPage = 10000;
 }  // namespace
 
 TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
-                               Scheduler* scheduler, trainer::v1::ListDevicesResponse devices)
+                               Scheduler* scheduler, trainer::v1::ListDevicesResponse devices,
+                               bool enable_fault_injection)
     : store_(store),
       hub_(hub),
       executor_(executor),
       scheduler_(scheduler),
-      devices_(std::move(devices)) {}
+      devices_(std::move(devices)),
+      enable_fault_injection_(enable_fault_injection) {}
 
 template <typename Work>
 grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* context,
@@ -49,6 +51,10 @@ grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* c
 absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateJobSpec(spec));
+  if (spec.has_debug() && !enable_fault_injection_) {
+    return absl::InvalidArgumentError(
+        "debug: fault injection is disabled (start traind with --enable-fault-injection)");
+  }
 
   std::vector<std::string> available;
   for (const auto& device : devices_.devices()) available.push_back(device.name());

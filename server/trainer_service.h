@@ -17,7 +17,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
  public:
   // `devices` is what traind-worker found at start: the devices jobs may ask for.
   TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,
-                 trainer::v1::ListDevicesResponse devices);
+                 trainer::v1::ListDevicesResponse devices, bool enable_fault_injection = false);
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::SubmitJobRequest* request,
@@ -78,6 +78,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   Executor* const executor_;
   Scheduler* const scheduler_;
   const trainer::v1::ListDevicesResponse devices_;
+  const bool enable_fault_injection_;
 };
 
 }  // namespace traind

@@ -35,6 +35,7 @@ void DaemonTest::StartDaemon() {
   options.worker_path = TRAIND_WORKER_PATH;
   options.cancel_grace = absl::Seconds(3);
   options.slots = slots_;
+  options.enable_fault_injection = fault_injection_;
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

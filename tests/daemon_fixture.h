@@ -48,6 +48,7 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<trainer::v1::Trainer::Stub> stub_;
   std::map<std::string, int> slots_;  // set before StartDaemon to run jobs side by side
+  bool fault_injection_ = true;       // the tests may crash workers on purpose
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.
