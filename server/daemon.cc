@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/paths.h"
 #include "common/status_macros.h"
 #include "server/worker_process.h"
 
@@ -91,6 +92,18 @@ absl::StatusOr<trainer::v1::ListDevicesResponse> ProbeDevices(const std::string&
   return devices;
 }
 
+// The configured roots plus the default Fashion-MNIST directory, resolved (symlinks, ..) once.
+std::vector<std::string> DataRoots(std::vector<std::string> roots) {
+  roots.push_back(DefaultFashionMnistDir());
+  std::vector<std::string> resolved;
+  for (const std::string& root : roots) {
+    std::error_code error;
+    const auto canonical = std::filesystem::canonical(root, error);
+    if (!error) resolved.push_back(canonical.string());
+  }
+  return resolved;
+}
+
 }  // namespace
 
 std::string DefaultWorkerPath() {
@@ -129,7 +142,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
                          options.slots});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
-      std::move(devices), options.enable_fault_injection);
+      std::move(devices), options.enable_fault_injection, DataRoots(options.data_roots));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

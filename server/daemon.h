@@ -33,6 +33,8 @@ struct DaemonOptions {
   int executor_threads = 4;
   std::map<std::string, int> slots;      // jobs at once per device; default 1
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
+  // Jobs may read datasets only under these directories (plus the default Fashion-MNIST one).
+  std::vector<std::string> data_roots;
 };
 
 class Daemon {

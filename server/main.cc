@@ -20,6 +20,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--listen", options.listen,
                  "unix:PATH or 127.0.0.1:PORT (repeatable); default unix:<state-dir>/traind.sock");
+  app.add_option("--data-root", options.data_roots,
+                 "Jobs may read datasets only under these directories (repeatable); the "
+                 "Fashion-MNIST directory is always one");
   app.add_flag("--enable-fault-injection", options.enable_fault_injection,
                "Accept JobSpec.debug (crash a worker on purpose): for tests only");
   app.add_flag("--insecure-loopback", options.allow_insecure_tcp,

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,13 +32,14 @@ constexpr int kMaxEventPage = 10000;
 
 TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
                                Scheduler* scheduler, trainer::v1::ListDevicesResponse devices,
-                               bool enable_fault_injection)
+                               bool enable_fault_injection, std::vector<std::string> data_roots)
     : store_(store),
       hub_(hub),
       executor_(executor),
       scheduler_(scheduler),
       devices_(std::move(devices)),
-      enable_fault_injection_(enable_fault_injection) {}
+      enable_fault_injection_(enable_fault_injection),
+      data_roots_(std::move(data_roots)) {}
 
 template <typename Work>
 grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* context,
@@ -96,6 +99,20 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
     return absl::InvalidArgumentError(
         absl::StrCat("data_dir: no such directory on the daemon's machine: ", spec.data_dir()));
   }
+  // Resolved first, so neither `..` nor a symlink can lead out of a root.
+  std::error_code error;
+  const std::string resolved = std::filesystem::canonical(spec.data_dir(), error).string();
+  const bool allowed = !error && std::any_of(data_roots_.begin(), data_roots_.end(),
+                                             [&](const std::string& root) {
+                                               return resolved == root ||
+                                                      absl::StartsWith(resolved, root + "/");
+                                             });
+  if (!allowed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data_dir: ", spec.data_dir(), " is outside the daemon's data roots (",
+        absl::StrJoin(data_roots_, ", "), "); start traind with --data-root DIR to allow it"));
+  }
+  spec.set_data_dir(resolved);
   return spec;
 }
 

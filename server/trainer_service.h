@@ -17,7 +17,8 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
  public:
   // `devices` is what traind-worker found at start: the devices jobs may ask for.
   TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,
-                 trainer::v1::ListDevicesResponse devices, bool enable_fault_injection = false);
+                 trainer::v1::ListDevicesResponse devices, bool enable_fault_injection = false,
+                 std::vector<std::string> data_roots = {});
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::SubmitJobRequest* request,
@@ -79,6 +80,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   Scheduler* const scheduler_;
   const trainer::v1::ListDevicesResponse devices_;
   const bool enable_fault_injection_;
+  const std::vector<std::string> data_roots_;  // canonical paths
 };
 
 }  // namespace traind

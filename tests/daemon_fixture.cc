@@ -36,6 +36,7 @@ void DaemonTest::StartDaemon() {
   options.cancel_grace = absl::Seconds(3);
   options.slots = slots_;
   options.enable_fault_injection = fault_injection_;
+  options.data_roots = {state_dir_};  // tests write their datasets there
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

@@ -1,5 +1,8 @@
 // trainctl submit against a real daemon: the happy path and every kind of bad input.
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "google/protobuf/util/json_util.h"
@@ -86,6 +89,25 @@ TEST_F(SubmitTest, MissingDataDirectory) {
   ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", "/no/such/dir"},
                 "data_dir: no such directory on the daemon's machine: /no/such/dir");
   ExpectRefused({"--model", "mlp", "--dataset", "mnist"}, "data_dir: required for dataset 'mnist'");
+}
+
+TEST_F(SubmitTest, DataDirOutsideTheRootsIsRefused) {
+  const std::string outside = "/tmp/traind-outside-" + std::to_string(getpid());
+  WriteTinyIdxDataset(outside, 50, false);
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", outside},
+                "is outside the daemon's data roots");
+  // Neither `..` nor a symlink inside a root gets out of it.
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/../" +
+                 outside.substr(5)}, "is outside the daemon's data roots");
+  std::filesystem::create_symlink(outside, state_dir_ + "/escape");
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/escape"},
+                "is outside the daemon's data roots");
+  std::filesystem::remove_all(outside);
+  // Inside a root is fine.
+  const std::string inside = WriteTinyIdxDataset(state_dir_ + "/mnist", 50, false);
+  Result ok = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", inside,
+                        "--device", "cpu", "--batch-size", "8"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 TEST_F(SubmitTest, TheDaemonValidatesToo) {
