@@ -203,7 +203,6 @@ absl::Status Store::Exec(const char* sql) {
 absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed) {
   absl::MutexLock lock(&mu_);
   if (existed != nullptr) *existed = false;
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto create = [&]() -> absl::StatusOr<Job> {
     if (!job.idempotency_key().empty()) {
       Statement find(db_, "SELECT id FROM jobs WHERE idempotency_key = ?");
@@ -217,12 +216,7 @@ absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed) {
     ASSIGN_OR_RETURN(const int64_t id, InsertJobLocked(job));
     return GetJobLocked(id);
   };
-  absl::StatusOr<Job> created = create();
-  if (created.ok()) {
-    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) created = commit;
-  }
-  if (!created.ok()) (void)Exec("ROLLBACK");
-  return created;
+  return InTransaction(create);
 }
 
 absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
@@ -255,7 +249,6 @@ absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
 absl::StatusOr<trainer::v1::Sweep> Store::CreateSweep(const trainer::v1::SweepSpec& spec,
                                                       const std::vector<Job>& members) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto create = [&]() -> absl::StatusOr<trainer::v1::Sweep> {
     trainer::v1::Sweep sweep;
     *sweep.mutable_spec() = spec;
@@ -277,12 +270,7 @@ absl::StatusOr<trainer::v1::Sweep> Store::CreateSweep(const trainer::v1::SweepSp
     if (update.Step() != SQLITE_DONE) return SqliteError(db_, "update sweep");
     return sweep;
   };
-  absl::StatusOr<trainer::v1::Sweep> sweep = create();
-  if (sweep.ok()) {
-    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) sweep = commit;
-  }
-  if (!sweep.ok()) (void)Exec("ROLLBACK");
-  return sweep;
+  return InTransaction(create);
 }
 
 absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
@@ -357,13 +345,8 @@ absl::Status Store::BackfillJobColumns() {
 absl::StatusOr<JobEvent> Store::AppendEvent(int64_t job_id, JobEvent event,
                                             std::optional<Job::State> expected_state) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  absl::StatusOr<JobEvent> appended = AppendEventLocked(job_id, std::move(event), expected_state);
-  if (appended.ok()) {
-    if (absl::Status commit = Exec("COMMIT"); !commit.ok()) appended = commit;
-  }
-  if (!appended.ok()) (void)Exec("ROLLBACK");
-  return appended;
+  return InTransaction(
+      [&] { return AppendEventLocked(job_id, std::move(event), expected_state); });
 }
 
 absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event,

@@ -78,6 +78,18 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs `work` (returning a StatusOr) in one transaction: committed if it succeeds, rolled back
+  // if it or the commit fails.
+  template <typename Work>
+  auto InTransaction(Work work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> decltype(work()) {
+    if (absl::Status begin = Exec("BEGIN IMMEDIATE"); !begin.ok()) return begin;
+    decltype(work()) result = work();
+    if (result.ok()) {
+      if (absl::Status commit = Exec("COMMIT"); !commit.ok()) result = commit;
+    }
+    if (!result.ok()) (void)Exec("ROLLBACK");
+    return result;
+  }
   absl::StatusOr<trainer::v1::Job> GetJobLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int64_t> InsertJobLocked(const trainer::v1::Job& job)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
