@@ -6,14 +6,16 @@
 
 namespace traind {
 
+absl::Status Context::ResolveConnection() {
+  absl::StatusOr<ResolvedConnection> resolved =
+      traind::ResolveConnection(options_.connection, options_.config_path);
+  if (!resolved.ok()) return resolved.status();
+  resolved_ = *std::move(resolved);
+  return absl::OkStatus();
+}
+
 trainer::v1::Trainer::Stub& Context::stub() {
-  if (stub_ == nullptr) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(64 << 20);
-    auto channel = grpc::CreateCustomChannel(ToGrpcTarget(options_.addr),
-                                             grpc::InsecureChannelCredentials(), args);
-    stub_ = trainer::v1::Trainer::NewStub(channel);
-  }
+  if (stub_ == nullptr) stub_ = trainer::v1::Trainer::NewStub(OpenChannel(resolved_));
   return *stub_;
 }
 
@@ -22,12 +24,17 @@ int Context::Fail(const grpc::Status& status) {
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::DEADLINE_EXCEEDED:
-      err_ << "trainctl: cannot reach traind at " << options_.addr
+      err_ << "trainctl: cannot reach traind at " << resolved_.addr
+           << (resolved_.tls ? " over TLS (is --tls-ca the CA that signed traind's certificate?)"
+                             : "")
            << ". Start it with `traind &` (or `build/bin/traind --state-dir DIR`), or point "
-              "--addr / TRAINCTL_ADDR at a running one.\n";
+              "--addr / TRAINCTL_ADDR / --context at a running one.\n";
       return kExitUnreachable;
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
+      err_ << "trainctl: traind at " << resolved_.addr
+           << " refused the credentials (UNAUTHENTICATED); pass --token-file or "
+              "TRAINCTL_TOKEN_FILE, or use a context that has one\n";
       return kExitUnreachable;
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::NOT_FOUND:

@@ -9,14 +9,17 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/status/status.h"
+#include "client/connection.h"
 #include "google/protobuf/message.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 
 namespace traind {
 
 struct GlobalOptions {
-  std::string addr;        // --addr / $TRAINCTL_ADDR / the default socket
+  ConnectionOptions connection;  // --addr, --tls-*, --token-file, --context (and TRAINCTL_*)
   std::string output = "table";  // table | json
+  std::string config_path;       // the contexts file
 };
 
 class Context {
@@ -30,7 +33,12 @@ class Context {
   bool json() const { return options_.output == "json"; }
   bool out_is_terminal() const { return out_is_terminal_; }
 
-  // The stub for options().addr, created on first use.
+  // Reads the context and the files the connection options name; called once after parsing.
+  absl::Status ResolveConnection();
+  // Where calls go (after ResolveConnection), for messages.
+  const std::string& addr() const { return resolved_.addr; }
+
+  // The stub for the resolved connection, created on first use.
   trainer::v1::Trainer::Stub& stub();
 
   // Prints "trainctl: <message>" (with a hint for an unreachable daemon) and returns the exit
@@ -47,6 +55,7 @@ class Context {
   std::ostream& err_;
   const bool out_is_terminal_;
   GlobalOptions options_;
+  ResolvedConnection resolved_;
   std::unique_ptr<trainer::v1::Trainer::Stub> stub_;
 };
 

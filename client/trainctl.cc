@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "client/commands/commands.h"
+#include "client/config_file.h"
 #include "client/context.h"
 #include "client/exit_codes.h"
 #include "common/paths.h"
@@ -14,23 +15,45 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
                 bool out_is_terminal) {
   Context ctx(out, err, out_is_terminal);
   GlobalOptions& options = ctx.options();
-  const char* env_addr = std::getenv("TRAINCTL_ADDR");
-  options.addr = env_addr != nullptr && *env_addr != '\0' ? env_addr
-                                                          : DefaultAddress(DefaultStateDir());
+  options.config_path = DefaultConfigPath();
+  ConnectionOptions& connection = options.connection;
 
   CLI::App app{"trainctl: submit, follow and inspect training jobs on traind"};
   app.name("trainctl");
   app.fallthrough();  // global options may follow the verb: `trainctl devices --output json`
   app.require_subcommand(1);
-  app.add_option("--addr", options.addr,
-                 "unix:PATH or HOST:PORT of traind (env TRAINCTL_ADDR; default: the local "
-                 "socket)")
-      ->capture_default_str();
+  // Where traind is. Flags win over TRAINCTL_* variables, which win over the context.
+  app.add_option("--addr", connection.addr,
+                 "unix:PATH or HOST:PORT of traind (default: the context's, else the local socket "
+                 + DefaultAddress(DefaultStateDir()) + ")")
+      ->envname("TRAINCTL_ADDR");
+  app.add_option("--context", connection.context,
+                 "Use this context from " + options.config_path + " (see `trainctl context`)")
+      ->envname("TRAINCTL_CONTEXT");
+  app.add_option("--tls-ca", connection.tls_ca, "CA certificate (PEM) that signed traind's")
+      ->envname("TRAINCTL_TLS_CA");
+  app.add_option("--tls-cert", connection.tls_cert,
+                 "Client certificate (PEM), when traind requires one")
+      ->envname("TRAINCTL_TLS_CERT");
+  app.add_option("--tls-key", connection.tls_key, "Private key (PEM) of --tls-cert")
+      ->envname("TRAINCTL_TLS_KEY");
+  app.add_option("--token-file", connection.token_file,
+                 "File holding the bearer token traind expects on TCP")
+      ->envname("TRAINCTL_TOKEN_FILE");
+  app.add_flag("--plaintext", connection.plaintext,
+               "TCP without TLS (traind allows it on loopback only; the default there)");
   app.add_option("--output,-o", options.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
 
   int exit_code = kExitOk;
+  // Before any verb runs: a bad context or unreadable TLS/token file is a usage error.
+  app.parse_complete_callback([&app, &ctx] {
+    if (app.got_subcommand("context")) return;
+    if (absl::Status status = ctx.ResolveConnection(); !status.ok()) {
+      throw CLI::ValidationError(std::string(status.message()));
+    }
+  });
   AddDevicesCommand(app, ctx, &exit_code);
   AddSubmitCommand(app, ctx, &exit_code);
   AddListCommand(app, ctx, &exit_code);
@@ -42,6 +65,7 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   AddSweepCommand(app, ctx, &exit_code);
   AddReportCommand(app, ctx, &exit_code);
   AddQueueCommands(app, ctx, &exit_code);
+  AddContextCommand(app, ctx, &exit_code);
 
   std::vector<char*> argv;
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));

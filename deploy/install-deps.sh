@@ -3,6 +3,8 @@
 # formulas (macOS). Says what it installs; installs nothing that is already there.
 # libopenblas0-pthread: Debian's LibTorch calls the system BLAS, which is the slow reference BLAS
 # unless OpenBLAS is installed (an MLP epoch: 18.9 s -> 0.74 s here, docs/benchmarks.md).
+# python3-grpcio, python3-protobuf: the Python client example (examples/python/, ~8 MB); its code
+# generator, grpc_python_plugin, comes with protobuf-compiler-grpc.
 #   deploy/install-deps.sh [--with-bench]   (--with-bench adds Python PyTorch for bench/)
 set -euo pipefail
 
@@ -11,7 +13,7 @@ with_bench=0
 
 if [ "$(uname -s)" = Darwin ]; then
   command -v brew >/dev/null || { echo "install Homebrew first: https://brew.sh" >&2; exit 1; }
-  formulas="cmake pkg-config ccache pytorch grpc protobuf abseil googletest sqlite cli11 yaml-cpp"
+  formulas="cmake pkg-config ccache pytorch grpc protobuf abseil googletest sqlite cli11 yaml-cpp tomlplusplus"
   missing=""
   for f in $formulas; do brew list --versions "$f" >/dev/null 2>&1 || missing="$missing $f"; done
   if [ -n "$missing" ]; then
@@ -25,7 +27,8 @@ fi
 
 packages="build-essential cmake pkg-config ccache libtorch-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
-libyaml-cpp-dev zlib1g-dev dataset-fashion-mnist"
+libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev dataset-fashion-mnist python3-grpcio python3-protobuf
+openssl iproute2"
 [ "$with_bench" = 1 ] && packages="$packages python3-torch"
 
 missing=""

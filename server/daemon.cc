@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -57,6 +59,17 @@ absl::StatusOr<int> LockStateDir(const std::string& dir) {
 bool IsLoopback(const std::string& host_port) {
   return absl::StartsWith(host_port, "127.") || absl::StartsWith(host_port, "localhost:") ||
          absl::StartsWith(host_port, "[::1]:");
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  if (!in || pem.str().find("-----BEGIN") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": cannot read a PEM file at '", path, "'"));
+  }
+  return pem.str();
 }
 
 // Asks traind-worker which devices this machine has; the daemon itself never loads LibTorch.
@@ -118,15 +131,39 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
   if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
   if (options.listen.empty()) options.listen.push_back("unix:" + options.state_dir + "/traind.sock");
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  if (tls && (options.tls_cert.empty() || options.tls_key.empty())) {
+    return absl::InvalidArgumentError("tls: --tls-cert and --tls-key go together");
+  }
+  if (!options.tls_client_ca.empty() && !tls) {
+    return absl::InvalidArgumentError("tls-client-ca: needs --tls-cert and --tls-key");
+  }
   for (const std::string& address : options.listen) {
-    if (!absl::StartsWith(address, "unix:") &&
-        !(options.allow_insecure_tcp && IsLoopback(address))) {
+    if (absl::StartsWith(address, "unix:")) continue;
+    if (!tls && !(options.allow_insecure_tcp && IsLoopback(address))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "listen: ", address,
-          ": TCP needs TLS, which this build does not have yet; plaintext TCP is allowed only on "
-          "loopback (127.0.0.1:PORT) with --insecure-loopback"));
+          ": TCP needs TLS (--tls-cert, --tls-key) and --token-file; plaintext TCP is allowed "
+          "only on loopback (127.0.0.1:PORT) with --insecure-loopback"));
+    }
+    if (tls && options.token_file.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "listen: ", address, ": a TLS listener needs --token-file (bearer tokens, one per "
+                               "line; deploy/make-certs.sh makes one)"));
     }
   }
+  grpc::SslServerCredentialsOptions ssl;
+  if (tls) {
+    ASSIGN_OR_RETURN(std::string cert, ReadPem("tls-cert", options.tls_cert));
+    ASSIGN_OR_RETURN(std::string key, ReadPem("tls-key", options.tls_key));
+    ssl.pem_key_cert_pairs.push_back({std::move(key), std::move(cert)});
+    if (!options.tls_client_ca.empty()) {
+      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("tls-client-ca", options.tls_client_ca));
+      ssl.client_certificate_request =
+          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+  }
+  ASSIGN_OR_RETURN(daemon->access_, AccessControl::Create(options.token_file, options.limits));
   daemon->options_ = options;
 
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
@@ -142,7 +179,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
                          options.slots});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
-      std::move(devices), options.enable_fault_injection, DataRoots(options.data_roots));
+      daemon->access_.get(), std::move(devices), options.enable_fault_injection, DataRoots(options.data_roots));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -150,11 +187,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   std::vector<int> ports(options.listen.size(), 0);
   for (size_t i = 0; i < options.listen.size(); ++i) {
     const std::string& address = options.listen[i];
-    if (absl::StartsWith(address, "unix:")) unlink(address.substr(5).c_str());  // stale socket
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &ports[i]);
+    if (absl::StartsWith(address, "unix:")) {
+      unlink(address.substr(5).c_str());  // stale socket
+      builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &ports[i]);
+    } else {
+      builder.AddListeningPort(
+          address, tls ? grpc::SslServerCredentials(ssl) : grpc::InsecureServerCredentials(),
+          &ports[i]);
+    }
   }
   builder.RegisterService(daemon->service_.get());
-  builder.SetMaxReceiveMessageSize(4 << 20);
+  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   daemon->server_ = builder.BuildAndStart();
   if (daemon->server_ == nullptr) {
     return absl::UnavailableError("cannot listen on the requested addresses (in use?)");

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "server/access_control.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/scheduler.h"
@@ -28,6 +29,14 @@ struct DaemonOptions {
   std::string state_dir;                 // required; created 0700 if missing
   std::vector<std::string> listen;       // "unix:PATH" or "HOST:PORT"; default unix:<state>/traind.sock
   bool allow_insecure_tcp = false;       // plaintext TCP, loopback only
+  // TCP listeners other than plaintext loopback need a server certificate and key (PEM files)
+  // and a token file; a client CA makes clients present a certificate it signed.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string token_file;                // one bearer token per line; see AccessControl
+  AccessControl::Limits limits;
+  int max_request_bytes = 4 << 20;
   std::string worker_path;               // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
   int executor_threads = 4;
@@ -57,6 +66,7 @@ class Daemon {
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<AccessControl> access_;
   std::unique_ptr<TrainerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::string> addresses_;

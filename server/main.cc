@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", options.state_dir, "Jobs, events and the socket live here")
       ->capture_default_str();
   app.add_option("--listen", options.listen,
-                 "unix:PATH or 127.0.0.1:PORT (repeatable); default unix:<state-dir>/traind.sock");
+                 "unix:PATH or HOST:PORT (repeatable; TCP needs TLS and tokens except "
+                 "loopback with --insecure-loopback); default unix:<state-dir>/traind.sock");
   app.add_option("--data-root", options.data_roots,
                  "Jobs may read datasets only under these directories (repeatable); the "
                  "Fashion-MNIST directory is always one");
@@ -27,6 +28,29 @@ int main(int argc, char** argv) {
                "Accept JobSpec.debug (crash a worker on purpose): for tests only");
   app.add_flag("--insecure-loopback", options.allow_insecure_tcp,
                "Allow plaintext TCP listeners on loopback addresses (tests, local tools)");
+  app.add_option("--tls-cert", options.tls_cert,
+                 "Server certificate (PEM) for TCP listeners; deploy/make-certs.sh makes one")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", options.tls_key, "Private key (PEM) of --tls-cert")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", options.tls_client_ca,
+                 "Require client certificates signed by this CA (PEM)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--token-file", options.token_file,
+                 "Bearer tokens for TCP callers, one per line (TOKEN [NAME]); the Unix socket "
+                 "needs none")
+      ->check(CLI::ExistingFile);
+  app.add_option("--max-queued-per-token", options.limits.max_queued_jobs,
+                 "Queued jobs one token may have at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-watchers-per-token", options.limits.max_watchers,
+                 "Open watch streams one token may have at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-request-bytes", options.max_request_bytes, "Largest request accepted")
+      ->capture_default_str()
+      ->check(CLI::Range(1024, 1 << 30));
   app.add_option("--worker", options.worker_path, "Path of traind-worker")
       ->default_str(traind::DefaultWorkerPath());
   app.add_option("--cancel-grace", cancel_grace_seconds,

@@ -54,6 +54,11 @@ CREATE TABLE settings (
   value TEXT NOT NULL
 );
 )sql",
+    // 2 -> 3: who submitted each job, for the per-token queue limit (remote access).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_owner ON jobs(owner, state);
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -200,7 +205,23 @@ absl::Status Store::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed) {
+absl::Status Store::CheckQueueQuotaLocked(const std::string& owner, int adding, int max_queued) {
+  if (max_queued <= 0) return absl::OkStatus();
+  Statement count(db_, "SELECT COUNT(*) FROM jobs WHERE owner = ? AND state = ?");
+  RETURN_IF_ERROR(count.status("count queued jobs"));
+  count.BindText(1, owner);
+  count.Bind(2, static_cast<int64_t>(Job::QUEUED));
+  if (count.Step() != SQLITE_ROW) return SqliteError(db_, "count queued jobs");
+  const int64_t queued = count.Int(0);
+  if (queued + adding > max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "queued jobs: '", owner, "' has ", queued, " queued and asked for ", adding,
+        " more; the limit is ", max_queued, " (traind --max-queued-per-token)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed, int max_queued) {
   absl::MutexLock lock(&mu_);
   if (existed != nullptr) *existed = false;
   auto create = [&]() -> absl::StatusOr<Job> {
@@ -213,6 +234,7 @@ absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed) {
         return GetJobLocked(find.Int(0));
       }
     }
+    RETURN_IF_ERROR(CheckQueueQuotaLocked(job.owner(), 1, max_queued));
     ASSIGN_OR_RETURN(const int64_t id, InsertJobLocked(job));
     return GetJobLocked(id);
   };
@@ -225,7 +247,7 @@ absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
   job.set_state(Job::QUEUED);
   Statement insert(db_,
                    "INSERT INTO jobs(state, job, priority, sweep_id, model, device, "
-                   "idempotency_key) VALUES(?, ?, ?, ?, ?, ?, ?)");
+                   "idempotency_key, owner) VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
   RETURN_IF_ERROR(insert.status("insert job"));
   insert.Bind(1, static_cast<int64_t>(Job::QUEUED));
   insert.Bind(2, job.SerializeAsString());
@@ -238,6 +260,7 @@ absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
   } else {
     insert.BindText(7, job.idempotency_key());
   }
+  insert.BindText(8, job.owner());
   if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
   const int64_t id = sqlite3_last_insert_rowid(db_);
   JobEvent event;
@@ -247,9 +270,14 @@ absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
 }
 
 absl::StatusOr<trainer::v1::Sweep> Store::CreateSweep(const trainer::v1::SweepSpec& spec,
-                                                      const std::vector<Job>& members) {
+                                                      const std::vector<Job>& members,
+                                                      int max_queued) {
   absl::MutexLock lock(&mu_);
   auto create = [&]() -> absl::StatusOr<trainer::v1::Sweep> {
+    if (!members.empty()) {
+      RETURN_IF_ERROR(CheckQueueQuotaLocked(members.front().owner(),
+                                            static_cast<int>(members.size()), max_queued));
+    }
     trainer::v1::Sweep sweep;
     *sweep.mutable_spec() = spec;
     *sweep.mutable_create_time() = Now();

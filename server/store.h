@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -33,12 +34,14 @@ class Store {
   // Inserts a QUEUED job (spec and scheduling fields from `job`; id and state are assigned) and
   // its first event (seq 1, StateChange QUEUED). Durable on return. When the job has an
   // idempotency key that is already stored, returns that job instead and sets *existed.
+  // max_queued > 0: RESOURCE_EXHAUSTED when job.owner() already has that many QUEUED jobs.
   absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::Job& job,
-                                             bool* existed = nullptr);
+                                             bool* existed = nullptr, int max_queued = 0);
 
-  // Inserts the sweep and all its member jobs in one transaction.
+  // Inserts the sweep and all its member jobs (one owner) in one transaction; max_queued as above.
   absl::StatusOr<trainer::v1::Sweep> CreateSweep(const trainer::v1::SweepSpec& spec,
-                                                 const std::vector<trainer::v1::Job>& members);
+                                                 const std::vector<trainer::v1::Job>& members,
+                                                 int max_queued = 0);
   absl::StatusOr<trainer::v1::Sweep> GetSweep(int64_t sweep_id);
 
   // Every QUEUED job, highest priority first, then oldest first.
@@ -81,7 +84,7 @@ class Store {
   // Runs `work` (returning a StatusOr) in one transaction: committed if it succeeds, rolled back
   // if it or the commit fails.
   template <typename Work>
-  auto InTransaction(Work work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> decltype(work()) {
+  std::invoke_result_t<Work&> InTransaction(Work work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status begin = Exec("BEGIN IMMEDIATE"); !begin.ok()) return begin;
     decltype(work()) result = work();
     if (result.ok()) {
@@ -92,6 +95,8 @@ class Store {
   }
   absl::StatusOr<trainer::v1::Job> GetJobLocked(int64_t job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int64_t> InsertJobLocked(const trainer::v1::Job& job)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckQueueQuotaLocked(const std::string& owner, int adding, int max_queued)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BackfillJobColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(

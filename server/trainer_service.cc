@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <type_traits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -25,18 +26,28 @@ using trainer::v1::JobSpec;
 
 namespace {
 constexpr int kDefaultPageSize = 100;
+
+// A WatchJob refused before it starts (authentication, limits).
+class RejectedWatch : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
+ public:
+  explicit RejectedWatch(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 constexpr int kMaxPageSize = 1000;
 constexpr int kDefaultEventPage = 1000;
 constexpr int kMaxEventPage = 10000;
 }  // namespace
 
 TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
-                               Scheduler* scheduler, trainer::v1::ListDevicesResponse devices,
+                               Scheduler* scheduler, AccessControl* access,
+                               trainer::v1::ListDevicesResponse devices,
                                bool enable_fault_injection, std::vector<std::string> data_roots)
     : store_(store),
       hub_(hub),
       executor_(executor),
       scheduler_(scheduler),
+      access_(access),
       devices_(std::move(devices)),
       enable_fault_injection_(enable_fault_injection),
       data_roots_(std::move(data_roots)) {}
@@ -45,8 +56,17 @@ template <typename Work>
 grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* context,
                                                   Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  executor_->Schedule([reactor, work = std::move(work)]() mutable {
-    reactor->Finish(ToGrpcStatus(work()));
+  absl::StatusOr<Caller> caller = access_->Authenticate(*context);  // cheap: no I/O
+  if (!caller.ok()) {
+    reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  executor_->Schedule([reactor, caller = *std::move(caller), work = std::move(work)]() mutable {
+    if constexpr (std::is_invocable_v<Work&, const Caller&>) {
+      reactor->Finish(ToGrpcStatus(work(caller)));
+    } else {
+      reactor->Finish(ToGrpcStatus(work()));
+    }
   });
   return reactor;
 }
@@ -116,8 +136,14 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
   return spec;
 }
 
-absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request, Job* response) {
+int TrainerService::QueueLimitFor(const Caller& caller) const {
+  return caller.limited ? access_->limits().max_queued_jobs : 0;
+}
+
+absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request,
+                                    const Caller& caller, Job* response) {
   Job job;
+  job.set_owner(caller.owner);
   ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(request.spec()));
   job.set_priority(request.priority());
   for (int64_t after : request.after()) {
@@ -134,7 +160,7 @@ absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request
   // Benchmarks run alone by default: a neighbour would distort the timing they exist for.
   job.set_exclusive(request.has_exclusive() ? request.exclusive() : job.spec().has_benchmark());
   bool existed = false;
-  ASSIGN_OR_RETURN(*response, store_->CreateJob(job, &existed));
+  ASSIGN_OR_RETURN(*response, store_->CreateJob(job, &existed, QueueLimitFor(caller)));
   if (!existed) {
     hub_->Publish(response->id(), response->last_seq());
     scheduler_->Wake();
@@ -142,7 +168,8 @@ absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request
   return absl::OkStatus();
 }
 
-absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request, Job* response) {
+absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
+                                   const Caller& caller, Job* response) {
   ASSIGN_OR_RETURN(Job old, store_->GetJob(request.id()));
   if (!IsTerminal(old.state())) {
     return absl::FailedPreconditionError(absl::StrCat("job ", old.id(), " is still ",
@@ -153,14 +180,15 @@ absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request, 
   job.set_priority(old.priority());
   job.set_exclusive(old.exclusive());
   job.set_retry_of(old.id());
-  ASSIGN_OR_RETURN(*response, store_->CreateJob(job));
+  job.set_owner(caller.owner);
+  ASSIGN_OR_RETURN(*response, store_->CreateJob(job, nullptr, QueueLimitFor(caller)));
   hub_->Publish(response->id(), response->last_seq());
   scheduler_->Wake();
   return absl::OkStatus();
 }
 
 absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& request,
-                                         trainer::v1::Sweep* response) {
+                                         const Caller& caller, trainer::v1::Sweep* response) {
   ASSIGN_OR_RETURN(std::vector<JobSpec> specs, ExpandSweep(request.spec()));
   std::vector<Job> members;
   const bool exclusive = request.spec().has_exclusive() ? request.spec().exclusive() : true;
@@ -175,9 +203,11 @@ absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& 
     *job.mutable_spec() = std::move(*prepared);
     job.set_exclusive(exclusive);
     job.set_priority(request.spec().priority());
+    job.set_owner(caller.owner);
     members.push_back(std::move(job));
   }
-  ASSIGN_OR_RETURN(*response, store_->CreateSweep(request.spec(), members));
+  ASSIGN_OR_RETURN(*response,
+                   store_->CreateSweep(request.spec(), members, QueueLimitFor(caller)));
   for (int64_t id : response->job_ids()) hub_->Publish(id, 1);
   scheduler_->Wake();
   return absl::OkStatus();
@@ -219,7 +249,9 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
 grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::SubmitJobRequest* request,
                                                     Job* response) {
-  return Offload(context, [this, request, response] { return Submit(*request, response); });
+  return Offload(context, [this, request, response](const Caller& caller) {
+    return Submit(*request, caller, response);
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* context,
@@ -279,8 +311,12 @@ grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext*
 
 grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
     grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
-  (void)context;
-  return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq());
+  absl::StatusOr<Caller> caller = access_->Authenticate(*context);
+  if (!caller.ok()) return new RejectedWatch(ToGrpcStatus(caller.status()));
+  absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> lease = access_->AcquireWatch(*caller);
+  if (!lease.ok()) return new RejectedWatch(ToGrpcStatus(lease.status()));
+  return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq(),
+                             *std::move(lease));
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
@@ -307,13 +343,17 @@ grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
 grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* context,
                                                    const trainer::v1::RetryJobRequest* request,
                                                    Job* response) {
-  return Offload(context, [this, request, response] { return Retry(*request, response); });
+  return Offload(context, [this, request, response](const Caller& caller) {
+    return Retry(*request, caller, response);
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
     grpc::CallbackServerContext* context, const trainer::v1::SubmitSweepRequest* request,
     trainer::v1::Sweep* response) {
-  return Offload(context, [this, request, response] { return CreateSweep(*request, response); });
+  return Offload(context, [this, request, response](const Caller& caller) {
+    return CreateSweep(*request, caller, response);
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* context,

@@ -1,10 +1,12 @@
 // The Trainer gRPC service (callback API). Unary handlers hand their work to the executor and
-// finish from there; WatchJob is a WatchReactor. No reaction touches SQLite or blocks.
+// finish from there; WatchJob is a WatchReactor. No reaction touches SQLite or blocks. Every call
+// is authenticated first (AccessControl); jobs record their submitter as Job.owner.
 // Thread-safe.
 #ifndef TRAIND_SERVER_TRAINER_SERVICE_H_
 #define TRAIND_SERVER_TRAINER_SERVICE_H_
 
 #include "absl/status/statusor.h"
+#include "server/access_control.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/scheduler.h"
@@ -17,7 +19,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
  public:
   // `devices` is what traind-worker found at start: the devices jobs may ask for.
   TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,
-                 trainer::v1::ListDevicesResponse devices, bool enable_fault_injection = false,
+                 AccessControl* access, trainer::v1::ListDevicesResponse devices, bool enable_fault_injection = false,
                  std::vector<std::string> data_roots = {});
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
@@ -65,10 +67,14 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   template <typename Work>
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, Work work);
 
-  absl::Status Submit(const trainer::v1::SubmitJobRequest& request, trainer::v1::Job* response);
-  absl::Status Retry(const trainer::v1::RetryJobRequest& request, trainer::v1::Job* response);
-  absl::Status CreateSweep(const trainer::v1::SubmitSweepRequest& request,
+  absl::Status Submit(const trainer::v1::SubmitJobRequest& request, const Caller& caller,
+                      trainer::v1::Job* response);
+  absl::Status Retry(const trainer::v1::RetryJobRequest& request, const Caller& caller,
+                     trainer::v1::Job* response);
+  absl::Status CreateSweep(const trainer::v1::SubmitSweepRequest& request, const Caller& caller,
                            trainer::v1::Sweep* response);
+  // The queued-jobs limit that applies to `caller` (0: none).
+  int QueueLimitFor(const Caller& caller) const;
   absl::Status Report(const trainer::v1::GetSweepReportRequest& request,
                       trainer::v1::SweepReport* response);
   absl::Status List(const trainer::v1::ListJobsRequest& request,
@@ -78,6 +84,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   EventHub* const hub_;
   Executor* const executor_;
   Scheduler* const scheduler_;
+  AccessControl* const access_;
   const trainer::v1::ListDevicesResponse devices_;
   const bool enable_fault_injection_;
   const std::vector<std::string> data_roots_;  // canonical paths

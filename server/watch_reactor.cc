@@ -11,8 +11,10 @@ using trainer::v1::Job;
 using trainer::v1::JobEvent;
 
 WatchReactor* WatchReactor::Start(Store* store, EventHub* hub, Executor* executor, int64_t job_id,
-                                  int64_t from_seq) {
+                                  int64_t from_seq,
+                                  std::unique_ptr<AccessControl::WatchLease> lease) {
   auto* reactor = new WatchReactor(store, hub, executor, job_id, from_seq);
+  reactor->lease_ = std::move(lease);
   reactor->SchedulePump();
   return reactor;
 }

@@ -15,6 +15,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "server/access_control.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/store.h"
@@ -26,9 +27,11 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
  public:
   static constexpr int kBatch = 256;
 
-  // Starts streaming; returns the reactor gRPC should own.
+  // Starts streaming; returns the reactor gRPC should own. `lease` (may be null) is the caller's
+  // watch slot, given back when the reactor is gone.
   static WatchReactor* Start(Store* store, EventHub* hub, Executor* executor, int64_t job_id,
-                             int64_t from_seq);
+                             int64_t from_seq,
+                             std::unique_ptr<AccessControl::WatchLease> lease = nullptr);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -44,6 +47,7 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
   EventHub* const hub_;
   Executor* const executor_;
   const int64_t job_id_;
+  std::unique_ptr<AccessControl::WatchLease> lease_;
 
   absl::Mutex mu_;
   int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone

@@ -1,0 +1,141 @@
+#include "client/config_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace traind {
+namespace {
+
+constexpr const char* kFields[] = {"addr", "tls-ca", "tls-cert", "tls-key", "token-file"};
+
+std::string* FieldOf(ContextEntry& entry, std::string_view key) {
+  if (key == "addr") return &entry.addr;
+  if (key == "tls-ca") return &entry.tls_ca;
+  if (key == "tls-cert") return &entry.tls_cert;
+  if (key == "tls-key") return &entry.tls_key;
+  if (key == "token-file") return &entry.token_file;
+  return nullptr;
+}
+
+}  // namespace
+
+const ContextEntry* ClientConfig::Find(const std::string& name) const {
+  for (const ContextEntry& entry : contexts) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+std::string DefaultConfigPath() {
+  if (const char* path = std::getenv("TRAINCTL_CONFIG"); path != nullptr && *path != '\0') {
+    return path;
+  }
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg == '/') {
+    return absl::StrCat(xdg, "/trainctl/config.toml");
+  }
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home != nullptr ? home : ".", "/.config/trainctl/config.toml");
+}
+
+absl::StatusOr<ClientConfig> LoadClientConfig(const std::string& path) {
+  ClientConfig config;
+  if (!std::filesystem::exists(path)) return config;
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& error) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", error.source().begin.line, ": ",
+                                                   std::string(error.description())));
+  }
+  auto invalid = [&](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+  };
+  for (auto&& [key, value] : root) {
+    if (key.str() == "current-context") {
+      if (!value.is_string()) return invalid("current-context: must be a string");
+      config.current_context = *value.value<std::string>();
+    } else if (key.str() != "contexts") {
+      return invalid(absl::StrCat("unknown key '", std::string(key.str()),
+                                  "'; expected current-context and [contexts.NAME] tables"));
+    }
+  }
+  if (const toml::table* contexts = root["contexts"].as_table()) {
+    for (auto&& [name, node] : *contexts) {
+      const toml::table* table = node.as_table();
+      if (table == nullptr) return invalid(absl::StrCat("contexts.", std::string(name.str()), ": must be a table"));
+      ContextEntry entry;
+      entry.name = std::string(name.str());
+      for (auto&& [key, value] : *table) {
+        std::string* field = FieldOf(entry, key.str());
+        if (field == nullptr || !value.is_string()) {
+          return invalid(absl::StrCat("contexts.", entry.name, ".", std::string(key.str()),
+                                      ": unknown key or not a string; keys: addr, tls-ca, "
+                                      "tls-cert, tls-key, token-file"));
+        }
+        *field = *value.value<std::string>();
+      }
+      config.contexts.push_back(std::move(entry));
+    }
+  } else if (root.contains("contexts")) {
+    return invalid("contexts: must be a table of [contexts.NAME] tables");
+  }
+  std::sort(config.contexts.begin(), config.contexts.end(),
+            [](const ContextEntry& a, const ContextEntry& b) { return a.name < b.name; });
+  return config;
+}
+
+absl::Status SaveClientConfig(const std::string& path, const ClientConfig& config) {
+  toml::table root;
+  if (!config.current_context.empty()) root.insert("current-context", config.current_context);
+  toml::table contexts;
+  for (ContextEntry entry : config.contexts) {
+    toml::table table;
+    for (const char* key : kFields) {
+      const std::string* value = FieldOf(entry, key);
+      if (!value->empty()) table.insert(key, *value);
+    }
+    contexts.insert(entry.name, std::move(table));
+  }
+  root.insert("contexts", std::move(contexts));
+
+  const std::filesystem::path target(path);
+  std::error_code error;
+  if (target.has_parent_path()) {
+    std::filesystem::create_directories(target.parent_path(), error);
+    if (error) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create ", target.parent_path().string(), ": ", error.message()));
+    }
+  }
+  // Written beside the target and renamed over it: a crash leaves the old file or the new one.
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    chmod(temp.c_str(), 0600);
+    out << "# trainctl contexts: `trainctl context add|use|list|remove` edits this file.\n"
+        << root << "\n";
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(temp, error);
+      return absl::PermissionDeniedError(absl::StrCat("cannot write ", temp));
+    }
+  }
+  std::filesystem::rename(temp, target, error);
+  if (error) {
+    std::filesystem::remove(temp, error);
+    return absl::PermissionDeniedError(absl::StrCat("cannot replace ", path, ": ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace traind

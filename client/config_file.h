@@ -1,0 +1,45 @@
+// trainctl's config file: named contexts (where a traind is and how to reach it safely), in TOML.
+//
+//   current-context = "lab"
+//   [contexts.lab]
+//   addr = "gpu-box:50051"
+//   tls-ca = "/home/me/certs/ca.pem"
+//   token-file = "/home/me/certs/token"
+//
+// Path: $TRAINCTL_CONFIG, else $XDG_CONFIG_HOME/trainctl/config.toml, else
+// ~/.config/trainctl/config.toml. Saved atomically, mode 0600 (it names secrets' locations).
+#ifndef TRAIND_CLIENT_CONFIG_FILE_H_
+#define TRAIND_CLIENT_CONFIG_FILE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace traind {
+
+struct ContextEntry {
+  std::string name;
+  std::string addr;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string token_file;
+};
+
+struct ClientConfig {
+  std::string current_context;
+  std::vector<ContextEntry> contexts;  // sorted by name
+
+  const ContextEntry* Find(const std::string& name) const;
+};
+
+std::string DefaultConfigPath();
+
+// A missing file is an empty config; a malformed one is INVALID_ARGUMENT naming the line.
+absl::StatusOr<ClientConfig> LoadClientConfig(const std::string& path);
+absl::Status SaveClientConfig(const std::string& path, const ClientConfig& config);
+
+}  // namespace traind
+
+#endif  // TRAIND_CLIENT_CONFIG_FILE_H_

@@ -1,0 +1,102 @@
+#include "server/access_control.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace traind {
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  const size_t n = std::max(a.size(), b.size());
+  // Volatile keeps the compiler from turning the loop into an early-exit memcmp.
+  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff = diff | (x ^ y);
+  }
+  return diff == 0;
+}
+
+absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::string& token_file,
+                                                                     Limits limits) {
+  std::vector<Token> tokens;
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat("token-file: cannot read ", token_file));
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      const std::string trimmed(absl::StripAsciiWhitespace(line));
+      if (trimmed.empty() || trimmed[0] == '#') continue;
+      std::vector<std::string> fields =
+          absl::StrSplit(trimmed, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+      if (fields.size() > 2) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "token-file: ", token_file, ":", number, ": expected TOKEN [NAME], got ",
+            fields.size(), " fields"));
+      }
+      if (fields[0].size() < 16) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "token-file: ", token_file, ":", number,
+            ": a token must have at least 16 characters (deploy/make-certs.sh makes one)"));
+      }
+      tokens.push_back({fields[0], fields.size() == 2 ? fields[1] : absl::StrCat("token-", number)});
+    }
+    if (tokens.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("token-file: ", token_file, " has no tokens"));
+    }
+  }
+  return std::unique_ptr<AccessControl>(new AccessControl(std::move(tokens), limits));
+}
+
+absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase& context) const {
+  const std::string peer = context.peer();
+  if (absl::StartsWith(peer, "unix:")) return Caller{"local", false};
+  if (tokens_.empty()) return Caller{"loopback", false};  // only plaintext loopback gets here
+
+  std::string presented;
+  const auto& metadata = context.client_metadata();
+  const auto it = metadata.find("authorization");
+  if (it != metadata.end()) {
+    const std::string value(it->second.data(), it->second.size());
+    if (absl::StartsWith(value, "Bearer ")) presented = value.substr(7);
+  }
+  const Token* match = nullptr;
+  for (const Token& token : tokens_) {  // no early exit: every token costs the same
+    if (ConstantTimeEquals(presented, token.secret) && match == nullptr) match = &token;
+  }
+  if (match == nullptr) {
+    const char* why = it == metadata.end() ? "no bearer token" : "wrong bearer token";
+    std::cerr << "traind: refused a call from " << peer << ": " << why << "\n";
+    return absl::UnauthenticatedError(absl::StrCat(
+        why, ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "
+             "(trainctl: --token-file or TRAINCTL_TOKEN_FILE)"));
+  }
+  return Caller{match->owner, true};
+}
+
+absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> AccessControl::AcquireWatch(
+    const Caller& caller) {
+  if (!caller.limited) return std::unique_ptr<WatchLease>();
+  absl::MutexLock lock(&mu_);
+  int& open = watchers_[caller.owner];
+  if (open >= limits_.max_watchers) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "watchers: '", caller.owner, "' already has ", open, " open watches; the limit is ",
+        limits_.max_watchers, " (traind --max-watchers-per-token)"));
+  }
+  ++open;
+  return std::make_unique<WatchLease>(this, caller.owner);
+}
+
+AccessControl::WatchLease::~WatchLease() {
+  absl::MutexLock lock(&access_->mu_);
+  if (--access_->watchers_[owner_] == 0) access_->watchers_.erase(owner_);
+}
+
+}  // namespace traind

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Remote access end to end: traind in a "server" network namespace, trainctl and the Python
+# example in a "laptop" one, joined by a veth pair — so every call crosses a real network
+# interface with TLS and bearer tokens, as it would from another machine.
+#   tests/remote/netns_test.sh BIN_DIR        (ctest runs it; exit 77 = skipped)
+# Needs root (CAP_NET_ADMIN) and iproute2; skips with the reason where namespaces can't be made.
+set -uo pipefail
+bin=$(cd "${1:?usage: netns_test.sh BIN_DIR}" && pwd)
+src=$(cd "$(dirname "$0")/../.." && pwd)
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+command -v ip >/dev/null || skip "no ip command (Debian: iproute2)"
+command -v openssl >/dev/null || skip "no openssl"
+
+tag=trn$$
+server_ns=${tag}s laptop_ns=${tag}l
+server_ip=10.99.0.1 laptop_ip=10.99.0.2 port=50051
+work=$(mktemp -d /tmp/traind-netns.XXXXXX)
+cleanup() {
+  [ -f "$work/traind.pid" ] && kill "$(cat "$work/traind.pid")" 2>/dev/null
+  sleep 0.2
+  ip netns del "$server_ns" 2>/dev/null
+  ip netns del "$laptop_ns" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add "$server_ns" 2>"$work/ns.err" || skip "cannot create network namespaces here: $(cat "$work/ns.err")"
+ip netns add "$laptop_ns" || skip "cannot create a second network namespace"
+ip link add "${tag}a" netns "$server_ns" type veth peer name "${tag}b" netns "$laptop_ns" \
+  || skip "cannot create a veth pair"
+ip -n "$server_ns" addr add "$server_ip/24" dev "${tag}a"
+ip -n "$laptop_ns" addr add "$laptop_ip/24" dev "${tag}b"
+for ns in "$server_ns" "$laptop_ns"; do
+  ip -n "$ns" link set lo up
+done
+ip -n "$server_ns" link set "${tag}a" up
+ip -n "$laptop_ns" link set "${tag}b" up
+
+failures=0
+pass() { echo "ok   - $*"; }
+fail() { echo "FAIL - $*"; failures=$((failures + 1)); }
+# expect CODE DESCRIPTION PATTERN -- COMMAND...: the exit code, and PATTERN in stdout+stderr.
+expect() {
+  local code=$1 what=$2 pattern=$3; shift 4
+  "$@" >"$work/out" 2>&1
+  local got=$?
+  if [ "$got" != "$code" ]; then
+    fail "$what: exit $got, expected $code"; sed 's/^/       /' "$work/out" | tail -5; return
+  fi
+  if [ -n "$pattern" ] && ! grep -Eq "$pattern" "$work/out"; then
+    fail "$what: output lacks /$pattern/"; sed 's/^/       /' "$work/out" | tail -5; return
+  fi
+  pass "$what"
+}
+on_server() { ip netns exec "$server_ns" "$@"; }
+on_laptop() { ip netns exec "$laptop_ns" env HOME="$work/home" XDG_CONFIG_HOME= "$@"; }
+
+# Certificates for the server's name and address, and a CA nobody should trust.
+"$src/deploy/make-certs.sh" -o "$work/certs" --no-localhost traind.test "$server_ip" >"$work/certs.log" 2>&1 \
+  || { cat "$work/certs.log"; echo "FAIL - make-certs.sh"; exit 1; }
+"$src/deploy/make-certs.sh" -o "$work/other" other.test >/dev/null 2>&1 || { echo "FAIL - second CA"; exit 1; }
+certs=$work/certs
+grep -q -- "--tls-cert $certs/server.pem\|--tls-cert '$certs/server.pem'" "$work/certs.log" \
+  && pass "make-certs.sh prints the traind command" || fail "make-certs.sh prints the traind command"
+
+expect 1 "plaintext TCP on a non-loopback address is refused at start" "needs TLS" -- \
+  on_server "$bin/traind" --state-dir "$work/refused" --listen "$server_ip:$port"
+
+on_server "$bin/traind" --state-dir "$work/state" --listen "$server_ip:$port" \
+  --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" \
+  --token-file "$certs/tokens.txt" --max-queued-per-token 2 >"$work/traind.log" 2>&1 &
+echo $! >"$work/traind.pid"
+
+tls=(--addr "$server_ip:$port" --tls-ca "$certs/ca.pem" --tls-cert "$certs/client.pem"
+     --tls-key "$certs/client.key")
+auth=("${tls[@]}" --token-file "$certs/token")
+for _ in $(seq 1 100); do on_laptop "$bin/trainctl" "${auth[@]}" devices >/dev/null 2>&1 && break; sleep 0.2; done
+
+expect 0 "devices over TLS with a token" "cpu" -- on_laptop "$bin/trainctl" "${auth[@]}" devices
+small=(--model lenet5 --dataset fashion-mnist --epochs 1 --limit-train 2000 --limit-test 500)
+id=$(on_laptop "$bin/trainctl" "${auth[@]}" submit "${small[@]}" 2>"$work/submit.err")
+[ -n "$id" ] && pass "submit over TLS with a token: job $id" || { fail "submit: $(cat "$work/submit.err")"; id=0; }
+expect 0 "watch over TLS with a token" "Test accuracy" -- on_laptop "$bin/trainctl" "${auth[@]}" watch "$id"
+expect 0 "the job records which token submitted it" '"owner": "token-1"' -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" show "$id" --output json
+
+echo "wrong-token-0123456789abcdef" >"$work/wrong-token"
+expect 3 "a wrong token is UNAUTHENTICATED (exit 3)" "wrong bearer token" -- \
+  on_laptop "$bin/trainctl" "${tls[@]}" --token-file "$work/wrong-token" list
+expect 3 "a missing token is UNAUTHENTICATED (exit 3)" "no bearer token" -- \
+  on_laptop "$bin/trainctl" "${tls[@]}" watch "$id"
+grep -q "refused a call from ipv4:$laptop_ip" "$work/traind.log" \
+  && pass "failed authentication logged with the peer address" \
+  || fail "failed authentication logged with the peer address"
+expect 3 "a plaintext client is refused" "cannot reach" -- \
+  on_laptop "$bin/trainctl" --addr "$server_ip:$port" --plaintext --token-file "$certs/token" list
+expect 3 "a client that does not trust the CA is refused" "cannot reach" -- \
+  on_laptop "$bin/trainctl" --addr "$server_ip:$port" --tls-ca "$work/other/ca.pem" \
+  --tls-cert "$certs/client.pem" --tls-key "$certs/client.key" --token-file "$certs/token" list
+expect 3 "a client without a client certificate is refused" "cannot reach" -- \
+  on_laptop "$bin/trainctl" --addr "$server_ip:$port" --tls-ca "$certs/ca.pem" \
+  --token-file "$certs/token" list
+mkdir -p "$work/elsewhere"
+expect 2 "a dataset outside the data roots is INVALID_ARGUMENT (exit 2)" "outside the daemon's data roots" -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" submit --model lenet5 --dataset fashion-mnist \
+  --data-dir "$work/elsewhere"
+expect 2 "a .. escape is INVALID_ARGUMENT" "outside the daemon's data roots" -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" submit --model lenet5 --dataset fashion-mnist \
+  --data-dir "/usr/share/datasets/fashion-mnist/../../../../tmp"
+
+# Limits: two queued jobs per token (traind --max-queued-per-token 2).
+on_laptop "$bin/trainctl" "${auth[@]}" pause >/dev/null
+q1=$(on_laptop "$bin/trainctl" "${auth[@]}" submit "${small[@]}")
+q2=$(on_laptop "$bin/trainctl" "${auth[@]}" submit "${small[@]}")
+expect 1 "a third queued job is RESOURCE_EXHAUSTED" "limit is 2" -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" submit "${small[@]}"
+on_laptop "$bin/trainctl" "${auth[@]}" cancel "$q1" "$q2" >/dev/null
+on_laptop "$bin/trainctl" "${auth[@]}" resume >/dev/null
+
+# The same connection from TRAINCTL_* variables, then from a named context.
+expect 0 "TRAINCTL_* variables" "$id" -- on_laptop env TRAINCTL_ADDR="$server_ip:$port" \
+  TRAINCTL_TLS_CA="$certs/ca.pem" TRAINCTL_TLS_CERT="$certs/client.pem" \
+  TRAINCTL_TLS_KEY="$certs/client.key" TRAINCTL_TOKEN_FILE="$certs/token" "$bin/trainctl" list
+expect 0 "context add" "saved" -- on_laptop "$bin/trainctl" context add lab "${auth[@]}"
+expect 0 "context list marks the current one" "^\* lab" -- on_laptop "$bin/trainctl" context list
+expect 0 "trainctl --context lab watch ID" "Test accuracy" -- \
+  on_laptop "$bin/trainctl" --context lab watch "$id"
+expect 0 "the current context applies without flags" "$id" -- on_laptop "$bin/trainctl" list
+expect 2 "an unknown context is a usage error" "no context named 'nope'" -- \
+  on_laptop "$bin/trainctl" --context nope list
+expect 0 "context remove" "removed" -- on_laptop "$bin/trainctl" context remove lab
+
+# A second language: the Python example, generated from proto/, submits and streams.
+if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
+  gen=$work/pygen
+  "$src/examples/python/generate.sh" "$gen" >/dev/null 2>&1 || fail "examples/python/generate.sh"
+  expect 0 "the Python example submits and streams over TLS" "SUCCEEDED" -- \
+    on_laptop env TRAINCTL_PYTHON_GEN="$gen" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
+    "${auth[@]}" --model mlp --dataset fashion-mnist --epochs 1 --limit-train 2000 --limit-test 500
+  expect 3 "the Python example with a wrong token gets UNAUTHENTICATED" "UNAUTHENTICATED" -- \
+    on_laptop env TRAINCTL_PYTHON_GEN="$gen" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
+    "${tls[@]}" --token-file "$work/wrong-token" --model mlp --epochs 1
+else
+  fail "the Python example: /usr/bin/python3 lacks grpc (deploy/install-deps.sh installs python3-grpcio)"
+fi
+
+echo "$failures failure(s)"
+[ "$failures" = 0 ]
