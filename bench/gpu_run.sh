@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Everything measured on the CUDA host, in one go (the host starts bare; see ../shared/GPU.md):
-# the CPU-vs-CUDA sweep and its report, matmul against torch.mm, and epoch times against the
-# Python reference on the GPU. Writes into OUT (default ./gpu-results).
+# the CPU-vs-CUDA sweep and its report, matmul against torch.mm, epoch times against the Python
+# reference for LeNet5/MLP (fashion-mnist) and for VGG16/ResNet-18 (fake data) on the GPU and on
+# the host's CPU. Writes into OUT (default ./gpu-results).
 #   bash .gpu/host-build.sh && BUILD_DIR=build-cuda bench/gpu_run.sh
+#   PARTS="conv cpu-conv" BUILD_DIR=build-cuda bench/gpu_run.sh      # only some parts
+# Parts: sweep matmul epoch conv cpu-conv (default: all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-results}; mkdir -p "$out"
+parts=" ${PARTS:-sweep matmul epoch conv cpu-conv} "
+has() { [[ "$parts" == *" $1 "* ]]; }
 export BUILD_DIR=${BUILD_DIR:-build-cuda}
 bin=$PWD/$BUILD_DIR/bin
 state=$(mktemp -d /tmp/traind-gpu.XXXXXX)
@@ -17,16 +22,50 @@ for _ in $(seq 1 100); do "$bin/trainctl" devices >/dev/null 2>&1 && break; slee
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$out/machine.txt"
 "$bin/trainctl" devices >>"$out/machine.txt"
 
-sweep=$("$bin/trainctl" sweep bench/gpu_sweep.yaml)
-time "$bin/trainctl" watch --sweep "$sweep" >"$out/sweep_watch.txt" 2>&1
-"$bin/trainctl" report "$sweep" --format markdown >"$out/sweep.md"
-"$bin/trainctl" report "$sweep" --format json >"$out/sweep.json"
-"$bin/trainctl" report "$sweep" --plot "$out/sweep.svg" >"$out/sweep.txt"
-cat "$out/sweep.txt"
+if has sweep; then
+  sweep=$("$bin/trainctl" sweep bench/gpu_sweep.yaml)
+  time "$bin/trainctl" watch --sweep "$sweep" >"$out/sweep_watch.txt" 2>&1
+  "$bin/trainctl" report "$sweep" --format markdown >"$out/sweep.md"
+  "$bin/trainctl" report "$sweep" --format json >"$out/sweep.json"
+  "$bin/trainctl" report "$sweep" --plot "$out/sweep.svg" >"$out/sweep.txt"
+  cat "$out/sweep.txt"
+fi
 
-DEVICE=cuda SIZE=10000 REPEAT=20 ROUNDS=3 bench/matmul.sh fp32 tf32 bf16 >"$out/matmul_cuda.md"
-DEVICE=cpu SIZE=4096 REPEAT=5 ROUNDS=1 bench/matmul.sh fp32 bf16 >"$out/matmul_cpu.md"
-cat "$out"/matmul_*.md
-DEVICE=cuda bench/epoch_time.sh 1 lenet5 mlp >"$out/epoch_cuda.md" 2>"$out/epoch_cuda.err"
-DEVICE=cpu bench/epoch_time.sh 1 lenet5 mlp >"$out/epoch_cpu.md" 2>"$out/epoch_cpu.err"
-cat "$out"/epoch_*.md
+if has matmul; then
+  DEVICE=cuda SIZE=10000 REPEAT=20 ROUNDS=3 bench/matmul.sh fp32 tf32 bf16 >"$out/matmul_cuda.md"
+  DEVICE=cpu SIZE=4096 REPEAT=5 ROUNDS=1 bench/matmul.sh fp32 bf16 >"$out/matmul_cpu.md"
+  cat "$out"/matmul_*.md
+fi
+
+if has epoch; then
+  DEVICE=cuda bench/epoch_time.sh 1 lenet5 mlp >"$out/epoch_cuda.md" 2>"$out/epoch_cuda.err"
+  DEVICE=cpu bench/epoch_time.sh 1 lenet5 mlp >"$out/epoch_cpu.md" 2>"$out/epoch_cpu.err"
+  cat "$out"/epoch_*.md
+fi
+
+# VGG16 and ResNet-18 on fake data, traind vs the reference, fp32 and bf16 (issue 7). One table;
+# each setup's rows come from its own bench/epoch_compare.sh run.
+conv_table() {  # device file setups...  (each setup: "model flags...")
+  local device=$1 file=$2; shift 2
+  local header=1
+  : >"$file"
+  for setup in "$@"; do
+    # shellcheck disable=SC2086
+    DEVICE=$device HEADER=$header RAW="$out/conv_raw_$device.txt" bench/epoch_compare.sh $setup \
+      >>"$file" 2>>"$out/conv_$device.err" || echo "FAILED: $setup" >>"$file"
+    header=0
+  done
+  cat "$file"
+}
+if has conv; then
+  ROUNDS=${CONV_ROUNDS:-3} EPOCHS=2 conv_table cuda "$out/conv_cuda.md" \
+    "vgg16 --dataset fake --image-size 32 --num-samples 12288 --batch-size 128" \
+    "vgg16 --dataset fake --image-size 224 --num-samples 1536 --batch-size 64" \
+    "resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256"
+fi
+if has cpu-conv; then
+  # Small sample counts: a few steps per epoch, so that each run takes seconds on 16 cores.
+  ROUNDS=${CPU_ROUNDS:-3} EPOCHS=${CPU_EPOCHS:-2} conv_table cpu "$out/conv_cpu.md" \
+    "vgg16 --dataset fake --image-size 32 --num-samples 512 --batch-size 128" \
+    "resnet18 --dataset fake --image-size 224 --num-samples 256 --batch-size 64"
+fi

@@ -33,6 +33,14 @@ class Context {
   bool json() const { return options_.output == "json"; }
   bool out_is_terminal() const { return out_is_terminal_; }
 
+  // The same options and connection, printing to `out`.
+  Context WithOutput(std::ostream& out, bool out_is_terminal) const {
+    Context copy(out, err_, out_is_terminal);
+    copy.options_ = options_;
+    copy.resolved_ = resolved_;
+    return copy;
+  }
+
   // Reads the context and the files the connection options name; called once after parsing.
   absl::Status ResolveConnection();
   // Where calls go (after ResolveConnection), for messages.

@@ -10,6 +10,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
+#include "common/status_macros.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace traind {
 
@@ -30,7 +32,19 @@ std::string Quote(const std::string& s) {
   return out + "\"";
 }
 
-void Emit(const YAML::Node& node, std::string* json) {
+// Job files are a few levels deep and a few KiB. The limits stop an alias that contains itself
+// (`a: &x [*x]`: endless recursion) and aliases of aliases (`b: [*a, *a, ...]`, `c: [*b, *b, ...]`:
+// exponential output) from exhausting the stack or the memory.
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxJsonBytes = 1 << 20;
+
+absl::Status Emit(const YAML::Node& node, int depth, std::string* json) {
+  if (depth > kMaxDepth) {
+    return absl::InvalidArgumentError(absl::StrCat("nested more than ", kMaxDepth, " levels deep"));
+  }
+  if (json->size() > kMaxJsonBytes) {
+    return absl::InvalidArgumentError("more than 1 MiB once its aliases are expanded");
+  }
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       *json += "{";
@@ -39,7 +53,7 @@ void Emit(const YAML::Node& node, std::string* json) {
         if (!first) *json += ",";
         first = false;
         *json += Quote(kv.first.as<std::string>()) + ":";
-        Emit(kv.second, json);
+        RETURN_IF_ERROR(Emit(kv.second, depth + 1, json));
       }
       *json += "}";
       break;
@@ -48,7 +62,7 @@ void Emit(const YAML::Node& node, std::string* json) {
       *json += "[";
       for (size_t i = 0; i < node.size(); ++i) {
         if (i) *json += ",";
-        Emit(node[i], json);
+        RETURN_IF_ERROR(Emit(node[i], depth + 1, json));
       }
       *json += "]";
       break;
@@ -69,6 +83,7 @@ void Emit(const YAML::Node& node, std::string* json) {
     default:
       *json += "null";
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -78,31 +93,85 @@ absl::Status YamlToJson(const std::string& yaml, std::string* json) {
     YAML::Node root = YAML::Load(yaml);
     if (!root.IsMap()) return absl::InvalidArgumentError("expected a mapping of JobSpec fields");
     json->clear();
-    Emit(root, json);
-    return absl::OkStatus();
+    return Emit(root, 0, json);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(e.what());
   }
 }
 
-absl::Status LoadJobFile(const std::string& path, trainer::v1::JobSpec* spec) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the job file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  const std::string trimmed(absl::StripLeadingAsciiWhitespace(text));
-  if (!absl::StartsWith(trimmed, "{")) {
-    std::string json;
-    if (absl::Status s = YamlToJson(text, &json); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
-    }
-    text = std::move(json);
+absl::Status ParseJobFile(const std::string& text, trainer::v1::JobSpec* spec) {
+  std::string json;
+  const std::string* input = &text;
+  if (!absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "{")) {
+    RETURN_IF_ERROR(YamlToJson(text, &json));
+    input = &json;
   }
-  if (absl::Status s = ParseJobSpecJson(text, spec); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", s.message()));
+  return ParseJobSpecJson(*input, spec);
+}
+
+absl::Status ParseSweepFile(const std::string& text, trainer::v1::SweepSpec* spec) {
+  std::string json;
+  try {  // conversions throw too: `grid: {device: [cpu, {a: b}]}` has a value that is no string
+    YAML::Node root = YAML::Load(text);
+    if (!root.IsMap()) return absl::InvalidArgumentError("expected a mapping");
+    // `grid: {field: [values]}` is friendlier to write than SweepSpec's list of axes.
+    if (root["grid"]) {
+      YAML::Node axes(YAML::NodeType::Sequence);
+      for (const auto& kv : root["grid"]) {
+        YAML::Node axis;
+        axis["field"] = kv.first.as<std::string>();
+        YAML::Node values(YAML::NodeType::Sequence);
+        if (kv.second.IsSequence()) {
+          for (const auto& v : kv.second) values.push_back(v.as<std::string>());
+        } else {
+          values.push_back(kv.second.as<std::string>());
+        }
+        axis["values"] = values;
+        axes.push_back(axis);
+      }
+      root.remove("grid");
+      root["axes"] = axes;
+    }
+    YAML::Emitter emitter;
+    emitter << YAML::DoubleQuoted << root;  // quoted: values reach SweepAxis as strings
+    RETURN_IF_ERROR(YamlToJson(emitter.c_str(), &json));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  google::protobuf::util::JsonParseOptions options;
+  auto status = google::protobuf::util::JsonStringToMessage(json, spec, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(std::string(status.message().data(), status.message().size()));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// The file's text, or INVALID_ARGUMENT naming the file and what it is ("job", "sweep").
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the ", what, " file"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+absl::Status NameFile(const std::string& path, const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", status.message()));
+}
+
+}  // namespace
+
+absl::Status LoadJobFile(const std::string& path, trainer::v1::JobSpec* spec) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, "job"));
+  return NameFile(path, ParseJobFile(text, spec));
+}
+
+absl::Status LoadSweepFile(const std::string& path, trainer::v1::SweepSpec* spec) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(path, "sweep"));
+  return NameFile(path, ParseSweepFile(text, spec));
 }
 
 }  // namespace traind

@@ -192,14 +192,14 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   }
   if (spec.has_debug()) {
     RETURN_IF_ERROR(OneOf("debug.crash_kind", spec.debug().crash_kind(),
-                          {"abort", "exit", "hang", "segfault"}));
+                          {"abort", "exit", "hang", "oom", "segfault"}));
     RETURN_IF_ERROR(NotNegative("debug.crash_at_step", spec.debug().crash_at_step()));
   }
   if (spec.cifar_stem() && spec.model() != "resnet18") {
     return absl::InvalidArgumentError("cifar_stem: only for model 'resnet18'");
   }
-  if (spec.epochs() > 100000) {
-    return absl::InvalidArgumentError("epochs: at most 100000");
+  if (spec.epochs() > kMaxEpochs) {
+    return absl::InvalidArgumentError(absl::StrCat("epochs: at most ", kMaxEpochs));
   }
   if (spec.batch_size() > (1 << 20)) {
     return absl::InvalidArgumentError("batch_size: at most 1048576");

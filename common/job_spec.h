@@ -25,6 +25,7 @@ inline constexpr double kDefaultLearningRate = 1e-3;
 inline constexpr char kDefaultOptimizer[] = "adam";
 inline constexpr unsigned kDefaultSeed = 123;
 inline constexpr int kDefaultLogEvery = 100;
+inline constexpr int kMaxEpochs = 100000;
 
 // Fills every unset field with its default. Leaves device and data_dir alone: those depend on the
 // daemon's machine and are resolved there.

@@ -5,6 +5,8 @@
 # unless OpenBLAS is installed (an MLP epoch: 18.9 s -> 0.74 s here, docs/benchmarks.md).
 # python3-grpcio, python3-protobuf: the Python client example (examples/python/, ~8 MB); its code
 # generator, grpc_python_plugin, comes with protobuf-compiler-grpc.
+# clang, libclang-rt-14-dev: the ASan/UBSan build deploy/test.sh runs and the fuzz targets
+# (libFuzzer), docs/testing.md.
 #   deploy/install-deps.sh [--with-bench]   (--with-bench adds Python PyTorch for bench/)
 set -euo pipefail
 
@@ -28,7 +30,7 @@ fi
 packages="build-essential cmake pkg-config ccache libtorch-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
 libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev dataset-fashion-mnist python3-grpcio python3-protobuf
-openssl iproute2"
+openssl iproute2 clang libclang-rt-14-dev"
 [ "$with_bench" = 1 ] && packages="$packages python3-torch"
 
 missing=""

@@ -1,9 +1,29 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds everything and runs every test through ctest.
+# Installs the dependencies, builds everything and runs every test through ctest. Then the code
+# without LibTorch again, with ASan + UBSan (clang) in build-asan/, and its tests: unit tests and
+# the fuzz corpus replayed (docs/testing.md). TRAIND_SKIP_SANITIZERS=1 skips that second part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
 start=$(date +%s)
 deploy/build.sh
 echo "test.sh: built in $(( $(date +%s) - start )) s"
-ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600
+status=0
+ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || status=$?
+
+if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
+  echo "test.sh: TRAIND_SKIP_SANITIZERS=1: no ASan/UBSan build"
+  exit $status
+fi
+start=$(date +%s)
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DTRAIND_SANITIZE=ON \
+  -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+cmake --build build-asan -j"${TRAIND_BUILD_JOBS:-2}"
+echo "test.sh: ASan/UBSan build in $(( $(date +%s) - start )) s"
+# UBSan stops at the first report (-fno-sanitize-recover); ASan reports leaks at exit (Linux:
+# macOS's ASan has no leak checker).
+asan=detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1
+[ "$(uname -s)" = Linux ] && asan="detect_leaks=1:$asan"
+ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || status=$?
+exit $status

@@ -23,7 +23,7 @@ absl::StatusOr<int64_t> ProbePeak(const trainer::v1::JobSpec& spec, const ModelI
                                   const torch::Device& device, int64_t batch_size,
                                   double* step_seconds) {
   ASSIGN_OR_RETURN(torch::nn::AnyModule model, CreateModel(spec, input));
-  model.ptr()->to(device);
+  PlaceModel(model, spec, device);
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec, model.ptr()->parameters()));
   TrainStep step(model, optimizer.get(), device, spec.amp(), 1, Augmentation{}, spec.seed());

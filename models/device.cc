@@ -192,7 +192,17 @@ int64_t AvailableMemory(const torch::Device& device) {
 bool IsOutOfMemoryMessage(const std::string& what) {
   return what.find("out of memory") != std::string::npos ||
          what.find("OutOfMemory") != std::string::npos ||
-         what.find("can't allocate memory") != std::string::npos;
+         what.find("can't allocate memory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos;
+}
+
+std::string ConfigureDevice(const torch::Device& device) {
+  if (!device.is_cuda()) return "";
+  at::Context& context = at::globalContext();
+  context.setBenchmarkCuDNN(true);
+  return absl::StrCat(device.str(), ": cuDNN autotuning on; TF32 ",
+                      context.allowTF32CuDNN() ? "on" : "off", " for convolutions, ",
+                      context.allowTF32CuBLAS() ? "on" : "off", " for matrix products");
 }
 
 void Synchronize(const torch::Device& device) {

@@ -38,6 +38,11 @@ int64_t AvailableMemory(const torch::Device& device);
 // Whether a LibTorch error message is an allocation failure (CUDA, MPS or CPU allocator).
 bool IsOutOfMemoryMessage(const std::string& what);
 
+// Library settings for a job on `device`. On CUDA: cuDNN autotuning (benchmark mode: the first
+// convolution of each shape times cuDNN's algorithms and keeps the fastest). Returns what is in
+// effect, TF32 switches included (left at LibTorch's defaults), or "" on other devices.
+std::string ConfigureDevice(const torch::Device& device);
+
 // Waits for all queued work on the device, so a clock read afterwards means something.
 void Synchronize(const torch::Device& device);
 

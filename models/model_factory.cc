@@ -43,4 +43,18 @@ absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spe
                                                  "'; allowed: ", absl::StrJoin(KnownModels(), ", ")));
 }
 
+bool UsesChannelsLast(const trainer::v1::JobSpec& spec, const torch::Device& device) {
+  return device.is_cuda() && (spec.model() == "vgg16" || spec.model() == "resnet18");
+}
+
+void PlaceModel(torch::nn::AnyModule& model, const trainer::v1::JobSpec& spec,
+                const torch::Device& device) {
+  model.ptr()->to(device);
+  if (!UsesChannelsLast(spec, device)) return;
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& p : model.ptr()->parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+}
+
 }  // namespace traind

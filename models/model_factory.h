@@ -26,6 +26,16 @@ int64_t ImageSizeFor(const trainer::v1::JobSpec& spec);
 absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spec,
                                                  const ModelInput& input);
 
+// Whether the model's 4-d weights are kept channels_last (NHWC) on `device`: the deep conv nets
+// (vgg16, resnet18) on CUDA, where cuDNN's tensor-core convolutions work in NHWC; convolutions
+// then take NCHW inputs and produce NHWC activations.
+bool UsesChannelsLast(const trainer::v1::JobSpec& spec, const torch::Device& device);
+
+// Moves the model to `device` and into the memory format UsesChannelsLast chooses. Call before
+// creating the optimizer.
+void PlaceModel(torch::nn::AnyModule& model, const trainer::v1::JobSpec& spec,
+                const torch::Device& device);
+
 }  // namespace traind
 
 #endif  // TRAIND_MODELS_MODEL_FACTORY_H_

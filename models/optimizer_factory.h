@@ -1,4 +1,5 @@
-// Creates the optimizer a JobSpec names (adam, adamw, sgd) over the given parameters.
+// Creates the optimizer a JobSpec names (adam, adamw, sgd) over the given parameters. On CUDA,
+// Adam and AdamW step with ATen's fused multi-tensor kernel (CreateFusedAdam).
 #ifndef TRAIND_MODELS_OPTIMIZER_FACTORY_H_
 #define TRAIND_MODELS_OPTIMIZER_FACTORY_H_
 
@@ -14,6 +15,18 @@ namespace traind {
 
 absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateOptimizer(
     const trainer::v1::JobSpec& spec, std::vector<torch::Tensor> parameters);
+
+// torch::optim::Adam (or AdamW when `decoupled`) whose step() updates every parameter of a group
+// at once with ATen's fused kernel (`_fused_adam_` / `_fused_adamw_`, what
+// torch.optim.Adam(fused=True) runs) when the parameters are on a CUDA device and this LibTorch
+// has the kernel (2.x); otherwise with the same per-tensor ops as torch::optim::Adam. The state
+// (step, exp_avg, exp_avg_sq) and the checkpoints are torch::optim::Adam's / AdamW's.
+std::unique_ptr<torch::optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters,
+                                                         double lr, double weight_decay,
+                                                         bool decoupled);
+
+// Whether CreateOptimizer uses the fused kernel for these parameters.
+bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters);
 
 }  // namespace traind
 

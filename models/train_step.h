@@ -29,6 +29,9 @@ class TrainStep {
   // Applies pending accumulated gradients (end of an epoch).
   void Flush();
 
+  // The augmentation's generator, saved in checkpoints so a resumed job draws the same crops.
+  torch::Generator& rng() { return rng_; }
+
  private:
   void ApplyGradients();
 

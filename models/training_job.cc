@@ -5,10 +5,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -80,23 +85,55 @@ double Accuracy(torch::nn::AnyModule& model, const Split& split, const torch::De
   return split.size() == 0 ? 0.0 : static_cast<double>(correct) / split.size();
 }
 
+// Where a training run stands; what a checkpoint records besides the model and optimizer.
+struct Progress {
+  int epoch = 1;           // the epoch to run next (or to continue)
+  int64_t batch = 0;       // batches of `epoch` already done
+  double loss_sum = 0;     // their summed loss
+  double epoch_seconds = 0;  // training time they took
+  int64_t global_step = 0;
+  double best_validation = -1;
+  int best_epoch = 0;
+};
+
+// Written to a temporary file, fsynced and renamed (and the directory fsynced), so a crash at any
+// moment leaves the previous checkpoint or the new one, never a torn file.
+absl::Status WriteDurably(const std::function<void(const std::string&)>& write,
+                          const std::string& path) {
+  const std::string temp = path + ".tmp";
+  write(temp);
+  const int fd = open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool synced = fd >= 0 && fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
 class JobRun {
  public:
   JobRun(const trainer::v1::WorkerRequest& request, const EventSink& emit,
-         const std::atomic<bool>& stop, torch::Device device)
+         const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device)
       : spec_(request.spec()), job_dir_(request.job_dir()), emit_(emit), stop_(stop),
+        suspend_(suspend), checkpoint_interval_(request.checkpoint_interval_seconds()),
         device_(device) {}
 
   absl::Status Run();
 
  private:
-  absl::Status Train(ImageDataset& data, int64_t batch_size);
+  absl::Status Train(ImageDataset& data, int64_t batch_size, const std::string& settings);
   absl::Status SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
-                              int epoch, double best_validation, int best_epoch);
-  // The first epoch to run: 1, or the one after the job's checkpoint (whose model, optimizer
-  // and best-validation record it restores).
-  absl::StatusOr<int> LoadCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
-                                     double* best_validation, int* best_epoch);
+                              TrainStep& step, const Progress& progress, int64_t batches,
+                              const std::string& why);
+  // Restores model, optimizer, RNG states and progress from the job's checkpoint, if it has one.
+  absl::StatusOr<Progress> LoadCheckpoint(torch::nn::AnyModule& model,
+                                          torch::optim::Optimizer& optimizer, TrainStep& step);
   void Emit(JobEvent event) {
     Stamp(&event);
     emit_(std::move(event));
@@ -120,6 +157,8 @@ class JobRun {
   const std::string job_dir_;
   const EventSink& emit_;
   const std::atomic<bool>& stop_;
+  const std::atomic<bool>* const suspend_;
+  const double checkpoint_interval_;
   const torch::Device device_;
   int64_t peak_current_ = 0;
   int64_t peak_driver_ = 0;
@@ -135,6 +174,7 @@ absl::Status JobRun::Run() {
     return absl::OkStatus();
   }
 
+  const std::string settings = ConfigureDevice(device_);
   ASSIGN_OR_RETURN(ImageDataset data, LoadImageDataset(spec_, ImageSizeFor(spec_)));
   if (spec_.device_resident() && !device_.is_cpu()) {
     for (Split* split : {&data.train, &data.validation, &data.test}) {
@@ -151,16 +191,23 @@ absl::Status JobRun::Run() {
     Log(choice.explanation);
     torch::manual_seed(spec_.seed());  // the search must not change the model's initialisation
   }
-  return Train(data, batch_size);
+  return Train(data, batch_size, settings);
 }
 
-absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
+absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size, const std::string& settings) {
   const auto start = Clock::now();
   const ModelInput input{data.channels, data.height, data.width, data.num_classes};
   ASSIGN_OR_RETURN(torch::nn::AnyModule model, CreateModel(spec_, input));
-  model.ptr()->to(device_);
+  PlaceModel(model, spec_, device_);
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
+  if (!settings.empty()) {
+    Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
+                     FusedAdamAvailable(model.ptr()->parameters()) &&
+                             (spec_.optimizer() == "adam" || spec_.optimizer() == "adamw")
+                         ? "; fused Adam"
+                         : ""));
+  }
   TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
                  Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()}, spec_.seed());
 
@@ -183,33 +230,63 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
                                                             data.train.images[0]));
   }
   const int epochs = spec_.epochs();
-  double best_validation = -1;
-  int best_epoch = 0;
-  int first_epoch = 1;
-  if (spec_.checkpoint_every() > 0) {
-    ASSIGN_OR_RETURN(first_epoch, LoadCheckpoint(model, *optimizer, &best_validation, &best_epoch));
+  // A CUDA-graph step keeps its optimizer state inside the graph, out of the optimizer's reach.
+  const bool checkpoints = !job_dir_.empty() && !graph_step;
+  Progress progress;
+  if (checkpoints) {
+    ASSIGN_OR_RETURN(progress, LoadCheckpoint(model, *optimizer, step));
   }
+  double& best_validation = progress.best_validation;
+  int& best_epoch = progress.best_epoch;
   // Profiles steps 1..N: step 0 pays one-time costs (allocations, kernel choices).
   StepProfiler profiler;
-  int64_t global_step = 0;
+  int64_t& global_step = progress.global_step;
   const int64_t profile_steps = spec_.profile_steps();
   const auto train_start = Clock::now();
-  for (int epoch = first_epoch; epoch <= epochs; ++epoch) {
+  auto last_checkpoint = Clock::now();
+  const int64_t accumulate = std::max(1, spec_.accumulate());
+  for (int epoch = progress.epoch; epoch <= epochs; ++epoch) {
+    const int64_t first_batch = epoch == progress.epoch ? progress.batch : 0;
     // One generator per epoch, derived from the seed, so a resumed job shuffles exactly as an
     // uninterrupted one would.
     torch::Generator shuffle_rng = at::detail::createCPUGenerator(spec_.seed() * 1000003 + epoch);
-    const auto epoch_start = Clock::now();
+    // A resumed epoch counts the training time it had before the interruption.
+    const auto epoch_start =
+        Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           first_batch > 0 ? progress.epoch_seconds : 0.0));
     auto window_start = Clock::now();
     int64_t window_batches = 0;
     torch::Tensor order = torch::randperm(data.train.size(), shuffle_rng).to(data.train.images.device());
     // Summed on the device: reading it every step would synchronise every step.
-    torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().device(device_));
-    for (int64_t batch = 0; batch < batches; ++batch) {
-      if (stop_.load(std::memory_order_relaxed)) return absl::CancelledError("cancelled");
+    torch::Tensor loss_sum = torch::full({}, first_batch > 0 ? progress.loss_sum : 0.0,
+                                         torch::TensorOptions().device(device_));
+    for (int64_t batch = first_batch; batch < batches; ++batch) {
+      // Checkpoints fall between optimizer steps, so no accumulated gradient is lost.
+      const bool suspending = suspend_ != nullptr && suspend_->load(std::memory_order_relaxed);
+      if (checkpoints && batch % accumulate == 0 && batch > first_batch &&
+          (suspending || (checkpoint_interval_ > 0 &&
+                          SecondsSince(last_checkpoint) >= checkpoint_interval_))) {
+        Synchronize(device_);
+        progress.epoch = epoch;
+        progress.batch = batch;
+        progress.loss_sum = loss_sum.item<double>();
+        progress.epoch_seconds = SecondsSince(epoch_start);
+        RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches,
+                                       suspending ? "before stopping" : "on schedule"));
+        last_checkpoint = Clock::now();
+        if (suspending) return absl::CancelledError("stopped after a checkpoint; it will resume");
+      }
+      if (stop_.load(std::memory_order_relaxed) && !(suspending && checkpoints)) {
+        return absl::CancelledError("cancelled");
+      }
       torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
       torch::Tensor images = data.train.images.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
       if (spec_.has_debug() && global_step == spec_.debug().crash_at_step()) {
+        if (spec_.debug().crash_kind() == "oom") {
+          // 1 PiB: more than any device has, so the allocator itself reports out of memory.
+          torch::empty({int64_t{1} << 50}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
+        }
         InjectFault(spec_.debug().crash_kind());
       }
       if (profile_steps > 0 && global_step == 1) profiler.Start();
@@ -280,8 +357,15 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
     summary->set_best_epoch(best_epoch);
     summary->set_elapsed_seconds(SecondsSince(train_start));
     Emit(std::move(event));
-    if (spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) {
-      RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, epoch, best_validation, best_epoch));
+    if (checkpoints && ((spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) ||
+                        (checkpoint_interval_ > 0 &&
+                         SecondsSince(last_checkpoint) >= checkpoint_interval_))) {
+      progress.epoch = epoch + 1;
+      progress.batch = 0;
+      progress.loss_sum = 0;
+      progress.epoch_seconds = 0;
+      RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches, ""));
+      last_checkpoint = Clock::now();
     }
   }
   const double training_seconds = SecondsSince(train_start);
@@ -300,67 +384,111 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size) {
   return absl::OkStatus();
 }
 
-// Written to a temporary file and renamed, so a crash never leaves a torn checkpoint.
 absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
-                                    int epoch, double best_validation, int best_epoch) {
-  if (job_dir_.empty()) return absl::OkStatus();
+                                    TrainStep& step, const Progress& progress, int64_t batches,
+                                    const std::string& why) {
   const std::string path = job_dir_ + "/checkpoint.pt";
-  const std::string temp = path + ".tmp";
-  torch::serialize::OutputArchive archive;
-  model.ptr()->save(archive);
-  torch::serialize::OutputArchive optimizer_archive;
-  optimizer.save(optimizer_archive);
-  archive.write("optimizer", optimizer_archive);
-  archive.write("epoch", torch::tensor(static_cast<int64_t>(epoch)));
-  archive.write("best_validation", torch::tensor(best_validation));
-  archive.write("best_epoch", torch::tensor(static_cast<int64_t>(best_epoch)));
-  archive.save_to(temp);
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", temp, " to ", path));
+  auto write = [&](const std::string& temp) {
+    torch::serialize::OutputArchive archive;
+    model.ptr()->save(archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer.save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.write("epoch", torch::tensor(static_cast<int64_t>(progress.epoch)));
+    archive.write("batch", torch::tensor(progress.batch));
+    archive.write("loss_sum", torch::tensor(progress.loss_sum, torch::kFloat64));
+    archive.write("epoch_seconds", torch::tensor(progress.epoch_seconds, torch::kFloat64));
+    archive.write("global_step", torch::tensor(progress.global_step));
+    archive.write("best_validation", torch::tensor(progress.best_validation, torch::kFloat64));
+    archive.write("best_epoch", torch::tensor(static_cast<int64_t>(progress.best_epoch)));
+    // Dropout and initialisation draw from the default generators, augmentation from the step's.
+    archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
+    if (!device_.is_cpu()) {
+      archive.write("rng_device", at::globalContext().defaultGenerator(device_).get_state());
+    }
+    archive.write("rng_augment", step.rng().get_state());
+    archive.save_to(temp);
+  };
+  RETURN_IF_ERROR(WriteDurably(write, path));
+  if (progress.batch == 0) {
+    Log(absl::StrCat("Checkpoint after epoch ", progress.epoch - 1, ": ", path));
+  } else {
+    Log(absl::StrCat("Checkpoint at epoch ", progress.epoch, ", batch ", progress.batch, "/",
+                     batches, why.empty() ? "" : " (" + why + ")", ": ", path));
   }
-  Log(absl::StrCat("Checkpoint after epoch ", epoch, ": ", path));
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
-                                           torch::optim::Optimizer& optimizer,
-                                           double* best_validation, int* best_epoch) {
+absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
+                                                torch::optim::Optimizer& optimizer,
+                                                TrainStep& step) {
+  Progress progress;
   const std::string path = job_dir_ + "/checkpoint.pt";
-  if (job_dir_.empty() || !std::filesystem::exists(path)) return 1;
+  if (!std::filesystem::exists(path)) return progress;
   torch::serialize::InputArchive archive;
   archive.load_from(path, device_);
   model.ptr()->load(archive);
   torch::serialize::InputArchive optimizer_archive;
   archive.read("optimizer", optimizer_archive);
   optimizer.load(optimizer_archive);
-  torch::Tensor epoch, best, best_at;
+  auto read = [&](const char* key, torch::Tensor* value) { return archive.try_read(key, *value); };
+  torch::Tensor epoch, batch, loss_sum, epoch_seconds, global_step, best, best_at, rng;
   archive.read("epoch", epoch);
   archive.read("best_validation", best);
   archive.read("best_epoch", best_at);
-  *best_validation = best.item<double>();
-  *best_epoch = static_cast<int>(best_at.item<int64_t>());
-  const int done = static_cast<int>(epoch.item<int64_t>());
-  Log(absl::StrCat("Resumed from the checkpoint after epoch ", done, ": ", path));
-  return done + 1;
+  progress.best_validation = best.item<double>();
+  progress.best_epoch = static_cast<int>(best_at.item<int64_t>());
+  if (read("batch", &batch)) {
+    progress.epoch = static_cast<int>(epoch.item<int64_t>());
+    progress.batch = batch.item<int64_t>();
+    if (read("loss_sum", &loss_sum)) progress.loss_sum = loss_sum.item<double>();
+    if (read("epoch_seconds", &epoch_seconds)) progress.epoch_seconds = epoch_seconds.item<double>();
+    if (read("global_step", &global_step)) progress.global_step = global_step.item<int64_t>();
+  } else {
+    progress.epoch = static_cast<int>(epoch.item<int64_t>()) + 1;  // the first format: epochs done
+  }
+  // Generator states are CPU byte tensors whatever device the archive was mapped to.
+  if (read("rng_cpu", &rng)) {
+    at::Generator cpu = at::detail::getDefaultCPUGenerator();  // a handle: same generator
+    cpu.set_state(rng.cpu());
+  }
+  if (!device_.is_cpu() && read("rng_device", &rng)) {
+    at::Generator generator = at::globalContext().defaultGenerator(device_);
+    generator.set_state(rng.cpu());
+  }
+  if (read("rng_augment", &rng)) step.rng().set_state(rng.cpu());
+  if (progress.batch == 0) {
+    Log(absl::StrCat("Resumed from the checkpoint after epoch ", progress.epoch - 1, ": ", path));
+  } else {
+    Log(absl::StrCat("Resumed from the checkpoint at epoch ", progress.epoch, ", batch ",
+                     progress.batch, ": ", path));
+  }
+  return progress;
 }
 
 }  // namespace
 
 absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const EventSink& emit,
-                            const std::atomic<bool>& stop) {
+                            const std::atomic<bool>& stop, const std::atomic<bool>* suspend) {
   const JobSpec& spec = request.spec();
   try {
     absl::StatusOr<torch::Device> device = ResolveDevice(spec.device());
     if (!device.ok()) return device.status();
-    absl::Status status = JobRun(request, emit, stop, *device).Run();
+    absl::Status status = JobRun(request, emit, stop, suspend, *device).Run();
     ReleaseCachedMemory(*device);
     return status;
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
     if (IsOutOfMemoryMessage(what)) {
+      std::string in_use;
+      if (absl::StatusOr<torch::Device> device = ResolveDevice(spec.device()); device.ok()) {
+        const MemoryReading memory = ReadMemory(*device);
+        in_use = absl::StrCat(" with ", memory.current_allocated >> 20, " MiB in use (",
+                              memory.driver_allocated >> 20, " MiB reserved)");
+      }
       return absl::ResourceExhaustedError(absl::StrCat("out of memory on ", spec.device(),
-                                                       " at batch size ", spec.batch_size(), ": ",
-                                                       what));
+                                                       " at batch size ", spec.batch_size(),
+                                                       in_use, ": ", what));
     }
     return absl::InternalError(absl::StrCat("LibTorch error: ", what));
   } catch (const std::exception& e) {

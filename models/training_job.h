@@ -17,9 +17,15 @@ namespace traind {
 using EventSink = std::function<void(trainer::v1::JobEvent)>;
 
 // `request.spec` must be validated with defaults applied and data_dir resolved. Returns CANCELLED
-// soon after `stop` becomes true (checked between batches).
+// soon after `stop` becomes true (checked between batches). When `suspend` is set too, a training
+// job first checkpoints where it stands (at the next optimizer step), so the next run of the job
+// resumes from there: that is how traind stops jobs when it shuts down.
+// Checkpoints (<job_dir>/checkpoint.pt: model, optimizer, RNG states, epoch and batch) are written
+// every spec.checkpoint_every epochs and every request.checkpoint_interval_seconds; a job whose
+// directory holds one resumes from it.
 absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const EventSink& emit,
-                            const std::atomic<bool>& stop);
+                            const std::atomic<bool>& stop,
+                            const std::atomic<bool>* suspend = nullptr);
 
 }  // namespace traind
 

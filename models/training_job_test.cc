@@ -3,6 +3,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "common/job_spec.h"
@@ -94,6 +95,64 @@ TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
   std::atomic<bool> stop{false};
   EXPECT_EQ(RunTrainingJob(Request(spec), [](JobEvent) {}, stop).code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// Stops a job mid-epoch the way traind's shutdown does (suspend + stop), then runs it again in the
+// same directory: it resumes at the checkpointed batch with the model, optimizer and generators
+// restored, and ends exactly where an uninterrupted run ends.
+TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) {
+  JobSpec spec = SmallSpec("lenet5");
+  spec.set_threads(1);  // bitwise-repeatable on the CPU
+  spec.set_random_crop_padding(2);  // the augmentation generator must be restored too
+  auto final_accuracy = [](const std::vector<JobEvent>& events) {
+    return events.back().has_final_result() ? events.back().final_result().test_accuracy() : -1;
+  };
+  std::atomic<bool> stop{false};
+  std::vector<JobEvent> whole;
+  ASSERT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { whole.push_back(e); }, stop).ok());
+
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("traind-resume-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  trainer::v1::WorkerRequest request = Request(spec);
+  request.set_job_dir(dir);
+  std::atomic<bool> suspend{false};
+  std::vector<JobEvent> first;
+  absl::Status interrupted = RunTrainingJob(
+      request,
+      [&](JobEvent e) {
+        // Mid-way through epoch 2: as if SIGUSR1 arrived.
+        if (e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 6) {
+          suspend = true;
+          stop = true;
+        }
+        first.push_back(std::move(e));
+      },
+      stop, &suspend);
+  EXPECT_TRUE(absl::IsCancelled(interrupted)) << interrupted;
+  bool checkpointed = false;
+  for (const JobEvent& e : first) {
+    checkpointed |= e.has_log() && e.log().text().find("Checkpoint at epoch 2, batch 7/18 (before "
+                                                         "stopping)") == 0;
+  }
+  EXPECT_TRUE(checkpointed);
+
+  stop = false;
+  suspend = false;
+  std::vector<JobEvent> second;
+  ASSERT_TRUE(RunTrainingJob(request, [&](JobEvent e) { second.push_back(e); }, stop, &suspend).ok());
+  ASSERT_FALSE(second.empty());
+  bool resumed = false;
+  int first_batch = -1;
+  for (const JobEvent& e : second) {
+    resumed |= e.has_log() && e.log().text().find("Resumed from the checkpoint at epoch 2, batch 7") == 0;
+    if (e.has_step() && first_batch < 0) first_batch = e.step().batch();
+  }
+  EXPECT_TRUE(resumed);
+  EXPECT_EQ(first_batch, 9) << "continues at batch 7 (the first step reported is 9: every 3rd)";
+  EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

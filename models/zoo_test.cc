@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "common/job_spec.h"
 #include "gtest/gtest.h"
@@ -195,6 +196,102 @@ TEST(ZooTest, OptimizerOptionsReachLibTorch) {
   spec.set_optimizer("rmsprop");
   EXPECT_EQ(CreateOptimizer(spec, model.ptr()->parameters()).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Six Adam (or AdamW) steps with LibTorch's optimizer or CreateFusedAdam (ATen's fused kernel on
+// CUDA) over a few parameters, one of them channels_last, whose gradients are fixed random
+// tensors (so the two cannot drift apart through the forward pass; the 4-d one arrives NCHW),
+// through a checkpoint of the optimizer after `save_at` steps when that is >= 0. Returns the
+// parameters.
+std::vector<torch::Tensor> AdamSteps(const torch::Device& device, bool fused, bool decoupled,
+                                     int save_at = -1) {
+  torch::manual_seed(3);
+  std::vector<torch::Tensor> parameters = {
+      torch::randn({8, 3, 3, 3}).to(device).contiguous(torch::MemoryFormat::ChannelsLast),
+      torch::randn({64, 32}).to(device), torch::randn({32}).to(device)};
+  for (auto& p : parameters) p.requires_grad_(true);
+  auto make = [&]() -> std::unique_ptr<torch::optim::Optimizer> {
+    const double lr = 1e-2, weight_decay = 1e-3;
+    if (fused) return CreateFusedAdam(parameters, lr, weight_decay, decoupled);
+    if (decoupled) {
+      return std::make_unique<torch::optim::AdamW>(
+          parameters, torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
+    }
+    return std::make_unique<torch::optim::Adam>(
+        parameters, torch::optim::AdamOptions(lr).weight_decay(weight_decay));
+  };
+  auto optimizer = make();
+  for (int i = 0; i < 6; ++i) {
+    if (i == save_at) {
+      torch::serialize::OutputArchive out;
+      optimizer->save(out);
+      std::stringstream bytes;
+      out.save_to(bytes);
+      optimizer = make();
+      torch::serialize::InputArchive in;
+      in.load_from(bytes);
+      optimizer->load(in);
+    }
+    optimizer->zero_grad();
+    torch::Generator rng = at::detail::createCPUGenerator(100 + i);
+    for (auto& p : parameters) {
+      p.mutable_grad() = (torch::randn(p.sizes(), rng) * 0.1).to(device);
+    }
+    optimizer->step();
+  }
+  std::vector<torch::Tensor> result;
+  for (const auto& p : parameters) result.push_back(p.detach().cpu());
+  return result;
+}
+
+// On CUDA this checks ATen's fused kernel against LibTorch's Adam; on the CPU the fallback.
+TEST(ZooTest, FusedAdamMatchesLibTorchAdamAndResumesFromACheckpoint) {
+  std::vector<torch::Device> devices = {torch::kCPU};
+  if (torch::cuda::is_available()) devices.push_back(torch::Device(torch::kCUDA, 0));
+  for (const torch::Device& device : devices) {
+    for (bool decoupled : {false, true}) {
+      const auto reference = AdamSteps(device, false, decoupled);
+      const auto fused = AdamSteps(device, true, decoupled);
+      const auto resumed = AdamSteps(device, true, decoupled, 3);
+      ASSERT_EQ(reference.size(), fused.size());
+      for (size_t i = 0; i < reference.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(fused[i], reference[i], 1e-5, 1e-6))
+            << device << " decoupled=" << decoupled << " parameter " << i;
+        EXPECT_TRUE(torch::allclose(resumed[i], fused[i], 1e-6, 1e-7))
+            << device << " decoupled=" << decoupled << " parameter " << i;
+      }
+    }
+  }
+  auto model = *CreateModel(Spec("mlp"), ModelInput{1, 28, 28, 10});
+  EXPECT_FALSE(FusedAdamAvailable(model.ptr()->parameters()));  // CPU parameters
+}
+
+TEST(ZooTest, ConvNetsTrainChannelsLastOnCuda) {
+  const torch::Device cuda(torch::kCUDA, 0);
+  EXPECT_TRUE(UsesChannelsLast(Spec("vgg16"), cuda));
+  EXPECT_TRUE(UsesChannelsLast(Spec("resnet18"), cuda));
+  EXPECT_FALSE(UsesChannelsLast(Spec("lenet5"), cuda));
+  EXPECT_FALSE(UsesChannelsLast(Spec("resnet18"), torch::kCPU));
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  JobSpec spec = Spec("resnet18");
+  spec.set_cifar_stem(true);
+  torch::manual_seed(2);
+  auto model = *CreateModel(spec, ModelInput{3, 32, 32, 10});
+  PlaceModel(model, spec, cuda);
+  for (const auto& p : model.ptr()->parameters()) {
+    if (p.dim() == 4) EXPECT_TRUE(p.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  }
+  auto optimizer = *CreateOptimizer(spec, model.ptr()->parameters());
+  TrainStep step(model, optimizer.get(), cuda, "bf16", 1, Augmentation{}, 1);
+  torch::Tensor images = torch::randn({16, 3, 32, 32}).to(cuda);
+  torch::Tensor labels = torch::randint(10, {16}).to(cuda);
+  const double first = step.Run(images, labels).item<double>();
+  double last = first;
+  for (int i = 0; i < 20; ++i) last = step.Run(images, labels).item<double>();
+  EXPECT_LT(last, first * 0.5);  // it memorises one batch
+  for (const auto& p : model.ptr()->parameters()) {
+    if (p.dim() == 4) EXPECT_TRUE(p.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  }
 }
 
 TEST(ZooTest, MatmulBenchmarkReportsRate) {

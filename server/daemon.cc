@@ -176,7 +176,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
-                         options.slots});
+                         options.slots, options.checkpoint_minutes * 60});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices), options.enable_fault_injection, DataRoots(options.data_roots));

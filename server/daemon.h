@@ -39,6 +39,7 @@ struct DaemonOptions {
   int max_request_bytes = 4 << 20;
   std::string worker_path;               // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
+  double checkpoint_minutes = 10;        // running jobs checkpoint at least this often; 0: off
   int executor_threads = 4;
   std::map<std::string, int> slots;      // jobs at once per device; default 1
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/job_spec.h"
+
 namespace traind {
 
 using trainer::v1::Job;
@@ -39,14 +41,20 @@ void ApplyEvent(const JobEvent& event, Job* job) {
     case JobEvent::kEpochSummary:
       {
         // Indexed by epoch: a job that resumes or starts over rewrites its epochs, never
-        // appends duplicates.
+        // appends duplicates. No job has more than kMaxEpochs: a larger epoch comes from a broken
+        // worker and would make the row gigabytes (2^31 - 1: 16 GiB), so it is not recorded.
         const int epoch = event.epoch_summary().epoch();
-        auto* times = result->mutable_epoch_seconds_no_eval();
-        while (times->size() < epoch) times->Add(0);
-        if (epoch > 0) times->Set(epoch - 1, event.epoch_summary().epoch_seconds_no_eval());
+        if (epoch > 0 && epoch <= kMaxEpochs) {
+          auto* times = result->mutable_epoch_seconds_no_eval();
+          while (times->size() < epoch) times->Add(0);
+          times->Set(epoch - 1, event.epoch_summary().epoch_seconds_no_eval());
+        }
       }
       result->set_best_validation_accuracy(event.epoch_summary().best_validation_accuracy());
       result->set_best_epoch(event.epoch_summary().best_epoch());
+      break;
+    case JobEvent::kCancelRequested:
+      job->set_cancel_requested(true);
       break;
     case JobEvent::kProfile:
       *result->mutable_top_operators() = event.profile().top_operators();

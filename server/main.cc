@@ -57,6 +57,12 @@ int main(int argc, char** argv) {
                  "Seconds between SIGTERM and SIGKILL when a running job is cancelled")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint-minutes", options.checkpoint_minutes,
+                 "Running training jobs checkpoint at least this often (model, optimizer, RNG, "
+                 "epoch and batch), so a crash costs at most this much work; 0: only where the "
+                 "job asks (--checkpoint-every)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   std::vector<std::string> slots;
   app.add_option("--slots", slots,
                  "Jobs at once on a device, e.g. --slots cpu=2 (repeatable; default 1 per device)");

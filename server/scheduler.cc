@@ -44,8 +44,13 @@ absl::Status Scheduler::Start() {
   while (true) {
     ASSIGN_OR_RETURN(std::optional<Job> orphan, store_->OldestInState(Job::RUNNING));
     if (!orphan.has_value()) break;
-    RETURN_IF_ERROR(Transition(orphan->id(), Job::QUEUED,
-                               "re-queued: the daemon stopped while it was running"));
+    if (orphan->cancel_requested()) {
+      RETURN_IF_ERROR(Transition(orphan->id(), Job::CANCELLED,
+                                 "cancelled by request (the daemon stopped before the worker did)"));
+    } else {
+      RETURN_IF_ERROR(Transition(orphan->id(), Job::QUEUED,
+                                 "re-queued: the daemon stopped while it was running"));
+    }
   }
   ASSIGN_OR_RETURN(std::string paused, store_->GetSetting(kPausedSetting));
   {
@@ -89,7 +94,8 @@ void Scheduler::Shutdown() {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
     for (auto& [id, running] : running_) {
-      if (running->worker != nullptr) running->worker->Terminate();
+      // Checkpoint, then stop: the job is re-queued and resumes when traind starts again.
+      if (running->worker != nullptr) running->worker->Suspend();
       running->kill_deadline = std::min(running->kill_deadline, absl::Now() + options_.cancel_grace);
     }
   }
@@ -113,6 +119,14 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
     if (it != running_.end() && !it->second->done) {
       Running& running = *it->second;
       if (!running.cancel_requested) {
+        // Durable before the worker hears of it or the caller is answered: a daemon that dies
+        // now still ends the job CANCELLED (Start) instead of running it again.
+        JobEvent request;
+        request.mutable_cancel_requested();
+        absl::Status recorded = Record(job_id, std::move(request), Job::RUNNING).status();
+        // FAILED_PRECONDITION: it ended just now (Supervise records the end before `done`).
+        if (absl::IsFailedPrecondition(recorded)) return store_->GetJob(job_id);
+        RETURN_IF_ERROR(recorded);
         running.cancel_requested = true;
         running.kill_deadline = absl::Now() + options_.cancel_grace;
         // No worker yet: Supervise stops it as soon as it starts.
@@ -236,6 +250,7 @@ void Scheduler::Supervise(Running* running) {
     return;
   }
   request.set_job_dir(job_dir);
+  request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
   absl::StatusOr<std::unique_ptr<WorkerProcess>> started =
       WorkerProcess::Start(options_.worker_path, request);
   if (!started.ok()) {

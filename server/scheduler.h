@@ -37,6 +37,7 @@ class Scheduler {
     std::string jobs_dir;                             // each job gets <jobs_dir>/<id>/
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL
     std::map<std::string, int> slots;                 // per device; absent: 1
+    double checkpoint_interval_seconds = 600;         // WorkerRequest's; 0: spec only
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown

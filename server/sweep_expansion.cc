@@ -9,6 +9,22 @@ namespace traind {
 using trainer::v1::JobSpec;
 
 absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& spec) {
+  // Counted before anything is copied, and without overflow: `total` is at most
+  // kMaxSweepMembers * INT_MAX when it is multiplied by `repeat`.
+  int64_t total = spec.configs().empty() ? 1 : spec.configs_size();
+  for (const auto& axis : spec.axes()) {
+    if (axis.values().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("axes: '", axis.field(), "' has no values"));
+    }
+    if (total > kMaxSweepMembers) break;
+    total *= axis.values_size();
+  }
+  const int repeat = spec.repeat() == 0 ? 1 : spec.repeat();
+  if (repeat < 0) return absl::InvalidArgumentError("repeat: must be 1 or more");
+  if (total > kMaxSweepMembers || total * repeat > kMaxSweepMembers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sweep may have at most ", kMaxSweepMembers, " jobs"));
+  }
   std::vector<JobSpec> configs;
   if (spec.configs().empty()) {
     configs.push_back(spec.base());
@@ -18,20 +34,6 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
       merged.MergeFrom(config);
       configs.push_back(std::move(merged));
     }
-  }
-  int64_t total = static_cast<int64_t>(configs.size());
-  for (const auto& axis : spec.axes()) {
-    if (axis.values().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("axes: '", axis.field(), "' has no values"));
-    }
-    total *= axis.values_size();
-    if (total > kMaxSweepMembers) break;
-  }
-  const int repeat = spec.repeat() == 0 ? 1 : spec.repeat();
-  if (repeat < 0) return absl::InvalidArgumentError("repeat: must be 1 or more");
-  if (total * repeat > kMaxSweepMembers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a sweep may have at most ", kMaxSweepMembers, " jobs"));
   }
   for (const auto& axis : spec.axes()) {
     std::vector<JobSpec> crossed;

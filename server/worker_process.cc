@@ -158,6 +158,10 @@ void WorkerProcess::Terminate() {
   if (!reaped_) kill(pid_, SIGTERM);
 }
 
+void WorkerProcess::Suspend() {
+  if (!reaped_) kill(pid_, SIGUSR1);
+}
+
 void WorkerProcess::Kill() {
   if (!reaped_) kill(pid_, SIGKILL);
 }

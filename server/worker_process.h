@@ -34,7 +34,8 @@ class WorkerProcess {
   // bytes that do not decode (then its process is killed).
   ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
 
-  void Terminate();  // SIGTERM: checkpoint and stop
+  void Terminate();  // SIGTERM: stop (a cancel)
+  void Suspend();    // SIGUSR1: checkpoint, then stop (shutdown)
   void Kill();       // SIGKILL
 
   struct Exit {

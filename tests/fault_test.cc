@@ -55,6 +55,18 @@ TEST_F(FaultTest, SegfaultAbortAndExitFailOnlyTheirJob) {
   EXPECT_EQ(events.back().state_change().state(), Job::FAILED);
 }
 
+// Promise 4: the device runs out of memory inside a job (a real allocation the allocator refuses).
+TEST_F(FaultTest, OutOfMemoryFailsTheJobWithResourceExhaustedAndTheQueueGoesOn) {
+  const int64_t oom = SubmitCrashing("oom");
+  const int64_t healthy = SubmitSmall();
+  Job job = WaitForState(oom, Job::FAILED);
+  const std::string& error = job.result().error();
+  EXPECT_NE(error.find("RESOURCE_EXHAUSTED: out of memory on cpu at batch size 128 with "),
+            std::string::npos) << error;
+  EXPECT_NE(error.find("MiB in use"), std::string::npos) << error;
+  WaitForState(healthy, Job::SUCCEEDED);
+}
+
 TEST_F(FaultTest, AHungWorkerIsKilledOnCancel) {
   const int64_t hung = SubmitCrashing("hang");
   WaitForState(hung, Job::RUNNING);

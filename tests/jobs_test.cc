@@ -149,7 +149,9 @@ TEST_F(JobsTest, ARestartedJobResumesFromItsCheckpoint) {
   Job job = WaitForState(id, Job::SUCCEEDED);
   EXPECT_EQ(job.result().epoch_seconds_no_eval_size(), 3);
   Result logs = Trainctl({"logs", std::to_string(id)});
-  EXPECT_NE(logs.out.find("Resumed from the checkpoint after epoch"), std::string::npos) << logs.out;
+  // The graceful stop made the worker checkpoint where it stood; the next run continued there.
+  EXPECT_NE(logs.out.find("(before stopping)"), std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("Resumed from the checkpoint at epoch"), std::string::npos) << logs.out;
   // Epoch 1 ran once: after the resume the log continues with a later epoch.
   int first_epoch_summaries = 0;
   for (const auto& e : Events(id)) {

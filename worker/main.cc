@@ -2,7 +2,8 @@
 // takes down only that job. Protocol (worker.proto): one length-delimited WorkerRequest on stdin;
 // length-delimited JobEvents on stdout; human-readable diagnostics on stderr.
 // Exit codes: 0 done (a FinalResult was sent), 1 the job failed (an ERROR LogLine says why),
-// 2 bad request, 3 cancelled. SIGTERM asks for a clean stop between batches.
+// 2 bad request, 3 cancelled or stopped. SIGTERM asks for a clean stop between batches (a
+// cancel); SIGUSR1 for a checkpoint first, then the stop (traind shutting down or gone).
 //   traind-worker --list-devices   prints a ListDevicesResponse (length-delimited) and exits.
 #include <signal.h>
 #ifdef __linux__
@@ -26,8 +27,13 @@
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_suspend{false};
 
 void OnTerminate(int) { g_stop.store(true); }
+void OnSuspend(int) {
+  g_suspend.store(true);
+  g_stop.store(true);  // for work that cannot checkpoint (benchmarks): stop
+}
 
 // LibTorch and its libraries may print to stdout; keep the event stream on a private descriptor
 // and point stdout at stderr.
@@ -52,14 +58,18 @@ int main(int argc, char** argv) {
   }
 
 #ifdef __linux__
-  // If traind dies (even kill -9), stop: a new traind re-queues the job and resumes it.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // If traind dies (even kill -9), checkpoint and stop: a new traind re-queues the job and it
+  // resumes from there.
+  prctl(PR_SET_PDEATHSIG, SIGUSR1);
   if (getppid() == 1) return 3;  // it died before we got here
 #endif
   struct sigaction action {};
   action.sa_handler = OnTerminate;
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  struct sigaction suspend {};
+  suspend.sa_handler = OnSuspend;
+  sigaction(SIGUSR1, &suspend, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   trainer::v1::WorkerRequest request;
@@ -76,7 +86,7 @@ int main(int argc, char** argv) {
         // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
         if (!pipe.Write(event)) g_stop.store(true);
       },
-      g_stop);
+      g_stop, &g_suspend);
   if (status.ok()) return 0;
   if (absl::IsCancelled(status)) return 3;
 

@@ -6,6 +6,13 @@ the reference benchmark scripts (rasbt's M1 CPU-vs-GPU scripts) write it. Prints
 last, one JSON line with the timings.
 
   train_reference.py --model lenet5 --epochs 1 [--loader dataloader|tensor] [--device cpu]
+  train_reference.py --model vgg16 --dataset fake --image-size 224 --num-samples 2048 \
+      --batch-size 64 --device cuda [--amp bf16]
+
+The models are written out here to match models/*.cc layer for layer (parameter counts are
+checked against traind's); `fake` data is made as traind's MakeFakeSplit makes it. Plain PyTorch
+defaults unless asked: --cudnn-benchmark, --channels-last, --fused-adam and --device-resident
+turn on what traind does on CUDA, for a like-for-like "tuned" loop.
 """
 import argparse
 import gzip
@@ -76,6 +83,120 @@ class MLP(nn.Module):
         return self.layers(x)
 
 
+class VGG16(nn.Module):
+    """vgg16_bn, as models/vgg16.cc: 13 conv3x3+BN+ReLU, adaptive pool to 7x7, 25088-4096-4096-N."""
+    config = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+
+    def __init__(self, in_channels=3, num_classes=10):
+        super().__init__()
+        layers, channels = [], in_channels
+        for width in self.config:
+            if width == "M":
+                layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+                continue
+            layers += [nn.Conv2d(channels, width, kernel_size=3, padding=1), nn.BatchNorm2d(width),
+                       nn.ReLU(inplace=True)]
+            channels = width
+        self.features = nn.Sequential(*layers)
+        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
+        self.classifier = nn.Sequential(
+            nn.Linear(512 * 7 * 7, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5),
+            nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5),
+            nn.Linear(4096, num_classes))
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+                nn.init.zeros_(m.bias)
+
+    def forward(self, x):
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, in_channels, out_channels, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(out_channels)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(out_channels)
+        self.downsample = None
+        if stride != 1 or in_channels != out_channels:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride, 0, bias=False),
+                nn.BatchNorm2d(out_channels))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        identity = self.downsample(x) if self.downsample is not None else x
+        return F.relu(out + identity)
+
+
+class ResNet18(nn.Module):
+    """As models/resnet18.cc: torchvision's topology; cifar_stem swaps the 7x7/2 stem and pool."""
+
+    def __init__(self, in_channels=3, num_classes=10, cifar_stem=False):
+        super().__init__()
+        if cifar_stem:
+            self.stem = nn.Sequential(nn.Conv2d(in_channels, 64, 3, 1, 1, bias=False),
+                                      nn.BatchNorm2d(64), nn.ReLU(inplace=True))
+        else:
+            self.stem = nn.Sequential(nn.Conv2d(in_channels, 64, 7, 2, 3, bias=False),
+                                      nn.BatchNorm2d(64), nn.ReLU(inplace=True),
+                                      nn.MaxPool2d(kernel_size=3, stride=2, padding=1))
+        blocks, channels = [], 64
+        for width in (64, 128, 256, 512):
+            stride = 1 if width == 64 else 2
+            blocks += [BasicBlock(channels, width, stride), BasicBlock(width, width, 1)]
+            channels = width
+        self.layers = nn.Sequential(*blocks)
+        self.fc = nn.Linear(512, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+    def forward(self, x):
+        x = F.adaptive_avg_pool2d(self.layers(self.stem(x)), (1, 1))
+        return self.fc(torch.flatten(x, 1))
+
+
+def fake_split(n, channels, size, classes, seed):
+    """models/dataset.cc MakeFakeSplit: uniform [0, 1) images, then labels, one seeded generator."""
+    generator = torch.Generator().manual_seed(seed)
+    images = torch.rand(n, channels, size, size, generator=generator)
+    labels = torch.randint(classes, (n,), generator=generator, dtype=torch.int64)
+    return images, labels
+
+
+def load_data(args):
+    """(x, y, x_test, y_test, in_channels, num_classes), preprocessed as traind does."""
+    if args.dataset == "fake":
+        n = min(args.num_samples, args.limit_train) if args.limit_train else args.num_samples
+        n_test = max(1, args.num_samples // 5)
+        x, y = fake_split(n, args.channels, args.image_size, args.classes, args.seed)
+        x_test, y_test = fake_split(n_test, args.channels, args.image_size, args.classes,
+                                    args.seed + 1)
+        normalize = lambda t: t.sub_(0.5).div_(0.5).contiguous()  # Normalize(0.5, 0.5)
+        return normalize(x), y, normalize(x_test), y_test, args.channels, args.classes
+    size = args.image_size or (32 if args.model == "lenet5" else 28)
+    x, y = load_split(args.data_dir, "train", args.limit_train, size)
+    x_test, y_test = load_split(args.data_dir, "t10k", 0, size)
+    return x, y, x_test, y_test, 1, 10
+
+
+def create_model(args, in_channels, num_classes, size):
+    if args.model == "lenet5":
+        return LeNet5(num_classes, in_channels)
+    if args.model == "mlp":
+        return MLP(in_channels * size * size, num_classes)
+    if args.model == "vgg16":
+        return VGG16(in_channels, num_classes)
+    return ResNet18(in_channels, num_classes, args.cifar_stem)
+
+
 def batches(x, y, batch_size, loader, shuffle, generator):
     if loader == "dataloader":
         dataset = torch.utils.data.TensorDataset(x, y)
@@ -83,19 +204,27 @@ def batches(x, y, batch_size, loader, shuffle, generator):
                                                drop_last=shuffle, generator=generator)
         return
     order = torch.randperm(len(y), generator=generator) if shuffle else torch.arange(len(y))
+    order = order.to(x.device)  # --device-resident: gather on the device
     n = len(y) // batch_size if shuffle else -(-len(y) // batch_size)
     for b in range(n):
         index = order[b * batch_size:(b + 1) * batch_size]
         yield x.index_select(0, index), y.index_select(0, index)
 
 
-def accuracy(model, x, y, device):
+def autocast(device, amp):
+    return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16,
+                          enabled=amp == "bf16")
+
+
+def accuracy(model, x, y, device, amp, batch_size):
     model.eval()
     correct = 0
+    step = min(batch_size, 256)  # as traind: at most 256 images per evaluation batch
     with torch.no_grad():
-        for begin in range(0, len(y), 256):
-            logits = model(x[begin:begin + 256].to(device))
-            correct += (logits.argmax(1).cpu() == y[begin:begin + 256]).sum().item()
+        for begin in range(0, len(y), step):
+            with autocast(device, amp):
+                logits = model(x[begin:begin + step].to(device))
+            correct += (logits.argmax(1).cpu() == y[begin:begin + step].cpu()).sum().item()
     model.train()
     return correct / len(y) * 100
 
@@ -107,10 +236,22 @@ def synchronize(device):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["lenet5", "mlp"], default="lenet5")
+    p.add_argument("--model", choices=["lenet5", "mlp", "vgg16", "resnet18"], default="lenet5")
+    p.add_argument("--dataset", choices=["fashion-mnist", "fake"], default="fashion-mnist")
+    p.add_argument("--image-size", type=int, default=0, help="fake: generate N x N (default 32)")
+    p.add_argument("--num-samples", type=int, default=1000, help="fake: training images")
+    p.add_argument("--channels", type=int, default=3, help="fake: image channels")
+    p.add_argument("--classes", type=int, default=10, help="fake: classes")
+    p.add_argument("--cifar-stem", action="store_true", help="resnet18: 3x3 stem, no max-pool")
+    p.add_argument("--amp", choices=["", "bf16"], default="", help="autocast to bf16")
+    p.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark")
+    p.add_argument("--channels-last", action="store_true", help="vgg16/resnet18 weights in NHWC")
+    p.add_argument("--fused-adam", action="store_true", help="torch.optim.Adam(fused=True)")
+    p.add_argument("--device-resident", action="store_true",
+                   help="training data on the device once (batches gathered there)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", "--learning-rate", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=123)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--device", default="cpu")
@@ -119,19 +260,27 @@ def main():
     p.add_argument("--data-dir", default=os.environ.get("FASHION_MNIST_DIR",
                                                         "/usr/share/datasets/fashion-mnist"))
     args = p.parse_args()
+    if args.dataset == "fake" and not args.image_size:
+        args.image_size = 32
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.cudnn_benchmark:
+        torch.backends.cudnn.benchmark = True
     torch.manual_seed(args.seed)
     start = time.time()
-    size = 32 if args.model == "lenet5" else 28
-    x, y = load_split(args.data_dir, "train", args.limit_train, size)
-    x_test, y_test = load_split(args.data_dir, "t10k", 0, size)
+    x, y, x_test, y_test, in_channels, num_classes = load_data(args)
     n_valid = len(y) // 10
     x_train, y_train = x[:len(y) - n_valid], y[:len(y) - n_valid]
     x_valid, y_valid = x[len(y) - n_valid:], y[len(y) - n_valid:]
     device = args.device
-    model = (LeNet5() if args.model == "lenet5" else MLP()).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    if args.device_resident:
+        x_train, y_train = x_train.to(device), y_train.to(device)
+        args.loader = "tensor"
+    model = create_model(args, in_channels, num_classes, x.shape[-1]).to(device)
+    if args.channels_last and args.model in ("vgg16", "resnet18"):
+        model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr,
+                                 **({"fused": True} if args.fused_adam else {}))
     generator = torch.Generator().manual_seed(args.seed)
     num_batches = len(y_train) // args.batch_size
     epoch_times = []
@@ -141,7 +290,8 @@ def main():
         for batch_idx, (features, targets) in enumerate(
                 batches(x_train, y_train, args.batch_size, args.loader, True, generator)):
             features, targets = features.to(device), targets.to(device)
-            loss = F.cross_entropy(model(features), targets)
+            with autocast(device, args.amp):
+                loss = F.cross_entropy(model(features), targets)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -151,17 +301,24 @@ def main():
         synchronize(device)
         epoch_times.append(time.time() - epoch_start)
         print(f"Time / epoch without evaluation: {epoch_times[-1] / 60:.2f} min")
-        train_acc = accuracy(model, x_train, y_train, device)
-        valid_acc = accuracy(model, x_valid, y_valid, device)
+        train_acc = accuracy(model, x_train, y_train, device, args.amp, args.batch_size)
+        valid_acc = accuracy(model, x_valid, y_valid, device, args.amp, args.batch_size)
         print(f"Epoch: {epoch+1:03d}/{args.epochs:03d} | Train: {train_acc:.2f}% | "
               f"Validation: {valid_acc:.2f}%")
     train_time = time.time() - train_start
-    test_acc = accuracy(model, x_test, y_test, device)
+    test_acc = accuracy(model, x_test, y_test, device, args.amp, args.batch_size)
     print(f"Total Training Time: {train_time / 60:.2f} min")
     print(f"Test accuracy {test_acc:.2f}%")
     print(f"Total Time: {(time.time() - start) / 60:.2f} min")
+    cuda = device.startswith("cuda")
     print(json.dumps({"epoch_seconds_no_eval": epoch_times, "test_accuracy": test_acc / 100,
-                      "threads": torch.get_num_threads(), "torch": torch.__version__}))
+                      "parameters": sum(p.numel() for p in model.parameters()),
+                      "train_images": len(y_train), "batches_per_epoch": num_batches,
+                      "amp": args.amp or "fp32", "threads": torch.get_num_threads(),
+                      "cudnn_benchmark": torch.backends.cudnn.benchmark,
+                      "tf32_conv": torch.backends.cudnn.allow_tf32 if cuda else None,
+                      "tf32_matmul": torch.backends.cuda.matmul.allow_tf32 if cuda else None,
+                      "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

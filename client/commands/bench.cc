@@ -66,8 +66,7 @@ int RunBench(Context& ctx, const std::string& kind, const BenchFlags& flags) {
   if (!ctx.json()) ctx.err() << "bench: job " << job.id() << " queued\n";
   // Follow quietly (or visibly with --watch), then print the result.
   std::ostringstream sink;
-  Context quiet(flags.watch ? ctx.out() : sink, ctx.err(), false);
-  quiet.options() = ctx.options();
+  Context quiet = ctx.WithOutput(flags.watch ? ctx.out() : sink, /*out_is_terminal=*/false);
   quiet.options().output = "table";
   const int watched = WatchJob(quiet, job.id(), 0);
   if (watched == kExitUnreachable || watched == kExitUsage) return watched;

@@ -2,11 +2,8 @@
 // Every flag takes a comma-separated list; a list of two or more values becomes an axis of the
 // grid. A sweep file (YAML/JSON: base, grid, configs, repeat, name) maps onto SweepSpec. Prints
 // the sweep id (or the Sweep as JSON); members are ordinary jobs, exclusive by default.
-#include <fstream>
 #include <filesystem>
-#include <sstream>
-
-#include <yaml-cpp/yaml.h>
+#include <map>
 
 #include "absl/strings/str_split.h"
 #include "client/commands/commands.h"
@@ -14,7 +11,6 @@
 #include "client/job_file.h"
 #include "client/rpc.h"
 #include "common/spec_fields.h"
-#include "google/protobuf/util/json_util.h"
 
 namespace traind {
 
@@ -46,52 +42,6 @@ struct SweepFlags {
   bool watch = false;
   CLI::App* cmd = nullptr;
 };
-
-absl::Status LoadSweepFile(const std::string& path, trainer::v1::SweepSpec* spec) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(path + ": cannot read the sweep file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  // `grid: {field: [values]}` is friendlier to write than SweepSpec's list of axes.
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(path + ": " + e.what());
-  }
-  if (!root.IsMap()) return absl::InvalidArgumentError(path + ": expected a mapping");
-  if (root["grid"]) {
-    YAML::Node axes(YAML::NodeType::Sequence);
-    for (const auto& kv : root["grid"]) {
-      YAML::Node axis;
-      axis["field"] = kv.first.as<std::string>();
-      YAML::Node values(YAML::NodeType::Sequence);
-      if (kv.second.IsSequence()) {
-        for (const auto& v : kv.second) values.push_back(v.as<std::string>());
-      } else {
-        values.push_back(kv.second.as<std::string>());
-      }
-      axis["values"] = values;
-      axes.push_back(axis);
-    }
-    root.remove("grid");
-    root["axes"] = axes;
-  }
-  YAML::Emitter emitter;
-  emitter << YAML::DoubleQuoted << root;  // quoted: values reach SweepAxis as strings
-  std::string json;
-  if (absl::Status s = YamlToJson(emitter.c_str(), &json); !s.ok()) {
-    return absl::InvalidArgumentError(path + ": " + std::string(s.message()));
-  }
-  google::protobuf::util::JsonParseOptions options;
-  auto status = google::protobuf::util::JsonStringToMessage(json, spec, options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        path + ": " + std::string(status.message().data(), status.message().size()));
-  }
-  return absl::OkStatus();
-}
 
 int RunSweep(Context& ctx, const SweepFlags& flags) {
   trainer::v1::SubmitSweepRequest request;
