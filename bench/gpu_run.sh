@@ -5,7 +5,10 @@
 # the host's CPU. Writes into OUT (default ./gpu-results).
 #   bash .gpu/host-build.sh && BUILD_DIR=build-cuda bench/gpu_run.sh
 #   PARTS="conv cpu-conv" BUILD_DIR=build-cuda bench/gpu_run.sh      # only some parts
-# Parts: sweep matmul epoch conv cpu-conv (default: all).
+# Parts: sweep matmul epoch conv cpu-conv (default: all). On the H200 `conv` takes about 5-6
+# minutes per setup at 3 rounds (18 runs of 15-20 s: process start, data, cuDNN autotuning, two
+# epochs and their evaluation), more than one 10-minute device command holds for all three: run
+# the setups one per command with bench/epoch_compare.sh, or lower CONV_ROUNDS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-results}; mkdir -p "$out"

@@ -8,6 +8,10 @@ client whose output nobody reads, so its stream backs up) and a stream of submis
 0.2 s, queued behind the job). Reports the median epoch time of each and their ratio, and checks
 that every live watcher received the job's events 1..last_seq exactly.
 
+The clients would be on other machines; here they share one, so they are pinned to the second
+half of the CPUs and traind (with its workers) to the first half, and what the slowdown measures is
+the daemon's own work — fan-out, catch-up reads, submissions — next to the training it serves.
+
   bench/watch_load.py --bin build/bin [--rounds 3] [--watchers 50] [--log-every 5]
 Prints a markdown table; exit 1 if a watcher missed or duplicated an event.
 """
@@ -35,8 +39,14 @@ def main():
     env = dict(os.environ, TRAINCTL_ADDR=f"unix:{state}/traind.sock",
                TRAINCTL_CONFIG=os.path.join(state, "none.toml"))
     log = open(os.path.join(state, "traind.log"), "wb")
+    cpus = sorted(os.sched_getaffinity(0))
+    half = max(1, len(cpus) // 2)
+    daemon_cpus, client_cpus = set(cpus[:half]), set(cpus[half:] or cpus)
     daemon = subprocess.Popen([os.path.join(bin_dir, "traind"), "--state-dir", state],
-                              stdout=log, stderr=log)
+                              stdout=log, stderr=log,
+                              preexec_fn=lambda: os.sched_setaffinity(0, daemon_cpus))
+    os.sched_setaffinity(0, client_cpus)  # this script and every client it starts
+    print(f"traind on CPUs {sorted(daemon_cpus)}, clients on {sorted(client_cpus)}", file=sys.stderr)
 
     def trainctl(*a, **kw):
         return subprocess.run([os.path.join(bin_dir, "trainctl"), *a], env=env,
