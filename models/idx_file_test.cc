@@ -3,11 +3,12 @@
 #include <zlib.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "models/temp_dir_for_tests.h"
 
 namespace traind {
 namespace {
@@ -26,7 +27,7 @@ std::string Header(uint8_t ndims, std::initializer_list<uint32_t> dims) {
 class IdxFileTest : public ::testing::Test {
  protected:
   std::string Write(const std::string& name, const std::string& bytes, bool gzip) {
-    const std::string path = (dir_ / name).string();
+    const std::string path = *dir_ / name;
     if (gzip) {
       gzFile f = gzopen(path.c_str(), "wb");
       gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
@@ -36,14 +37,9 @@ class IdxFileTest : public ::testing::Test {
     }
     return path;
   }
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("idx_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  void SetUp() override { dir_ = std::make_unique<TempDirForTests>(); }
+  void TearDown() override { dir_.reset(); }
+  std::unique_ptr<TempDirForTests> dir_;
 };
 
 TEST_F(IdxFileTest, ReadsPlainAndGzip) {
@@ -86,10 +82,10 @@ TEST_F(IdxFileTest, CorruptGzipIsAnError) {
 
 TEST_F(IdxFileTest, FindPrefersPlainThenGzip) {
   Write("train-labels-idx1-ubyte.gz", Header(1, {1}) + "x", true);
-  auto found = FindIdxFile(dir_.string(), "train-labels-idx1-ubyte");
+  auto found = FindIdxFile(dir_->path(), "train-labels-idx1-ubyte");
   ASSERT_TRUE(found.ok());
-  EXPECT_EQ(*found, (dir_ / "train-labels-idx1-ubyte.gz").string());
-  EXPECT_EQ(FindIdxFile(dir_.string(), "t10k-labels-idx1-ubyte").status().code(),
+  EXPECT_EQ(*found, *dir_ / "train-labels-idx1-ubyte.gz");
+  EXPECT_EQ(FindIdxFile(dir_->path(), "t10k-labels-idx1-ubyte").status().code(),
             absl::StatusCode::kNotFound);
 }
 

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -108,7 +107,7 @@ absl::Status WriteDurably(const std::function<void(const std::string&)>& write,
   if (!synced || std::rename(temp.c_str(), path.c_str()) != 0) {
     return absl::InternalError(absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
   }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const std::string dir = path.substr(0, path.rfind('/') + 1);
   if (const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
     fsync(dir_fd);
     close(dir_fd);
@@ -424,7 +423,7 @@ absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
                                                 TrainStep& step) {
   Progress progress;
   const std::string path = job_dir_ + "/checkpoint.pt";
-  if (!std::filesystem::exists(path)) return progress;
+  if (access(path.c_str(), F_OK) != 0) return progress;
   torch::serialize::InputArchive archive;
   archive.load_from(path, device_);
   model.ptr()->load(archive);

@@ -3,12 +3,12 @@
 
 #include <sys/stat.h>
 
-#include <filesystem>
 #include <vector>
 
 #include "common/job_spec.h"
 #include "common/paths.h"
 #include "gtest/gtest.h"
+#include "models/temp_dir_for_tests.h"
 
 namespace traind {
 namespace {
@@ -111,10 +111,8 @@ TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) 
   std::vector<JobEvent> whole;
   ASSERT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { whole.push_back(e); }, stop).ok());
 
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("traind-resume-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  TempDirForTests temp;
+  const std::string& dir = temp.path();
   trainer::v1::WorkerRequest request = Request(spec);
   request.set_job_dir(dir);
   std::atomic<bool> suspend{false};
@@ -152,7 +150,6 @@ TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) 
   EXPECT_TRUE(resumed);
   EXPECT_EQ(first_batch, 9) << "continues at batch 7 (the first step reported is 9: every 3rd)";
   EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

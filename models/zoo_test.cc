@@ -1,12 +1,13 @@
 // Shapes and behaviour of every model, dataset loader and loop option, on small inputs.
 #include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "common/job_spec.h"
 #include "gtest/gtest.h"
+#include "models/temp_dir_for_tests.h"
 #include "models/augment.h"
 #include "models/benchmarks.h"
 #include "models/dataset.h"
@@ -86,8 +87,8 @@ TEST(ZooTest, FakeDataIsDeterministicAndShaped) {
 }
 
 TEST(ZooTest, Cifar10BinaryBatches) {
-  const std::string dir = "/tmp/cifar_test_" + std::to_string(getpid());
-  std::filesystem::create_directories(dir);
+  TempDirForTests temp;
+  const std::string& dir = temp.path();
   auto write = [&](const std::string& name, int records, int cut) {
     std::string bytes;
     for (int r = 0; r < records; ++r) {
@@ -112,7 +113,6 @@ TEST(ZooTest, Cifar10BinaryBatches) {
   auto bad = LoadImageDataset(spec, 0);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(bad.status().message().find(dir + "/data_batch_2.bin"), std::string::npos);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ZooTest, AugmentationKeepsShapesAndIsSeeded) {
