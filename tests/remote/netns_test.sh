@@ -66,7 +66,8 @@ grep -q -- "--tls-cert $certs/server.pem\|--tls-cert '$certs/server.pem'" "$work
 expect 1 "plaintext TCP on a non-loopback address is refused at start" "needs TLS" -- \
   on_server "$bin/traind" --state-dir "$work/refused" --listen "$server_ip:$port"
 
-on_server "$bin/traind" --state-dir "$work/state" --listen "$server_ip:$port" \
+# Not through on_server: $! must be traind itself (ip netns exec execs it), for the cleanup.
+ip netns exec "$server_ns" "$bin/traind" --state-dir "$work/state" --listen "$server_ip:$port" \
   --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" \
   --token-file "$certs/tokens.txt" --max-queued-per-token 2 >"$work/traind.log" 2>&1 &
 echo $! >"$work/traind.pid"
