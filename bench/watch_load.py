@@ -1,16 +1,17 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Load: does watching a job slow it down, and does every watcher see every event?
 
 Side by side in one run, alternating so machine noise hits both alike: the same training job
 (LeNet5 on Fashion-MNIST, one epoch, a step event every `--log-every` batches) with no watchers,
-and with `--watchers` concurrent `trainctl watch -o json` clients plus one stalled watcher (a
-client whose output nobody reads, so its stream backs up) and a stream of submissions (one every
-0.2 s, queued behind the job). Reports the median epoch time of each and their ratio, and checks
-that every live watcher received the job's events 1..last_seq exactly.
+and with `--watchers` concurrent WatchJob streams plus one stalled stream (opened and never read,
+so gRPC flow control backs it up) and a stream of submissions (one every `--submit-every` s,
+queued behind the job). Reports the median epoch time of each, their ratio, traind's own CPU
+time during each run, and checks that every live watcher received the job's events
+1..last_seq exactly.
 
-The clients would be on other machines; here they share one, so they are pinned to the second
-half of the CPUs and traind (with its workers) to the first half, and what the slowdown measures is
-the daemon's own work — fan-out, catch-up reads, submissions — next to the training it serves.
+The clients would be on other machines; here they share one, so they are one Python process
+(threads on gRPC streams, generated from proto/ by examples/python/generate.sh; Debian's
+python3-grpcio) pinned to the second half of the CPUs, and traind with its workers to the first.
 
   bench/watch_load.py --bin build/bin [--rounds 3] [--watchers 50] [--log-every 5]
 Prints a markdown table; exit 1 if a watcher missed or duplicated an event.
@@ -25,6 +26,21 @@ import tempfile
 import threading
 import time
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+GEN = tempfile.mkdtemp(prefix="traind-load-gen.")
+subprocess.run([os.path.join(HERE, "..", "examples", "python", "generate.sh"), GEN], check=True,
+               stdout=subprocess.DEVNULL)
+sys.path.insert(0, GEN)
+import grpc  # noqa: E402
+from trainer.v1 import trainer_pb2 as pb  # noqa: E402
+from trainer.v1 import trainer_pb2_grpc as pb_grpc  # noqa: E402
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -33,6 +49,8 @@ def main():
     parser.add_argument("--watchers", type=int, default=50)
     parser.add_argument("--log-every", type=int, default=5)
     parser.add_argument("--model", default="lenet5")
+    parser.add_argument("--submit-every", type=float, default=0.2,
+                        help="seconds between submissions while loaded; 0: none")
     args = parser.parse_args()
     bin_dir = os.path.abspath(args.bin)
     state = tempfile.mkdtemp(prefix="traind-load.")
@@ -57,41 +75,46 @@ def main():
             break
         time.sleep(0.1)
 
+    channel = grpc.insecure_channel(f"unix:{state}/traind.sock")
+    stub = pb_grpc.TrainerStub(channel)
+
     def train_once(loaded):
         job = trainctl("submit", "--model", args.model, "--dataset", "fashion-mnist", "--epochs",
                        "1", "--log-every", str(args.log_every)).stdout.strip()
         watchers, stalled, submitter, stop = [], None, None, threading.Event()
+        seen = []
+        cpu_before = cpu_seconds(daemon.pid)
         if loaded:
-            watchers = [subprocess.Popen([os.path.join(bin_dir, "trainctl"), "watch", job, "-o",
-                                          "json"], env=env, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, text=True)
-                        for _ in range(args.watchers)]
-            # Nobody reads this one's stdout: once the pipe is full its stream stalls.
-            stalled = subprocess.Popen([os.path.join(bin_dir, "trainctl"), "watch", job, "-o",
-                                        "json"], env=env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL)
+            def watch(index):
+                for event in stub.WatchJob(pb.WatchJobRequest(id=int(job))):
+                    seen[index].append(event.seq)
+            seen = [[] for _ in range(args.watchers)]
+            watchers = [threading.Thread(target=watch, args=(i,)) for i in range(args.watchers)]
+            for w in watchers:
+                w.start()
+            # Opened and never read: flow control backs it up once its window is full.
+            stalled = stub.WatchJob(pb.WatchJobRequest(id=int(job)))
 
             def submit_stream():
+                spec = pb.JobSpec(model="mlp", dataset="fashion-mnist", epochs=1, limit_train=100)
                 while not stop.is_set():
-                    trainctl("submit", "--model", "mlp", "--dataset", "fashion-mnist",
-                             "--after", job, "--epochs", "1", "--limit-train", "100")
-                    stop.wait(0.2)
-            submitter = threading.Thread(target=submit_stream)
-            submitter.start()
+                    stub.SubmitJob(pb.SubmitJobRequest(spec=spec, after=[int(job)]))
+                    stop.wait(args.submit_every)
+            if args.submit_every > 0:
+                submitter = threading.Thread(target=submit_stream)
+                submitter.start()
         trainctl("watch", job)  # until it ends
         stop.set()
         if submitter:
             submitter.join()
+        daemon_cpu = cpu_seconds(daemon.pid) - cpu_before
         shown = json.loads(trainctl("show", job, "-o", "json").stdout)
         last_seq = int(shown["lastSeq"])
-        complete = 0
         for w in watchers:
-            out, _ = w.communicate(timeout=120)
-            seqs = [int(json.loads(l)["seq"]) for l in out.splitlines() if l.startswith("{")]
-            complete += seqs == list(range(1, last_seq + 1))
+            w.join(timeout=120)
+        complete = sum(s == list(range(1, last_seq + 1)) for s in seen)
         if stalled:
-            stalled.kill()
-            stalled.wait()
+            stalled.cancel()
         # The queued submissions depend on this job; clear them before the next round.
         queued = json.loads(trainctl("list", "--state", "queued", "--all", "-o", "json").stdout)
         ids = [j["id"] for j in queued.get("jobs", [])]
@@ -99,29 +122,36 @@ def main():
             trainctl("cancel", *ids)
         trainctl("drain")
         trainctl("resume")
-        return shown["result"]["epochSecondsNoEval"][0], complete, len(watchers), last_seq
+        return shown["result"]["epochSecondsNoEval"][0], complete, len(watchers), last_seq, daemon_cpu
 
     quiet, loaded, misses = [], [], 0
+    quiet_cpu, loaded_cpu = [], []
     events = 0
     try:
         for r in range(args.rounds):
-            seconds, _, _, _ = train_once(False)
+            seconds, _, _, _, cpu = train_once(False)
             quiet.append(seconds)
-            seconds, complete, total, events = train_once(True)
+            quiet_cpu.append(cpu)
+            seconds, complete, total, events, cpu = train_once(True)
             loaded.append(seconds)
+            loaded_cpu.append(cpu)
             misses += total - complete
-            print(f"round {r + 1}: no watchers {quiet[-1]:.2f} s, {total} watchers {seconds:.2f} s, "
+            print(f"round {r + 1}: no watchers {quiet[-1]:.2f} s (traind CPU {quiet_cpu[-1]:.2f} s), "
+                  f"{total} watchers {seconds:.2f} s (traind CPU {cpu:.2f} s), "
                   f"{complete}/{total} watchers saw all {events} events", file=sys.stderr)
     finally:
         daemon.terminate()
         daemon.wait()
-        subprocess.run(["rm", "-rf", state])
+        subprocess.run(["rm", "-rf", state, GEN])
     q, l = statistics.median(quiet), statistics.median(loaded)
-    print("| job | events | epoch s, no watchers | epoch s, %d watchers + 1 stalled + submissions |"
-          " slowdown | watchers that missed an event |" % args.watchers)
-    print("|---|---|---|---|---|---|")
+    load = f"{args.watchers} watchers + 1 stalled" + (
+        f" + a submission every {args.submit_every} s" if args.submit_every > 0 else "")
+    print(f"| job | events | epoch s, alone | epoch s, {load} | slowdown | traind CPU s, alone "
+          f"/ loaded | watchers that missed an event |")
+    print("|---|---|---|---|---|---|---|")
     print(f"| {args.model} 1 epoch, log every {args.log_every} | {events} | {q:.2f} | {l:.2f} | "
-          f"{(l / q - 1) * 100:+.1f}% | {misses} of {args.watchers * args.rounds} |")
+          f"{(l / q - 1) * 100:+.1f}% | {statistics.median(quiet_cpu):.2f} / "
+          f"{statistics.median(loaded_cpu):.2f} | {misses} of {args.watchers * args.rounds} |")
     sys.exit(1 if misses else 0)
 
 

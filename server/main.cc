@@ -6,10 +6,14 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "common/paths.h"
 #include "server/daemon.h"
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built with mutex deadlock detection on, which records every lock
+  // acquisition in a graph (it showed in profiles of the watch fan-out); the tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   traind::DaemonOptions options;
   options.state_dir = traind::DefaultStateDir();
   double cancel_grace_seconds = 10;
