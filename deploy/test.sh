@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds everything and runs every test through ctest. Then the code
 # without LibTorch again, with ASan + UBSan (clang) in build-asan/, and its tests: unit tests and
-# the fuzz corpus replayed (docs/testing.md). TRAIND_SKIP_SANITIZERS=1 skips that second part.
+# the fuzz corpus replayed (docs/testing.md). TRAIND_SKIP_SANITIZERS=1 skips that second part;
+# TRAIND_SANITIZE_INTEGRATION=1 adds tests/ to it (the sanitized daemon with build/'s worker).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
@@ -16,8 +17,10 @@ if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
   exit $status
 fi
 start=$(date +%s)
+worker=""
+[ "${TRAIND_SANITIZE_INTEGRATION:-0}" = 1 ] && worker=$PWD/build/bin/traind-worker
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DTRAIND_SANITIZE=ON \
-  -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++ -DTRAIND_WORKER="$worker" >/dev/null
 cmake --build build-asan -j"${TRAIND_BUILD_JOBS:-2}"
 echo "test.sh: ASan/UBSan build in $(( $(date +%s) - start )) s"
 # UBSan stops at the first report (-fno-sanitize-recover); ASan reports leaks at exit (Linux:
