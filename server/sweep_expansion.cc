@@ -1,5 +1,7 @@
 #include "server/sweep_expansion.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
@@ -24,6 +26,17 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
   if (total > kMaxSweepMembers || total * repeat > kMaxSweepMembers) {
     return absl::InvalidArgumentError(
         absl::StrCat("a sweep may have at most ", kMaxSweepMembers, " jobs"));
+  }
+  // A large base (a 3 MB name, say) times thousands of members would be gigabytes of copies.
+  size_t largest_config = 0;
+  for (const JobSpec& config : spec.configs()) {
+    largest_config = std::max(largest_config, config.ByteSizeLong());
+  }
+  const int64_t member_bytes = static_cast<int64_t>(spec.base().ByteSizeLong() + largest_config);
+  if (member_bytes * total * repeat > kMaxSweepBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a sweep's members may take at most ", kMaxSweepBytes >> 20, " MiB: ", total * repeat,
+        " members of up to ", member_bytes, " bytes each"));
   }
   std::vector<JobSpec> configs;
   if (spec.configs().empty()) {

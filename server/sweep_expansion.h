@@ -13,6 +13,8 @@
 namespace traind {
 
 inline constexpr int kMaxSweepMembers = 10000;
+// Every member is a copy of the base (and its config): the expansion may hold at most this much.
+inline constexpr int64_t kMaxSweepBytes = int64_t{64} << 20;
 
 absl::StatusOr<std::vector<trainer::v1::JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& spec);
 

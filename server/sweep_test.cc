@@ -74,6 +74,18 @@ TEST(SweepExpansionTest, BadAxesNameTheField) {
   EXPECT_EQ(ExpandSweep(spec).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SweepExpansionTest, MembersMayNotMultiplyALargeBaseIntoGigabytes) {
+  SweepSpec spec = Grid();
+  spec.mutable_base()->set_name(std::string(4 << 20, 'x'));  // 16 members of 4 MiB each
+  absl::StatusOr<std::vector<trainer::v1::JobSpec>> members = ExpandSweep(spec);
+  EXPECT_EQ(members.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(members.status().message().find("at most 64 MiB: 16 members"), std::string::npos)
+      << members.status();
+  spec.set_repeat(1);
+  spec.mutable_base()->set_name(std::string(1 << 20, 'x'));  // 8 members of 1 MiB: fine
+  EXPECT_TRUE(ExpandSweep(spec).ok());
+}
+
 Job Finished(int64_t id, const std::string& model, const std::string& device, double seconds,
              double accuracy) {
   Job job;
