@@ -1,7 +1,5 @@
 #include "client/connection.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <grpcpp/support/client_interceptor.h>
 
@@ -16,18 +14,9 @@ namespace traind {
 namespace {
 
 absl::StatusOr<std::string> ReadFile(const std::string& option, const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(option, ": cannot read '", path, "'"));
-  }
-  return content.str();
-}
-
-bool IsLoopbackTarget(const std::string& addr) {
-  return absl::StartsWith(addr, "127.") || absl::StartsWith(addr, "localhost:") ||
-         absl::StartsWith(addr, "[::1]:");
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(option, ": ", text.status().message()));
+  return text;
 }
 
 // Adds `authorization: Bearer <token>` to every call. An interceptor rather than call
@@ -102,7 +91,7 @@ absl::StatusOr<ResolvedConnection> ResolveConnection(const ConnectionOptions& op
   // TCP is TLS unless asked otherwise; loopback without TLS material defaults to plaintext,
   // which is the only place traind serves it.
   resolved.tls = !unix_socket && !merged.plaintext &&
-                 (tls_material || !IsLoopbackTarget(resolved.addr));
+                 (tls_material || !IsLoopbackAddress(resolved.addr));
   if (!merged.tls_ca.empty()) {
     ASSIGN_OR_RETURN(resolved.root_certs, ReadFile("tls-ca", merged.tls_ca));
   }

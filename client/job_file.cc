@@ -1,7 +1,5 @@
 #include "client/job_file.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
+#include "common/paths.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -150,11 +149,9 @@ namespace {
 
 // The file's text, or INVALID_ARGUMENT naming the file and what it is ("job", "sweep").
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the ", what, " file"));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the ", what, " file"));
+  return text;
 }
 
 absl::Status NameFile(const std::string& path, const absl::Status& status) {

@@ -3,9 +3,14 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace traind {
 
@@ -36,6 +41,22 @@ std::string DefaultFashionMnistDir() {
 std::string ToGrpcTarget(const std::string& address) {
   if (absl::StartsWith(address, "/")) return "unix:" + address;
   return address;
+}
+
+bool IsLoopbackAddress(const std::string& host_port) {
+  return absl::StartsWith(host_port, "127.") || absl::StartsWith(host_port, "localhost:") ||
+         absl::StartsWith(host_port, "[::1]:");
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read '", path, "': ", std::strerror(errno)));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace traind

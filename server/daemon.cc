@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <iostream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
@@ -56,20 +54,13 @@ absl::StatusOr<int> LockStateDir(const std::string& dir) {
   return fd;
 }
 
-bool IsLoopback(const std::string& host_port) {
-  return absl::StartsWith(host_port, "127.") || absl::StartsWith(host_port, "localhost:") ||
-         absl::StartsWith(host_port, "[::1]:");
-}
-
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream pem;
-  pem << in.rdbuf();
-  if (!in || pem.str().find("-----BEGIN") == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": cannot read a PEM file at '", path, "'"));
+  absl::StatusOr<std::string> pem = ReadTextFile(path);
+  if (!pem.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
+  if (pem->find("-----BEGIN") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": '", path, "' is not a PEM file"));
   }
-  return pem.str();
+  return pem;
 }
 
 // Asks traind-worker which devices this machine has; the daemon itself never loads LibTorch.
@@ -140,7 +131,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   }
   for (const std::string& address : options.listen) {
     if (absl::StartsWith(address, "unix:")) continue;
-    if (!tls && !(options.allow_insecure_tcp && IsLoopback(address))) {
+    if (!tls && !(options.allow_insecure_tcp && IsLoopbackAddress(address))) {
       return absl::InvalidArgumentError(absl::StrCat(
           "listen: ", address,
           ": TCP needs TLS (--tls-cert, --tls-key) and --token-file; plaintext TCP is allowed "
