@@ -17,7 +17,10 @@
 #   EPOCHS       epochs per run, default 2. With 2 or more the time is the mean of epochs 2..N: the
 #                first epoch pays one-time costs on both sides (CUDA context and kernel loading,
 #                cuDNN autotuning, the caching allocator's first allocations). EPOCHS=1: epoch 1.
-#   AMPS         precisions, default "fp32 bf16" on cuda, "fp32" elsewhere
+#   AMPS         precisions, default "fp32 bf16" on cuda, "fp32" elsewhere. fp32 is LibTorch's and
+#                PyTorch's default (on CUDA: TF32 convolutions, fp32 matrix products); fp32-strict
+#                adds --tf32 off (no TF32 anywhere), tf32 adds --tf32 on; bf16 and fp16 autocast.
+#                Speedups are over fp32, and over fp32-strict too when it was run.
 #   TRAIND_FLAGS traind-only flags, default on cuda "--device-resident"
 #   REF_FLAGS    reference-only flags, default "--loader tensor" (batches gathered by index from
 #                tensors on the host, copied per batch: the plain loop without a DataLoader)
@@ -63,8 +66,18 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "—"; else printf "%.2fx", a / b }'; }
 secs() { awk -v a="$1" 'BEGIN { if (a == "") print "—"; else printf "%.3f", a }'; }
 
+# The flags, on both sides, that select a precision.
+precision_flags() {
+  case $1 in
+    fp32) ;;
+    fp32-strict) echo "--tf32 off" ;;
+    tf32) echo "--tf32 on" ;;
+    *) echo "--amp $1" ;;
+  esac
+}
+
 run_traind() {  # amp -> seconds per epoch on stdout
-  local amp_flag=(); [ "$1" != fp32 ] && amp_flag=(--amp "$1")
+  local amp_flag=(); read -r -a amp_flag <<<"$(precision_flags "$1")"
   local id json
   id=$("$bin/trainctl" submit --model "$model" --device "$device" --epochs "$epochs" \
        "${flags[@]}" "${traind_flags[@]}" "${thread_flag[@]}" "${amp_flag[@]}")
@@ -82,7 +95,7 @@ run_traind() {  # amp -> seconds per epoch on stdout
 
 run_ref() {  # amp, extra flags... -> seconds per epoch on stdout
   local amp=$1; shift
-  local amp_flag=(); [ "$amp" != fp32 ] && amp_flag=(--amp "$amp")
+  local amp_flag=(); read -r -a amp_flag <<<"$(precision_flags "$amp")"
   local out times
   out=$("$python" bench/reference/train_reference.py --model "$model" --device "$device" \
         --epochs "$epochs" "${flags[@]}" "${thread_flag[@]}" "${amp_flag[@]}" "$@" | tail -1)
@@ -107,18 +120,20 @@ steps=$("$python" -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["batch
 read -r batches images torch_version <<<"$steps"
 echo "model $model ($setup): $images training images, $batches steps per epoch, torch $torch_version, $rounds rounds, epochs $epochs" >&2
 if [ "${HEADER:-1}" != 0 ]; then
-  echo "| model | setup | steps/epoch | device | precision | traind s/epoch | reference s/epoch | tuned reference s/epoch | traind speedup vs reference | vs tuned reference | traind bf16 speedup over traind fp32 | reference bf16 over reference fp32 | tuned bf16 over tuned fp32 |"
-  echo "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| model | setup | steps/epoch | device | precision | traind s/epoch | reference s/epoch | tuned reference s/epoch | traind speedup vs reference | vs tuned reference | traind speedup over traind fp32 | reference over reference fp32 | tuned over tuned fp32 | traind over traind fp32-strict |"
+  echo "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 fi
-fp32_ours=""; fp32_ref=""; fp32_tuned=""
+fp32_ours=""; fp32_ref=""; fp32_tuned=""; strict_ours=""
 if [ -f "$state/ours_fp32" ]; then
   fp32_ours=$(median <"$state/ours_fp32"); fp32_ref=$(median <"$state/ref_fp32"); fp32_tuned=$(median <"$state/tuned_fp32")
 fi
+[ -f "$state/ours_fp32-strict" ] && strict_ours=$(median <"$state/ours_fp32-strict")
 for amp in "${amps[@]}"; do
   ours=$(median <"$state/ours_$amp"); ref=$(median <"$state/ref_$amp"); tuned=$(median <"$state/tuned_$amp")
   if [ "$amp" = fp32 ]; then amp_ours="—"; amp_ref="—"; amp_tuned="—"
   else amp_ours=$(ratio "$fp32_ours" "$ours"); amp_ref=$(ratio "$fp32_ref" "$ref"); amp_tuned=$(ratio "$fp32_tuned" "$tuned"); fi
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$setup" "$batches" \
+  over_strict="—"; [ "$amp" != fp32-strict ] && over_strict=$(ratio "$strict_ours" "$ours")
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$model" "$setup" "$batches" \
     "$device" "$amp" "$(secs "$ours")" "$(secs "$ref")" "$(secs "$tuned")" "$(ratio "$ref" "$ours")" \
-    "$(ratio "$tuned" "$ours")" "$amp_ours" "$amp_ref" "$amp_tuned"
+    "$(ratio "$tuned" "$ours")" "$amp_ours" "$amp_ref" "$amp_tuned" "$over_strict"
 done

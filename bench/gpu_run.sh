@@ -5,7 +5,9 @@
 # the host's CPU. Writes into OUT (default ./gpu-results).
 #   bash .gpu/host-build.sh && BUILD_DIR=build-cuda bench/gpu_run.sh
 #   PARTS="conv cpu-conv" BUILD_DIR=build-cuda bench/gpu_run.sh      # only some parts
-# Parts: sweep matmul epoch conv cpu-conv (default: all). On the H200 `conv` takes about 5-6
+# Parts: sweep matmul epoch conv cpu-conv (default: all), and on request: precision (VGG16 224 px
+# and ResNet-18 in strict fp32, PyTorch's default fp32 and bf16: PRECISION_SETUPS picks), profile
+# (the tuned reference's kernels by device time per step in each precision). On the H200 `conv` takes about 5-6
 # minutes per setup at 3 rounds (18 runs of 15-20 s: process start, data, cuDNN autotuning, two
 # epochs and their evaluation), more than one 10-minute device command holds for all three: run
 # the setups one per command with bench/epoch_compare.sh, or lower CONV_ROUNDS.
@@ -65,6 +67,40 @@ if has conv; then
     "vgg16 --dataset fake --image-size 32 --num-samples 12288 --batch-size 128" \
     "vgg16 --dataset fake --image-size 224 --num-samples 1536 --batch-size 64" \
     "resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256"
+fi
+if has precision; then
+  # What bf16 gains over each fp32: PyTorch's default (TF32 convolutions) and strict fp32.
+  setups=${PRECISION_SETUPS:-resnet18 vgg16}
+  file="$out/precision_cuda.md"; header=1; : >"$file"
+  for model in $setups; do
+    case $model in
+      vgg16) setup="vgg16 --dataset fake --image-size 224 --num-samples 1536 --batch-size 64" ;;
+      resnet18) setup="resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256" ;;
+    esac
+    # shellcheck disable=SC2086
+    DEVICE=cuda AMPS="fp32-strict fp32 bf16" ROUNDS=${PRECISION_ROUNDS:-2} EPOCHS=2 HEADER=$header \
+      RAW="$out/precision_raw.txt" bench/epoch_compare.sh $setup >>"$file" 2>>"$out/precision.err" \
+      || echo "FAILED: $setup" >>"$file"
+    header=0
+  done
+  cat "$file"
+fi
+if has profile; then
+  # Where a step's device time goes, per precision: the tuned reference runs the kernels traind
+  # runs (same torch, cuDNN autotuning, channels_last, fused Adam, data on the GPU).
+  python=$(command -v python3)
+  for run in "vgg16 --image-size 224 --num-samples 704 --batch-size 64" \
+             "resnet18 --image-size 224 --num-samples 2816 --batch-size 256"; do
+    for precision in "--tf32 off" "" "--amp bf16"; do
+      # shellcheck disable=SC2086
+      echo "== $run $precision" >>"$out/profile_cuda.txt"
+      # shellcheck disable=SC2086
+      "$python" bench/reference/train_reference.py --device cuda --dataset fake --epochs 1 \
+        --cudnn-benchmark --channels-last --fused-adam --device-resident --profile-steps 5 \
+        --model $run $precision 2>&1 | grep -v '^Epoch' >>"$out/profile_cuda.txt"
+    done
+  done
+  cat "$out/profile_cuda.txt"
 fi
 if has cpu-conv; then
   # Small sample counts: a few steps per epoch, so that each run takes seconds on 16 cores.

@@ -31,6 +31,9 @@ void AddSpecFlags(CLI::App* app, SpecFlags* f, bool training) {
   app->add_option("--classes", f->classes, "fake: classes (default 10)");
   app->add_flag("--cifar-stem", f->cifar_stem, "resnet18: 3x3 stem without max-pool");
   app->add_option("--amp", f->amp, "Mixed precision: bf16 | fp16 (autocast)");
+  app->add_option("--tf32", f->tf32,
+                  "CUDA fp32 math: on (TF32 for convolutions and matrix products) | off (strict "
+                  "fp32); default: LibTorch's (TF32 convolutions only)");
   app->add_option("--threads", f->threads, "Intra-op CPU threads of the worker");
   app->add_flag("--device-resident", f->device_resident,
                 "Copy the whole dataset to the device once");
@@ -67,6 +70,7 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
   if (Given(f, "--optimizer")) spec->set_optimizer(f.optimizer);
   if (Given(f, "--name")) spec->set_name(f.name);
   if (Given(f, "--amp")) spec->set_amp(f.amp);
+  if (Given(f, "--tf32")) spec->set_tf32(f.tf32);
   if (Given(f, "--epochs")) spec->set_epochs(f.epochs);
   if (Given(f, "--batch-size")) {
     int batch_size = 0;

@@ -13,7 +13,7 @@
 namespace traind {
 
 struct SpecFlags {
-  std::string model, dataset, data_dir, device, optimizer, name, amp, batch_size;
+  std::string model, dataset, data_dir, device, optimizer, name, amp, tf32, batch_size;
   int epochs = 0, limit_train = 0, limit_test = 0, log_every = 0, threads = 0, accumulate = 0,
       eval_every = 0, checkpoint_every = 0, image_size = 0, num_samples = 0, channels = 0,
       classes = 0, random_crop = 0, profile_steps = 0;

@@ -164,6 +164,14 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.has_classes()) status.Update(Positive("classes", spec.classes()));
   if (!status.ok()) return status;
   if (!spec.amp().empty()) RETURN_IF_ERROR(OneOf("amp", spec.amp(), KnownAmpModes()));
+  if (!spec.tf32().empty()) {
+    RETURN_IF_ERROR(OneOf("tf32", spec.tf32(), {"off", "on"}));
+    // "off" is how the CPU computes anyway; "on" asks for hardware only CUDA has.
+    if (spec.tf32() == "on" && (spec.device() == "cpu" || spec.device() == "mps")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tf32: on needs a cuda device, not ", spec.device()));
+    }
+  }
   if (spec.has_profile_steps()) RETURN_IF_ERROR(Positive("profile_steps", spec.profile_steps()));
   if (spec.has_benchmark()) RETURN_IF_ERROR(ValidateBenchmark(spec));
   if (spec.image_size() > 1024) return absl::InvalidArgumentError("image_size: at most 1024");

@@ -196,10 +196,14 @@ bool IsOutOfMemoryMessage(const std::string& what) {
          what.find("not enough memory") != std::string::npos;
 }
 
-std::string ConfigureDevice(const torch::Device& device) {
+std::string ConfigureDevice(const torch::Device& device, const std::string& tf32) {
   if (!device.is_cuda()) return "";
   at::Context& context = at::globalContext();
   context.setBenchmarkCuDNN(true);
+  if (!tf32.empty()) {
+    context.setAllowTF32CuDNN(tf32 == "on");
+    context.setAllowTF32CuBLAS(tf32 == "on");
+  }
   return absl::StrCat(device.str(), ": cuDNN autotuning on; TF32 ",
                       context.allowTF32CuDNN() ? "on" : "off", " for convolutions, ",
                       context.allowTF32CuBLAS() ? "on" : "off", " for matrix products");

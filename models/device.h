@@ -39,9 +39,11 @@ int64_t AvailableMemory(const torch::Device& device);
 bool IsOutOfMemoryMessage(const std::string& what);
 
 // Library settings for a job on `device`. On CUDA: cuDNN autotuning (benchmark mode: the first
-// convolution of each shape times cuDNN's algorithms and keeps the fastest). Returns what is in
-// effect, TF32 switches included (left at LibTorch's defaults), or "" on other devices.
-std::string ConfigureDevice(const torch::Device& device);
+// convolution of each shape times cuDNN's algorithms and keeps the fastest) and the TF32 switches:
+// `tf32` "on" / "off" sets both (convolutions, matrix products), "" leaves LibTorch's defaults.
+// Returns what is in effect, or "" on other devices. The switches are process-wide: a worker runs
+// one job.
+std::string ConfigureDevice(const torch::Device& device, const std::string& tf32);
 
 // Waits for all queued work on the device, so a clock read afterwards means something.
 void Synchronize(const torch::Device& device);

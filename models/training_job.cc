@@ -173,7 +173,7 @@ absl::Status JobRun::Run() {
     return absl::OkStatus();
   }
 
-  const std::string settings = ConfigureDevice(device_);
+  const std::string settings = ConfigureDevice(device_, spec_.tf32());
   ASSIGN_OR_RETURN(ImageDataset data, LoadImageDataset(spec_, ImageSizeFor(spec_)));
   if (spec_.device_resident() && !device_.is_cpu()) {
     for (Split* split : {&data.train, &data.validation, &data.test}) {

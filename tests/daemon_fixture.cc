@@ -1,5 +1,6 @@
 #include "tests/daemon_fixture.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -16,6 +17,10 @@ namespace traind {
 using trainer::v1::Job;
 
 void DaemonTest::SetUp() {
+  // Workers inherit this. ctest runs several of these tests at once; on a many-core host each
+  // worker would otherwise start one LibTorch thread per core, and the oversubscribed threads slowed
+  // a 25 s test past its 120 s deadline on the 16-core CUDA host. A job's --threads still wins.
+  setenv("OMP_NUM_THREADS", "2", /*overwrite=*/0);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   // Unix socket paths are limited to ~107 bytes: keep the directory short.
   state_dir_ = "/tmp/traind-test-" + std::to_string(getpid()) + "-" + info->name();

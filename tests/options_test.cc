@@ -126,6 +126,15 @@ TEST_F(OptionsTest, UnsupportedPairsAreRefusedWithTheSupportedOnes) {
   Result batch = Trainctl({"submit", "--model", "mlp", "--dataset", "fake", "--batch-size", "big"});
   EXPECT_EQ(batch.exit_code, 2);
   EXPECT_NE(batch.err.find("expected a number or 'auto'"), std::string::npos);
+  Result tf32 = Trainctl({"submit", "--model", "mlp", "--dataset", "fake", "--tf32", "yes"});
+  EXPECT_EQ(tf32.exit_code, 2);
+  EXPECT_NE(tf32.err.find("tf32: unknown value 'yes'; allowed: off, on"), std::string::npos)
+      << tf32.err;
+  Result tf32_cpu = Trainctl({"submit", "--model", "mlp", "--dataset", "fake", "--device", "cpu",
+                              "--tf32", "on"});
+  EXPECT_EQ(tf32_cpu.exit_code, 2);
+  EXPECT_NE(tf32_cpu.err.find("tf32: on needs a cuda device, not cpu"), std::string::npos)
+      << tf32_cpu.err;
   Result cifar = Trainctl({"submit", "--model", "vgg16", "--dataset", "cifar10"});
   EXPECT_EQ(cifar.exit_code, 2);
   EXPECT_NE(cifar.err.find("data_dir: required for dataset 'cifar10'"), std::string::npos);
@@ -154,6 +163,13 @@ TEST_F(OptionsTest, CudaJobReportsAllocatorMemory) {
                            "--num-samples", "128", "--batch-size", "32", "--device", "cuda",
                            "--amp", "fp16"});
   EXPECT_EQ(amp.state(), Job::SUCCEEDED);
+  // --tf32 off: strict fp32, and the job's log says so.
+  Job strict = SubmitAndWait({"--model", "mlp", "--dataset", "fake", "--num-samples", "256",
+                              "--device", "cuda", "--tf32", "off"});
+  EXPECT_EQ(strict.state(), Job::SUCCEEDED);
+  Result logs = Trainctl({"logs", std::to_string(strict.id())});
+  EXPECT_NE(logs.out.find("TF32 off for convolutions, off for matrix products"), std::string::npos)
+      << logs.out;
   Result bench = Trainctl({"bench", "matmul", "--size", "2048", "--dtype", "tf32", "--device",
                            "cuda", "-o", "json"});
   EXPECT_EQ(bench.exit_code, 0) << bench.err;

@@ -229,6 +229,54 @@ def accuracy(model, x, y, device, amp, batch_size):
     return correct / len(y) * 100
 
 
+def start_profiler(device):
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.startswith("cuda"):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    profiler = torch.profiler.profile(activities=activities)
+    profiler.__enter__()
+    return profiler
+
+
+def print_profile(profiler, device, steps, top=20):
+    """Operators by self time over the profiled steps (device time on CUDA), longest first."""
+    synchronize(device)
+    profiler.__exit__(None, None, None)
+    cuda = device.startswith("cuda")
+
+    def self_time(e):  # microseconds; torch 2.x renamed the CUDA field to "device"
+        if not cuda:
+            return e.self_cpu_time_total
+        if hasattr(e, "self_device_time_total"):
+            return e.self_device_time_total
+        return e.self_cuda_time_total
+
+    events = profiler.key_averages()
+    if cuda:
+        # On CUDA each kernel's time shows twice: as a kernel row, and as the self device time of
+        # the operator that launched it. The total counts the kernel rows; the list shows the
+        # operators (and time outside any operator), so that it adds up to the total.
+        kernels = [e for e in events if e.device_type != torch.autograd.DeviceType.CPU]
+        rows = [e for e in events if e.device_type == torch.autograd.DeviceType.CPU]
+        total = sum(self_time(e) for e in kernels)
+        rows.sort(key=self_time, reverse=True)
+        outside = total - sum(self_time(e) for e in rows)
+    else:
+        rows = sorted(events, key=self_time, reverse=True)
+        total, outside = sum(self_time(e) for e in rows), 0
+    print(f"Profile of {steps} steps: {total / 1e3 / steps:.2f} ms "
+          f"{'of device kernels' if cuda else 'self CPU time'} per step")
+    for e in rows[:top]:
+        t = self_time(e)
+        if t <= 0:
+            break
+        print(f"  {t / 1e3 / steps:9.3f} ms/step {100 * t / max(total, 1):5.1f}%  "
+              f"{e.count // steps:5d} calls/step  {e.key}")
+    if outside > 0:
+        print(f"  {outside / 1e3 / steps:9.3f} ms/step {100 * outside / max(total, 1):5.1f}%  "
+              f"kernels outside any operator")
+
+
 def synchronize(device):
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -244,6 +292,9 @@ def main():
     p.add_argument("--classes", type=int, default=10, help="fake: classes")
     p.add_argument("--cifar-stem", action="store_true", help="resnet18: 3x3 stem, no max-pool")
     p.add_argument("--amp", choices=["", "bf16"], default="", help="autocast to bf16")
+    p.add_argument("--tf32", choices=["", "on", "off"], default="",
+                   help="CUDA fp32 math: on = TF32 for convolutions and matrix products, off = "
+                        "neither (strict fp32); default: PyTorch's (TF32 convolutions only)")
     p.add_argument("--cudnn-benchmark", action="store_true", help="torch.backends.cudnn.benchmark")
     p.add_argument("--channels-last", action="store_true", help="vgg16/resnet18 weights in NHWC")
     p.add_argument("--fused-adam", action="store_true", help="torch.optim.Adam(fused=True)")
@@ -257,6 +308,10 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--limit-train", type=int, default=0)
     p.add_argument("--loader", choices=["dataloader", "tensor"], default="dataloader")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="profile N training steps (after the first) with torch.profiler and "
+                        "print the operators by self time, longest first, as traind's "
+                        "--profile-steps does")
     p.add_argument("--data-dir", default=os.environ.get("FASHION_MNIST_DIR",
                                                         "/usr/share/datasets/fashion-mnist"))
     args = p.parse_args()
@@ -266,6 +321,9 @@ def main():
         torch.set_num_threads(args.threads)
     if args.cudnn_benchmark:
         torch.backends.cudnn.benchmark = True
+    if args.tf32:
+        torch.backends.cudnn.allow_tf32 = args.tf32 == "on"
+        torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"
     torch.manual_seed(args.seed)
     start = time.time()
     x, y, x_test, y_test, in_channels, num_classes = load_data(args)
@@ -284,11 +342,18 @@ def main():
     generator = torch.Generator().manual_seed(args.seed)
     num_batches = len(y_train) // args.batch_size
     epoch_times = []
+    profiler, global_step = None, 0
     train_start = time.time()
     for epoch in range(args.epochs):
         epoch_start = time.time()
         for batch_idx, (features, targets) in enumerate(
                 batches(x_train, y_train, args.batch_size, args.loader, True, generator)):
+            global_step += 1
+            if args.profile_steps and global_step == 2:
+                profiler = start_profiler(device)
+            if profiler and global_step == 2 + args.profile_steps:
+                print_profile(profiler, device, args.profile_steps)
+                profiler = None
             features, targets = features.to(device), targets.to(device)
             with autocast(device, args.amp):
                 loss = F.cross_entropy(model(features), targets)
@@ -306,6 +371,8 @@ def main():
         print(f"Epoch: {epoch+1:03d}/{args.epochs:03d} | Train: {train_acc:.2f}% | "
               f"Validation: {valid_acc:.2f}%")
     train_time = time.time() - train_start
+    if profiler:  # training ended before the profiled steps did
+        print_profile(profiler, device, global_step - 1)
     test_acc = accuracy(model, x_test, y_test, device, args.amp, args.batch_size)
     print(f"Total Training Time: {train_time / 60:.2f} min")
     print(f"Test accuracy {test_acc:.2f}%")

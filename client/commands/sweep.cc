@@ -29,7 +29,7 @@ constexpr std::pair<const char*, const char*> kSweepFlags[] = {
     {"--amp", "amp"},               {"--image-size", "image_size"},
     {"--num-samples", "num_samples"}, {"--channels", "channels"},
     {"--classes", "classes"},       {"--eval-every", "eval_every"},
-    {"--random-crop", "random_crop_padding"},
+    {"--random-crop", "random_crop_padding"}, {"--tf32", "tf32"},
 };
 
 struct SweepFlags {
