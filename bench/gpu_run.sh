@@ -7,7 +7,8 @@
 #   PARTS="conv cpu-conv" BUILD_DIR=build-cuda bench/gpu_run.sh      # only some parts
 # Parts: sweep matmul epoch conv cpu-conv (default: all), and on request: precision (VGG16 224 px
 # and ResNet-18 in strict fp32, PyTorch's default fp32 and bf16: PRECISION_SETUPS picks), profile
-# (the tuned reference's kernels by device time per step in each precision). On the H200 `conv` takes about 5-6
+# (the tuned reference's kernels by device time per step in each precision), bn-probe (whether
+# cuDNN's batch norm takes bf16 data and how fast it is: bench/reference/batch_norm_probe.py). On the H200 `conv` takes about 5-6
 # minutes per setup at 3 rounds (18 runs of 15-20 s: process start, data, cuDNN autotuning, two
 # epochs and their evaluation), more than one 10-minute device command holds for all three: run
 # the setups one per command with bench/epoch_compare.sh, or lower CONV_ROUNDS.
@@ -101,6 +102,10 @@ if has profile; then
     done
   done
   cat "$out/profile_cuda.txt"
+fi
+if has bn-probe; then
+  python3 bench/reference/batch_norm_probe.py >"$out/batch_norm_probe.txt" 2>&1
+  cat "$out/batch_norm_probe.txt"
 fi
 if has cpu-conv; then
   # Small sample counts: a few steps per epoch, so that each run takes seconds on 16 cores.

@@ -1,111 +1,124 @@
 #include "client/spec_flags.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
+#include "common/spec_fields.h"
 
 namespace traind {
 
+const std::vector<SpecFlagInfo>& SpecFlagTable() {
+  static const auto* table = new std::vector<SpecFlagInfo>{
+      {"--model", "model", "lenet5 | mlp | vgg16 | resnet18", false, false},
+      {"--dataset", "dataset", "fashion-mnist | mnist | cifar10 | fake", false, false},
+      {"--data-dir", "data_dir",
+       "Directory with the dataset's files (default for fashion-mnist: the Debian package's)",
+       false, false},
+      {"--device", "device", "cpu | cuda | cuda:N | mps (default: best available)", false, false},
+      {"--batch-size", "batch_size",
+       "Default 128; `auto`: the largest that fits in 80% of free device memory", false, false},
+      {"--image-size", "image_size", "Resize images to N x N (fake: generate N x N)", false,
+       false},
+      {"--num-samples", "num_samples", "fake: training images (default 1000)", false, false},
+      {"--channels", "channels", "fake: image channels (default 3)", false, false},
+      {"--classes", "classes", "fake: classes (default 10)", false, false},
+      {"--cifar-stem", "cifar_stem", "resnet18: 3x3 stem without max-pool", true, false},
+      {"--amp", "amp", "Mixed precision: bf16 | fp16 (autocast)", false, false},
+      {"--tf32", "tf32",
+       "CUDA fp32 math: on (TF32 for convolutions and matrix products) | off (strict fp32); "
+       "default: LibTorch's (TF32 convolutions only)",
+       false, false},
+      {"--threads", "threads", "Intra-op CPU threads of the worker", false, false},
+      {"--device-resident", "device_resident", "Copy the whole dataset to the device once", true,
+       false},
+      {"--cuda-graph", "cuda_graph",
+       "CUDA: capture the training step in a CUDA graph and replay it", true, false},
+      {"--optimizer", "optimizer", "adam (default) | adamw | sgd", false, false},
+      {"--lr", "learning_rate", "Learning rate, default 1e-3", false, false},
+      {"--momentum", "momentum", "SGD momentum, default 0", false, false},
+      {"--nesterov", "nesterov", "SGD with Nesterov momentum", true, false},
+      {"--weight-decay", "weight_decay", "Default 0 (adamw: 0.01)", false, false},
+      {"--accumulate", "accumulate", "Gradient accumulation over N batches (loss / N), default 1",
+       false, false},
+      {"--seed", "seed", "Default 123", false, false},
+      {"--limit-train", "limit_train",
+       "Use only the first N training images (10% of them validate)", false, false},
+      {"--name", "name", "A label for `trainctl list`", false, false},
+      {"--epochs", "epochs", "Default 1", false, true},
+      {"--limit-test", "limit_test", "Use only the first N test images", false, true},
+      {"--log-every", "log_every", "Report every N batches, default 100", false, true},
+      {"--eval-every", "eval_every", "Evaluate every N epochs (and after the last)", false, true},
+      {"--checkpoint-every", "checkpoint_every", "Checkpoint every N epochs", false, true},
+      {"--random-crop", "random_crop_padding",
+       "Training augmentation: random crop after padding by N pixels", false, true},
+      {"--hflip", "horizontal_flip", "Training augmentation: random horizontal flip", true, true},
+      {"--profile-steps", "profile_steps",
+       "Profile N training steps: top operators in `show`, a Chrome trace in the job's directory",
+       false, true},
+  };
+  return *table;
+}
+
 namespace {
+
+void AddRow(CLI::App* app, SpecFlags* flags, const SpecFlagInfo& row) {
+  if (row.is_switch) {
+    app->add_flag(row.flag, flags->switches[row.flag], row.help);
+  } else {
+    app->add_option(row.flag, flags->values[row.flag], row.help);
+  }
+}
+
 bool Given(const SpecFlags& f, const char* flag) {
+  if (f.app == nullptr) return false;
   CLI::Option* option = f.app->get_option_no_throw(flag);
   return option != nullptr && option->count() > 0;
 }
+
 }  // namespace
 
-void AddSpecFlags(CLI::App* app, SpecFlags* f, bool training) {
-  f->app = app;
-  app->add_option("--model", f->model, "lenet5 | mlp | vgg16 | resnet18");
-  app->add_option("--dataset", f->dataset, "fashion-mnist | mnist | cifar10 | fake");
-  app->add_option("--data-dir", f->data_dir,
-                  "Directory with the dataset's files (default for fashion-mnist: the Debian "
-                  "package's)");
-  app->add_option("--device", f->device, "cpu | cuda | cuda:N | mps (default: best available)");
-  app->add_option("--batch-size", f->batch_size,
-                  "Default 128; `auto`: the largest that fits in 80% of free device memory");
-  app->add_option("--image-size", f->image_size, "Resize images to N x N (fake: generate N x N)");
-  app->add_option("--num-samples", f->num_samples, "fake: training images (default 1000)");
-  app->add_option("--channels", f->channels, "fake: image channels (default 3)");
-  app->add_option("--classes", f->classes, "fake: classes (default 10)");
-  app->add_flag("--cifar-stem", f->cifar_stem, "resnet18: 3x3 stem without max-pool");
-  app->add_option("--amp", f->amp, "Mixed precision: bf16 | fp16 (autocast)");
-  app->add_option("--tf32", f->tf32,
-                  "CUDA fp32 math: on (TF32 for convolutions and matrix products) | off (strict "
-                  "fp32); default: LibTorch's (TF32 convolutions only)");
-  app->add_option("--threads", f->threads, "Intra-op CPU threads of the worker");
-  app->add_flag("--device-resident", f->device_resident,
-                "Copy the whole dataset to the device once");
-  app->add_flag("--cuda-graph", f->cuda_graph,
-                "CUDA: capture the training step in a CUDA graph and replay it");
-  app->add_option("--optimizer", f->optimizer, "adam (default) | adamw | sgd");
-  app->add_option("--lr", f->lr, "Learning rate, default 1e-3");
-  app->add_option("--momentum", f->momentum, "SGD momentum, default 0");
-  app->add_flag("--nesterov", f->nesterov, "SGD with Nesterov momentum");
-  app->add_option("--weight-decay", f->weight_decay, "Default 0 (adamw: 0.01)");
-  app->add_option("--accumulate", f->accumulate,
-                  "Gradient accumulation over N batches (loss / N), default 1");
-  app->add_option("--seed", f->seed, "Default 123");
-  app->add_option("--limit-train", f->limit_train,
-                  "Use only the first N training images (10% of them validate)");
-  app->add_option("--name", f->name, "A label for `trainctl list`");
-  if (!training) return;
-  app->add_option("--epochs", f->epochs, "Default 1");
-  app->add_option("--limit-test", f->limit_test, "Use only the first N test images");
-  app->add_option("--log-every", f->log_every, "Report every N batches, default 100");
-  app->add_option("--eval-every", f->eval_every, "Evaluate every N epochs (and after the last)");
-  app->add_option("--checkpoint-every", f->checkpoint_every, "Checkpoint every N epochs");
-  app->add_option("--random-crop", f->random_crop,
-                  "Training augmentation: random crop after padding by N pixels");
-  app->add_flag("--hflip", f->hflip, "Training augmentation: random horizontal flip");
-  app->add_option("--profile-steps", f->profile_steps, "Profile N training steps: top operators in `show`, a Chrome trace in the job's directory");
+void AddSpecFlags(CLI::App* app, SpecFlags* flags, bool training) {
+  flags->app = app;
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (training || !row.training_only) AddRow(app, flags, row);
+  }
+}
+
+void AddSpecFlags(CLI::App* app, SpecFlags* flags, const std::vector<std::string>& only) {
+  flags->app = app;
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (std::find(only.begin(), only.end(), row.flag) != only.end()) AddRow(app, flags, row);
+  }
 }
 
 absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
-  if (Given(f, "--model")) spec->set_model(f.model);
-  if (Given(f, "--dataset")) spec->set_dataset(f.dataset);
-  if (Given(f, "--data-dir")) spec->set_data_dir(f.data_dir);
-  if (Given(f, "--device")) spec->set_device(f.device);
-  if (Given(f, "--optimizer")) spec->set_optimizer(f.optimizer);
-  if (Given(f, "--name")) spec->set_name(f.name);
-  if (Given(f, "--amp")) spec->set_amp(f.amp);
-  if (Given(f, "--tf32")) spec->set_tf32(f.tf32);
-  if (Given(f, "--epochs")) spec->set_epochs(f.epochs);
-  if (Given(f, "--batch-size")) {
-    int batch_size = 0;
-    if (f.batch_size == "auto") {
-      spec->set_batch_size_auto(true);
-    } else if (absl::SimpleAtoi(f.batch_size, &batch_size)) {
-      spec->set_batch_size(batch_size);
-      spec->set_batch_size_auto(false);
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("batch_size: expected a number or 'auto', got '", f.batch_size, "'"));
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (!Given(f, row.flag)) continue;
+    const std::string flag = row.flag;
+    if (row.is_switch) {
+      spec->GetReflection()->SetBool(
+          spec, spec->GetDescriptor()->FindFieldByName(row.field), f.switches.at(flag));
+      continue;
     }
+    const std::string& value = f.values.at(flag);
+    if (flag == "--batch-size") {
+      int batch_size = 0;
+      if (value == "auto") {
+        spec->set_batch_size_auto(true);
+      } else if (absl::SimpleAtoi(value, &batch_size)) {
+        spec->set_batch_size(batch_size);
+        spec->set_batch_size_auto(false);
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("batch_size: expected a number or 'auto', got '", value, "'"));
+      }
+      continue;
+    }
+    if (absl::Status s = SetSpecField(spec, row.field, value); !s.ok()) return s;
   }
-  if (Given(f, "--lr")) spec->set_learning_rate(f.lr);
-  if (Given(f, "--momentum")) spec->set_momentum(f.momentum);
-  if (Given(f, "--nesterov")) spec->set_nesterov(f.nesterov);
-  if (Given(f, "--weight-decay")) spec->set_weight_decay(f.weight_decay);
-  if (Given(f, "--seed")) spec->set_seed(f.seed);
-  if (Given(f, "--limit-train")) spec->set_limit_train(f.limit_train);
-  if (Given(f, "--limit-test")) spec->set_limit_test(f.limit_test);
-  if (Given(f, "--log-every")) spec->set_log_every(f.log_every);
-  if (Given(f, "--threads")) spec->set_threads(f.threads);
-  if (Given(f, "--accumulate")) spec->set_accumulate(f.accumulate);
-  if (Given(f, "--eval-every")) spec->set_eval_every(f.eval_every);
-  if (Given(f, "--checkpoint-every")) spec->set_checkpoint_every(f.checkpoint_every);
-  if (Given(f, "--image-size")) spec->set_image_size(f.image_size);
-  if (Given(f, "--num-samples")) spec->set_num_samples(f.num_samples);
-  if (Given(f, "--channels")) spec->set_channels(f.channels);
-  if (Given(f, "--classes")) spec->set_classes(f.classes);
-  if (Given(f, "--random-crop")) spec->set_random_crop_padding(f.random_crop);
-  if (Given(f, "--hflip")) spec->set_horizontal_flip(f.hflip);
-  if (Given(f, "--device-resident")) spec->set_device_resident(f.device_resident);
-  if (Given(f, "--cifar-stem")) spec->set_cifar_stem(f.cifar_stem);
-  if (Given(f, "--cuda-graph")) spec->set_cuda_graph(f.cuda_graph);
-  if (Given(f, "--profile-steps")) spec->set_profile_steps(f.profile_steps);
   // The daemon needs an absolute path; relative ones mean "from here" for a local user.
   if (!spec->data_dir().empty() && spec->data_dir()[0] != '/') {
     spec->set_data_dir(std::filesystem::absolute(spec->data_dir()).lexically_normal().string());

@@ -1,10 +1,13 @@
-// The JobSpec flags shared by `submit`, `bench train` and (later) `sweep`: one place that maps
-// command-line flags onto JobSpec fields. Flags the user did not give leave the field alone.
+// The JobSpec flags of `submit`, `bench` and `sweep`: one table maps each command-line flag onto
+// its JobSpec field, so a new job option is one row here (plus the proto field), not an edit in
+// every command. Values go through SetSpecField, which parses them by the field's type and names
+// the field in its error. Flags the user did not give leave the field alone.
 #ifndef TRAIND_CLIENT_SPEC_FLAGS_H_
 #define TRAIND_CLIENT_SPEC_FLAGS_H_
 
-#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -12,20 +15,28 @@
 
 namespace traind {
 
+struct SpecFlagInfo {
+  const char* flag;    // "--batch-size"
+  const char* field;   // the JobSpec field it sets: "batch_size"
+  const char* help;
+  bool is_switch;      // takes no value and sets a bool field (--hflip)
+  bool training_only;  // not offered by `bench train`
+};
+
+// Every row, in the order `--help` lists them.
+const std::vector<SpecFlagInfo>& SpecFlagTable();
+
+// What the user typed, by flag.
 struct SpecFlags {
-  std::string model, dataset, data_dir, device, optimizer, name, amp, tf32, batch_size;
-  int epochs = 0, limit_train = 0, limit_test = 0, log_every = 0, threads = 0, accumulate = 0,
-      eval_every = 0, checkpoint_every = 0, image_size = 0, num_samples = 0, channels = 0,
-      classes = 0, random_crop = 0, profile_steps = 0;
-  double lr = 0, momentum = 0, weight_decay = 0;
-  uint64_t seed = 0;
-  bool nesterov = false, hflip = false, device_resident = false, cifar_stem = false,
-       cuda_graph = false;
+  std::map<std::string, std::string> values;
+  std::map<std::string, bool> switches;
   CLI::App* app = nullptr;
 };
 
 // `training`: add the training-loop flags too (not only model, data and device).
 void AddSpecFlags(CLI::App* app, SpecFlags* flags, bool training = true);
+// Only the named flags (`bench matmul` takes --device and --threads).
+void AddSpecFlags(CLI::App* app, SpecFlags* flags, const std::vector<std::string>& only);
 
 // Applies the given flags to `spec`, makes data_dir absolute, and validates the result as the
 // daemon will (INVALID_ARGUMENT naming the field).

@@ -23,6 +23,7 @@
 #include "models/training_job.h"
 #include "trainer/v1/worker.pb.h"
 #include "worker/event_pipe.h"
+#include "worker/heap_retention.h"
 
 namespace {
 
@@ -71,6 +72,8 @@ int main(int argc, char** argv) {
   suspend.sa_handler = OnSuspend;
   sigaction(SIGUSR1, &suspend, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  traind::RetainFreedHeapMemory();
 
   trainer::v1::WorkerRequest request;
   google::protobuf::io::FileInputStream in(STDIN_FILENO);

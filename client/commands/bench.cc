@@ -93,13 +93,11 @@ void AddBenchCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto matmul = std::make_shared<BenchFlags>();
   CLI::App* mm = bench->add_subcommand("matmul", "n x n matrix product: seconds and TFLOP/s");
   matmul->cmd = mm;
-  matmul->spec.app = mm;
   mm->add_option("--size", matmul->size, "n (default 4096)");
   mm->add_option("--dtype", matmul->dtype, "fp32 (default) | tf32 | bf16 | fp16");
   mm->add_option("--repeat", matmul->repeat, "Timed products (default 10)");
   mm->add_option("--warmup", matmul->warmup, "Untimed products first (default 2)");
-  mm->add_option("--device", matmul->spec.device, "cpu | cuda[:N] | mps (default: best)");
-  mm->add_option("--threads", matmul->spec.threads, "Intra-op CPU threads");
+  AddSpecFlags(mm, &matmul->spec, {"--device", "--threads"});
   mm->add_flag("--watch,-w", matmul->watch, "Show the job's events while it runs");
   mm->callback([&ctx, exit_code, matmul] { *exit_code = RunBench(ctx, "matmul", *matmul); });
 

@@ -5,32 +5,24 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/job_file.h"
 #include "client/rpc.h"
+#include "client/spec_flags.h"
 #include "common/spec_fields.h"
 
 namespace traind {
 
 namespace {
 
-// Flag -> JobSpec field. Each takes one value or a comma-separated list.
-constexpr std::pair<const char*, const char*> kSweepFlags[] = {
-    {"--model", "model"},           {"--dataset", "dataset"},
-    {"--data-dir", "data_dir"},     {"--device", "device"},
-    {"--epochs", "epochs"},         {"--batch-size", "batch_size"},
-    {"--lr", "learning_rate"},      {"--optimizer", "optimizer"},
-    {"--momentum", "momentum"},     {"--weight-decay", "weight_decay"},
-    {"--seed", "seed"},             {"--limit-train", "limit_train"},
-    {"--limit-test", "limit_test"}, {"--log-every", "log_every"},
-    {"--threads", "threads"},       {"--accumulate", "accumulate"},
-    {"--amp", "amp"},               {"--image-size", "image_size"},
-    {"--num-samples", "num_samples"}, {"--channels", "channels"},
-    {"--classes", "classes"},       {"--eval-every", "eval_every"},
-    {"--random-crop", "random_crop_padding"}, {"--tf32", "tf32"},
-};
+// The spec flags a sweep takes: every one with a value (each takes one value or a comma-separated
+// list); --name is the sweep's own.
+bool IsSweepFlag(const SpecFlagInfo& row) {
+  return !row.is_switch && std::string(row.flag) != "--name";
+}
 
 struct SweepFlags {
   std::string file;
@@ -51,11 +43,13 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
       return ctx.UsageError(std::string(s.message()));
     }
   }
-  for (const auto& [flag, field] : kSweepFlags) {
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (!IsSweepFlag(row)) continue;
+    const std::string flag = row.flag, field = row.field;
     auto it = flags.values.find(flag);
     if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
     std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
-    if (values.empty()) return ctx.UsageError(std::string(flag) + ": no value");
+    if (values.empty()) return ctx.UsageError(flag + ": no value");
     if (values.size() == 1) {
       if (absl::Status s = SetSpecField(spec->mutable_base(), field, values[0]); !s.ok()) {
         return ctx.UsageError(std::string(s.message()));
@@ -105,8 +99,10 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("sweep_file", flags->file,
                   "YAML/JSON with base, grid (field: [values]), configs, repeat, name")
       ->check(CLI::ExistingFile);
-  for (const auto& [flag, field] : kSweepFlags) {
-    cmd->add_option(flag, flags->values[flag], std::string("JobSpec ") + field + " (a,b,...)");
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (!IsSweepFlag(row)) continue;
+    cmd->add_option(row.flag, flags->values[row.flag],
+                    absl::StrCat(row.help, " (a,b,...: an axis of the grid)"));
   }
   cmd->add_option("--repeat", flags->repeat, "Runs of each configuration (default 1)");
   cmd->add_option("--priority", flags->priority, "Priority of every member");
