@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <initializer_list>
 
 #ifdef __GLIBC__
 #include <malloc.h>
