@@ -70,7 +70,8 @@ if has conv; then
     "resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256"
 fi
 if has precision; then
-  # What bf16 gains over each fp32: PyTorch's default (TF32 convolutions) and strict fp32.
+  # What bf16 gains over each fp32: PyTorch's default (TF32 convolutions) and strict fp32; fp16
+  # beside it, because PyTorch sends fp16 batch norm to cuDNN and bf16 batch norm not.
   setups=${PRECISION_SETUPS:-resnet18 vgg16}
   file="$out/precision_cuda.md"; header=1; : >"$file"
   for model in $setups; do
@@ -79,7 +80,7 @@ if has precision; then
       resnet18) setup="resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256" ;;
     esac
     # shellcheck disable=SC2086
-    DEVICE=cuda AMPS="fp32-strict fp32 bf16" ROUNDS=${PRECISION_ROUNDS:-2} EPOCHS=2 HEADER=$header \
+    DEVICE=cuda AMPS=${PRECISION_AMPS:-fp32-strict fp32 bf16 fp16} ROUNDS=${PRECISION_ROUNDS:-2} EPOCHS=2 HEADER=$header \
       RAW="$out/precision_raw.txt" bench/epoch_compare.sh $setup >>"$file" 2>>"$out/precision.err" \
       || echo "FAILED: $setup" >>"$file"
     header=0
