@@ -1,10 +1,12 @@
 #include "worker/heap_retention.h"
 
-#include <malloc.h>
-
 #include <cstdlib>
-#include <initializer_list>
 #include <cstring>
+#include <initializer_list>
+
+#ifdef __GLIBC__  // defined by the C++ headers above
+#include <malloc.h>
+#endif
 
 #include <gtest/gtest.h>
 
