@@ -6,7 +6,7 @@
 #   bash .gpu/host-build.sh && BUILD_DIR=build-cuda bench/gpu_run.sh
 #   PARTS="conv cpu-conv" BUILD_DIR=build-cuda bench/gpu_run.sh      # only some parts
 # Parts: sweep matmul epoch conv cpu-conv (default: all), and on request: precision (VGG16 224 px
-# and ResNet-18 in strict fp32, PyTorch's default fp32 and bf16: PRECISION_SETUPS picks), profile
+# and ResNet-18 in fp32, bf16 and fp16: PRECISION_SETUPS and PRECISION_AMPS pick), profile
 # (the tuned reference's kernels by device time per step in each precision), bn-probe (whether
 # cuDNN's batch norm takes bf16 data and how fast it is: bench/reference/batch_norm_probe.py). On the H200 `conv` takes about 5-6
 # minutes per setup at 3 rounds (18 runs of 15-20 s: process start, data, cuDNN autotuning, two
@@ -70,8 +70,9 @@ if has conv; then
     "resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256"
 fi
 if has precision; then
-  # What bf16 gains over each fp32: PyTorch's default (TF32 convolutions) and strict fp32; fp16
-  # beside it, because PyTorch sends fp16 batch norm to cuDNN and bf16 batch norm not.
+  # What bf16 gains over fp32 (PyTorch's default: TF32 convolutions), with fp16 beside it because
+  # PyTorch sends fp16 batch norm to cuDNN and bf16 batch norm not. PRECISION_AMPS="fp32-strict
+  # fp32 bf16" is what session 3 ran (strict fp32's first epoch alone takes 94 s for VGG16).
   setups=${PRECISION_SETUPS:-resnet18 vgg16}
   file="$out/precision_cuda.md"; header=1; : >"$file"
   for model in $setups; do
@@ -80,7 +81,7 @@ if has precision; then
       resnet18) setup="resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256" ;;
     esac
     # shellcheck disable=SC2086
-    DEVICE=cuda AMPS=${PRECISION_AMPS:-fp32-strict fp32 bf16 fp16} ROUNDS=${PRECISION_ROUNDS:-2} EPOCHS=2 HEADER=$header \
+    DEVICE=cuda AMPS=${PRECISION_AMPS:-fp32 bf16 fp16} ROUNDS=${PRECISION_ROUNDS:-2} EPOCHS=2 HEADER=$header \
       RAW="$out/precision_raw.txt" bench/epoch_compare.sh $setup >>"$file" 2>>"$out/precision.err" \
       || echo "FAILED: $setup" >>"$file"
     header=0
