@@ -185,6 +185,25 @@ TEST_F(QueueTest, SweepWatchAndReport) {
   EXPECT_EQ(typo.exit_code, 2);
 }
 
+TEST_F(QueueTest, SweepBatchSizeAutoGoesToTheBaseAndCannotMixWithNumbers) {
+  Result sweep = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--num-samples", "64",
+                           "--image-size", "28", "--channels", "1", "--device", "cpu",
+                           "--batch-size", "auto", "--lr", "0.001,0.01", "-o", "json"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  trainer::v1::Sweep created;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(sweep.out, &created).ok()) << sweep.out;
+  EXPECT_TRUE(created.spec().base().batch_size_auto());
+  EXPECT_EQ(created.job_ids_size(), 2);
+  EXPECT_EQ(Trainctl({"watch", "--sweep", std::to_string(created.id())}).exit_code, 0);
+
+  Result mixed = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--batch-size",
+                           "auto,64"});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("batch_size: 'auto' cannot be one of several values"),
+            std::string::npos)
+      << mixed.err;
+}
+
 TEST_F(QueueTest, SweepFileWithGridAndConfigs) {
   const std::string path = state_dir_ + "/sweep.yaml";
   std::ofstream(path) << "name: file sweep\n"
