@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
 #include "common/spec_fields.h"
 
@@ -103,21 +101,7 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
           spec, spec->GetDescriptor()->FindFieldByName(row.field), f.switches.at(flag));
       continue;
     }
-    const std::string& value = f.values.at(flag);
-    if (flag == "--batch-size") {
-      int batch_size = 0;
-      if (value == "auto") {
-        spec->set_batch_size_auto(true);
-      } else if (absl::SimpleAtoi(value, &batch_size)) {
-        spec->set_batch_size(batch_size);
-        spec->set_batch_size_auto(false);
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("batch_size: expected a number or 'auto', got '", value, "'"));
-      }
-      continue;
-    }
-    if (absl::Status s = SetSpecField(spec, row.field, value); !s.ok()) return s;
+    if (absl::Status s = SetSpecField(spec, row.field, f.values.at(flag)); !s.ok()) return s;
   }
   // The daemon needs an absolute path; relative ones mean "from here" for a local user.
   if (!spec->data_dir().empty() && spec->data_dir()[0] != '/') {

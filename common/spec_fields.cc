@@ -36,6 +36,20 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": not a JobSpec field that can take a value (docs/jobs.md)"));
   }
+  if (f->name() == "batch_size") {
+    // As `trainctl submit --batch-size auto`: the size search; a number turns the search off.
+    int32_t size = 0;
+    if (value == "auto") {
+      spec->set_batch_size_auto(true);
+    } else if (absl::SimpleAtoi(value, &size)) {
+      spec->set_batch_size(size);
+      spec->set_batch_size_auto(false);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch_size: expected a number or 'auto', got '", value, "'"));
+    }
+    return absl::OkStatus();
+  }
   const auto* reflection = spec->GetReflection();
   auto bad = [&](const char* what) {
     return absl::InvalidArgumentError(
@@ -84,6 +98,7 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
 std::string GetSpecField(const trainer::v1::JobSpec& spec, const std::string& field) {
   const FieldDescriptor* f = FindField(field);
   if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) return "";
+  if (f->name() == "batch_size" && spec.batch_size_auto()) return "auto";
   const auto* reflection = spec.GetReflection();
   if (f->has_presence() && !reflection->HasField(spec, f)) return "";
   switch (f->cpp_type()) {

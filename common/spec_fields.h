@@ -11,10 +11,12 @@
 namespace traind {
 
 // INVALID_ARGUMENT naming the field when it is unknown, not a scalar, or the value does not parse.
+// batch_size also takes "auto" (sets batch_size_auto; a number clears it).
 absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
                           const std::string& value);
 
-// The field's value as text ("" when unset), for labels like "batch_size=64".
+// The field's value as text ("" when unset), for labels like "batch_size=64" ("auto" when the
+// batch size is searched).
 std::string GetSpecField(const trainer::v1::JobSpec& spec, const std::string& field);
 
 // The canonical (snake_case) name of a field given in either spelling; "" when unknown.

@@ -1,3 +1,4 @@
+#include "common/spec_fields.h"
 #include "gtest/gtest.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
@@ -72,6 +73,26 @@ TEST(SweepExpansionTest, BadAxesNameTheField) {
   spec = Grid();
   spec.set_repeat(5000);
   EXPECT_EQ(ExpandSweep(spec).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SweepExpansionTest, BatchSizeAutoIsAValueLikeANumber) {
+  SweepSpec spec;
+  spec.mutable_base()->set_model("mlp");
+  spec.mutable_base()->set_batch_size_auto(true);  // a number on the axis turns the search off
+  auto* sizes = spec.add_axes();
+  sizes->set_field("batch_size");
+  sizes->add_values("auto");
+  sizes->add_values("64");
+  auto members = ExpandSweep(spec);
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 2u);
+  EXPECT_TRUE((*members)[0].batch_size_auto());
+  EXPECT_EQ(GetSpecField((*members)[0], "batch_size"), "auto");
+  EXPECT_FALSE((*members)[1].batch_size_auto());
+  EXPECT_EQ(GetSpecField((*members)[1], "batch_size"), "64");
+  sizes->set_values(1, "big");
+  EXPECT_EQ(ExpandSweep(spec).status().message(),
+            "batch_size: expected a number or 'auto', got 'big'");
 }
 
 TEST(SweepExpansionTest, MembersMayNotMultiplyALargeBaseIntoGigabytes) {

@@ -185,23 +185,27 @@ TEST_F(QueueTest, SweepWatchAndReport) {
   EXPECT_EQ(typo.exit_code, 2);
 }
 
-TEST_F(QueueTest, SweepBatchSizeAutoGoesToTheBaseAndCannotMixWithNumbers) {
+TEST_F(QueueTest, SweepBatchSizeTakesAutoAlongsideNumbers) {
   Result sweep = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--num-samples", "64",
                            "--image-size", "28", "--channels", "1", "--device", "cpu",
-                           "--batch-size", "auto", "--lr", "0.001,0.01", "-o", "json"});
+                           "--batch-size", "auto,16", "-o", "json"});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
   trainer::v1::Sweep created;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(sweep.out, &created).ok()) << sweep.out;
-  EXPECT_TRUE(created.spec().base().batch_size_auto());
-  EXPECT_EQ(created.job_ids_size(), 2);
+  ASSERT_EQ(created.job_ids_size(), 2);
+  const Job searched = GetJob(created.job_ids(0));
+  const Job fixed = GetJob(created.job_ids(1));
+  EXPECT_TRUE(searched.spec().batch_size_auto());
+  EXPECT_FALSE(fixed.spec().batch_size_auto());
+  EXPECT_EQ(fixed.spec().batch_size(), 16);
   EXPECT_EQ(Trainctl({"watch", "--sweep", std::to_string(created.id())}).exit_code, 0);
+  Result report = Trainctl({"report", std::to_string(created.id()), "--format", "csv"});
+  EXPECT_EQ(report.exit_code, 0) << report.err;
 
-  Result mixed = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--batch-size",
-                           "auto,64"});
-  EXPECT_EQ(mixed.exit_code, 2);
-  EXPECT_NE(mixed.err.find("batch_size: 'auto' cannot be one of several values"),
-            std::string::npos)
-      << mixed.err;
+  Result bad = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--batch-size", "big"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("batch_size: expected a number or 'auto', got 'big'"), std::string::npos)
+      << bad.err;
 }
 
 TEST_F(QueueTest, SweepFileWithGridAndConfigs) {

@@ -2,7 +2,6 @@
 // Every flag takes a comma-separated list; a list of two or more values becomes an axis of the
 // grid. A sweep file (YAML/JSON: base, grid, configs, repeat, name) maps onto SweepSpec. Prints
 // the sweep id (or the Sweep as JSON); members are ordinary jobs, exclusive by default.
-#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -51,17 +50,6 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
     if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
     std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
     if (values.empty()) return ctx.UsageError(flag + ": no value");
-    const bool auto_batch = flag == "--batch-size" &&
-                            std::find(values.begin(), values.end(), "auto") != values.end();
-    if (auto_batch && values.size() > 1) {
-      return ctx.UsageError(
-          "batch_size: 'auto' cannot be one of several values; sweep either --batch-size auto "
-          "or numbers");
-    }
-    if (auto_batch) {
-      spec->mutable_base()->set_batch_size_auto(true);
-      continue;
-    }
     if (values.size() == 1) {
       if (absl::Status s = SetSpecField(spec->mutable_base(), field, values[0]); !s.ok()) {
         return ctx.UsageError(std::string(s.message()));
