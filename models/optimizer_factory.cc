@@ -1,6 +1,5 @@
 #include "models/optimizer_factory.h"
 
-#include <cmath>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -18,6 +17,7 @@ namespace {
 
 namespace optim = torch::optim;
 
+#ifdef TRAIND_HAVE_FUSED_ADAM
 // The key of a parameter in Optimizer::state_: its TensorImpl*, which LibTorch 1.x spells as a
 // string (c10::guts::to_string of the pointer) and 2.x as the pointer itself.
 template <typename Map>
@@ -37,14 +37,20 @@ torch::Tensor LikeParameter(const torch::Tensor& t, const torch::Tensor& p) {
   if (t.strides() == p.strides()) return t;
   return torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(t);
 }
+#endif
 
+// Adam (AdamW) whose step() updates all of a group's parameters with ATen's fused kernel when they
+// are CUDA fp32 tensors and this LibTorch has it; otherwise it is LibTorch's Adam, unchanged. The
+// state and checkpoints are LibTorch's either way.
 template <class Base, class Options, class State, bool kDecoupled>
 class FusedAdam final : public Base {
  public:
   FusedAdam(std::vector<torch::Tensor> parameters, Options options)
-      : Base(std::move(parameters), options) {}
+      : Base(parameters, options), fused_(FusedAdamAvailable(parameters) && !options.amsgrad()) {}
 
   torch::Tensor step(optim::Optimizer::LossClosure closure = nullptr) override {
+    if (!fused_) return Base::step(std::move(closure));
+#ifdef TRAIND_HAVE_FUSED_ADAM
     torch::NoGradGuard no_grad;
     torch::Tensor loss;
     if (closure != nullptr) {
@@ -53,8 +59,7 @@ class FusedAdam final : public Base {
     }
     for (auto& group : this->param_groups_) {
       const auto& options = static_cast<const Options&>(group.options());
-      if (options.amsgrad()) return Base::step();  // not needed by any job; keep LibTorch's
-      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
       for (const torch::Tensor& p : group.params()) {
         if (!p.grad().defined()) continue;
         TORCH_CHECK(!p.grad().is_sparse(), "Adam does not support sparse gradients");
@@ -67,61 +72,39 @@ class FusedAdam final : public Base {
           slot = std::move(state);
         }
         auto& state = static_cast<State&>(*slot);
-        state.step(state.step() + 1);  // the host count, which checkpoints save
+        // The kernels read step counts from device tensors (so that they can run inside a CUDA
+        // graph) and do not advance them: kept here, made from the host count (which checkpoints
+        // save) when first seen, after a checkpoint is loaded too.
+        torch::Tensor& device_step = steps_[p.unsafeGetTensorImpl()];
+        if (!device_step.defined()) {
+          device_step = torch::full({}, static_cast<double>(state.step()),
+                                    torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
+        }
+        state.step(state.step() + 1);
         state.exp_avg(LikeParameter(state.exp_avg(), p));
         state.exp_avg_sq(LikeParameter(state.exp_avg_sq(), p));
         params.push_back(p);
         grads.push_back(LikeParameter(p.grad(), p));
         exp_avgs.push_back(state.exp_avg());
         exp_avg_sqs.push_back(state.exp_avg_sq());
+        steps.push_back(device_step);
       }
       if (params.empty()) continue;
+      at::_foreach_add_(steps, 1);
       const double beta1 = std::get<0>(options.betas());
       const double beta2 = std::get<1>(options.betas());
-#ifdef TRAIND_HAVE_FUSED_ADAM
-      if (params[0].is_cuda()) {
-        // The kernels read step counts from device tensors (so that they can run inside a CUDA
-        // graph) and do not advance them: kept here, made from the host count when first seen
-        // (after a checkpoint is loaded too), advanced by one multi-tensor add.
-        std::vector<torch::Tensor> steps;
-        for (size_t i = 0; i < params.size(); ++i) {
-          torch::Tensor& s = steps_[params[i].unsafeGetTensorImpl()];
-          if (!s.defined()) {
-            const auto& state = static_cast<const State&>(*this->state_[StateKey(this->state_, params[i])]);
-            s = torch::full({}, static_cast<double>(state.step() - 1),
-                            torch::TensorOptions().dtype(torch::kFloat32).device(params[i].device()));
-          }
-          steps.push_back(s);
-        }
-        at::_foreach_add_(steps, 1);
-        if (kDecoupled) {
-          at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, options.lr(), beta1,
-                            beta2, options.weight_decay(), options.eps(), false, false);
-        } else {
-          at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, options.lr(), beta1,
-                           beta2, options.weight_decay(), options.eps(), false, false);
-        }
-        continue;
-      }
-#endif
-      // The same update, tensor by tensor.
-      for (size_t i = 0; i < params.size(); ++i) {
-        const auto& state = static_cast<const State&>(*this->state_[StateKey(this->state_, params[i])]);
-        const double bias1 = 1 - std::pow(beta1, static_cast<double>(state.step()));
-        const double bias2 = 1 - std::pow(beta2, static_cast<double>(state.step()));
-        torch::Tensor grad = grads[i];
-        if (kDecoupled) {
-          params[i].mul_(1 - options.lr() * options.weight_decay());
-        } else if (options.weight_decay() != 0) {
-          grad = grad.add(params[i], options.weight_decay());
-        }
-        exp_avgs[i].mul_(beta1).add_(grad, 1 - beta1);
-        exp_avg_sqs[i].mul_(beta2).addcmul_(grad, grad, 1 - beta2);
-        torch::Tensor denom = (exp_avg_sqs[i].sqrt() / std::sqrt(bias2)).add_(options.eps());
-        params[i].addcdiv_(exp_avgs[i], denom, -options.lr() / bias1);
+      if (kDecoupled) {
+        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, options.lr(), beta1,
+                          beta2, options.weight_decay(), options.eps(), false, false);
+      } else {
+        at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, options.lr(), beta1,
+                         beta2, options.weight_decay(), options.eps(), false, false);
       }
     }
     return loss;
+#else
+    return Base::step(std::move(closure));  // unreachable: fused_ is false without the kernel
+#endif
   }
 
   void load(torch::serialize::InputArchive& archive) override {
@@ -130,6 +113,7 @@ class FusedAdam final : public Base {
   }
 
  private:
+  const bool fused_;
   std::unordered_map<void*, torch::Tensor> steps_;
 };
 
@@ -161,6 +145,11 @@ std::unique_ptr<optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> par
       std::move(parameters), optim::AdamOptions(lr).weight_decay(weight_decay));
 }
 
+bool UsesFusedAdam(const trainer::v1::JobSpec& spec, const std::vector<torch::Tensor>& parameters) {
+  return (spec.optimizer() == "adam" || spec.optimizer() == "adamw") &&
+         FusedAdamAvailable(parameters);
+}
+
 absl::StatusOr<std::unique_ptr<optim::Optimizer>> CreateOptimizer(
     const trainer::v1::JobSpec& spec, std::vector<torch::Tensor> parameters) {
   const double lr = spec.learning_rate();
@@ -168,15 +157,8 @@ absl::StatusOr<std::unique_ptr<optim::Optimizer>> CreateOptimizer(
     const bool decoupled = spec.optimizer() == "adamw";
     const double weight_decay =
         decoupled && !spec.has_weight_decay() ? 1e-2 : spec.weight_decay();
-    if (FusedAdamAvailable(parameters)) {
-      return CreateFusedAdam(std::move(parameters), lr, weight_decay, decoupled);
-    }
-    if (decoupled) {
-      return std::make_unique<optim::AdamW>(std::move(parameters),
-                                            optim::AdamWOptions(lr).weight_decay(weight_decay));
-    }
-    return std::make_unique<optim::Adam>(std::move(parameters),
-                                         optim::AdamOptions(lr).weight_decay(weight_decay));
+    // LibTorch's Adam, which steps with the fused kernel where UsesFusedAdam says so.
+    return CreateFusedAdam(std::move(parameters), lr, weight_decay, decoupled);
   }
   if (spec.optimizer() == "sgd") {
     return std::make_unique<optim::SGD>(std::move(parameters),

@@ -19,14 +19,17 @@ absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateOptimizer(
 // torch::optim::Adam (or AdamW when `decoupled`) whose step() updates every parameter of a group
 // at once with ATen's fused kernel (`_fused_adam_` / `_fused_adamw_`, what
 // torch.optim.Adam(fused=True) runs) when the parameters are on a CUDA device and this LibTorch
-// has the kernel (2.x); otherwise with the same per-tensor ops as torch::optim::Adam. The state
-// (step, exp_avg, exp_avg_sq) and the checkpoints are torch::optim::Adam's / AdamW's.
+// has the kernel (2.x); otherwise it steps as torch::optim::Adam does. The state (step, exp_avg,
+// exp_avg_sq) and the checkpoints are torch::optim::Adam's / AdamW's.
 std::unique_ptr<torch::optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters,
                                                          double lr, double weight_decay,
                                                          bool decoupled);
 
-// Whether CreateOptimizer uses the fused kernel for these parameters.
+// Whether the fused kernel can update these parameters (CUDA fp32, one device, LibTorch 2.x).
 bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters);
+
+// Whether CreateOptimizer gives `spec` a fused Adam/AdamW for these parameters.
+bool UsesFusedAdam(const trainer::v1::JobSpec& spec, const std::vector<torch::Tensor>& parameters);
 
 }  // namespace traind
 

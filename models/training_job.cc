@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -202,10 +203,7 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size, const std::st
                    CreateOptimizer(spec_, model.ptr()->parameters()));
   if (!settings.empty()) {
     Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
-                     FusedAdamAvailable(model.ptr()->parameters()) &&
-                             (spec_.optimizer() == "adam" || spec_.optimizer() == "adamw")
-                         ? "; fused Adam"
-                         : ""));
+                     UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : ""));
   }
   TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
                  Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()}, spec_.seed());
@@ -470,9 +468,11 @@ absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
 absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const EventSink& emit,
                             const std::atomic<bool>& stop, const std::atomic<bool>* suspend) {
   const JobSpec& spec = request.spec();
+  std::optional<torch::Device> device;  // for the out-of-memory message
   try {
-    absl::StatusOr<torch::Device> device = ResolveDevice(spec.device());
-    if (!device.ok()) return device.status();
+    absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
+    if (!resolved.ok()) return resolved.status();
+    device = *resolved;
     absl::Status status = JobRun(request, emit, stop, suspend, *device).Run();
     ReleaseCachedMemory(*device);
     return status;
@@ -480,7 +480,7 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
     const std::string what = e.what_without_backtrace();
     if (IsOutOfMemoryMessage(what)) {
       std::string in_use;
-      if (absl::StatusOr<torch::Device> device = ResolveDevice(spec.device()); device.ok()) {
+      if (device.has_value()) {
         const MemoryReading memory = ReadMemory(*device);
         in_use = absl::StrCat(" with ", memory.current_allocated >> 20, " MiB in use (",
                               memory.driver_allocated >> 20, " MiB reserved)");

@@ -244,7 +244,8 @@ std::vector<torch::Tensor> AdamSteps(const torch::Device& device, bool fused, bo
   return result;
 }
 
-// On CUDA this checks ATen's fused kernel against LibTorch's Adam; on the CPU the fallback.
+// On CUDA this checks ATen's fused kernel against LibTorch's Adam. On the CPU CreateFusedAdam is
+// LibTorch's Adam itself, so there it checks only the checkpoint round trip through its load().
 TEST(ZooTest, FusedAdamMatchesLibTorchAdamAndResumesFromACheckpoint) {
   std::vector<torch::Device> devices = {torch::kCPU};
   if (torch::cuda::is_available()) devices.push_back(torch::Device(torch::kCUDA, 0));
