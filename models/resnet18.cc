@@ -12,13 +12,13 @@ nn::Conv2d Conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t
 
 BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t out_channels, int64_t stride) {
   conv1_ = register_module("conv1", Conv(in_channels, out_channels, 3, stride, 1));
-  bn1_ = register_module("bn1", nn::BatchNorm2d(out_channels));
+  bn1_ = register_module("bn1", BatchNorm2d(out_channels));
   conv2_ = register_module("conv2", Conv(out_channels, out_channels, 3, 1, 1));
-  bn2_ = register_module("bn2", nn::BatchNorm2d(out_channels));
+  bn2_ = register_module("bn2", BatchNorm2d(out_channels));
   if (stride != 1 || in_channels != out_channels) {
     downsample_ = register_module(
         "downsample",
-        nn::Sequential(Conv(in_channels, out_channels, 1, stride, 0), nn::BatchNorm2d(out_channels)));
+        nn::Sequential(Conv(in_channels, out_channels, 1, stride, 0), BatchNorm2d(out_channels)));
   }
 }
 
@@ -31,10 +31,10 @@ torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
 
 ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_stem) {
   if (cifar_stem) {
-    stem_ = nn::Sequential(Conv(in_channels, 64, 3, 1, 1), nn::BatchNorm2d(64),
+    stem_ = nn::Sequential(Conv(in_channels, 64, 3, 1, 1), BatchNorm2d(64),
                            nn::ReLU(nn::ReLUOptions(true)));
   } else {
-    stem_ = nn::Sequential(Conv(in_channels, 64, 7, 2, 3), nn::BatchNorm2d(64),
+    stem_ = nn::Sequential(Conv(in_channels, 64, 7, 2, 3), BatchNorm2d(64),
                            nn::ReLU(nn::ReLUOptions(true)),
                            nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
   }

@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include "models/batch_norm.h"
+
 namespace traind {
 
 class BasicBlockImpl : public torch::nn::Module {
@@ -15,7 +17,7 @@ class BasicBlockImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
   torch::nn::Sequential downsample_{nullptr};  // null when the shapes already match
 };
 TORCH_MODULE(BasicBlock);

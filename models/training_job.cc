@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "models/batch_norm.h"
 #include "models/batch_size_search.h"
 #include "models/cuda_graph_step.h"
 #include "models/benchmarks.h"
@@ -203,7 +204,11 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size, const std::st
                    CreateOptimizer(spec_, model.ptr()->parameters()));
   if (!settings.empty()) {
     Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
-                     UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : ""));
+                     UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : "",
+                     spec_.amp() == "bf16" && device_.is_cuda() && UsesChannelsLast(spec_, device_) &&
+                             FusedBatchNormAvailable() && HasBatchNorm(*model.ptr())
+                         ? "; fused bf16 batch norm"
+                         : ""));
   }
   TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
                  Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()}, spec_.seed());

@@ -1,5 +1,7 @@
 #include "models/vgg16.h"
 
+#include "models/batch_norm.h"
+
 namespace traind {
 
 namespace nn = torch::nn;
@@ -16,7 +18,7 @@ Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
       continue;
     }
     features->push_back(nn::Conv2d(nn::Conv2dOptions(channels, width, 3).padding(1)));
-    features->push_back(nn::BatchNorm2d(width));
+    features->push_back(BatchNorm2d(width));
     features->push_back(nn::ReLU(nn::ReLUOptions(true)));
     channels = width;
   }

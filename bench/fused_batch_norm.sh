@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# What traind's fused bf16 batch norm (models/cuda/batch_norm_nhwc.cu) buys: epoch time of the same
+# traind job in fp32, in bf16 with PyTorch's native batch norm (a second daemon whose workers have
+# TRAIND_NATIVE_BATCH_NORM=1) and in bf16 with the fused kernels; the jobs alternate within each
+# round, medians of the rounds, ratios over fp32 (issue 7's bf16 bar).
+#
+#   BUILD_DIR=build-cuda ROUNDS=2 bench/fused_batch_norm.sh resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256
+#
+# FLAGS are `trainctl submit` flags. Environment: ROUNDS (default 2), EPOCHS (default 2; the time is
+# the mean of epochs 2..N), TRAIND_FLAGS (default --device-resident), HEADER=0 (rows only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
+model=$1; shift
+flags=("$@")
+rounds=${ROUNDS:-2}
+epochs=${EPOCHS:-2}
+read -r -a traind_flags <<<"${TRAIND_FLAGS---device-resident}"
+bin=$PWD/${BUILD_DIR:-build}/bin
+state=$(mktemp -d /tmp/traind-bn.XXXXXX)
+cleanup() { kill $(cat "$state"/*/pid 2>/dev/null) 2>/dev/null; rm -rf "$state"; }
+trap cleanup EXIT
+start() {  # name, env assignments... : a daemon of our own
+  local dir=$state/$1; shift; mkdir -p "$dir"
+  env "$@" "$bin/traind" --state-dir "$dir" >"$dir/log" 2>&1 &
+  echo $! >"$dir/pid"
+  for _ in $(seq 1 100); do "$bin/trainctl" --addr "unix:$dir/traind.sock" devices >/dev/null 2>&1 && break; sleep 0.2; done
+}
+start fused TRAIND_NATIVE_BATCH_NORM=0
+start native TRAIND_NATIVE_BATCH_NORM=1
+
+run() {  # daemon, amp flags... -> seconds per epoch (mean of epochs 2..N)
+  local addr=unix:$state/$1/traind.sock; shift
+  local id times
+  id=$("$bin/trainctl" --addr "$addr" submit --model "$model" --device cuda --epochs "$epochs" \
+       "${flags[@]}" "${traind_flags[@]}" "$@")
+  "$bin/trainctl" --addr "$addr" watch "$id" >/dev/null 2>&1 || true
+  times=$("$bin/trainctl" --addr "$addr" show "$id" --output json |
+          python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("result",{}).get("epochSecondsNoEval",[])))')
+  [ "$times" != "[]" ] || { echo "job $id failed" >&2; return 1; }
+  echo "$model $* $times" >&2
+  python3 -c 'import json,sys; t=json.loads(sys.argv[1]); t=t[1:] or t; print(sum(t)/len(t))' "$times"
+}
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+for _ in $(seq 1 "$rounds"); do
+  run fused >>"$state/fp32.times"
+  run native --amp bf16 >>"$state/native.times"
+  run fused --amp bf16 >>"$state/fused.times"
+done
+fp32=$(median <"$state/fp32.times"); native=$(median <"$state/native.times"); fused=$(median <"$state/fused.times")
+if [ "${HEADER:-1}" != 0 ]; then
+  echo "| model | setup | fp32 s/epoch | bf16, PyTorch's batch norm | bf16, fused batch norm | bf16 (PyTorch's BN) over fp32 | bf16 (fused BN) over fp32 | fused over PyTorch's BN |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+fi
+awk -v m="$model" -v s="${flags[*]}" -v a="$fp32" -v b="$native" -v c="$fused" \
+  'BEGIN { printf "| %s | %s | %.3f | %.3f | %.3f | %.2fx | **%.2fx** | %.2fx |\n", m, s, a, b, c, a/b, a/c, b/c }'

@@ -1,0 +1,111 @@
+#include "models/batch_norm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+#include "models/cuda/batch_norm_nhwc.h"
+#endif
+
+namespace traind {
+
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               torch::Tensor running_mean, torch::Tensor running_var,
+                               double momentum, double eps) {
+    NhwcBatchNormForwardResult result =
+        NhwcBatchNormForward(input, weight, bias, running_mean, running_var, momentum, eps);
+    context->save_for_backward({input, weight, result.mean, result.invstd});
+    return result.output;
+  }
+
+  static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
+    const variable_list saved = context->get_saved_variables();
+    // The gradient arrives in the output's layout in practice; make sure of it.
+    const torch::Tensor grad = grad_outputs[0].contiguous(torch::MemoryFormat::ChannelsLast);
+    NhwcBatchNormBackwardResult result =
+        NhwcBatchNormBackward(grad, saved[0], saved[1], saved[2], saved[3]);
+    return {result.grad_input, result.grad_weight, result.grad_bias,
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+bool FusedPathEnabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TRAIND_NATIVE_BATCH_NORM");
+    return value == nullptr || std::strcmp(value, "1") != 0;
+  }();
+  return enabled;
+}
+
+}  // namespace
+#endif  // TRAIND_HAVE_CUDA_KERNELS
+
+bool FusedBatchNormAvailable() {
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  return FusedPathEnabled();
+#else
+  return false;
+#endif
+}
+
+bool UsesFusedBatchNorm(const torch::Tensor& input) {
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  return FusedPathEnabled() && NhwcBatchNormSupports(input);
+#else
+  (void)input;
+  return false;
+#endif
+}
+
+bool HasBatchNorm(const torch::nn::Module& model) {
+  for (const auto& module : model.modules(/*include_self=*/true)) {
+    if (module->as<BatchNorm2dImpl>() != nullptr) return true;
+  }
+  return false;
+}
+
+void BatchNorm2dImpl::reset() {
+  // LibTorch's registration order and initial values.
+  weight = register_parameter("weight", torch::ones({num_features_}));
+  bias = register_parameter("bias", torch::zeros({num_features_}));
+  running_mean = register_buffer("running_mean", torch::zeros({num_features_}));
+  running_var = register_buffer("running_var", torch::ones({num_features_}));
+  num_batches_tracked = register_buffer("num_batches_tracked", torch::tensor(0, torch::kLong));
+}
+
+void BatchNorm2dImpl::pretty_print(std::ostream& stream) const {
+  stream << "traind::BatchNorm2d(" << num_features_ << ", eps=" << kEps
+         << ", momentum=" << kMomentum << ")";
+}
+
+torch::Tensor BatchNorm2dImpl::forward(const torch::Tensor& input) {
+  TORCH_CHECK(input.dim() == 4, "BatchNorm2d: expected 4D input (got ", input.dim(), "D input)");
+  if (is_training()) {
+    TORCH_CHECK(input.numel() / std::max<int64_t>(1, input.size(1)) > 1,
+                "Expected more than 1 value per channel when training, got input size ",
+                input.sizes());
+    torch::NoGradGuard no_grad;
+    num_batches_tracked += 1;
+  }
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  if (is_training() && weight.scalar_type() == torch::kFloat &&
+      running_mean.scalar_type() == torch::kFloat && UsesFusedBatchNorm(input)) {
+    return NhwcBatchNormFunction::apply(input, weight, bias, running_mean, running_var, kMomentum,
+                                        kEps);
+  }
+#endif
+  return torch::batch_norm(input, weight, bias, running_mean, running_var, is_training(), kMomentum,
+                           kEps, at::globalContext().userEnabledCuDNN());
+}
+
+}  // namespace traind

@@ -1,0 +1,46 @@
+// The zoo's 2-d batch norm: LibTorch's BatchNorm2d (same parameters, buffers and names, so
+// checkpoints are interchangeable; same defaults: eps 1e-5, momentum 0.1, affine, running
+// statistics) with a faster CUDA path for bf16 training. In training mode on a CUDA
+// channels_last bf16 input, as under `--amp bf16`, it runs traind's own NHWC kernels
+// (models/cuda/batch_norm_nhwc.h) where PyTorch would run its slower native ones, because cuDNN
+// refuses bf16 batch norm; every other case goes to at::batch_norm as before.
+// TRAIND_NATIVE_BATCH_NORM=1 in the worker's environment turns the fused path off, for
+// side-by-side benchmarks. (A subclass of torch::nn::BatchNorm2dImpl would not link: LibTorch
+// does not export the base template's virtual functions its vtable needs.)
+#ifndef TRAIND_MODELS_BATCH_NORM_H_
+#define TRAIND_MODELS_BATCH_NORM_H_
+
+#include <torch/torch.h>
+
+#include <ostream>
+
+namespace traind {
+
+class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
+ public:
+  explicit BatchNorm2dImpl(int64_t num_features) : num_features_(num_features) { reset(); }
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
+  torch::Tensor forward(const torch::Tensor& input);
+
+  torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+
+ private:
+  static constexpr double kEps = 1e-5;
+  static constexpr double kMomentum = 0.1;
+  int64_t num_features_;
+};
+TORCH_MODULE(BatchNorm2d);
+
+// Whether a training-mode forward would take the fused path for this input.
+bool UsesFusedBatchNorm(const torch::Tensor& input);
+
+// Whether this build has the fused kernels and TRAIND_NATIVE_BATCH_NORM does not turn them off.
+bool FusedBatchNormAvailable();
+
+// Whether `model` contains a traind::BatchNorm2d.
+bool HasBatchNorm(const torch::nn::Module& model);
+
+}  // namespace traind
+
+#endif  // TRAIND_MODELS_BATCH_NORM_H_

@@ -1,0 +1,126 @@
+// traind::BatchNorm2d against LibTorch's: same state (checkpoints load either way), same results
+// on the CPU, and on CUDA the fused bf16 NHWC kernels against PyTorch's native bf16 batch norm.
+#include "models/batch_norm.h"
+
+#include <sstream>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+// Max |a - b| over the elements, in fp32.
+double MaxDifference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<double>();
+}
+
+TEST(BatchNormTest, HasLibTorchsStateSoCheckpointsLoadEitherWay) {
+  torch::nn::BatchNorm2d theirs(16);
+  BatchNorm2d ours(16);
+  std::vector<std::string> their_names, our_names;
+  for (const auto& item : theirs->named_parameters()) their_names.push_back(item.key());
+  for (const auto& item : theirs->named_buffers()) their_names.push_back(item.key());
+  for (const auto& item : ours->named_parameters()) our_names.push_back(item.key());
+  for (const auto& item : ours->named_buffers()) our_names.push_back(item.key());
+  EXPECT_EQ(our_names, their_names);
+
+  theirs->train();
+  theirs->forward(torch::randn({4, 16, 5, 5}) * 3 + 1);  // non-trivial running statistics
+  torch::NoGradGuard no_grad;
+  theirs->weight.uniform_();
+  torch::serialize::OutputArchive archive;
+  theirs->save(archive);
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  std::istringstream in(bytes.str());
+  torch::serialize::InputArchive loaded;
+  loaded.load_from(in);
+  ours->load(loaded);
+  EXPECT_TRUE(ours->running_mean.equal(theirs->running_mean));
+  EXPECT_TRUE(ours->running_var.equal(theirs->running_var));
+  EXPECT_TRUE(ours->weight.equal(theirs->weight));
+  EXPECT_EQ(ours->num_batches_tracked.item<int64_t>(), 1);
+}
+
+TEST(BatchNormTest, MatchesLibTorchsOnTheCpuInTrainingAndEvaluation) {
+  torch::manual_seed(3);
+  torch::nn::BatchNorm2d theirs(8);
+  BatchNorm2d ours(8);
+  const torch::Tensor input = torch::randn({6, 8, 4, 4}) * 2 + 0.5;
+  const torch::Tensor our_input = input.clone().requires_grad_();
+  const torch::Tensor their_input = input.clone().requires_grad_();
+  const torch::Tensor grad = torch::randn({6, 8, 4, 4});
+  ours->forward(our_input).backward(grad);
+  theirs->forward(their_input).backward(grad);
+  EXPECT_LT(MaxDifference(our_input.grad(), their_input.grad()), 1e-5);
+  EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 1e-4);
+  EXPECT_LT(MaxDifference(ours->running_var, theirs->running_var), 1e-6);
+  EXPECT_EQ(ours->num_batches_tracked.item<int64_t>(), 1);
+  ours->eval();
+  theirs->eval();
+  EXPECT_LT(MaxDifference(ours->forward(input), theirs->forward(input)), 1e-5);
+}
+
+TEST(BatchNormTest, RefusesOneValuePerChannelInTrainingAndNon4dInput) {
+  BatchNorm2d norm(4);
+  EXPECT_THROW(norm->forward(torch::randn({1, 4, 1, 1})), c10::Error);
+  EXPECT_THROW(norm->forward(torch::randn({2, 4, 3})), c10::Error);
+}
+
+// The fused path against at::batch_norm's native bf16 kernels, both from the same bf16 input;
+// both round their output to bf16, so they may differ by a unit in the last place of bf16
+// (2^-8 relative) and by fp32 summation order.
+TEST(BatchNormTest, FusedBf16KernelsMatchPyTorchsOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  struct Shape {
+    int64_t n, c, h, w;
+  };
+  // VGG16's and ResNet-18's shapes, small; then a channel count the kernels do not take.
+  for (const Shape s : {Shape{8, 64, 56, 56}, Shape{32, 512, 7, 7}, Shape{3, 96, 5, 7},
+                        Shape{4, 12, 6, 6}}) {
+    SCOPED_TRACE(testing::Message() << s.n << "x" << s.c << "x" << s.h << "x" << s.w);
+    torch::manual_seed(11);
+    const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+    // An offset mean and a wide spread, as after a convolution.
+    const torch::Tensor input = (torch::randn({s.n, s.c, s.h, s.w}, cuda) * 4 + 3)
+                                    .to(torch::kBFloat16)
+                                    .contiguous(torch::MemoryFormat::ChannelsLast);
+    const torch::Tensor grad = torch::randn_like(input);
+    BatchNorm2d ours(s.c);
+    torch::nn::BatchNorm2d theirs(s.c);
+    ours->to(torch::kCUDA);
+    theirs->to(torch::kCUDA);
+    {
+      torch::NoGradGuard no_grad;
+      ours->weight.uniform_(0.5, 1.5);
+      theirs->weight.copy_(ours->weight);
+      ours->bias.uniform_(-1, 1);
+      theirs->bias.copy_(ours->bias);
+    }
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+    EXPECT_EQ(UsesFusedBatchNorm(input), s.c % 8 == 0);
+#endif
+    const torch::Tensor our_input = input.clone().requires_grad_();
+    const torch::Tensor their_input = input.clone().requires_grad_();
+    const torch::Tensor our_output = ours->forward(our_input);
+    const torch::Tensor their_output = theirs->forward(their_input);
+    EXPECT_EQ(our_output.scalar_type(), torch::kBFloat16);
+    EXPECT_TRUE(our_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    our_output.backward(grad);
+    their_output.backward(grad);
+    // Outputs are O(1): a bf16 ulp is 2^-7 near 1-2, so a few of those.
+    EXPECT_LT(MaxDifference(our_output, their_output), 0.05);
+    EXPECT_LT(MaxDifference(ours->running_mean, theirs->running_mean), 1e-3);
+    EXPECT_LT(MaxDifference(ours->running_var, theirs->running_var), 1e-2);
+    const double grad_scale = their_input.grad().abs().max().item<double>();
+    EXPECT_LT(MaxDifference(our_input.grad(), their_input.grad()), 0.02 * grad_scale);
+    const double weight_scale = theirs->weight.grad().abs().max().item<double>();
+    EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 0.01 * weight_scale);
+    const double bias_scale = theirs->bias.grad().abs().max().item<double>();
+    EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 0.01 * bias_scale);
+  }
+}
+
+}  // namespace
+}  // namespace traind

@@ -1,0 +1,437 @@
+#include "models/cuda/batch_norm_nhwc.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace traind {
+namespace {
+
+// The input is a [rows = N*H*W, C] matrix. Every kernel gives each thread one group of kVec
+// channels (one 16-byte load) and a strided set of rows: threadIdx.x / blockIdx.x pick the
+// group, threadIdx.y / blockIdx.y the rows. A warp then reads whole consecutive rows, and each
+// thread keeps its channels' statistics or coefficients in registers.
+constexpr int kVec = 8;
+constexpr int kThreads = 256;
+
+struct alignas(16) Bf16x8 {
+  __nv_bfloat162 pair[kVec / 2];
+};
+
+__device__ __forceinline__ void Load(const __nv_bfloat16* p, float (&v)[kVec]) {
+  const Bf16x8 packed = *reinterpret_cast<const Bf16x8*>(p);
+#pragma unroll
+  for (int i = 0; i < kVec / 2; ++i) {
+    const float2 f = __bfloat1622float2(packed.pair[i]);
+    v[2 * i] = f.x;
+    v[2 * i + 1] = f.y;
+  }
+}
+
+__device__ __forceinline__ void Store(__nv_bfloat16* p, const float (&v)[kVec]) {
+  Bf16x8 packed;
+#pragma unroll
+  for (int i = 0; i < kVec / 2; ++i) packed.pair[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+  *reinterpret_cast<Bf16x8*>(p) = packed;
+}
+
+// Chan et al.'s merge of Welford states (count n, mean, sum of squared deviations m2) for
+// channels that share one count.
+template <int kChannels>
+__device__ __forceinline__ void MergeWelford(float& n, float* mean, float* m2, float other_n,
+                                             const float* other_mean, const float* other_m2) {
+  if (other_n == 0.f) return;
+  const float total = n + other_n;
+  const float ratio = other_n / total;
+  const float cross = n * ratio;
+#pragma unroll
+  for (int k = 0; k < kChannels; ++k) {
+    const float delta = other_mean[k] - mean[k];
+    mean[k] += delta * ratio;
+    m2[k] += other_m2[k] + delta * delta * cross;
+  }
+  n = total;
+}
+
+struct Layout {
+  int64_t rows;
+  int channels;
+  int groups;  // channels / kVec
+};
+
+// Per block: Welford statistics of its rows for its channel groups -> partials [gridDim.y, C].
+__global__ void __launch_bounds__(kThreads)
+    WelfordPartials(const __nv_bfloat16* __restrict__ x, Layout layout, float* __restrict__ part_n,
+                    float* __restrict__ part_mean, float* __restrict__ part_m2) {
+  const int group = blockIdx.x * blockDim.x + threadIdx.x;
+  float n = 0.f, mean[kVec] = {}, m2[kVec] = {};
+  if (group < layout.groups) {
+    const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+    const __nv_bfloat16* column = x + group * kVec;
+#pragma unroll 4
+    for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
+         r += stride) {
+      float v[kVec];
+      Load(column + r * layout.channels, v);
+      n += 1.f;
+      const float inverse = __frcp_rn(n);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        const float delta = v[k] - mean[k];
+        mean[k] += delta * inverse;
+        m2[k] += delta * (v[k] - mean[k]);
+      }
+    }
+  }
+  // Tree merge over threadIdx.y (blockDim.y is a power of two).
+  extern __shared__ float shared[];
+  constexpr int kState = 1 + 2 * kVec;
+  for (int half = blockDim.y / 2; half > 0; half /= 2) {
+    if (threadIdx.y >= half && threadIdx.y < 2 * half) {
+      float* mine = shared + ((threadIdx.y - half) * blockDim.x + threadIdx.x) * kState;
+      mine[0] = n;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        mine[1 + k] = mean[k];
+        mine[1 + kVec + k] = m2[k];
+      }
+    }
+    __syncthreads();
+    if (threadIdx.y < half) {
+      const float* other = shared + (threadIdx.y * blockDim.x + threadIdx.x) * kState;
+      MergeWelford<kVec>(n, mean, m2, other[0], other + 1, other + 1 + kVec);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.y == 0 && group < layout.groups) {
+    const int64_t base = static_cast<int64_t>(blockIdx.y) * layout.channels + group * kVec;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      part_n[base + k] = n;
+      part_mean[base + k] = mean[k];
+      part_m2[base + k] = m2[k];
+    }
+  }
+}
+
+// One block per channel: merges the partials, saves mean and 1/std for the backward pass,
+// updates the running statistics and writes the per-channel scale and shift of the output.
+__global__ void __launch_bounds__(kThreads)
+    FinalizeStatistics(const float* __restrict__ part_n, const float* __restrict__ part_mean,
+                       const float* __restrict__ part_m2, int parts, int channels,
+                       const float* __restrict__ weight, const float* __restrict__ bias,
+                       float* __restrict__ running_mean, float* __restrict__ running_var,
+                       float momentum, float eps, float* __restrict__ save_mean,
+                       float* __restrict__ save_invstd, float* __restrict__ scale,
+                       float* __restrict__ shift) {
+  const int c = blockIdx.x;
+  float n = 0.f, mean = 0.f, m2 = 0.f;
+  for (int p = threadIdx.x; p < parts; p += blockDim.x) {
+    const int64_t i = static_cast<int64_t>(p) * channels + c;
+    MergeWelford<1>(n, &mean, &m2, part_n[i], &part_mean[i], &part_m2[i]);
+  }
+  __shared__ float shared_n[kThreads], shared_mean[kThreads], shared_m2[kThreads];
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x >= half && threadIdx.x < 2 * half) {
+      shared_n[threadIdx.x - half] = n;
+      shared_mean[threadIdx.x - half] = mean;
+      shared_m2[threadIdx.x - half] = m2;
+    }
+    __syncthreads();
+    if (threadIdx.x < half) {
+      MergeWelford<1>(n, &mean, &m2, shared_n[threadIdx.x], &shared_mean[threadIdx.x],
+                      &shared_m2[threadIdx.x]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  const float invstd = rsqrtf(m2 / n + eps);
+  save_mean[c] = mean;
+  save_invstd[c] = invstd;
+  running_mean[c] = (1.f - momentum) * running_mean[c] + momentum * mean;
+  running_var[c] = (1.f - momentum) * running_var[c] + momentum * (m2 / (n - 1.f));
+  scale[c] = weight[c] * invstd;
+  shift[c] = bias[c] - mean * weight[c] * invstd;
+}
+
+// y = x * scale + shift, per channel.
+__global__ void __launch_bounds__(kThreads)
+    ScaleShift(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ y, Layout layout,
+               const float* __restrict__ scale, const float* __restrict__ shift) {
+  const int group = blockIdx.x * blockDim.x + threadIdx.x;
+  if (group >= layout.groups) return;
+  float a[kVec], b[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    a[k] = scale[group * kVec + k];
+    b[k] = shift[group * kVec + k];
+  }
+  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+#pragma unroll 4
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
+       r += stride) {
+    const int64_t offset = r * layout.channels + group * kVec;
+    float v[kVec];
+    Load(x + offset, v);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = v[k] * a[k] + b[k];
+    Store(y + offset, v);
+  }
+}
+
+// Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C].
+__global__ void __launch_bounds__(kThreads)
+    GradientSumPartials(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
+                        Layout layout, const float* __restrict__ mean,
+                        float* __restrict__ part_sum_dy, float* __restrict__ part_sum_dy_xmu) {
+  const int group = blockIdx.x * blockDim.x + threadIdx.x;
+  float sum_dy[kVec] = {}, sum_dy_xmu[kVec] = {};
+  if (group < layout.groups) {
+    float mu[kVec];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) mu[k] = mean[group * kVec + k];
+    const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+#pragma unroll 4
+    for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
+         r += stride) {
+      const int64_t offset = r * layout.channels + group * kVec;
+      float g[kVec], v[kVec];
+      Load(dy + offset, g);
+      Load(x + offset, v);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        sum_dy[k] += g[k];
+        sum_dy_xmu[k] += g[k] * (v[k] - mu[k]);
+      }
+    }
+  }
+  extern __shared__ float shared[];
+  constexpr int kState = 2 * kVec;
+  for (int half = blockDim.y / 2; half > 0; half /= 2) {
+    if (threadIdx.y >= half && threadIdx.y < 2 * half) {
+      float* mine = shared + ((threadIdx.y - half) * blockDim.x + threadIdx.x) * kState;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        mine[k] = sum_dy[k];
+        mine[kVec + k] = sum_dy_xmu[k];
+      }
+    }
+    __syncthreads();
+    if (threadIdx.y < half) {
+      const float* other = shared + (threadIdx.y * blockDim.x + threadIdx.x) * kState;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        sum_dy[k] += other[k];
+        sum_dy_xmu[k] += other[kVec + k];
+      }
+    }
+    __syncthreads();
+  }
+  if (threadIdx.y == 0 && group < layout.groups) {
+    const int64_t base = static_cast<int64_t>(blockIdx.y) * layout.channels + group * kVec;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      part_sum_dy[base + k] = sum_dy[k];
+      part_sum_dy_xmu[base + k] = sum_dy_xmu[k];
+    }
+  }
+}
+
+// One block per channel: the parameter gradients and the input gradient's coefficients,
+//   dx = a * dy + b * (x - mean) + c,  a = w * invstd,  b = -a * invstd^2 * sum(dy (x - mean)) / M,
+//   c = -a * sum(dy) / M.
+__global__ void __launch_bounds__(kThreads)
+    FinalizeGradients(const float* __restrict__ part_sum_dy,
+                      const float* __restrict__ part_sum_dy_xmu, int parts, int channels,
+                      float rows, const float* __restrict__ weight,
+                      const float* __restrict__ invstd, float* __restrict__ grad_weight,
+                      float* __restrict__ grad_bias, float* __restrict__ coefficients) {
+  const int c = blockIdx.x;
+  float sum_dy = 0.f, sum_dy_xmu = 0.f;
+  for (int p = threadIdx.x; p < parts; p += blockDim.x) {
+    const int64_t i = static_cast<int64_t>(p) * channels + c;
+    sum_dy += part_sum_dy[i];
+    sum_dy_xmu += part_sum_dy_xmu[i];
+  }
+  __shared__ float shared_dy[kThreads], shared_dy_xmu[kThreads];
+  shared_dy[threadIdx.x] = sum_dy;
+  shared_dy_xmu[threadIdx.x] = sum_dy_xmu;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) {
+      shared_dy[threadIdx.x] += shared_dy[threadIdx.x + half];
+      shared_dy_xmu[threadIdx.x] += shared_dy_xmu[threadIdx.x + half];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x != 0) return;
+  sum_dy = shared_dy[0];
+  sum_dy_xmu = shared_dy_xmu[0];
+  const float s = invstd[c];
+  const float a = weight[c] * s;
+  grad_weight[c] = sum_dy_xmu * s;
+  grad_bias[c] = sum_dy;
+  coefficients[c] = a;
+  coefficients[channels + c] = -a * s * s * sum_dy_xmu / rows;
+  coefficients[2 * channels + c] = -a * sum_dy / rows;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    InputGradient(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
+                  __nv_bfloat16* __restrict__ dx, Layout layout, const float* __restrict__ mean,
+                  const float* __restrict__ coefficients) {
+  const int group = blockIdx.x * blockDim.x + threadIdx.x;
+  if (group >= layout.groups) return;
+  float mu[kVec], a[kVec], b[kVec], c[kVec];
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    const int channel = group * kVec + k;
+    mu[k] = mean[channel];
+    a[k] = coefficients[channel];
+    b[k] = coefficients[layout.channels + channel];
+    c[k] = coefficients[2 * layout.channels + channel];
+  }
+  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+#pragma unroll 4
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
+       r += stride) {
+    const int64_t offset = r * layout.channels + group * kVec;
+    float g[kVec], v[kVec];
+    Load(dy + offset, g);
+    Load(x + offset, v);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = a[k] * g[k] + b[k] * (v[k] - mu[k]) + c[k];
+    Store(dx + offset, v);
+  }
+}
+
+// Blocks of 256 threads: up to 32 channel groups wide, the rest rows; enough blocks for about
+// eight per multiprocessor, each thread then looping over its share of the rows.
+struct LaunchShape {
+  dim3 grid, block;
+};
+
+LaunchShape PlanLaunch(const Layout& layout, int device) {
+  const int width = std::min(layout.groups, 32);
+  int height = 1;
+  while (height * 2 * width <= kThreads) height *= 2;
+  int multiprocessors = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  const int columns = (layout.groups + width - 1) / width;
+  const int64_t wanted = std::max<int64_t>(1, int64_t{multiprocessors} * 8 / columns);
+  const int64_t needed = (layout.rows + height - 1) / height;
+  const int row_blocks = static_cast<int>(std::min<int64_t>({wanted, needed, 65535}));
+  return {dim3(columns, row_blocks), dim3(width, height)};
+}
+
+Layout LayoutOf(const at::Tensor& input) {
+  const int channels = static_cast<int>(input.size(1));
+  return {input.numel() / channels, channels, channels / kVec};
+}
+
+const __nv_bfloat16* Bf16(const at::Tensor& t) {
+  return reinterpret_cast<const __nv_bfloat16*>(t.data_ptr());
+}
+__nv_bfloat16* MutableBf16(at::Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data_ptr()); }
+
+void CheckParameter(const at::Tensor& t, int channels, const char* name) {
+  TORCH_CHECK(t.is_cuda() && t.scalar_type() == at::kFloat && t.is_contiguous() &&
+                  t.numel() == channels,
+              "NhwcBatchNorm: ", name, " must be a contiguous CUDA float tensor of ", channels,
+              " elements");
+}
+
+}  // namespace
+
+bool NhwcBatchNormSupports(const at::Tensor& input) {
+  return input.is_cuda() && input.scalar_type() == at::kBFloat16 && input.dim() == 4 &&
+         input.size(1) % kVec == 0 && input.size(1) > 0 &&
+         input.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+         reinterpret_cast<uintptr_t>(input.data_ptr()) % 16 == 0 &&
+         input.numel() / input.size(1) > 1;
+}
+
+NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
+                                                const at::Tensor& bias, at::Tensor& running_mean,
+                                                at::Tensor& running_var, double momentum,
+                                                double eps) {
+  TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
+  const Layout layout = LayoutOf(input);
+  CheckParameter(weight, layout.channels, "weight");
+  CheckParameter(bias, layout.channels, "bias");
+  CheckParameter(running_mean, layout.channels, "running_mean");
+  CheckParameter(running_var, layout.channels, "running_var");
+  const c10::cuda::CUDAGuard guard(input.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const LaunchShape shape = PlanLaunch(layout, input.get_device());
+  const auto fp32 = input.options().dtype(at::kFloat);
+  // Partials: n, mean, m2 per row block and channel; then mean, invstd, scale, shift per channel.
+  at::Tensor partials = at::empty({3, shape.grid.y, layout.channels}, fp32);
+  at::Tensor per_channel = at::empty({4, layout.channels}, fp32);
+  float* part = partials.data_ptr<float>();
+  const int64_t part_size = int64_t{shape.grid.y} * layout.channels;
+  const size_t welford_shared = size_t{shape.block.x} * shape.block.y * (1 + 2 * kVec) * sizeof(float);
+  WelfordPartials<<<shape.grid, shape.block, welford_shared, stream>>>(
+      Bf16(input), layout, part, part + part_size, part + 2 * part_size);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  float* channel = per_channel.data_ptr<float>();
+  FinalizeStatistics<<<layout.channels, kThreads, 0, stream>>>(
+      part, part + part_size, part + 2 * part_size, static_cast<int>(shape.grid.y),
+      layout.channels, weight.data_ptr<float>(), bias.data_ptr<float>(),
+      running_mean.data_ptr<float>(), running_var.data_ptr<float>(), static_cast<float>(momentum),
+      static_cast<float>(eps), channel, channel + layout.channels, channel + 2 * layout.channels,
+      channel + 3 * layout.channels);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+  ScaleShift<<<shape.grid, shape.block, 0, stream>>>(Bf16(input), MutableBf16(output), layout,
+                                                     channel + 2 * layout.channels,
+                                                     channel + 3 * layout.channels);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {output, per_channel[0], per_channel[1]};
+}
+
+NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
+                                                  const at::Tensor& input, const at::Tensor& weight,
+                                                  const at::Tensor& mean, const at::Tensor& invstd) {
+  TORCH_CHECK(NhwcBatchNormSupports(input) && NhwcBatchNormSupports(grad_output) &&
+                  grad_output.sizes() == input.sizes(),
+              "NhwcBatchNorm: unsupported gradient");
+  const Layout layout = LayoutOf(input);
+  CheckParameter(weight, layout.channels, "weight");
+  CheckParameter(mean, layout.channels, "mean");
+  CheckParameter(invstd, layout.channels, "invstd");
+  const c10::cuda::CUDAGuard guard(input.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  const LaunchShape shape = PlanLaunch(layout, input.get_device());
+  const auto fp32 = input.options().dtype(at::kFloat);
+  at::Tensor partials = at::empty({2, shape.grid.y, layout.channels}, fp32);
+  float* part = partials.data_ptr<float>();
+  const int64_t part_size = int64_t{shape.grid.y} * layout.channels;
+  const size_t sums_shared = size_t{shape.block.x} * shape.block.y * 2 * kVec * sizeof(float);
+  GradientSumPartials<<<shape.grid, shape.block, sums_shared, stream>>>(
+      Bf16(grad_output), Bf16(input), layout, mean.data_ptr<float>(), part, part + part_size);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
+  at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
+  FinalizeGradients<<<layout.channels, kThreads, 0, stream>>>(
+      part, part + part_size, static_cast<int>(shape.grid.y), layout.channels,
+      static_cast<float>(layout.rows), weight.data_ptr<float>(), invstd.data_ptr<float>(),
+      parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
+      coefficients.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+  InputGradient<<<shape.grid, shape.block, 0, stream>>>(Bf16(grad_output), Bf16(input),
+                                                        MutableBf16(grad_input), layout,
+                                                        mean.data_ptr<float>(),
+                                                        coefficients.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return {grad_input, parameter_grads[0], parameter_grads[1]};
+}
+
+}  // namespace traind

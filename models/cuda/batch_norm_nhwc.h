@@ -1,0 +1,43 @@
+// Training-mode batch norm for bf16 activations in channels_last (NHWC) layout on CUDA, with fp32
+// parameters and running statistics: the case PyTorch sends to its own slower kernels, because
+// cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200, docs/benchmarks.md).
+// Forward: per-channel Welford statistics in one pass, then one scale-and-shift pass; backward:
+// one pass for the two per-channel sums, one for the input gradient; each pass moves 16 bytes
+// (8 channels) per thread. Compiled only where nvcc is found (TRAIND_HAVE_CUDA_KERNELS).
+#ifndef TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
+#define TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
+
+#include <ATen/core/Tensor.h>
+
+namespace traind {
+
+// Whether the kernels below take this input: CUDA, bf16, 4-d channels_last, channels a multiple
+// of 8 and 16-byte aligned data, more than one value per channel.
+bool NhwcBatchNormSupports(const at::Tensor& input);
+
+struct NhwcBatchNormForwardResult {
+  at::Tensor output;      // bf16, channels_last, like the input
+  at::Tensor mean;        // [C] fp32, this batch's
+  at::Tensor invstd;      // [C] fp32, 1 / sqrt(biased variance + eps)
+};
+
+// `weight`, `bias`: [C] fp32. `running_mean`, `running_var`: [C] fp32, updated in place with
+// `momentum` (the running variance takes the unbiased batch variance, as PyTorch does).
+NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
+                                                const at::Tensor& bias, at::Tensor& running_mean,
+                                                at::Tensor& running_var, double momentum,
+                                                double eps);
+
+struct NhwcBatchNormBackwardResult {
+  at::Tensor grad_input;   // bf16, channels_last
+  at::Tensor grad_weight;  // [C] fp32
+  at::Tensor grad_bias;    // [C] fp32
+};
+
+NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
+                                                  const at::Tensor& input, const at::Tensor& weight,
+                                                  const at::Tensor& mean, const at::Tensor& invstd);
+
+}  // namespace traind
+
+#endif  // TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
