@@ -21,10 +21,12 @@ class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunc
   static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
                                const torch::Tensor& weight, const torch::Tensor& bias,
                                torch::Tensor running_mean, torch::Tensor running_var,
-                               double momentum, double eps) {
+                               double momentum, double eps, bool relu) {
     NhwcBatchNormForwardResult result =
-        NhwcBatchNormForward(input, weight, bias, running_mean, running_var, momentum, eps);
-    context->save_for_backward({input, weight, result.mean, result.invstd});
+        NhwcBatchNormForward(input, weight, bias, running_mean, running_var, momentum, eps, relu);
+    context->save_for_backward(
+        {input, weight, result.mean, result.invstd, result.scale, result.shift});
+    context->saved_data["relu"] = relu;
     return result.output;
   }
 
@@ -33,9 +35,10 @@ class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunc
     // The gradient arrives in the output's layout in practice; make sure of it.
     const torch::Tensor grad = grad_outputs[0].contiguous(torch::MemoryFormat::ChannelsLast);
     NhwcBatchNormBackwardResult result =
-        NhwcBatchNormBackward(grad, saved[0], saved[1], saved[2], saved[3]);
-    return {result.grad_input, result.grad_weight, result.grad_bias,
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+        NhwcBatchNormBackward(grad, saved[0], saved[1], saved[2], saved[3], saved[4], saved[5],
+                              context->saved_data["relu"].toBool());
+    return {result.grad_input, result.grad_weight, result.grad_bias, torch::Tensor(),
+            torch::Tensor(),   torch::Tensor(),    torch::Tensor(),  torch::Tensor()};
   }
 };
 
@@ -85,7 +88,7 @@ void BatchNorm2dImpl::reset() {
 
 void BatchNorm2dImpl::pretty_print(std::ostream& stream) const {
   stream << "traind::BatchNorm2d(" << num_features_ << ", eps=" << kEps
-         << ", momentum=" << kMomentum << ")";
+         << ", momentum=" << kMomentum << (relu_ ? ", relu" : "") << ")";
 }
 
 torch::Tensor BatchNorm2dImpl::forward(const torch::Tensor& input) {
@@ -101,11 +104,14 @@ torch::Tensor BatchNorm2dImpl::forward(const torch::Tensor& input) {
   if (is_training() && weight.scalar_type() == torch::kFloat &&
       running_mean.scalar_type() == torch::kFloat && UsesFusedBatchNorm(input)) {
     return NhwcBatchNormFunction::apply(input, weight, bias, running_mean, running_var, kMomentum,
-                                        kEps);
+                                        kEps, relu_);
   }
 #endif
-  return torch::batch_norm(input, weight, bias, running_mean, running_var, is_training(), kMomentum,
-                           kEps, at::globalContext().userEnabledCuDNN());
+  torch::Tensor output =
+      torch::batch_norm(input, weight, bias, running_mean, running_var, is_training(), kMomentum,
+                        kEps, at::globalContext().userEnabledCuDNN());
+  // In place is safe: batch norm's backward needs its input, not its output.
+  return relu_ ? torch::relu_(output) : output;
 }
 
 }  // namespace traind

@@ -5,7 +5,8 @@
 // (models/cuda/batch_norm_nhwc.h) where PyTorch would run its slower native ones, because cuDNN
 // refuses bf16 batch norm; every other case goes to at::batch_norm as before.
 // TRAIND_NATIVE_BATCH_NORM=1 in the worker's environment turns the fused path off, for
-// side-by-side benchmarks. (A subclass of torch::nn::BatchNorm2dImpl would not link: LibTorch
+// side-by-side benchmarks. With `relu`, the layer is batch norm then ReLU (in place), which the
+// fused path does in the same passes. (A subclass of torch::nn::BatchNorm2dImpl would not link: LibTorch
 // does not export the base template's virtual functions its vtable needs.)
 #ifndef TRAIND_MODELS_BATCH_NORM_H_
 #define TRAIND_MODELS_BATCH_NORM_H_
@@ -18,7 +19,10 @@ namespace traind {
 
 class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
  public:
-  explicit BatchNorm2dImpl(int64_t num_features) : num_features_(num_features) { reset(); }
+  explicit BatchNorm2dImpl(int64_t num_features, bool relu = false)
+      : num_features_(num_features), relu_(relu) {
+    reset();
+  }
   void reset() override;
   void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& input);
@@ -29,6 +33,7 @@ class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
   static constexpr double kEps = 1e-5;
   static constexpr double kMomentum = 0.1;
   int64_t num_features_;
+  bool relu_;
 };
 TORCH_MODULE(BatchNorm2d);
 

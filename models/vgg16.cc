@@ -18,8 +18,10 @@ Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
       continue;
     }
     features->push_back(nn::Conv2d(nn::Conv2dOptions(channels, width, 3).padding(1)));
-    features->push_back(BatchNorm2d(width));
-    features->push_back(nn::ReLU(nn::ReLUOptions(true)));
+    features->push_back(BatchNorm2d(width, /*relu=*/true));
+    // The ReLU is the batch norm's; this placeholder keeps the layer indices, and so the
+    // parameter names of checkpoints, those of torchvision's vgg16_bn.
+    features->push_back(nn::Identity());
     channels = width;
   }
   features_ = register_module("features", features);

@@ -160,7 +160,9 @@ __global__ void __launch_bounds__(kThreads)
   shift[c] = bias[c] - mean * weight[c] * invstd;
 }
 
-// y = x * scale + shift, per channel.
+// y = x * scale + shift per channel, then max(y, 0) with kRelu. The backward kernels recompute
+// y with the same fused multiply-add to know where the ReLU passed the gradient.
+template <bool kRelu>
 __global__ void __launch_bounds__(kThreads)
     ScaleShift(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ y, Layout layout,
                const float* __restrict__ scale, const float* __restrict__ shift) {
@@ -180,22 +182,43 @@ __global__ void __launch_bounds__(kThreads)
     float v[kVec];
     Load(x + offset, v);
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) v[k] = v[k] * a[k] + b[k];
+    for (int k = 0; k < kVec; ++k) {
+      v[k] = __fmaf_rn(v[k], a[k], b[k]);
+      if (kRelu) v[k] = fmaxf(v[k], 0.f);
+    }
     Store(y + offset, v);
   }
 }
 
+// With kRelu, the gradient reaching the batch norm: dy where the forward's ReLU passed, else 0.
+template <bool kRelu>
+__device__ __forceinline__ void MaskGradient(float (&g)[kVec], const float (&v)[kVec],
+                                             const float (&scale)[kVec],
+                                             const float (&shift)[kVec]) {
+  if (!kRelu) return;
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    if (__fmaf_rn(v[k], scale[k], shift[k]) <= 0.f) g[k] = 0.f;
+  }
+}
+
 // Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C].
+template <bool kRelu>
 __global__ void __launch_bounds__(kThreads)
     GradientSumPartials(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
                         Layout layout, const float* __restrict__ mean,
+                        const float* __restrict__ scale, const float* __restrict__ shift,
                         float* __restrict__ part_sum_dy, float* __restrict__ part_sum_dy_xmu) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float sum_dy[kVec] = {}, sum_dy_xmu[kVec] = {};
   if (group < layout.groups) {
-    float mu[kVec];
+    float mu[kVec], a[kVec], b[kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) mu[k] = mean[group * kVec + k];
+    for (int k = 0; k < kVec; ++k) {
+      mu[k] = mean[group * kVec + k];
+      a[k] = kRelu ? scale[group * kVec + k] : 0.f;
+      b[k] = kRelu ? shift[group * kVec + k] : 0.f;
+    }
     const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
 #pragma unroll 4
     for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
@@ -204,6 +227,7 @@ __global__ void __launch_bounds__(kThreads)
       float g[kVec], v[kVec];
       Load(dy + offset, g);
       Load(x + offset, v);
+      MaskGradient<kRelu>(g, v, a, b);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         sum_dy[k] += g[k];
@@ -282,17 +306,21 @@ __global__ void __launch_bounds__(kThreads)
   coefficients[2 * channels + c] = -a * sum_dy / rows;
 }
 
+template <bool kRelu>
 __global__ void __launch_bounds__(kThreads)
     InputGradient(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
                   __nv_bfloat16* __restrict__ dx, Layout layout, const float* __restrict__ mean,
+                  const float* __restrict__ scale, const float* __restrict__ shift,
                   const float* __restrict__ coefficients) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   if (group >= layout.groups) return;
-  float mu[kVec], a[kVec], b[kVec], c[kVec];
+  float mu[kVec], a[kVec], b[kVec], c[kVec], forward_scale[kVec], forward_shift[kVec];
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
     const int channel = group * kVec + k;
     mu[k] = mean[channel];
+    forward_scale[k] = kRelu ? scale[channel] : 0.f;
+    forward_shift[k] = kRelu ? shift[channel] : 0.f;
     a[k] = coefficients[channel];
     b[k] = coefficients[layout.channels + channel];
     c[k] = coefficients[2 * layout.channels + channel];
@@ -305,6 +333,7 @@ __global__ void __launch_bounds__(kThreads)
     float g[kVec], v[kVec];
     Load(dy + offset, g);
     Load(x + offset, v);
+    MaskGradient<kRelu>(g, v, forward_scale, forward_shift);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v[k] = a[k] * g[k] + b[k] * (v[k] - mu[k]) + c[k];
     Store(dx + offset, v);
@@ -360,7 +389,7 @@ bool NhwcBatchNormSupports(const at::Tensor& input) {
 NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias, at::Tensor& running_mean,
                                                 at::Tensor& running_var, double momentum,
-                                                double eps) {
+                                                double eps, bool relu) {
   TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
   const Layout layout = LayoutOf(input);
   CheckParameter(weight, layout.channels, "weight");
@@ -389,16 +418,19 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
       channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  ScaleShift<<<shape.grid, shape.block, 0, stream>>>(Bf16(input), MutableBf16(output), layout,
-                                                     channel + 2 * layout.channels,
-                                                     channel + 3 * layout.channels);
+  const auto scale_shift = relu ? ScaleShift<true> : ScaleShift<false>;
+  scale_shift<<<shape.grid, shape.block, 0, stream>>>(Bf16(input), MutableBf16(output), layout,
+                                                      channel + 2 * layout.channels,
+                                                      channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  return {output, per_channel[0], per_channel[1]};
+  return {output, per_channel[0], per_channel[1], per_channel[2], per_channel[3]};
 }
 
 NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& input, const at::Tensor& weight,
-                                                  const at::Tensor& mean, const at::Tensor& invstd) {
+                                                  const at::Tensor& mean, const at::Tensor& invstd,
+                                                  const at::Tensor& scale, const at::Tensor& shift,
+                                                  bool relu) {
   TORCH_CHECK(NhwcBatchNormSupports(input) && NhwcBatchNormSupports(grad_output) &&
                   grad_output.sizes() == input.sizes(),
               "NhwcBatchNorm: unsupported gradient");
@@ -406,6 +438,8 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
   CheckParameter(weight, layout.channels, "weight");
   CheckParameter(mean, layout.channels, "mean");
   CheckParameter(invstd, layout.channels, "invstd");
+  CheckParameter(scale, layout.channels, "scale");
+  CheckParameter(shift, layout.channels, "shift");
   const c10::cuda::CUDAGuard guard(input.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   const LaunchShape shape = PlanLaunch(layout, input.get_device());
@@ -414,8 +448,10 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
   float* part = partials.data_ptr<float>();
   const int64_t part_size = int64_t{shape.grid.y} * layout.channels;
   const size_t sums_shared = size_t{shape.block.x} * shape.block.y * 2 * kVec * sizeof(float);
-  GradientSumPartials<<<shape.grid, shape.block, sums_shared, stream>>>(
-      Bf16(grad_output), Bf16(input), layout, mean.data_ptr<float>(), part, part + part_size);
+  const auto sums = relu ? GradientSumPartials<true> : GradientSumPartials<false>;
+  sums<<<shape.grid, shape.block, sums_shared, stream>>>(
+      Bf16(grad_output), Bf16(input), layout, mean.data_ptr<float>(), scale.data_ptr<float>(),
+      shift.data_ptr<float>(), part, part + part_size);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
   at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
@@ -426,10 +462,10 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  InputGradient<<<shape.grid, shape.block, 0, stream>>>(Bf16(grad_output), Bf16(input),
-                                                        MutableBf16(grad_input), layout,
-                                                        mean.data_ptr<float>(),
-                                                        coefficients.data_ptr<float>());
+  const auto input_gradient = relu ? InputGradient<true> : InputGradient<false>;
+  input_gradient<<<shape.grid, shape.block, 0, stream>>>(
+      Bf16(grad_output), Bf16(input), MutableBf16(grad_input), layout, mean.data_ptr<float>(),
+      scale.data_ptr<float>(), shift.data_ptr<float>(), coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {grad_input, parameter_grads[0], parameter_grads[1]};
 }

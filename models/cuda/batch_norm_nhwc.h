@@ -1,7 +1,8 @@
 // Training-mode batch norm for bf16 activations in channels_last (NHWC) layout on CUDA, with fp32
 // parameters and running statistics: the case PyTorch sends to its own slower kernels, because
 // cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200, docs/benchmarks.md).
-// Forward: per-channel Welford statistics in one pass, then one scale-and-shift pass; backward:
+// Forward: per-channel Welford statistics in one pass, then one scale-and-shift pass (with an
+// optional ReLU); backward:
 // one pass for the two per-channel sums, one for the input gradient; each pass moves 16 bytes
 // (8 channels) per thread. Compiled only where nvcc is found (TRAIND_HAVE_CUDA_KERNELS).
 #ifndef TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
@@ -19,14 +20,17 @@ struct NhwcBatchNormForwardResult {
   at::Tensor output;      // bf16, channels_last, like the input
   at::Tensor mean;        // [C] fp32, this batch's
   at::Tensor invstd;      // [C] fp32, 1 / sqrt(biased variance + eps)
+  at::Tensor scale;       // [C] fp32, weight * invstd
+  at::Tensor shift;       // [C] fp32, bias - mean * scale
 };
 
 // `weight`, `bias`: [C] fp32. `running_mean`, `running_var`: [C] fp32, updated in place with
-// `momentum` (the running variance takes the unbiased batch variance, as PyTorch does).
+// `momentum` (the running variance takes the unbiased batch variance, as PyTorch does). `relu`
+// applies max(., 0) to the output in the same pass.
 NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias, at::Tensor& running_mean,
                                                 at::Tensor& running_var, double momentum,
-                                                double eps);
+                                                double eps, bool relu);
 
 struct NhwcBatchNormBackwardResult {
   at::Tensor grad_input;   // bf16, channels_last
@@ -34,9 +38,13 @@ struct NhwcBatchNormBackwardResult {
   at::Tensor grad_bias;    // [C] fp32
 };
 
+// `mean` ... `shift` and `relu` as the forward pass returned and took them; with `relu` the
+// gradient is masked where the forward's output was zero (recomputed from the input).
 NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& input, const at::Tensor& weight,
-                                                  const at::Tensor& mean, const at::Tensor& invstd);
+                                                  const at::Tensor& mean, const at::Tensor& invstd,
+                                                  const at::Tensor& scale, const at::Tensor& shift,
+                                                  bool relu);
 
 }  // namespace traind
 
