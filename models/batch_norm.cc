@@ -1,8 +1,8 @@
 #include "models/batch_norm.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
+
+#include "models/own_kernels.h"
 
 #ifdef TRAIND_HAVE_CUDA_KERNELS
 #include "models/cuda/batch_norm_nhwc.h"
@@ -42,28 +42,14 @@ class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunc
   }
 };
 
-bool FusedPathEnabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("TRAIND_NATIVE_BATCH_NORM");
-    return value == nullptr || std::strcmp(value, "1") != 0;
-  }();
-  return enabled;
-}
-
 }  // namespace
 #endif  // TRAIND_HAVE_CUDA_KERNELS
 
-bool FusedBatchNormAvailable() {
-#ifdef TRAIND_HAVE_CUDA_KERNELS
-  return FusedPathEnabled();
-#else
-  return false;
-#endif
-}
+bool FusedBatchNormAvailable() { return OwnCudaKernelsEnabled(); }
 
 bool UsesFusedBatchNorm(const torch::Tensor& input) {
 #ifdef TRAIND_HAVE_CUDA_KERNELS
-  return FusedPathEnabled() && NhwcBatchNormSupports(input);
+  return OwnCudaKernelsEnabled() && NhwcBatchNormSupports(input);
 #else
   (void)input;
   return false;

@@ -4,8 +4,8 @@
 // channels_last bf16 input, as under `--amp bf16`, it runs traind's own NHWC kernels
 // (models/cuda/batch_norm_nhwc.h) where PyTorch would run its slower native ones, because cuDNN
 // refuses bf16 batch norm; every other case goes to at::batch_norm as before.
-// TRAIND_NATIVE_BATCH_NORM=1 in the worker's environment turns the fused path off, for
-// side-by-side benchmarks. With `relu`, the layer is batch norm then ReLU (in place), which the
+// TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off
+// (models/own_kernels.h). With `relu`, the layer is batch norm then ReLU (in place), which the
 // fused path does in the same passes. (A subclass of torch::nn::BatchNorm2dImpl would not link: LibTorch
 // does not export the base template's virtual functions its vtable needs.)
 #ifndef TRAIND_MODELS_BATCH_NORM_H_
@@ -40,7 +40,7 @@ TORCH_MODULE(BatchNorm2d);
 // Whether a training-mode forward would take the fused path for this input.
 bool UsesFusedBatchNorm(const torch::Tensor& input);
 
-// Whether this build has the fused kernels and TRAIND_NATIVE_BATCH_NORM does not turn them off.
+// Whether this build has the fused kernels and TRAIND_NATIVE_KERNELS does not turn them off.
 bool FusedBatchNormAvailable();
 
 // Whether `model` contains a traind::BatchNorm2d.

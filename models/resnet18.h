@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "models/batch_norm.h"
+#include "models/max_pool.h"
 
 namespace traind {
 

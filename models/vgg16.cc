@@ -1,6 +1,7 @@
 #include "models/vgg16.h"
 
 #include "models/batch_norm.h"
+#include "models/max_pool.h"
 
 namespace traind {
 
@@ -14,7 +15,7 @@ Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
   int64_t channels = in_channels;
   for (int width : config) {
     if (width == kMaxPool) {
-      features->push_back(nn::MaxPool2d(nn::MaxPool2dOptions(2).stride(2)));
+      features->push_back(MaxPool2d(/*kernel=*/2, /*stride=*/2));
       continue;
     }
     features->push_back(nn::Conv2d(nn::Conv2dOptions(channels, width, 3).padding(1)));

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# What traind's fused bf16 batch norm (models/cuda/batch_norm_nhwc.cu) buys: epoch time of the same
-# traind job in fp32, in bf16 with PyTorch's native batch norm (a second daemon whose workers have
-# TRAIND_NATIVE_BATCH_NORM=1) and in bf16 with the fused kernels; the jobs alternate within each
-# round, medians of the rounds, ratios over fp32 (issue 7's bf16 bar).
+# What traind's own CUDA kernels (models/cuda/: fused bf16 batch norm + ReLU, NHWC max-pool
+# backward) buy: epoch time of the same traind job in fp32 and in bf16, each with PyTorch's kernels
+# (a second daemon whose workers have TRAIND_NATIVE_KERNELS=1) and with traind's; the jobs
+# alternate within each round, medians of the rounds; bf16 over fp32 is issue 7's bar.
 #
-#   BUILD_DIR=build-cuda ROUNDS=2 bench/fused_batch_norm.sh resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256
+#   BUILD_DIR=build-cuda ROUNDS=2 bench/own_kernels.sh resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256
 #
 # FLAGS are `trainctl submit` flags. Environment: ROUNDS (default 2), EPOCHS (default 2; the time is
 # the mean of epochs 2..N), TRAIND_FLAGS (default --device-resident), HEADER=0 (rows only).
@@ -26,8 +26,8 @@ start() {  # name, env assignments... : a daemon of our own
   echo $! >"$dir/pid"
   for _ in $(seq 1 100); do "$bin/trainctl" --addr "unix:$dir/traind.sock" devices >/dev/null 2>&1 && break; sleep 0.2; done
 }
-start fused TRAIND_NATIVE_BATCH_NORM=0
-start native TRAIND_NATIVE_BATCH_NORM=1
+start own TRAIND_NATIVE_KERNELS=0
+start native TRAIND_NATIVE_KERNELS=1
 
 run() {  # daemon, amp flags... -> seconds per epoch (mean of epochs 2..N)
   local addr=unix:$state/$1/traind.sock; shift
@@ -43,14 +43,15 @@ run() {  # daemon, amp flags... -> seconds per epoch (mean of epochs 2..N)
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 for _ in $(seq 1 "$rounds"); do
-  run fused >>"$state/fp32.times"
-  run native --amp bf16 >>"$state/native.times"
-  run fused --amp bf16 >>"$state/fused.times"
+  run native >>"$state/fp32_native.times"
+  run own >>"$state/fp32_own.times"
+  run native --amp bf16 >>"$state/bf16_native.times"
+  run own --amp bf16 >>"$state/bf16_own.times"
 done
-fp32=$(median <"$state/fp32.times"); native=$(median <"$state/native.times"); fused=$(median <"$state/fused.times")
+for f in fp32_native fp32_own bf16_native bf16_own; do printf -v "$f" %s "$(median <"$state/$f.times")"; done
 if [ "${HEADER:-1}" != 0 ]; then
-  echo "| model | setup | fp32 s/epoch | bf16, PyTorch's batch norm | bf16, fused batch norm | bf16 (PyTorch's BN) over fp32 | bf16 (fused BN) over fp32 | fused over PyTorch's BN |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|"
+  echo "| model | setup | fp32, PyTorch's kernels s/epoch | fp32, traind's | bf16, PyTorch's | bf16, traind's | bf16 over fp32, PyTorch's kernels | bf16 over fp32, traind's kernels | traind's kernels in fp32 | in bf16 |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 fi
-awk -v m="$model" -v s="${flags[*]}" -v a="$fp32" -v b="$native" -v c="$fused" \
-  'BEGIN { printf "| %s | %s | %.3f | %.3f | %.3f | %.2fx | **%.2fx** | %.2fx |\n", m, s, a, b, c, a/b, a/c, b/c }'
+awk -v m="$model" -v s="${flags[*]}" -v a="$fp32_native" -v b="$fp32_own" -v c="$bf16_native" -v d="$bf16_own" \
+  'BEGIN { printf "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.2fx | **%.2fx** | %.2fx | %.2fx |\n", m, s, a, b, c, d, a/c, b/d, a/b, c/d }'

@@ -1,0 +1,71 @@
+#include "models/max_pool.h"
+
+#include <cstdint>
+
+#include "models/own_kernels.h"
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+#include "models/cuda/max_pool_nhwc.h"
+#endif
+
+namespace traind {
+
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+bool Aligned(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+class NhwcMaxPoolFunction : public torch::autograd::Function<NhwcMaxPoolFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
+                               int64_t kernel, int64_t stride, int64_t padding) {
+    auto [output, indices] = torch::max_pool2d_with_indices(input, {kernel, kernel},
+                                                            {stride, stride}, {padding, padding});
+    // Like ATen's own backward, which is the fallback below, keep the input.
+    context->save_for_backward({input, indices});
+    context->saved_data["kernel"] = kernel;
+    context->saved_data["stride"] = stride;
+    context->saved_data["padding"] = padding;
+    return output;
+  }
+
+  static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
+    const variable_list saved = context->get_saved_variables();
+    const MaxPoolGeometry geometry{context->saved_data["kernel"].toInt(),
+                                   context->saved_data["stride"].toInt(),
+                                   context->saved_data["padding"].toInt()};
+    const torch::Tensor grad = grad_outputs[0].contiguous(torch::MemoryFormat::ChannelsLast);
+    const torch::Tensor indices = saved[1].contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::Tensor grad_input;
+    if (MaxPoolNhwcSupports(grad) && Aligned(grad) && Aligned(indices)) {
+      grad_input = MaxPoolNhwcBackward(grad, indices, saved[0].sizes(), geometry);
+    } else {
+      grad_input = torch::max_pool2d_with_indices_backward(
+          grad, saved[0], {geometry.kernel, geometry.kernel}, {geometry.stride, geometry.stride},
+          {geometry.padding, geometry.padding}, {1, 1}, /*ceil_mode=*/false, saved[1]);
+    }
+    return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+#endif  // TRAIND_HAVE_CUDA_KERNELS
+
+void MaxPool2dImpl::pretty_print(std::ostream& stream) const {
+  stream << "traind::MaxPool2d(kernel=" << kernel_ << ", stride=" << stride_
+         << ", padding=" << padding_ << ")";
+}
+
+torch::Tensor MaxPool2dImpl::forward(const torch::Tensor& input) {
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  if (torch::GradMode::is_enabled() && input.requires_grad() && OwnCudaKernelsEnabled() &&
+      MaxPoolNhwcSupports(input)) {
+    return NhwcMaxPoolFunction::apply(input, kernel_, stride_, padding_);
+  }
+#endif
+  return torch::max_pool2d(input, {kernel_, kernel_}, {stride_, stride_}, {padding_, padding_});
+}
+
+}  // namespace traind

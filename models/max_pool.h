@@ -1,0 +1,28 @@
+// The zoo's 2-d max pooling (square windows, dilation 1, floor mode), torch::nn::MaxPool2d's
+// results, with traind's own NHWC backward (models/cuda/max_pool_nhwc.h) for channels_last fp32
+// and bf16 CUDA inputs when a gradient is wanted; the forward is ATen's in every case.
+#ifndef TRAIND_MODELS_MAX_POOL_H_
+#define TRAIND_MODELS_MAX_POOL_H_
+
+#include <torch/torch.h>
+
+#include <ostream>
+
+namespace traind {
+
+class MaxPool2dImpl : public torch::nn::Cloneable<MaxPool2dImpl> {
+ public:
+  MaxPool2dImpl(int64_t kernel, int64_t stride, int64_t padding = 0)
+      : kernel_(kernel), stride_(stride), padding_(padding) {}
+  void reset() override {}
+  void pretty_print(std::ostream& stream) const override;
+  torch::Tensor forward(const torch::Tensor& input);
+
+ private:
+  int64_t kernel_, stride_, padding_;
+};
+TORCH_MODULE(MaxPool2d);
+
+}  // namespace traind
+
+#endif  // TRAIND_MODELS_MAX_POOL_H_
