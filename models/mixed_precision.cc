@@ -80,4 +80,22 @@ bool GradScaler::UnscaleAndUpdate(const std::vector<torch::Tensor>& parameters) 
   return ok;
 }
 
+void GradScaler::Save(torch::serialize::OutputArchive& archive) const {
+  if (!enabled_) return;
+  archive.write("grad_scaler_scale", scale_);
+  archive.write("grad_scaler_growth", growth_tracker_);
+}
+
+void GradScaler::Load(torch::serialize::InputArchive& archive) {
+  if (!enabled_) return;
+  torch::Tensor scale, growth;
+  if (!archive.try_read("grad_scaler_scale", scale) ||
+      !archive.try_read("grad_scaler_growth", growth)) {
+    return;
+  }
+  torch::NoGradGuard no_grad;
+  scale_.copy_(scale);
+  growth_tracker_.copy_(growth);
+}
+
 }  // namespace traind

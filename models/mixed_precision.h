@@ -37,6 +37,16 @@ class GradScaler {
   // Calls Update() itself.
   bool UnscaleAndUpdate(const std::vector<torch::Tensor>& parameters);
 
+  // The current scale, [1] float on the device (undefined when disabled).
+  const torch::Tensor& scale() const { return scale_; }
+
+  // Checkpoints: the scale and its growth tracker as `grad_scaler_scale` and
+  // `grad_scaler_growth`, so a resumed fp16 job does not start again at 65536 and skip steps
+  // while the scale falls back. Load keeps the initial state when the archive has none (a
+  // checkpoint from before, or of a job without fp16). Both do nothing when disabled.
+  void Save(torch::serialize::OutputArchive& archive) const;
+  void Load(torch::serialize::InputArchive& archive);
+
  private:
   bool enabled_;
   torch::Tensor scale_;           // [1] float on the device

@@ -32,6 +32,9 @@ class TrainStep {
   // The augmentation's generator, saved in checkpoints so a resumed job draws the same crops.
   torch::Generator& rng() { return rng_; }
 
+  // The fp16 gradient scaler (disabled otherwise), saved in checkpoints too.
+  GradScaler& scaler() { return scaler_; }
+
  private:
   void ApplyGradients();
 

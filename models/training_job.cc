@@ -409,6 +409,7 @@ absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::O
       archive.write("rng_device", at::globalContext().defaultGenerator(device_).get_state());
     }
     archive.write("rng_augment", step.rng().get_state());
+    step.scaler().Save(archive);
     archive.save_to(temp);
   };
   RETURN_IF_ERROR(WriteDurably(write, path));
@@ -459,6 +460,7 @@ absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
     generator.set_state(rng.cpu());
   }
   if (read("rng_augment", &rng)) step.rng().set_state(rng.cpu());
+  step.scaler().Load(archive);
   if (progress.batch == 0) {
     Log(absl::StrCat("Resumed from the checkpoint after epoch ", progress.epoch - 1, ": ", path));
   } else {
