@@ -65,6 +65,17 @@ struct Layout {
   int groups;  // channels / kVec
 };
 
+// Calls visit(offset) with the offset of this thread's channel group in each of its rows.
+template <typename Visit>
+__device__ __forceinline__ void ForEachRow(const Layout& layout, int group, Visit visit) {
+  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+#pragma unroll 4
+  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
+       r += stride) {
+    visit(r * layout.channels + group * kVec);
+  }
+}
+
 // Per block: Welford statistics of its rows for its channel groups -> partials [gridDim.y, C].
 __global__ void __launch_bounds__(kThreads)
     WelfordPartials(const __nv_bfloat16* __restrict__ x, Layout layout, float* __restrict__ part_n,
@@ -72,13 +83,9 @@ __global__ void __launch_bounds__(kThreads)
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float n = 0.f, mean[kVec] = {}, m2[kVec] = {};
   if (group < layout.groups) {
-    const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
-    const __nv_bfloat16* column = x + group * kVec;
-#pragma unroll 4
-    for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
-         r += stride) {
+    ForEachRow(layout, group, [&](int64_t offset) {
       float v[kVec];
-      Load(column + r * layout.channels, v);
+      Load(x + offset, v);
       n += 1.f;
       const float inverse = __frcp_rn(n);
 #pragma unroll
@@ -87,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
         mean[k] += delta * inverse;
         m2[k] += delta * (v[k] - mean[k]);
       }
-    }
+    });
   }
   // Tree merge over threadIdx.y (blockDim.y is a power of two).
   extern __shared__ float shared[];
@@ -174,11 +181,7 @@ __global__ void __launch_bounds__(kThreads)
     a[k] = scale[group * kVec + k];
     b[k] = shift[group * kVec + k];
   }
-  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
-#pragma unroll 4
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
-       r += stride) {
-    const int64_t offset = r * layout.channels + group * kVec;
+  ForEachRow(layout, group, [&](int64_t offset) {
     float v[kVec];
     Load(x + offset, v);
 #pragma unroll
@@ -187,14 +190,18 @@ __global__ void __launch_bounds__(kThreads)
       if (kRelu) v[k] = fmaxf(v[k], 0.f);
     }
     Store(y + offset, v);
-  }
+  });
 }
 
-// With kRelu, the gradient reaching the batch norm: dy where the forward's ReLU passed, else 0.
+// Loads dy into g and x into v at `offset`; with kRelu, g is then the gradient reaching the
+// batch norm: dy where the forward's ReLU passed (recomputed from x), else 0.
 template <bool kRelu>
-__device__ __forceinline__ void MaskGradient(float (&g)[kVec], const float (&v)[kVec],
-                                             const float (&scale)[kVec],
-                                             const float (&shift)[kVec]) {
+__device__ __forceinline__ void LoadGradient(const __nv_bfloat16* dy, const __nv_bfloat16* x,
+                                             int64_t offset, const float (&scale)[kVec],
+                                             const float (&shift)[kVec], float (&g)[kVec],
+                                             float (&v)[kVec]) {
+  Load(dy + offset, g);
+  Load(x + offset, v);
   if (!kRelu) return;
 #pragma unroll
   for (int k = 0; k < kVec; ++k) {
@@ -219,21 +226,15 @@ __global__ void __launch_bounds__(kThreads)
       a[k] = kRelu ? scale[group * kVec + k] : 0.f;
       b[k] = kRelu ? shift[group * kVec + k] : 0.f;
     }
-    const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
-#pragma unroll 4
-    for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
-         r += stride) {
-      const int64_t offset = r * layout.channels + group * kVec;
+    ForEachRow(layout, group, [&](int64_t offset) {
       float g[kVec], v[kVec];
-      Load(dy + offset, g);
-      Load(x + offset, v);
-      MaskGradient<kRelu>(g, v, a, b);
+      LoadGradient<kRelu>(dy, x, offset, a, b, g, v);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         sum_dy[k] += g[k];
         sum_dy_xmu[k] += g[k] * (v[k] - mu[k]);
       }
-    }
+    });
   }
   extern __shared__ float shared[];
   constexpr int kState = 2 * kVec;
@@ -325,19 +326,13 @@ __global__ void __launch_bounds__(kThreads)
     b[k] = coefficients[layout.channels + channel];
     c[k] = coefficients[2 * layout.channels + channel];
   }
-  const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
-#pragma unroll 4
-  for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
-       r += stride) {
-    const int64_t offset = r * layout.channels + group * kVec;
+  ForEachRow(layout, group, [&](int64_t offset) {
     float g[kVec], v[kVec];
-    Load(dy + offset, g);
-    Load(x + offset, v);
-    MaskGradient<kRelu>(g, v, forward_scale, forward_shift);
+    LoadGradient<kRelu>(dy, x, offset, forward_scale, forward_shift, g, v);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v[k] = a[k] * g[k] + b[k] * (v[k] - mu[k]) + c[k];
     Store(dx + offset, v);
-  }
+  });
 }
 
 // Blocks of 256 threads: up to 32 channel groups wide, the rest rows; enough blocks for about
