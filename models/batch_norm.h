@@ -6,8 +6,8 @@
 // refuses bf16 batch norm; every other case goes to at::batch_norm as before.
 // TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off
 // (models/own_kernels.h). With `relu`, the layer is batch norm then ReLU (in place), which the
-// fused path does in the same passes. (A subclass of torch::nn::BatchNorm2dImpl would not link: LibTorch
-// does not export the base template's virtual functions its vtable needs.)
+// fused path does in the same passes. Not a subclass of torch::nn::BatchNorm2dImpl: that would
+// not link, as LibTorch does not export the base template's virtual functions its vtable needs.
 #ifndef TRAIND_MODELS_BATCH_NORM_H_
 #define TRAIND_MODELS_BATCH_NORM_H_
 

@@ -96,57 +96,58 @@ TEST(BatchNormTest, FusedBf16KernelsMatchPyTorchsOnCuda) {
   };
   // VGG16's and ResNet-18's shapes, small; then a channel count the kernels do not take.
   for (const bool relu : {false, true}) {
-  for (const Shape s : {Shape{8, 64, 56, 56}, Shape{32, 512, 7, 7}, Shape{3, 96, 5, 7},
-                        Shape{4, 12, 6, 6}}) {
-    SCOPED_TRACE(testing::Message() << s.n << "x" << s.c << "x" << s.h << "x" << s.w
-                                    << (relu ? " with ReLU" : ""));
-    torch::manual_seed(11);
-    const auto cuda = torch::TensorOptions().device(torch::kCUDA);
-    // An offset mean and a wide spread, as after a convolution.
-    const torch::Tensor input = (torch::randn({s.n, s.c, s.h, s.w}, cuda) * 4 + 3)
-                                    .to(torch::kBFloat16)
-                                    .contiguous(torch::MemoryFormat::ChannelsLast);
-    const torch::Tensor grad = torch::randn_like(input);
-    BatchNorm2d ours(s.c, relu);
-    torch::nn::BatchNorm2d theirs(s.c);
-    ours->to(torch::kCUDA);
-    theirs->to(torch::kCUDA);
-    {
-      torch::NoGradGuard no_grad;
-      ours->weight.uniform_(0.5, 1.5);
-      theirs->weight.copy_(ours->weight);
-      ours->bias.uniform_(-1, 1);
-      theirs->bias.copy_(ours->bias);
-    }
+    for (const Shape s :
+         {Shape{8, 64, 56, 56}, Shape{32, 512, 7, 7}, Shape{3, 96, 5, 7}, Shape{4, 12, 6, 6}}) {
+      SCOPED_TRACE(testing::Message()
+                   << s.n << "x" << s.c << "x" << s.h << "x" << s.w << (relu ? " with ReLU" : ""));
+      torch::manual_seed(11);
+      const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+      // An offset mean and a wide spread, as after a convolution.
+      const torch::Tensor input = (torch::randn({s.n, s.c, s.h, s.w}, cuda) * 4 + 3)
+                                      .to(torch::kBFloat16)
+                                      .contiguous(torch::MemoryFormat::ChannelsLast);
+      const torch::Tensor grad = torch::randn_like(input);
+      BatchNorm2d ours(s.c, relu);
+      torch::nn::BatchNorm2d theirs(s.c);
+      ours->to(torch::kCUDA);
+      theirs->to(torch::kCUDA);
+      {
+        torch::NoGradGuard no_grad;
+        ours->weight.uniform_(0.5, 1.5);
+        theirs->weight.copy_(ours->weight);
+        ours->bias.uniform_(-1, 1);
+        theirs->bias.copy_(ours->bias);
+      }
 #ifdef TRAIND_HAVE_CUDA_KERNELS
-    EXPECT_EQ(UsesFusedBatchNorm(input), s.c % 8 == 0);
+      EXPECT_EQ(UsesFusedBatchNorm(input), s.c % 8 == 0);
 #endif
-    const torch::Tensor our_input = input.clone().requires_grad_();
-    const torch::Tensor their_input = input.clone().requires_grad_();
-    const torch::Tensor our_output = ours->forward(our_input);
-    torch::Tensor their_output = theirs->forward(their_input);
-    if (relu) their_output = torch::relu(their_output);
-    EXPECT_EQ(our_output.scalar_type(), torch::kBFloat16);
-    EXPECT_TRUE(our_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
-    our_output.backward(grad);
-    their_output.backward(grad);
-    // Outputs are O(1): a bf16 ulp is 2^-7 near 1-2, so a few of those.
-    EXPECT_LT(MaxDifference(our_output, their_output), 0.05);
-    EXPECT_LT(MaxDifference(ours->running_mean, theirs->running_mean), 1e-3);
-    EXPECT_LT(MaxDifference(ours->running_var, theirs->running_var), 1e-2);
-    const double grad_scale = their_input.grad().abs().max().item<double>();
-    // With a ReLU, an output within rounding of zero may be cut on one side and not the other;
-    // such elements are allowed, a handful at most.
-    const int64_t off = ((our_input.grad().to(torch::kFloat) - their_input.grad().to(torch::kFloat))
-                             .abs() > 0.02 * grad_scale)
-                            .sum()
-                            .item<int64_t>();
-    EXPECT_LE(off, relu ? 1 + input.numel() / 100000 : 0);
-    const double weight_scale = theirs->weight.grad().abs().max().item<double>();
-    EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 0.01 * weight_scale);
-    const double bias_scale = theirs->bias.grad().abs().max().item<double>();
-    EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 0.01 * bias_scale);
-  }
+      const torch::Tensor our_input = input.clone().requires_grad_();
+      const torch::Tensor their_input = input.clone().requires_grad_();
+      const torch::Tensor our_output = ours->forward(our_input);
+      torch::Tensor their_output = theirs->forward(their_input);
+      if (relu) their_output = torch::relu(their_output);
+      EXPECT_EQ(our_output.scalar_type(), torch::kBFloat16);
+      EXPECT_TRUE(our_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
+      our_output.backward(grad);
+      their_output.backward(grad);
+      // Outputs are O(1): a bf16 ulp is 2^-7 near 1-2, so a few of those.
+      EXPECT_LT(MaxDifference(our_output, their_output), 0.05);
+      EXPECT_LT(MaxDifference(ours->running_mean, theirs->running_mean), 1e-3);
+      EXPECT_LT(MaxDifference(ours->running_var, theirs->running_var), 1e-2);
+      const double grad_scale = their_input.grad().abs().max().item<double>();
+      // With a ReLU, an output within rounding of zero may be cut on one side and not the other;
+      // such elements are allowed, a handful at most.
+      const int64_t off =
+          ((our_input.grad().to(torch::kFloat) - their_input.grad().to(torch::kFloat)).abs() >
+           0.02 * grad_scale)
+              .sum()
+              .item<int64_t>();
+      EXPECT_LE(off, relu ? 1 + input.numel() / 100000 : 0);
+      const double weight_scale = theirs->weight.grad().abs().max().item<double>();
+      EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 0.01 * weight_scale);
+      const double bias_scale = theirs->bias.grad().abs().max().item<double>();
+      EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 0.01 * bias_scale);
+    }
   }
 }
 

@@ -19,8 +19,8 @@ bool Aligned(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data
 
 class NhwcMaxPoolFunction : public torch::autograd::Function<NhwcMaxPoolFunction> {
  public:
-  static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
-                               int64_t kernel, int64_t stride, int64_t padding) {
+  static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input, int64_t kernel,
+                               int64_t stride, int64_t padding) {
     auto [output, indices] = torch::max_pool2d_with_indices(input, {kernel, kernel},
                                                             {stride, stride}, {padding, padding});
     // Like ATen's own backward, which is the fallback below, keep the input.

@@ -15,8 +15,8 @@ struct Case {
 // Output and input gradient of ours and of ATen's on the same input and output gradient.
 void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, double tolerance) {
   SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.h << "x" << k.w << " kernel "
-                                  << k.kernel << " stride " << k.stride << " padding "
-                                  << k.padding << " " << options.dtype());
+                                  << k.kernel << " stride " << k.stride << " padding " << k.padding
+                                  << " " << options.dtype());
   torch::manual_seed(2);
   // Rounded values repeat, so ties (the first index wins in ATen) get exercised too.
   const torch::Tensor input = (torch::randn({k.n, k.c, k.h, k.w}) * 4)
@@ -30,12 +30,14 @@ void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, doubl
   const torch::Tensor theirs = torch::max_pool2d(theirs_in, {k.kernel, k.kernel},
                                                  {k.stride, k.stride}, {k.padding, k.padding});
   ASSERT_TRUE(ours.equal(theirs));
-  const torch::Tensor grad = torch::randn(ours.sizes()).to(options).contiguous(
-      torch::MemoryFormat::ChannelsLast);
+  const torch::Tensor grad =
+      torch::randn(ours.sizes()).to(options).contiguous(torch::MemoryFormat::ChannelsLast);
   ours.backward(grad);
   theirs.backward(grad);
-  const double difference =
-      (ours_in.grad().to(torch::kFloat) - theirs_in.grad().to(torch::kFloat)).abs().max().item<double>();
+  const double difference = (ours_in.grad().to(torch::kFloat) - theirs_in.grad().to(torch::kFloat))
+                                .abs()
+                                .max()
+                                .item<double>();
   EXPECT_LE(difference, tolerance);
   EXPECT_EQ(ours_in.grad().sizes(), input.sizes());
 }

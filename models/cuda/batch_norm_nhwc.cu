@@ -365,10 +365,10 @@ const __nv_bfloat16* Bf16(const at::Tensor& t) {
 __nv_bfloat16* MutableBf16(at::Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data_ptr()); }
 
 void CheckParameter(const at::Tensor& t, int channels, const char* name) {
-  TORCH_CHECK(t.is_cuda() && t.scalar_type() == at::kFloat && t.is_contiguous() &&
-                  t.numel() == channels,
-              "NhwcBatchNorm: ", name, " must be a contiguous CUDA float tensor of ", channels,
-              " elements");
+  TORCH_CHECK(
+      t.is_cuda() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.numel() == channels,
+      "NhwcBatchNorm: ", name, " must be a contiguous CUDA float tensor of ", channels,
+      " elements");
 }
 
 }  // namespace
@@ -400,17 +400,17 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
   at::Tensor per_channel = at::empty({4, layout.channels}, fp32);
   float* part = partials.data_ptr<float>();
   const int64_t part_size = int64_t{shape.grid.y} * layout.channels;
-  const size_t welford_shared = size_t{shape.block.x} * shape.block.y * (1 + 2 * kVec) * sizeof(float);
+  const size_t welford_shared =
+      size_t{shape.block.x} * shape.block.y * (1 + 2 * kVec) * sizeof(float);
   WelfordPartials<<<shape.grid, shape.block, welford_shared, stream>>>(
       Bf16(input), layout, part, part + part_size, part + 2 * part_size);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   float* channel = per_channel.data_ptr<float>();
   FinalizeStatistics<<<layout.channels, kThreads, 0, stream>>>(
-      part, part + part_size, part + 2 * part_size, static_cast<int>(shape.grid.y),
-      layout.channels, weight.data_ptr<float>(), bias.data_ptr<float>(),
-      running_mean.data_ptr<float>(), running_var.data_ptr<float>(), static_cast<float>(momentum),
-      static_cast<float>(eps), channel, channel + layout.channels, channel + 2 * layout.channels,
-      channel + 3 * layout.channels);
+      part, part + part_size, part + 2 * part_size, static_cast<int>(shape.grid.y), layout.channels,
+      weight.data_ptr<float>(), bias.data_ptr<float>(), running_mean.data_ptr<float>(),
+      running_var.data_ptr<float>(), static_cast<float>(momentum), static_cast<float>(eps), channel,
+      channel + layout.channels, channel + 2 * layout.channels, channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
   const auto scale_shift = relu ? ScaleShift<true> : ScaleShift<false>;

@@ -17,11 +17,11 @@ namespace traind {
 bool NhwcBatchNormSupports(const at::Tensor& input);
 
 struct NhwcBatchNormForwardResult {
-  at::Tensor output;      // bf16, channels_last, like the input
-  at::Tensor mean;        // [C] fp32, this batch's
-  at::Tensor invstd;      // [C] fp32, 1 / sqrt(biased variance + eps)
-  at::Tensor scale;       // [C] fp32, weight * invstd
-  at::Tensor shift;       // [C] fp32, bias - mean * scale
+  at::Tensor output;  // bf16, channels_last, like the input
+  at::Tensor mean;    // [C] fp32, this batch's
+  at::Tensor invstd;  // [C] fp32, 1 / sqrt(biased variance + eps)
+  at::Tensor scale;   // [C] fp32, weight * invstd
+  at::Tensor shift;   // [C] fp32, bias - mean * scale
 };
 
 // `weight`, `bias`: [C] fp32. `running_mean`, `running_var`: [C] fp32, updated in place with

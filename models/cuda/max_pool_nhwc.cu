@@ -19,7 +19,9 @@ __device__ __forceinline__ float ToFloat(__nv_bfloat16 v) { return __bfloat162fl
 template <typename T>
 __device__ __forceinline__ T FromFloat(float v);
 template <>
-__device__ __forceinline__ float FromFloat<float>(float v) { return v; }
+__device__ __forceinline__ float FromFloat<float>(float v) {
+  return v;
+}
 template <>
 __device__ __forceinline__ __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
   return __float2bfloat16_rn(v);
@@ -92,9 +94,9 @@ at::Tensor MaxPoolNhwcBackward(const at::Tensor& grad_output, const at::Tensor& 
                   picked.sizes() == dy.sizes() && input_sizes.size() == 4 &&
                   input_sizes[1] == dy.size(1),
               "MaxPoolNhwcBackward: unsupported gradient");
-  const Shape shape{static_cast<int>(input_sizes[0]), static_cast<int>(input_sizes[2]),
-                    static_cast<int>(input_sizes[3]), static_cast<int>(input_sizes[1]),
-                    static_cast<int>(dy.size(2)),    static_cast<int>(dy.size(3)),
+  const Shape shape{static_cast<int>(input_sizes[0]),  static_cast<int>(input_sizes[2]),
+                    static_cast<int>(input_sizes[3]),  static_cast<int>(input_sizes[1]),
+                    static_cast<int>(dy.size(2)),      static_cast<int>(dy.size(3)),
                     static_cast<int>(geometry.kernel), static_cast<int>(geometry.stride),
                     static_cast<int>(geometry.padding)};
   at::Tensor dx = at::empty(input_sizes, dy.options().memory_format(layout));

@@ -19,7 +19,8 @@ struct MaxPoolGeometry {
 // Whether MaxPoolNhwcBackward takes a pooling of this input.
 bool MaxPoolNhwcSupports(const at::Tensor& input);
 
-// grad_output and indices: [N, C, OH, OW] in channels_last; returns [N, C, H, W] like `input_sizes`.
+// grad_output and indices: [N, C, OH, OW] in channels_last; returns [N, C, H, W] like
+// `input_sizes`.
 at::Tensor MaxPoolNhwcBackward(const at::Tensor& grad_output, const at::Tensor& indices,
                                at::IntArrayRef input_sizes, const MaxPoolGeometry& geometry);
 
