@@ -6,9 +6,12 @@
 #   bash .gpu/host-build.sh && BUILD_DIR=build-cuda bench/gpu_run.sh
 #   PARTS="conv cpu-conv" BUILD_DIR=build-cuda bench/gpu_run.sh      # only some parts
 # Parts: sweep matmul epoch conv cpu-conv (default: all), and on request: precision (VGG16 224 px
-# and ResNet-18 in fp32, bf16 and fp16: PRECISION_SETUPS and PRECISION_AMPS pick), profile
-# (the tuned reference's kernels by device time per step in each precision), bn-probe (whether
-# cuDNN's batch norm takes bf16 data and how fast it is: bench/reference/batch_norm_probe.py). On the H200 `conv` takes about 5-6
+# and ResNet-18 in fp32, bf16 and fp16: PRECISION_SETUPS and PRECISION_AMPS pick), own-kernels
+# (traind's CUDA kernels against PyTorch's: bench/own_kernels.sh, OWN_ROUNDS rounds), profile
+# (the tuned reference's kernels by device time per step; PROFILE_RUNS="vgg16 --image-size 32
+# --num-samples 2816 --batch-size 128" and PROFILE_PRECISIONS="fp32 bf16" for VGG16 at 32 px),
+# bn-probe (whether cuDNN's batch norm takes bf16 data and how fast it is:
+# bench/reference/batch_norm_probe.py). On the H200 `conv` takes about 5-6
 # minutes per setup at 3 rounds (18 runs of 15-20 s: process start, data, cuDNN autotuning, two
 # epochs and their evaluation), more than one 10-minute device command holds for all three: run
 # the setups one per command with bench/epoch_compare.sh, or lower CONV_ROUNDS.
@@ -88,13 +91,37 @@ if has precision; then
   done
   cat "$file"
 fi
+if has own-kernels; then
+  # traind's own CUDA kernels against PyTorch's, fp32 and bf16 (bench/own_kernels.sh): the bf16
+  # bar's table. About a minute per setup and round.
+  file="$out/own_kernels.md"; header=1; : >"$file"
+  for setup in "resnet18 --dataset fake --image-size 224 --num-samples 4096 --batch-size 256" \
+               "vgg16 --dataset fake --image-size 224 --num-samples 1536 --batch-size 64" \
+               "vgg16 --dataset fake --image-size 32 --num-samples 12288 --batch-size 128"; do
+    # shellcheck disable=SC2086
+    HEADER=$header ROUNDS=${OWN_ROUNDS:-2} bench/own_kernels.sh $setup >>"$file" \
+      2>>"$out/own_kernels.err" || echo "FAILED: $setup" >>"$file"
+    header=0
+  done
+  HEADER=0 ROUNDS=${OWN_ROUNDS:-2} TRAIND_FLAGS="--device-resident --cuda-graph" \
+    bench/own_kernels.sh vgg16 --dataset fake --image-size 32 --num-samples 12288 --batch-size 128 \
+    >>"$file" 2>>"$out/own_kernels.err" || echo "FAILED: vgg16 32 px --cuda-graph" >>"$file"
+  cat "$file"
+fi
 if has profile; then
   # Where a step's device time goes, per precision: the tuned reference runs the kernels traind
-  # runs (same torch, cuDNN autotuning, channels_last, fused Adam, data on the GPU).
+  # runs (same torch, cuDNN autotuning, channels_last, fused Adam, data on the GPU), but not
+  # traind's own (models/cuda/). PROFILE_RUNS picks setups, PROFILE_PRECISIONS precisions.
   python=$(command -v python3)
-  for run in "vgg16 --image-size 224 --num-samples 704 --batch-size 64" \
-             "resnet18 --image-size 224 --num-samples 2816 --batch-size 256"; do
-    for precision in "--tf32 off" "" "--amp bf16"; do
+  read -r -a profile_precisions <<<"${PROFILE_PRECISIONS:-fp32-strict fp32 bf16}"
+  IFS=';' read -r -a profile_runs <<<"${PROFILE_RUNS:-vgg16 --image-size 224 --num-samples 704 --batch-size 64;resnet18 --image-size 224 --num-samples 2816 --batch-size 256}"
+  for run in "${profile_runs[@]}"; do
+    for name in "${profile_precisions[@]}"; do
+      case $name in
+        fp32-strict) precision="--tf32 off" ;;
+        fp32) precision="" ;;
+        *) precision="--amp $name" ;;
+      esac
       # shellcheck disable=SC2086
       echo "== $run $precision" >>"$out/profile_cuda.txt"
       # shellcheck disable=SC2086
