@@ -33,6 +33,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
+source bench/lib.sh
 model=$1; shift
 flags=("$@")
 device=${DEVICE:-cpu}
@@ -46,23 +47,15 @@ read -r -a traind_flags <<<"${TRAIND_FLAGS-$default_traind}"
 read -r -a ref_flags <<<"${REF_FLAGS---loader tensor}"
 read -r -a tuned_flags <<<"${TUNED_FLAGS-$default_tuned}"
 thread_flag=(); [ -n "${THREADS:-}" ] && thread_flag=(--threads "$THREADS")
-python=${PYTHON:-$([ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null && echo /usr/bin/python3 || echo python3)}
-bin=$PWD/${BUILD_DIR:-build}/bin
 raw=${RAW:-/dev/null}
 
 state=$(mktemp -d /tmp/traind-bench.XXXXXX)
-cleanup() { [ -f "$state/pid" ] && kill "$(cat "$state/pid")" 2>/dev/null; rm -rf "$state"; }
-trap cleanup EXIT
+trap 'stop_traind "$state/daemon"; rm -rf "$state"' EXIT
 if [ -z "${TRAINCTL_ADDR:-}" ]; then
-  "$bin/traind" --state-dir "$state" >"$state/log" 2>&1 &
-  echo $! >"$state/pid"
-  export TRAINCTL_ADDR=unix:$state/traind.sock
-  for _ in $(seq 1 100); do "$bin/trainctl" devices >/dev/null 2>&1 && break; sleep 0.2; done
+  start_traind "$state/daemon"
+  export TRAINCTL_ADDR=unix:$state/daemon/traind.sock
 fi
 
-# Seconds per epoch from a list of epoch times: the mean of epochs 2..N, or epoch 1 alone.
-steady() { "$python" -c 'import json,sys; t=json.loads(sys.argv[1]); t=t[1:] or t; print(sum(t)/len(t))' "$1"; }
-median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "—"; else printf "%.2fx", a / b }'; }
 secs() { awk -v a="$1" 'BEGIN { if (a == "") print "—"; else printf "%.3f", a }'; }
 
@@ -78,17 +71,14 @@ precision_flags() {
 
 run_traind() {  # amp -> seconds per epoch on stdout
   local amp_flag=(); read -r -a amp_flag <<<"$(precision_flags "$1")"
-  local id json
+  local id times
   id=$("$bin/trainctl" submit --model "$model" --device "$device" --epochs "$epochs" \
        "${flags[@]}" "${traind_flags[@]}" "${thread_flag[@]}" "${amp_flag[@]}")
-  "$bin/trainctl" watch "$id" >/dev/null 2>&1 || true
-  json=$("$bin/trainctl" show "$id" --output json)
+  times=$(job_epoch_times "$id")
   if [ ! -f "$state/logged" ]; then  # what the worker set up (cuDNN, TF32, memory format), once
     "$bin/trainctl" logs "$id" 2>/dev/null | grep -iE 'cudnn|tf32' >&2 || true; touch "$state/logged"
   fi
-  local times
-  times=$("$python" -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(d.get("result",{}).get("epochSecondsNoEval",[])))' <<<"$json")
-  if [ "$times" = "[]" ]; then echo "traind job $id failed: $json" >&2; return 1; fi
+  if [ "$times" = "[]" ]; then echo "traind job $id failed: $("$bin/trainctl" show "$id")" >&2; return 1; fi
   echo "traind $model $device $1 $times" >>"$raw"; echo "traind $1 $times" >&2
   steady "$times"
 }

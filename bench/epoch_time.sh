@@ -7,25 +7,20 @@
 # Needs build/bin (deploy/build.sh) and Python PyTorch (deploy/install-deps.sh --with-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 rounds=${1:-1}; shift || true
 models=${*:-lenet5 mlp}
-# The Debian python3 has python3-torch; a pyenv python3 earlier on PATH usually does not.
-python=${PYTHON:-$([ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null && echo /usr/bin/python3 || echo python3)}
 threads=${THREADS:-0}          # 0: each side's default
 device=${DEVICE:-cpu}
-bin=$PWD/${BUILD_DIR:-build}/bin
 state=$(mktemp -d /tmp/traind-bench.XXXXXX)
-trap 'kill $(cat "$state/pid") 2>/dev/null; rm -rf "$state"' EXIT
-"$bin/traind" --state-dir "$state" >"$state/log" 2>&1 &
-echo $! >"$state/pid"
-export TRAINCTL_ADDR=unix:$state/traind.sock
-for _ in $(seq 1 100); do "$bin/trainctl" devices >/dev/null 2>&1 && break; sleep 0.2; done
+trap 'stop_traind "$state/daemon"; rm -rf "$state"' EXIT
+start_traind "$state/daemon"
+export TRAINCTL_ADDR=unix:$state/daemon/traind.sock
 
 thread_flag=(); [ "$threads" != 0 ] && thread_flag=(--threads "$threads")
 # Extra submit flags for the traind side, e.g. TRAIND_FLAGS="--device-resident --cuda-graph".
 read -r -a extra_flags <<<"${TRAIND_FLAGS:-}"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "| model | device | traind s/epoch | reference (DataLoader) s/epoch | reference (tensors) s/epoch | traind speedup vs DataLoader | vs tensors | traind test acc | reference test acc |"
 echo "|---|---|---|---|---|---|---|---|---|"

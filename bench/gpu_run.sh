@@ -17,17 +17,15 @@
 # the setups one per command with bench/epoch_compare.sh, or lower CONV_ROUNDS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+export BUILD_DIR=${BUILD_DIR:-build-cuda}
+source bench/lib.sh
 out=${OUT:-gpu-results}; mkdir -p "$out"
 parts=" ${PARTS:-sweep matmul epoch conv cpu-conv} "
 has() { [[ "$parts" == *" $1 "* ]]; }
-export BUILD_DIR=${BUILD_DIR:-build-cuda}
-bin=$PWD/$BUILD_DIR/bin
 state=$(mktemp -d /tmp/traind-gpu.XXXXXX)
-"$bin/traind" --state-dir "$state" >"$out/traind.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
+trap 'stop_traind "$state"; cp "$state/log" "$out/traind.log"; rm -rf "$state"' EXIT
+start_traind "$state" || exit 1
 export TRAINCTL_ADDR=unix:$state/traind.sock
-for _ in $(seq 1 100); do "$bin/trainctl" devices >/dev/null 2>&1 && break; sleep 0.2; done
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$out/machine.txt"
 "$bin/trainctl" devices >>"$out/machine.txt"
 
@@ -112,7 +110,6 @@ if has profile; then
   # Where a step's device time goes, per precision: the tuned reference runs the kernels traind
   # runs (same torch, cuDNN autotuning, channels_last, fused Adam, data on the GPU), but not
   # traind's own (models/cuda/). PROFILE_RUNS picks setups, PROFILE_PRECISIONS precisions.
-  python=$(command -v python3)
   read -r -a profile_precisions <<<"${PROFILE_PRECISIONS:-fp32-strict fp32 bf16}"
   IFS=';' read -r -a profile_runs <<<"${PROFILE_RUNS:-vgg16 --image-size 224 --num-samples 704 --batch-size 64;resnet18 --image-size 224 --num-samples 2816 --batch-size 256}"
   for run in "${profile_runs[@]}"; do
@@ -133,7 +130,7 @@ if has profile; then
   cat "$out/profile_cuda.txt"
 fi
 if has bn-probe; then
-  python3 bench/reference/batch_norm_probe.py >"$out/batch_norm_probe.txt" 2>&1
+  "$python" bench/reference/batch_norm_probe.py >"$out/batch_norm_probe.txt" 2>&1
   cat "$out/batch_norm_probe.txt"
 fi
 if has cpu-conv; then

@@ -11,37 +11,29 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
+source bench/lib.sh
 model=$1; shift
 flags=("$@")
 rounds=${ROUNDS:-2}
 epochs=${EPOCHS:-2}
 read -r -a traind_flags <<<"${TRAIND_FLAGS---device-resident}"
-bin=$PWD/${BUILD_DIR:-build}/bin
-state=$(mktemp -d /tmp/traind-bn.XXXXXX)
-cleanup() { kill $(cat "$state"/*/pid 2>/dev/null) 2>/dev/null; rm -rf "$state"; }
-trap cleanup EXIT
-start() {  # name, env assignments... : a daemon of our own
-  local dir=$state/$1; shift; mkdir -p "$dir"
-  env "$@" "$bin/traind" --state-dir "$dir" >"$dir/log" 2>&1 &
-  echo $! >"$dir/pid"
-  for _ in $(seq 1 100); do "$bin/trainctl" --addr "unix:$dir/traind.sock" devices >/dev/null 2>&1 && break; sleep 0.2; done
-}
-start own TRAIND_NATIVE_KERNELS=0
-start native TRAIND_NATIVE_KERNELS=1
+state=$(mktemp -d /tmp/traind-bench.XXXXXX)
+trap 'stop_traind "$state/own"; stop_traind "$state/native"; rm -rf "$state"' EXIT
+start_traind "$state/own" TRAIND_NATIVE_KERNELS=0
+start_traind "$state/native" TRAIND_NATIVE_KERNELS=1
 
-run() {  # daemon, amp flags... -> seconds per epoch (mean of epochs 2..N)
-  local addr=unix:$state/$1/traind.sock; shift
+run() {  # daemon, amp flags... -> seconds per epoch
+  local daemon=$1; shift
   local id times
-  id=$("$bin/trainctl" --addr "$addr" submit --model "$model" --device cuda --epochs "$epochs" \
+  export TRAINCTL_ADDR=unix:$state/$daemon/traind.sock
+  id=$("$bin/trainctl" submit --model "$model" --device cuda --epochs "$epochs" \
        "${flags[@]}" "${traind_flags[@]}" "$@")
-  "$bin/trainctl" --addr "$addr" watch "$id" >/dev/null 2>&1 || true
-  times=$("$bin/trainctl" --addr "$addr" show "$id" --output json |
-          python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("result",{}).get("epochSecondsNoEval",[])))')
+  times=$(job_epoch_times "$id")
   [ "$times" != "[]" ] || { echo "job $id failed" >&2; return 1; }
-  echo "$model $* $times" >&2
-  python3 -c 'import json,sys; t=json.loads(sys.argv[1]); t=t[1:] or t; print(sum(t)/len(t))' "$times"
+  echo "$model $daemon $* $times" >&2
+  steady "$times"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
 for _ in $(seq 1 "$rounds"); do
   run native >>"$state/fp32_native.times"
   run own >>"$state/fp32_own.times"
