@@ -45,8 +45,6 @@ class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunc
 }  // namespace
 #endif  // TRAIND_HAVE_CUDA_KERNELS
 
-bool FusedBatchNormAvailable() { return OwnCudaKernelsEnabled(); }
-
 bool UsesFusedBatchNorm(const torch::Tensor& input) {
 #ifdef TRAIND_HAVE_CUDA_KERNELS
   return OwnCudaKernelsEnabled() && NhwcBatchNormSupports(input);
@@ -56,7 +54,11 @@ bool UsesFusedBatchNorm(const torch::Tensor& input) {
 #endif
 }
 
-bool HasBatchNorm(const torch::nn::Module& model) {
+bool UsesFusedBatchNorm(const torch::nn::Module& model, const torch::Device& device,
+                        bool bf16_autocast, bool channels_last) {
+  if (!OwnCudaKernelsEnabled() || !device.is_cuda() || !bf16_autocast || !channels_last) {
+    return false;
+  }
   for (const auto& module : model.modules(/*include_self=*/true)) {
     if (module->as<BatchNorm2dImpl>() != nullptr) return true;
   }

@@ -40,11 +40,11 @@ TORCH_MODULE(BatchNorm2d);
 // Whether a training-mode forward would take the fused path for this input.
 bool UsesFusedBatchNorm(const torch::Tensor& input);
 
-// Whether this build has the fused kernels and TRAIND_NATIVE_KERNELS does not turn them off.
-bool FusedBatchNormAvailable();
-
-// Whether `model` contains a traind::BatchNorm2d.
-bool HasBatchNorm(const torch::nn::Module& model);
+// Whether training `model` on `device` will take the fused path, for the job log before any input
+// exists: it has a traind::BatchNorm2d, the kernels are built and on, and the activations will
+// be CUDA bf16 (autocast) in channels_last.
+bool UsesFusedBatchNorm(const torch::nn::Module& model, const torch::Device& device,
+                        bool bf16_autocast, bool channels_last);
 
 }  // namespace traind
 

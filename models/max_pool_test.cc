@@ -42,7 +42,9 @@ void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, doubl
   EXPECT_EQ(ours_in.grad().sizes(), input.sizes());
 }
 
-TEST(MaxPoolTest, MatchesATenOnTheCpu) {
+// On the CPU the module is ATen's max pooling itself: this checks that it passes kernel, stride
+// and padding through (swapped stride and padding would change the output's shape).
+TEST(MaxPoolTest, PassesItsGeometryToATenOnTheCpu) {
   ExpectMatchesATen({2, 8, 9, 9, 3, 2, 1}, torch::TensorOptions(torch::kFloat), 0);
   ExpectMatchesATen({2, 3, 8, 8, 2, 2, 0}, torch::TensorOptions(torch::kFloat), 0);
 }

@@ -205,8 +205,8 @@ absl::Status JobRun::Train(ImageDataset& data, int64_t batch_size, const std::st
   if (!settings.empty()) {
     Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
                      UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : "",
-                     spec_.amp() == "bf16" && device_.is_cuda() && UsesChannelsLast(spec_, device_) &&
-                             FusedBatchNormAvailable() && HasBatchNorm(*model.ptr())
+                     UsesFusedBatchNorm(*model.ptr(), device_, spec_.amp() == "bf16",
+                                        UsesChannelsLast(spec_, device_))
                          ? "; fused bf16 batch norm"
                          : ""));
   }
