@@ -1,6 +1,6 @@
 // The input gradient of 2-d max pooling for channels_last (NHWC) CUDA tensors, fp32 or bf16,
 // from the int64 indices of at::max_pool2d_with_indices. PyTorch's own NHWC backward took as long
-// in bf16 as in fp32 and about 7% of a ResNet-18 training step on the H200 (docs/benchmarks.md);
+// in bf16 as in fp32, 7-9% of a ResNet-18 training step on the H200 (docs/benchmarks.md);
 // this one gathers: each thread owns 8 channels of one input pixel and sums the gradients of the
 // few output windows that picked it, so every element is written once and nothing is zeroed.
 #ifndef TRAIND_MODELS_CUDA_MAX_POOL_NHWC_H_
