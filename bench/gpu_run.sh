@@ -11,7 +11,8 @@
 # (the tuned reference's kernels by device time per step; PROFILE_RUNS="vgg16 --image-size 32
 # --num-samples 2816 --batch-size 128" and PROFILE_PRECISIONS="fp32 bf16" for VGG16 at 32 px),
 # bn-probe (whether cuDNN's batch norm takes bf16 data and how fast it is:
-# bench/reference/batch_norm_probe.py). On the H200 `conv` takes about 5-6
+# bench/reference/batch_norm_probe.py), amp-batches (bf16 over fp32 for VGG16 at 32 px at batch
+# sizes AMP_BATCHES, eager and with --cuda-graph: bench/amp_batches.sh). On the H200 `conv` takes about 5-6
 # minutes per setup at 3 rounds (18 runs of 15-20 s: process start, data, cuDNN autotuning, two
 # epochs and their evaluation), more than one 10-minute device command holds for all three: run
 # the setups one per command with bench/epoch_compare.sh, or lower CONV_ROUNDS.
@@ -128,6 +129,15 @@ if has profile; then
     done
   done
   cat "$out/profile_cuda.txt"
+fi
+if has amp-batches; then
+  file="$out/amp_batches.md"
+  BATCHES=${AMP_BATCHES:-128 256 512} bench/amp_batches.sh vgg16 --dataset fake --image-size 32 \
+    --num-samples 24576 >"$file" 2>"$out/amp_batches.err" || echo "FAILED: eager" >>"$file"
+  HEADER=0 TRAIND_FLAGS="--device-resident --cuda-graph" BATCHES=${AMP_BATCHES:-128 256 512} \
+    bench/amp_batches.sh vgg16 --dataset fake --image-size 32 --num-samples 24576 >>"$file" \
+    2>>"$out/amp_batches.err" || echo "FAILED: --cuda-graph" >>"$file"
+  cat "$file"
 fi
 if has bn-probe; then
   "$python" bench/reference/batch_norm_probe.py >"$out/batch_norm_probe.txt" 2>&1

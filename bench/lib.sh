@@ -40,3 +40,15 @@ job_epoch_times() {
   "$bin/trainctl" show "$1" --output json |
     "$python" -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("result",{}).get("epochSecondsNoEval",[])))'
 }
+
+# epoch_seconds SUBMIT_FLAGS...: submits a job with these `trainctl submit` flags (at
+# TRAINCTL_ADDR), waits for it and prints its seconds per epoch (steady); the flags and epoch times
+# go to stderr. Fails when the job did.
+epoch_seconds() {
+  local id times
+  id=$("$bin/trainctl" submit "$@")
+  times=$(job_epoch_times "$id")
+  [ "$times" != "[]" ] || { echo "job $id failed" >&2; return 1; }
+  echo "$* $times" >&2
+  steady "$times"
+}

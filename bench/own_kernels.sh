@@ -24,14 +24,8 @@ start_traind "$state/native" TRAIND_NATIVE_KERNELS=1
 
 run() {  # daemon, amp flags... -> seconds per epoch
   local daemon=$1; shift
-  local id times
-  export TRAINCTL_ADDR=unix:$state/$daemon/traind.sock
-  id=$("$bin/trainctl" submit --model "$model" --device cuda --epochs "$epochs" \
-       "${flags[@]}" "${traind_flags[@]}" "$@")
-  times=$(job_epoch_times "$id")
-  [ "$times" != "[]" ] || { echo "job $id failed" >&2; return 1; }
-  echo "$model $daemon $* $times" >&2
-  steady "$times"
+  TRAINCTL_ADDR=unix:$state/$daemon/traind.sock epoch_seconds --model "$model" --device cuda \
+    --epochs "$epochs" "${flags[@]}" "${traind_flags[@]}" "$@"
 }
 
 for _ in $(seq 1 "$rounds"); do
