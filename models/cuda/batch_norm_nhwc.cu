@@ -1,5 +1,6 @@
 #include "models/cuda/batch_norm_nhwc.h"
 
+#include <ATen/cuda/CUDAContext.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/cuda/CUDAException.h>
@@ -345,8 +346,8 @@ LaunchShape PlanLaunch(const Layout& layout, int device) {
   const int width = std::min(layout.groups, 32);
   int height = 1;
   while (height * 2 * width <= kThreads) height *= 2;
-  int multiprocessors = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  // ATen caches the device properties: no driver call per launch.
+  const int multiprocessors = at::cuda::getDeviceProperties(device)->multiProcessorCount;
   const int columns = (layout.groups + width - 1) / width;
   const int64_t wanted = std::max<int64_t>(1, int64_t{multiprocessors} * 8 / columns);
   const int64_t needed = (layout.rows + height - 1) / height;
@@ -358,6 +359,34 @@ Layout LayoutOf(const at::Tensor& input) {
   const int channels = static_cast<int>(input.size(1));
   return {input.numel() / channels, channels, channels / kVec};
 }
+
+// What the forward and the backward pass both set up: the layout, the input's device and its
+// current stream, the launch shape, and `arrays` per-row-block partial results of [row blocks, C]
+// fp32 that the finalising kernel merges.
+struct Pass {
+  Pass(const at::Tensor& input, int arrays)
+      : layout(LayoutOf(input)),
+        guard(input.device()),
+        stream(c10::cuda::getCurrentCUDAStream()),
+        shape(PlanLaunch(layout, input.get_device())),
+        partials(at::empty({arrays, shape.grid.y, layout.channels},
+                           input.options().dtype(at::kFloat))) {}
+
+  float* partial(int i) {
+    return partials.data_ptr<float>() + int64_t{i} * shape.grid.y * layout.channels;
+  }
+  int row_blocks() const { return static_cast<int>(shape.grid.y); }
+  // Shared memory for a block whose threads each keep `floats` values.
+  size_t shared_bytes(int floats) const {
+    return size_t{shape.block.x} * shape.block.y * floats * sizeof(float);
+  }
+
+  const Layout layout;
+  const c10::cuda::CUDAGuard guard;
+  const cudaStream_t stream;
+  const LaunchShape shape;
+  at::Tensor partials;
+};
 
 const __nv_bfloat16* Bf16(const at::Tensor& t) {
   return reinterpret_cast<const __nv_bfloat16*>(t.data_ptr());
@@ -386,37 +415,30 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
                                                 at::Tensor& running_var, double momentum,
                                                 double eps, bool relu) {
   TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
-  const Layout layout = LayoutOf(input);
+  Pass pass(input, /*arrays=*/3);  // Welford count, mean and m2 per row block and channel
+  const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
   CheckParameter(bias, layout.channels, "bias");
   CheckParameter(running_mean, layout.channels, "running_mean");
   CheckParameter(running_var, layout.channels, "running_var");
-  const c10::cuda::CUDAGuard guard(input.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const LaunchShape shape = PlanLaunch(layout, input.get_device());
-  const auto fp32 = input.options().dtype(at::kFloat);
-  // Partials: n, mean, m2 per row block and channel; then mean, invstd, scale, shift per channel.
-  at::Tensor partials = at::empty({3, shape.grid.y, layout.channels}, fp32);
-  at::Tensor per_channel = at::empty({4, layout.channels}, fp32);
-  float* part = partials.data_ptr<float>();
-  const int64_t part_size = int64_t{shape.grid.y} * layout.channels;
-  const size_t welford_shared =
-      size_t{shape.block.x} * shape.block.y * (1 + 2 * kVec) * sizeof(float);
-  WelfordPartials<<<shape.grid, shape.block, welford_shared, stream>>>(
-      Bf16(input), layout, part, part + part_size, part + 2 * part_size);
+  WelfordPartials<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(1 + 2 * kVec),
+                    pass.stream>>>(Bf16(input), layout, pass.partial(0), pass.partial(1),
+                                   pass.partial(2));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  // Per channel: mean, invstd, scale, shift.
+  at::Tensor per_channel = at::empty({4, layout.channels}, input.options().dtype(at::kFloat));
   float* channel = per_channel.data_ptr<float>();
-  FinalizeStatistics<<<layout.channels, kThreads, 0, stream>>>(
-      part, part + part_size, part + 2 * part_size, static_cast<int>(shape.grid.y), layout.channels,
+  FinalizeStatistics<<<layout.channels, kThreads, 0, pass.stream>>>(
+      pass.partial(0), pass.partial(1), pass.partial(2), pass.row_blocks(), layout.channels,
       weight.data_ptr<float>(), bias.data_ptr<float>(), running_mean.data_ptr<float>(),
       running_var.data_ptr<float>(), static_cast<float>(momentum), static_cast<float>(eps), channel,
       channel + layout.channels, channel + 2 * layout.channels, channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
   const auto scale_shift = relu ? ScaleShift<true> : ScaleShift<false>;
-  scale_shift<<<shape.grid, shape.block, 0, stream>>>(Bf16(input), MutableBf16(output), layout,
-                                                      channel + 2 * layout.channels,
-                                                      channel + 3 * layout.channels);
+  scale_shift<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
+      Bf16(input), MutableBf16(output), layout, channel + 2 * layout.channels,
+      channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {output, per_channel[0], per_channel[1], per_channel[2], per_channel[3]};
 }
@@ -429,36 +451,30 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
   TORCH_CHECK(NhwcBatchNormSupports(input) && NhwcBatchNormSupports(grad_output) &&
                   grad_output.sizes() == input.sizes(),
               "NhwcBatchNorm: unsupported gradient");
-  const Layout layout = LayoutOf(input);
+  Pass pass(input, /*arrays=*/2);  // sum(dy) and sum(dy * (x - mean)) per row block and channel
+  const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
   CheckParameter(mean, layout.channels, "mean");
   CheckParameter(invstd, layout.channels, "invstd");
   CheckParameter(scale, layout.channels, "scale");
   CheckParameter(shift, layout.channels, "shift");
-  const c10::cuda::CUDAGuard guard(input.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const LaunchShape shape = PlanLaunch(layout, input.get_device());
-  const auto fp32 = input.options().dtype(at::kFloat);
-  at::Tensor partials = at::empty({2, shape.grid.y, layout.channels}, fp32);
-  float* part = partials.data_ptr<float>();
-  const int64_t part_size = int64_t{shape.grid.y} * layout.channels;
-  const size_t sums_shared = size_t{shape.block.x} * shape.block.y * 2 * kVec * sizeof(float);
   const auto sums = relu ? GradientSumPartials<true> : GradientSumPartials<false>;
-  sums<<<shape.grid, shape.block, sums_shared, stream>>>(
+  sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
       Bf16(grad_output), Bf16(input), layout, mean.data_ptr<float>(), scale.data_ptr<float>(),
-      shift.data_ptr<float>(), part, part + part_size);
+      shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto fp32 = input.options().dtype(at::kFloat);
   at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
   at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
-  FinalizeGradients<<<layout.channels, kThreads, 0, stream>>>(
-      part, part + part_size, static_cast<int>(shape.grid.y), layout.channels,
+  FinalizeGradients<<<layout.channels, kThreads, 0, pass.stream>>>(
+      pass.partial(0), pass.partial(1), pass.row_blocks(), layout.channels,
       static_cast<float>(layout.rows), weight.data_ptr<float>(), invstd.data_ptr<float>(),
       parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
   const auto input_gradient = relu ? InputGradient<true> : InputGradient<false>;
-  input_gradient<<<shape.grid, shape.block, 0, stream>>>(
+  input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
       Bf16(grad_output), Bf16(input), MutableBf16(grad_input), layout, mean.data_ptr<float>(),
       scale.data_ptr<float>(), shift.data_ptr<float>(), coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
