@@ -212,8 +212,9 @@ def batches(x, y, batch_size, loader, shuffle, generator):
 
 
 def autocast(device, amp):
-    return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16,
-                          enabled=amp == "bf16")
+    return torch.autocast(device_type=device.split(":")[0],
+                          dtype=torch.float16 if amp == "fp16" else torch.bfloat16,
+                          enabled=amp in ("bf16", "fp16"))
 
 
 def accuracy(model, x, y, device, amp, batch_size):
@@ -291,7 +292,8 @@ def main():
     p.add_argument("--channels", type=int, default=3, help="fake: image channels")
     p.add_argument("--classes", type=int, default=10, help="fake: classes")
     p.add_argument("--cifar-stem", action="store_true", help="resnet18: 3x3 stem, no max-pool")
-    p.add_argument("--amp", choices=["", "bf16"], default="", help="autocast to bf16")
+    p.add_argument("--amp", choices=["", "bf16", "fp16"], default="",
+                   help="autocast to bf16, or to fp16 with a gradient scaler")
     p.add_argument("--tf32", choices=["", "on", "off"], default="",
                    help="CUDA fp32 math: on = TF32 for convolutions and matrix products, off = "
                         "neither (strict fp32); default: PyTorch's (TF32 convolutions only)")
@@ -339,6 +341,11 @@ def main():
         model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr,
                                  **({"fused": True} if args.fused_adam else {}))
+    # fp16 needs loss scaling (its range is too small for small gradients); bf16 does not.
+    if hasattr(torch.amp, "GradScaler"):
+        scaler = torch.amp.GradScaler(device.split(":")[0], enabled=args.amp == "fp16")
+    else:  # torch 1.x (Debian 12): CUDA's
+        scaler = torch.cuda.amp.GradScaler(enabled=args.amp == "fp16")
     generator = torch.Generator().manual_seed(args.seed)
     num_batches = len(y_train) // args.batch_size
     epoch_times = []
@@ -358,8 +365,9 @@ def main():
             with autocast(device, args.amp):
                 loss = F.cross_entropy(model(features), targets)
             optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             if not batch_idx % 100:
                 print(f"Epoch: {epoch+1:03d}/{args.epochs:03d} | Batch {batch_idx:04d}/"
                       f"{num_batches:04d} | Loss: {loss.item():.4f}")
