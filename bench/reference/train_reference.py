@@ -365,9 +365,13 @@ def main():
             with autocast(device, args.amp):
                 loss = F.cross_entropy(model(features), targets)
             optimizer.zero_grad()
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
+            if scaler.is_enabled():
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:  # the plain loop, as the fp32 and bf16 figures were measured
+                loss.backward()
+                optimizer.step()
             if not batch_idx % 100:
                 print(f"Epoch: {epoch+1:03d}/{args.epochs:03d} | Batch {batch_idx:04d}/"
                       f"{num_batches:04d} | Loss: {loss.item():.4f}")
