@@ -50,10 +50,9 @@ std::vector<std::string> VaryingFields(const trainer::v1::Sweep& sweep) {
   return fields;
 }
 
-// Everything but the device (and labels) identifies a configuration.
-std::string ConfigKey(const trainer::v1::JobSpec& spec) {
+// Everything but the name (a label) identifies a row's configuration, device included.
+std::string RowKey(const trainer::v1::JobSpec& spec) {
   trainer::v1::JobSpec key = spec;
-  key.clear_device();
   key.clear_name();
   std::string bytes;
   google::protobuf::io::StringOutputStream stream(&bytes);
@@ -73,7 +72,38 @@ double MeanEpochSeconds(const Job& job) {
   return sum / epochs.size();
 }
 
+// How flags name the baseline: "on cpu", "with amp=".
+std::string BaselineLabel(const SweepReportOptions& options) {
+  return options.baseline_field == "device"
+             ? absl::StrCat("on ", options.baseline_value)
+             : absl::StrCat("with ", options.baseline_field, "=", options.baseline_value);
+}
+
 }  // namespace
+
+absl::Status ParseBaseline(const std::string& text, SweepReportOptions* options) {
+  const size_t equals = text.find('=');
+  if (equals == std::string::npos) {
+    if (text.empty()) return absl::InvalidArgumentError("baseline: empty; e.g. cpu or amp=bf16");
+    options->baseline_field = "device";
+    options->baseline_value = text;
+    return absl::OkStatus();
+  }
+  const std::string field = CanonicalSpecField(text.substr(0, equals));
+  if (field.empty() || field == "name") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "baseline: unknown job field '", text.substr(0, equals),
+        "'; give a device (cpu, cuda:0) or FIELD=VALUE with a job field, e.g. amp= or threads=1"));
+  }
+  const std::string value = text.substr(equals + 1);
+  trainer::v1::JobSpec probe;  // the value must be one the field can hold
+  if (absl::Status valid = SetSpecField(&probe, field, value); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("baseline: ", valid.message()));
+  }
+  options->baseline_field = field;
+  options->baseline_value = value;
+  return absl::OkStatus();
+}
 
 trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
                                           const std::vector<Job>& jobs,
@@ -82,21 +112,22 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
   trainer::v1::SweepReport report;
   report.set_sweep_id(sweep.id());
   report.set_name(sweep.spec().name());
-  report.set_baseline_device(options.baseline_device);
+  if (options.baseline_field == "device") report.set_baseline_device(options.baseline_value);
+  report.set_baseline(absl::StrCat(options.baseline_field, "=", options.baseline_value));
   report.set_jobs_total(static_cast<int32_t>(jobs.size()));
   const std::vector<std::string> varying = VaryingFields(sweep);
 
-  // Rows in order of first appearance: (config, device).
-  std::vector<std::pair<std::string, std::string>> order;
-  std::map<std::pair<std::string, std::string>, std::vector<const Job*>> groups;
+  // Rows in order of first appearance.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Job*>> groups;
   for (const Job& job : jobs) {
     if (IsTerminal(job.state())) report.set_jobs_finished(report.jobs_finished() + 1);
-    auto key = std::make_pair(ConfigKey(job.spec()), job.spec().device());
+    std::string key = RowKey(job.spec());
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&job);
   }
 
-  std::map<std::pair<std::string, std::string>, int> row_index;
+  std::map<std::string, int> row_index;
   for (const auto& key : order) {
     const std::vector<const Job*>& members = groups[key];
     const trainer::v1::JobSpec& spec = members.front()->spec();
@@ -116,6 +147,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     }
     row->set_options(absl::StrJoin(options_text, " "));
     row->set_config(absl::StrCat(row->model(), row->options().empty() ? "" : " ", row->options()));
+    row->set_is_baseline(GetSpecField(spec, options.baseline_field) == options.baseline_value);
     row->set_runs(static_cast<int32_t>(members.size()));
 
     std::vector<double> seconds, losses, samples;
@@ -172,28 +204,32 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     }
   }
 
-  // Speedup and agreement against the same configuration on the baseline device.
+  // Speedup and agreement against the row that differs at most in the baseline field and has the
+  // baseline value there: the same configuration on the baseline device, by default.
+  const std::string against = BaselineLabel(options);
   for (const auto& key : order) {
     ReportRow* row = report.mutable_rows(row_index[key]);
-    auto base = row_index.find(std::make_pair(key.first, options.baseline_device));
+    trainer::v1::JobSpec probe = groups[key].front()->spec();
+    if (!SetSpecField(&probe, options.baseline_field, options.baseline_value).ok()) continue;
+    auto base = row_index.find(RowKey(probe));
     if (base == row_index.end()) continue;
     const ReportRow& baseline = report.rows(base->second);
     if (baseline.succeeded() == 0 || row->succeeded() == 0) continue;
     if (row->epoch_seconds_median() > 0) {
       row->set_speedup(baseline.epoch_seconds_median() / row->epoch_seconds_median());
     }
-    if (row->device() == options.baseline_device) continue;
+    if (row->is_baseline()) continue;
     const bool is_training = baseline.final_loss() > 0;
     if (is_training &&
         std::abs(row->test_accuracy() - baseline.test_accuracy()) > options.accuracy_tolerance) {
-      row->add_flags(absl::StrFormat("test accuracy %.2f%% vs %.2f%% on %s",
+      row->add_flags(absl::StrFormat("test accuracy %.2f%% vs %.2f%% %s",
                                      row->test_accuracy() * 100, baseline.test_accuracy() * 100,
-                                     baseline.device()));
+                                     against));
     }
     if (is_training && std::abs(row->final_loss() - baseline.final_loss()) >
                            options.loss_tolerance * baseline.final_loss()) {
-      row->add_flags(absl::StrFormat("final loss %.4f vs %.4f on %s", row->final_loss(),
-                                     baseline.final_loss(), baseline.device()));
+      row->add_flags(absl::StrFormat("final loss %.4f vs %.4f %s", row->final_loss(),
+                                     baseline.final_loss(), against));
     }
   }
   return report;

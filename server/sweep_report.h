@@ -1,19 +1,24 @@
-// Builds a sweep's report from its member jobs and their StepMetrics: one row per configuration
-// (members that differ only in device form rows with the same config), medians over repeats,
-// speedup against the baseline device's row, and flags where a row disagrees with its baseline.
-// Pure: the caller reads the store.
+// Builds a sweep's report from its member jobs and their StepMetrics: one row per configuration,
+// medians over repeats, speedup against the row's baseline (by default the same configuration on
+// the CPU; or the one with another field at a given value, e.g. amp=""), and flags where a row
+// disagrees with its baseline. Pure: the caller reads the store.
 #ifndef TRAIND_SERVER_SWEEP_REPORT_H_
 #define TRAIND_SERVER_SWEEP_REPORT_H_
 
 #include <map>
+#include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
 
 struct SweepReportOptions {
-  std::string baseline_device = "cpu";
+  // A row's baseline is the row whose spec differs from it at most in this field, which holds
+  // this value there.
+  std::string baseline_field = "device";
+  std::string baseline_value = "cpu";
   double accuracy_tolerance = 0.02;  // absolute, on 0..1
   double loss_tolerance = 0.25;      // relative
 };
@@ -23,6 +28,11 @@ struct JobTrace {
   std::vector<trainer::v1::StepMetrics> steps;  // in order: loss curve, batches per epoch
   double final_train_loss = 0;                  // the last epoch's mean training loss
 };
+
+// Reads a baseline as `trainctl report --baseline` takes it: a device ("cpu", "cuda:0") or
+// FIELD=VALUE with a JobSpec field in either spelling ("amp=", "batchSize=64"). INVALID_ARGUMENT
+// naming an unknown field.
+absl::Status ParseBaseline(const std::string& text, SweepReportOptions* options);
 
 trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
                                           const std::vector<trainer::v1::Job>& jobs,

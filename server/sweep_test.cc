@@ -175,5 +175,58 @@ TEST(SweepReportTest, MediansSpeedupsAndFlags) {
   EXPECT_NE(mlp_gpu.flags(0).find("boom"), std::string::npos);
 }
 
+// --baseline amp=: each bf16 row against the fp32 row of the same model and device, whatever the
+// device; the fp32 rows are the baselines. A field that does not exist is refused.
+TEST(SweepReportTest, BaselineByAnotherField) {
+  trainer::v1::Sweep sweep;
+  sweep.set_id(8);
+  *sweep.mutable_spec() = Grid();
+  std::vector<Job> jobs = {Finished(1, "lenet5", "cuda:0", 4, 0.84),
+                           Finished(2, "lenet5", "cuda:0", 2, 0.84),
+                           Finished(3, "lenet5", "cpu", 12, 0.84),
+                           Finished(4, "lenet5", "cpu", 10, 0.70)};
+  jobs[1].mutable_spec()->set_amp("bf16");
+  jobs[3].mutable_spec()->set_amp("bf16");
+  SweepReportOptions options;
+  ASSERT_TRUE(ParseBaseline("amp=", &options).ok());
+  EXPECT_EQ(options.baseline_field, "amp");
+  EXPECT_EQ(options.baseline_value, "");
+  std::map<int64_t, JobTrace> traces;
+  for (int64_t id : {1, 2, 3, 4}) {
+    trainer::v1::StepMetrics m;
+    m.set_epoch(1);
+    m.set_batches_per_epoch(421);
+    traces[id].steps.push_back(m);
+    traces[id].final_train_loss = 0.4;  // a training run: accuracy is compared
+  }
+  const auto report = BuildSweepReport(sweep, jobs, traces, options);
+  ASSERT_EQ(report.rows_size(), 4);
+  EXPECT_EQ(report.baseline(), "amp=");
+  EXPECT_EQ(report.baseline_device(), "");
+  EXPECT_TRUE(report.rows(0).is_baseline());
+  EXPECT_DOUBLE_EQ(report.rows(0).speedup(), 1.0);
+  EXPECT_FALSE(report.rows(1).is_baseline());
+  EXPECT_DOUBLE_EQ(report.rows(1).speedup(), 2.0);  // cuda bf16 against cuda fp32
+  EXPECT_DOUBLE_EQ(report.rows(3).speedup(), 1.2);  // cpu bf16 against cpu fp32
+  ASSERT_EQ(report.rows(3).flags_size(), 1);
+  EXPECT_NE(report.rows(3).flags(0).find("vs 84.00% with amp="), std::string::npos)
+      << report.rows(3).flags(0);
+
+  // The default, and a device given alone, are device baselines.
+  SweepReportOptions by_device;
+  ASSERT_TRUE(ParseBaseline("cuda:0", &by_device).ok());
+  EXPECT_EQ(by_device.baseline_field, "device");
+  const auto against_gpu = BuildSweepReport(sweep, jobs, traces, by_device);
+  EXPECT_DOUBLE_EQ(against_gpu.rows(2).speedup(), 4.0 / 12);  // cpu fp32 against cuda fp32
+  EXPECT_TRUE(against_gpu.rows(1).is_baseline());
+
+  SweepReportOptions bad;
+  absl::Status unknown = ParseBaseline("colour=red", &bad);
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("unknown job field 'colour'"), std::string::npos) << unknown;
+  EXPECT_EQ(ParseBaseline("threads=many", &bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseBaseline("", &bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace traind

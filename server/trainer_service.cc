@@ -236,7 +236,9 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
     jobs.push_back(std::move(job));
   }
   SweepReportOptions options;
-  if (!request.baseline_device().empty()) options.baseline_device = request.baseline_device();
+  const std::string& baseline =
+      request.baseline().empty() ? request.baseline_device() : request.baseline();
+  if (!baseline.empty()) RETURN_IF_ERROR(ParseBaseline(baseline, &options));
   if (request.accuracy_tolerance() < 0 || request.loss_tolerance() < 0) {
     return absl::InvalidArgumentError("accuracy_tolerance, loss_tolerance: must be 0 or more");
   }

@@ -176,6 +176,31 @@ TEST_F(QueueTest, SweepWatchAndReport) {
   EXPECT_EQ(svg_text.str().rfind("<svg", 0), 0u);
   EXPECT_NE(svg_text.str().find("<polyline"), std::string::npos);
 
+  // Against another field: each threads=2 row against the threads=1 row of its model.
+  Result by_threads = Trainctl({"report", id, "--baseline", "threads=1", "-o", "json"});
+  ASSERT_EQ(by_threads.exit_code, 0) << by_threads.err;
+  trainer::v1::SweepReport threads_report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(by_threads.out, &threads_report).ok());
+  EXPECT_EQ(threads_report.baseline(), "threads=1");
+  int baselines = 0;
+  for (const auto& row : threads_report.rows()) {
+    const bool one_thread = row.options().find("threads=1") != std::string::npos;
+    EXPECT_EQ(row.is_baseline(), one_thread) << row.options();
+    baselines += row.is_baseline();
+    if (one_thread) {
+      EXPECT_DOUBLE_EQ(row.speedup(), 1.0);
+    } else {
+      EXPECT_GT(row.speedup(), 0) << row.options();
+    }
+  }
+  EXPECT_EQ(baselines, 2);
+  Result table = Trainctl({"report", id, "--baseline", "threads=1"});
+  EXPECT_NE(table.out.find("speedup against threads=1"), std::string::npos) << table.out;
+  Result colour = Trainctl({"report", id, "--baseline", "colour=red"});
+  EXPECT_EQ(colour.exit_code, 2);
+  EXPECT_NE(colour.err.find("baseline: unknown job field 'colour'"), std::string::npos)
+      << colour.err;
+
   EXPECT_EQ(Trainctl({"report", "999"}).exit_code, 2);
   Result bad = Trainctl({"sweep", "--model", "lenet5,nosuch", "--dataset", "fashion-mnist"});
   EXPECT_EQ(bad.exit_code, 2);

@@ -1,6 +1,6 @@
-// trainctl report SWEEP_ID [--format table|csv|json|markdown] [--plot FILE.svg] [--baseline cpu]
+// trainctl report SWEEP_ID [--format table|csv|json|markdown] [--plot FILE.svg] [--baseline cpu|FIELD=VALUE]
 // The CPU-vs-GPU table people write by hand: one row per configuration, speedup against the
-// baseline device, flags where results disagree.
+// baseline (a device, or another field's value: amp= for fp32), flags where results disagree.
 #include <fstream>
 
 #include "client/commands/commands.h"
@@ -25,7 +25,9 @@ struct ReportFlags {
 int RunReport(Context& ctx, const ReportFlags& flags) {
   trainer::v1::GetSweepReportRequest request;
   request.set_id(flags.sweep_id);
-  request.set_baseline_device(flags.baseline);
+  request.set_baseline(flags.baseline);
+  // Daemons from before FIELD=VALUE read only this.
+  if (flags.baseline.find('=') == std::string::npos) request.set_baseline_device(flags.baseline);
   request.set_accuracy_tolerance(flags.accuracy_tolerance);
   request.set_loss_tolerance(flags.loss_tolerance);
   trainer::v1::SweepReport report;
@@ -61,7 +63,9 @@ void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
   cmd->add_option("--plot", flags->plot, "Also write an SVG: speedup bars and loss curves");
-  cmd->add_option("--baseline", flags->baseline, "Device the speedups are against")
+  cmd->add_option("--baseline", flags->baseline,
+                  "What the speedups are against: a device (cpu, cuda:0), or FIELD=VALUE to "
+                  "compare rows that differ in that field (amp= for fp32 against bf16 rows)")
       ->capture_default_str();
   cmd->add_option("--accuracy-tolerance", flags->accuracy_tolerance,
                   "Flag rows whose test accuracy differs from the baseline's by more (0..1)")

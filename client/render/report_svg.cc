@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/render/report_text.h"
 
 namespace traind {
 
@@ -130,7 +131,7 @@ const char* BarColor(double speedup) {
 // Returns the y below the chart.
 int AppendSpeedupChart(const SweepReport& report, int top, std::string* out) {
   absl::StrAppend(out, Text(kMargin, top, " font-size=\"14\" font-weight=\"bold\"",
-                            absl::StrCat("Speedup against ", report.baseline_device(),
+                            absl::StrCat("Speedup against ", ReportBaseline(report),
                                          " (time per epoch; longer is faster)")));
   // The scale always reaches past 1x so that the reference line is inside the chart.
   double max_speedup = 1;
@@ -304,8 +305,8 @@ std::string ReportSvg(const SweepReport& report) {
   std::string body = Text(kMargin, 32, " font-size=\"18\" font-weight=\"bold\"", Title(report));
   absl::StrAppend(
       &body, Text(kMargin, 52, " fill=\"#495057\"",
-                  absl::StrFormat("%d/%d jobs finished; baseline device %s", report.jobs_finished(),
-                                  report.jobs_total(), report.baseline_device())));
+                  absl::StrFormat("%d/%d jobs finished; baseline %s", report.jobs_finished(),
+                                  report.jobs_total(), ReportBaseline(report))));
   const int bars_bottom = AppendSpeedupChart(report, 90, &body);
   const int height = AppendLossChart(report, bars_bottom + 40, &body) + kMargin;
   return absl::StrCat(

@@ -32,8 +32,7 @@ constexpr size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
 std::string Caption(const SweepReport& report) {
   const std::string name = report.name().empty() ? "" : absl::StrCat(" (", report.name(), ")");
   return absl::StrFormat("Sweep %d%s: %d/%d jobs finished; speedup against %s", report.sweep_id(),
-                         name, report.jobs_finished(), report.jobs_total(),
-                         report.baseline_device());
+                         name, report.jobs_finished(), report.jobs_total(), ReportBaseline(report));
 }
 
 // Medians and means of zero runs are zeros, not measurements; "-" keeps them from being read.
@@ -58,7 +57,10 @@ std::string PeakMemory(const ReportRow& row) {
 }
 
 std::string Speedup(const ReportRow& row, const std::string& baseline_device) {
-  if (!baseline_device.empty() && row.device() == baseline_device) return "1.00x (baseline)";
+  // is_baseline comes from daemons that know other baselines than a device.
+  if (row.is_baseline() || (!baseline_device.empty() && row.device() == baseline_device)) {
+    return "1.00x (baseline)";
+  }
   if (row.speedup() == 0) return "-";
   return absl::StrFormat("%.2fx", row.speedup());
 }
@@ -177,6 +179,11 @@ constexpr char kCsvHeader[] =
     "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids";
 
 }  // namespace
+
+std::string ReportBaseline(const SweepReport& report) {
+  if (!report.baseline_device().empty() || report.baseline().empty()) return report.baseline_device();
+  return report.baseline();
+}
 
 std::string ReportTable(const SweepReport& report) {
   std::vector<std::vector<std::string>> lines = {Titles()};

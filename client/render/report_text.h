@@ -18,6 +18,9 @@ std::string ReportTable(const trainer::v1::SweepReport& report);
 // The same caption and columns as ReportTable, as a GitHub-flavoured markdown table.
 std::string ReportMarkdown(const trainer::v1::SweepReport& report);
 
+// What the report's speedups are against, for captions: the device ("cpu"), else FIELD=VALUE.
+std::string ReportBaseline(const trainer::v1::SweepReport& report);
+
 // RFC 4180 CSV (CRLF line ends) with unformatted values, one record per row after the header.
 std::string ReportCsv(const trainer::v1::SweepReport& report);
 
