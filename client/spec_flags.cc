@@ -24,7 +24,7 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
       {"--channels", "channels", "fake: image channels (default 3)", false, false},
       {"--classes", "classes", "fake: classes (default 10)", false, false},
       {"--cifar-stem", "cifar_stem", "resnet18: 3x3 stem without max-pool", true, false},
-      {"--amp", "amp", "Mixed precision: bf16 | fp16 (autocast)", false, false},
+      {"--amp", "amp", "Mixed precision: bf16 | fp16 (autocast), fp32 (none, the default)", false, false},
       {"--tf32", "tf32",
        "CUDA fp32 math: on (TF32 for convolutions and matrix products) | off (strict fp32); "
        "default: LibTorch's (TF32 convolutions only)",

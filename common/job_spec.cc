@@ -32,6 +32,8 @@ const std::vector<std::string>& KnownOptimizers() {
 }
 
 void ApplyDefaults(JobSpec* spec) {
+  // "fp32" names no autocast, so that a sweep axis can list it beside bf16 (--amp fp32,bf16).
+  if (spec->amp() == "fp32") spec->clear_amp();
   if (!spec->has_epochs()) spec->set_epochs(kDefaultEpochs);
   if (!spec->has_batch_size()) spec->set_batch_size(kDefaultBatchSize);
   if (!spec->has_learning_rate()) spec->set_learning_rate(kDefaultLearningRate);

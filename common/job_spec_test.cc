@@ -26,6 +26,19 @@ TEST(JobSpecTest, DefaultsAreTheReferenceScripts) {
   EXPECT_TRUE(ValidateJobSpec(spec).ok());
 }
 
+// "fp32" is accepted as "no autocast" (so a sweep can put it on an amp axis beside bf16) and
+// stored as the default, the empty amp.
+TEST(JobSpecTest, AmpFp32IsNoAutocast) {
+  JobSpec spec = Valid();
+  spec.set_amp("fp32");
+  ApplyDefaults(&spec);
+  EXPECT_EQ(spec.amp(), "");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok());
+  spec.set_amp("bf16");
+  ApplyDefaults(&spec);
+  EXPECT_EQ(spec.amp(), "bf16");
+}
+
 TEST(JobSpecTest, ExplicitValuesSurviveDefaults) {
   JobSpec spec;
   spec.set_epochs(7);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/job_spec.h"
 #include "common/spec_fields.h"
 #include "server/job_fold.h"
 
@@ -74,34 +75,35 @@ double MeanEpochSeconds(const Job& job) {
 
 // How flags name the baseline: "on cpu", "with amp=".
 std::string BaselineLabel(const SweepReportOptions& options) {
-  return options.baseline_field == "device"
-             ? absl::StrCat("on ", options.baseline_value)
-             : absl::StrCat("with ", options.baseline_field, "=", options.baseline_value);
+  return absl::StrCat(options.baseline_field == "device" ? "on " : "with ", options.baseline_text);
 }
 
 }  // namespace
 
 absl::Status ParseBaseline(const std::string& text, SweepReportOptions* options) {
+  if (text.empty()) return absl::InvalidArgumentError("baseline: empty; e.g. cpu or amp=fp32");
   const size_t equals = text.find('=');
-  if (equals == std::string::npos) {
-    if (text.empty()) return absl::InvalidArgumentError("baseline: empty; e.g. cpu or amp=bf16");
-    options->baseline_field = "device";
-    options->baseline_value = text;
-    return absl::OkStatus();
-  }
-  const std::string field = CanonicalSpecField(text.substr(0, equals));
+  const std::string field =
+      equals == std::string::npos ? "device" : CanonicalSpecField(text.substr(0, equals));
   if (field.empty() || field == "name") {
     return absl::InvalidArgumentError(absl::StrCat(
         "baseline: unknown job field '", text.substr(0, equals),
-        "'; give a device (cpu, cuda:0) or FIELD=VALUE with a job field, e.g. amp= or threads=1"));
+        "'; give a device (cpu, cuda:0) or FIELD=VALUE with a job field, e.g. amp=fp32 or "
+        "threads=1"));
   }
-  const std::string value = text.substr(equals + 1);
+  const std::string value = equals == std::string::npos ? text : text.substr(equals + 1);
   trainer::v1::JobSpec probe;  // the value must be one the field can hold
   if (absl::Status valid = SetSpecField(&probe, field, value); !valid.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("baseline: ", valid.message()));
   }
+  // Compared with jobs as they are stored: with defaults applied (amp=fp32 is no amp) and the
+  // device resolved as submit resolves it.
+  ApplyDefaults(&probe);
+  std::string stored = GetSpecField(probe, field);
+  if (field == "device" && stored == "cuda") stored = "cuda:0";
   options->baseline_field = field;
-  options->baseline_value = value;
+  options->baseline_value = stored;
+  options->baseline_text = text;
   return absl::OkStatus();
 }
 
@@ -113,7 +115,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
   report.set_sweep_id(sweep.id());
   report.set_name(sweep.spec().name());
   if (options.baseline_field == "device") report.set_baseline_device(options.baseline_value);
-  report.set_baseline(absl::StrCat(options.baseline_field, "=", options.baseline_value));
+  report.set_baseline(options.baseline_text);
   report.set_jobs_total(static_cast<int32_t>(jobs.size()));
   const std::vector<std::string> varying = VaryingFields(sweep);
 

@@ -18,7 +18,8 @@ struct SweepReportOptions {
   // A row's baseline is the row whose spec differs from it at most in this field, which holds
   // this value there.
   std::string baseline_field = "device";
-  std::string baseline_value = "cpu";
+  std::string baseline_value = "cpu";  // as jobs store it ("" for amp=fp32)
+  std::string baseline_text = "cpu";   // as the user wrote it, for captions and flags
   double accuracy_tolerance = 0.02;  // absolute, on 0..1
   double loss_tolerance = 0.25;      // relative
 };

@@ -226,6 +226,16 @@ TEST(SweepReportTest, BaselineByAnotherField) {
   EXPECT_NE(unknown.message().find("unknown job field 'colour'"), std::string::npos) << unknown;
   EXPECT_EQ(ParseBaseline("threads=many", &bad).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseBaseline("", &bad).code(), absl::StatusCode::kInvalidArgument);
+
+  // Values are compared as jobs store them: amp=fp32 is no autocast, cuda is cuda:0.
+  SweepReportOptions fp32;
+  ASSERT_TRUE(ParseBaseline("amp=fp32", &fp32).ok());
+  EXPECT_EQ(fp32.baseline_value, "");
+  EXPECT_EQ(fp32.baseline_text, "amp=fp32");
+  EXPECT_DOUBLE_EQ(BuildSweepReport(sweep, jobs, traces, fp32).rows(1).speedup(), 2.0);
+  SweepReportOptions cuda;
+  ASSERT_TRUE(ParseBaseline("cuda", &cuda).ok());
+  EXPECT_EQ(cuda.baseline_value, "cuda:0");
 }
 
 }  // namespace

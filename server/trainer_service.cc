@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <type_traits>
 
 #include "absl/strings/match.h"
@@ -13,6 +14,7 @@
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
+#include "common/spec_fields.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
 #include "server/sweep_expansion.h"
@@ -245,6 +247,19 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
   if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
   *response = BuildSweepReport(sweep, jobs, traces, options);
+  // A baseline asked for by name that no member has is a typo, not a table of dashes.
+  const auto& rows = response->rows();
+  if (request.baseline().find('=') != std::string::npos && !jobs.empty() &&
+      std::none_of(rows.begin(), rows.end(), [](const auto& row) { return row.is_baseline(); })) {
+    std::set<std::string> values;
+    for (const Job& job : jobs) values.insert(GetSpecField(job.spec(), options.baseline_field));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "baseline: no member of sweep ", sweep.id(), " has ", request.baseline(), "; its ",
+        options.baseline_field, " values: ",
+        absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) {
+          absl::StrAppend(out, v.empty() ? "(default)" : v);
+        })));
+  }
   return absl::OkStatus();
 }
 

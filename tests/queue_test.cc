@@ -196,6 +196,12 @@ TEST_F(QueueTest, SweepWatchAndReport) {
   EXPECT_EQ(baselines, 2);
   Result table = Trainctl({"report", id, "--baseline", "threads=1"});
   EXPECT_NE(table.out.find("speedup against threads=1"), std::string::npos) << table.out;
+  Result seven = Trainctl({"report", id, "--baseline", "threads=7"});
+  EXPECT_EQ(seven.exit_code, 2);
+  EXPECT_NE(seven.err.find("baseline: no member of sweep " + id + " has threads=7; its threads "
+                           "values: 1, 2"),
+            std::string::npos)
+      << seven.err;
   Result colour = Trainctl({"report", id, "--baseline", "colour=red"});
   EXPECT_EQ(colour.exit_code, 2);
   EXPECT_NE(colour.err.find("baseline: unknown job field 'colour'"), std::string::npos)

@@ -65,7 +65,7 @@ void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("--plot", flags->plot, "Also write an SVG: speedup bars and loss curves");
   cmd->add_option("--baseline", flags->baseline,
                   "What the speedups are against: a device (cpu, cuda:0), or FIELD=VALUE to "
-                  "compare rows that differ in that field (amp= for fp32 against bf16 rows)")
+                  "compare rows that differ in that field (amp=fp32: bf16 rows against fp32 rows)")
       ->capture_default_str();
   cmd->add_option("--accuracy-tolerance", flags->accuracy_tolerance,
                   "Flag rows whose test accuracy differs from the baseline's by more (0..1)")
