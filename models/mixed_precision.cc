@@ -43,7 +43,7 @@ std::vector<std::string> SupportedAmpModes(const torch::Device& device) {
 
 AutocastScope::AutocastScope(const torch::Device& device, const std::string& amp)
     : device_type_(device.type()) {
-  if (amp.empty() || amp == "fp32") return;
+  if (amp.empty()) return;
   active_ = true;
   at::autocast::increment_nesting();
   SetAutocast(device_type_, true, ToDtype(amp));

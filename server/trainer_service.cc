@@ -247,14 +247,15 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
   if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
   *response = BuildSweepReport(sweep, jobs, traces, options);
-  // A baseline asked for by name that no member has is a typo, not a table of dashes.
+  // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
+  // baseline of a sweep without cpu members has no baseline row either, and that is fine.)
   const auto& rows = response->rows();
-  if (request.baseline().find('=') != std::string::npos && !jobs.empty() &&
+  if (options.baseline_field != "device" && !jobs.empty() &&
       std::none_of(rows.begin(), rows.end(), [](const auto& row) { return row.is_baseline(); })) {
     std::set<std::string> values;
     for (const Job& job : jobs) values.insert(GetSpecField(job.spec(), options.baseline_field));
     return absl::InvalidArgumentError(absl::StrCat(
-        "baseline: no member of sweep ", sweep.id(), " has ", request.baseline(), "; its ",
+        "baseline: no member of sweep ", sweep.id(), " has ", options.baseline_text, "; its ",
         options.baseline_field, " values: ",
         absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) {
           absl::StrAppend(out, v.empty() ? "(default)" : v);
