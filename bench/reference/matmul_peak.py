@@ -14,14 +14,10 @@ import json
 import statistics
 import subprocess
 import threading
-import time
 
 import torch
 
-
-def sync(device):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+from matmul_reference import time_mm  # the same timing as bench/matmul.sh's reference side
 
 
 class ClockSampler:
@@ -59,26 +55,11 @@ class ClockSampler:
         return statistics.median(self.samples) if self.samples else None
 
 
-def time_mm(n, dtype_name, device, min_seconds):
-    """Seconds per n x n product, timed over at least min_seconds after a warm-up."""
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(dtype_name, torch.float32)
-    if device.startswith("cuda"):
-        torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
-    a = torch.randn(n, n, dtype=dtype, device=device)
-    b = torch.randn(n, n, dtype=dtype, device=device)
-    c = torch.empty(n, n, dtype=dtype, device=device)
-    torch.mm(a, b, out=c)  # warm-up: library selection, clocks ramping up
-    sync(device)
-    start = time.perf_counter()
-    torch.mm(a, b, out=c)
-    sync(device)
-    once = time.perf_counter() - start
-    repeat = max(3, int(min_seconds / max(once, 1e-6)))
-    start = time.perf_counter()
-    for _ in range(repeat):
-        torch.mm(a, b, out=c)
-    sync(device)
-    return (time.perf_counter() - start) / repeat
+def time_mm_sustained(n, dtype_name, device, min_seconds):
+    """Seconds per n x n product over at least min_seconds (one product first times the warm-up)."""
+    once = time_mm(n, dtype_name, device, repeat=1, warmup=1)
+    return time_mm(n, dtype_name, device, repeat=max(3, int(min_seconds / max(once, 1e-6))),
+                   warmup=1)
 
 
 def main():
@@ -93,7 +74,7 @@ def main():
     for dtype_name in args.dtypes:
         for n in args.sizes:
             with ClockSampler(args.device) as clock:
-                seconds = time_mm(n, dtype_name, args.device, args.seconds)
+                seconds = time_mm_sustained(n, dtype_name, args.device, args.seconds)
             rows.append({"dtype": dtype_name, "n": n, "seconds": seconds,
                          "tflops": 2 * n ** 3 / seconds / 1e12, "sm_clock_mhz": clock.median()})
     peaks = {d: max((r for r in rows if r["dtype"] == d), key=lambda r: r["tflops"])
