@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/str_join.h"
+#include "common/catalog.h"
 #include "common/job_spec.h"
 #include "common/spec_fields.h"
 
@@ -10,11 +12,23 @@ namespace traind {
 
 const std::vector<SpecFlagInfo>& SpecFlagTable() {
   static const auto* table = new std::vector<SpecFlagInfo>{
-      {"--model", "model", "lenet5 | mlp | vgg16 | resnet18", false, false},
-      {"--dataset", "dataset", "fashion-mnist | mnist | cifar10 | fake", false, false},
-      {"--data-dir", "data_dir",
-       "Directory with the dataset's files (default for fashion-mnist: the Debian package's)",
+      {"--model", "model", nullptr, false, false},
+      {"--model-file", "model_file",
+       "Your TorchScript module (torch.jit.save): uploaded once, by content; implies --model "
+       "torchscript",
        false, false},
+      {"--dataset", "dataset", nullptr, false, false},
+      {"--data-dir", "data_dir",
+       "Directory with the dataset's files, on the daemon's machine under a --data-root "
+       "(default for fashion-mnist: the Debian package's)",
+       false, false},
+      {"--data-file", "data_file",
+       "tensors, csv: the file, under the daemon's --data-root, or sent with --upload", false,
+       false},
+      {"--label-column", "label_column", "csv: the label column's name or index (default: last)",
+       false, false},
+      {"--loss", "loss", "cross_entropy (default: [N, classes] logits) | mse (regression)", false,
+       false},
       {"--device", "device", "cpu | cuda | cuda:N | mps (default: best available)", false, false},
       {"--batch-size", "batch_size",
        "Default 128; `auto`: the largest that fits in 80% of free device memory", false, false},
@@ -62,11 +76,22 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
 
 namespace {
 
+}  // namespace
+
+std::string SpecFlagHelp(const SpecFlagInfo& row) {
+  if (row.help != nullptr) return row.help;
+  const std::vector<std::string> names =
+      std::string(row.field) == "model" ? ModelNames() : DatasetNames();
+  return absl::StrJoin(names, " | ");
+}
+
+namespace {
+
 void AddRow(CLI::App* app, SpecFlags* flags, const SpecFlagInfo& row) {
   if (row.is_switch) {
-    app->add_flag(row.flag, flags->switches[row.flag], row.help);
+    app->add_flag(row.flag, flags->switches[row.flag], SpecFlagHelp(row));
   } else {
-    app->add_option(row.flag, flags->values[row.flag], row.help);
+    app->add_option(row.flag, flags->values[row.flag], SpecFlagHelp(row));
   }
 }
 
@@ -77,6 +102,10 @@ bool Given(const SpecFlags& f, const char* flag) {
 }
 
 }  // namespace
+
+bool IsLocalFile(const std::string& spec_value) {
+  return !spec_value.empty() && spec_value.rfind("sha256:", 0) != 0;
+}
 
 void AddSpecFlags(CLI::App* app, SpecFlags* flags, bool training) {
   flags->app = app;
@@ -107,7 +136,13 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
   if (!spec->data_dir().empty() && spec->data_dir()[0] != '/') {
     spec->set_data_dir(std::filesystem::absolute(spec->data_dir()).lexically_normal().string());
   }
+  if (!spec->model_file().empty() && spec->model().empty()) spec->set_model("torchscript");
   trainer::v1::JobSpec checked = *spec;
+  // Local files are uploaded (or made absolute) after this check: validate what they will be.
+  constexpr char kStandIn[] =
+      "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+  if (IsLocalFile(checked.model_file())) checked.set_model_file(kStandIn);
+  if (IsLocalFile(checked.data_file())) checked.set_data_file("/" + checked.data_file());
   ApplyDefaults(&checked);
   return ValidateJobSpec(checked);
 }

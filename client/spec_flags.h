@@ -18,13 +18,16 @@ namespace traind {
 struct SpecFlagInfo {
   const char* flag;    // "--batch-size"
   const char* field;   // the JobSpec field it sets: "batch_size"
-  const char* help;
+  const char* help;    // nullptr: the catalog's names (--model, --dataset)
   bool is_switch;      // takes no value and sets a bool field (--hflip)
   bool training_only;  // not offered by `bench train`
 };
 
 // Every row, in the order `--help` lists them.
 const std::vector<SpecFlagInfo>& SpecFlagTable();
+// The row's help; --model and --dataset list the catalog (common/catalog.h), so a new kind
+// appears by itself.
+std::string SpecFlagHelp(const SpecFlagInfo& row);
 
 // What the user typed, by flag.
 struct SpecFlags {
@@ -39,8 +42,12 @@ void AddSpecFlags(CLI::App* app, SpecFlags* flags, bool training = true);
 void AddSpecFlags(CLI::App* app, SpecFlags* flags, const std::vector<std::string>& only);
 
 // Applies the given flags to `spec`, makes data_dir absolute, and validates the result as the
-// daemon will (INVALID_ARGUMENT naming the field).
+// daemon will (INVALID_ARGUMENT naming the field). model_file and data_file may still name local
+// files here: ResolveSpecFiles (spec_files.h) uploads them before the spec is sent.
 absl::Status ApplySpecFlags(const SpecFlags& flags, trainer::v1::JobSpec* spec);
+
+// A model_file / data_file value that names a file rather than an uploaded blob ("sha256:...").
+bool IsLocalFile(const std::string& spec_value);
 
 }  // namespace traind
 

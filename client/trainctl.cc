@@ -64,6 +64,8 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   AddBenchCommand(app, ctx, &exit_code);
   AddSweepCommand(app, ctx, &exit_code);
   AddReportCommand(app, ctx, &exit_code);
+  AddArtifactsCommand(app, ctx, &exit_code);
+  AddDownloadCommand(app, ctx, &exit_code);
   AddQueueCommands(app, ctx, &exit_code);
   AddContextCommand(app, ctx, &exit_code);
 

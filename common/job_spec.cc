@@ -7,24 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "common/catalog.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace traind {
 
 using trainer::v1::JobSpec;
-
-const std::vector<std::string>& KnownModels() {
-  static const auto* models =
-      new std::vector<std::string>{"lenet5", "mlp", "resnet18", "vgg16"};
-  return *models;
-}
-
-const std::vector<std::string>& KnownDatasets() {
-  static const auto* datasets =
-      new std::vector<std::string>{"cifar10", "fake", "fashion-mnist", "mnist"};
-  return *datasets;
-}
 
 const std::vector<std::string>& KnownOptimizers() {
   static const auto* optimizers = new std::vector<std::string>{"adam", "adamw", "sgd"};
@@ -38,6 +27,7 @@ void ApplyDefaults(JobSpec* spec) {
   if (!spec->has_batch_size()) spec->set_batch_size(kDefaultBatchSize);
   if (!spec->has_learning_rate()) spec->set_learning_rate(kDefaultLearningRate);
   if (spec->optimizer().empty()) spec->set_optimizer(kDefaultOptimizer);
+  if (spec->loss().empty()) spec->set_loss("cross_entropy");
   if (!spec->has_seed()) spec->set_seed(kDefaultSeed);
   if (!spec->has_limit_train()) spec->set_limit_train(0);
   if (!spec->has_limit_test()) spec->set_limit_test(0);
@@ -132,7 +122,72 @@ absl::Status ValidateBenchmark(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// What the model and the dataset need from the spec's file fields, by their catalog entries.
+absl::Status ValidateModelAndDataFiles(const JobSpec& spec) {
+  const ModelInfo& model = *FindModel(spec.model());
+  const DatasetInfo& dataset = *FindDataset(spec.dataset());
+  if (model.needs_model_file) {
+    if (spec.model_file().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model_file: required for model '", model.name,
+          "' (the digest of an uploaded TorchScript file: trainctl submit --model-file net.pt)"));
+    }
+    RETURN_IF_ERROR(ValidateBlobDigest("model_file", spec.model_file()));
+  } else if (!spec.model_file().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model_file: only for model 'torchscript', not '", spec.model(), "'"));
+  }
+  using Source = DatasetInfo::Source;
+  if (dataset.source == Source::kDirectory && !dataset.has_default_dir && spec.data_dir().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("data_dir: required for dataset '", dataset.name,
+                                                   "' (", dataset.expects, ")"));
+  }
+  if (dataset.source != Source::kDirectory && !spec.data_dir().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_dir: not for dataset '", dataset.name, "'",
+                     dataset.source == Source::kFile ? "; it reads data_file" : ""));
+  }
+  if (dataset.source == Source::kFile && spec.data_file().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("data_file: required for dataset '",
+                                                   dataset.name, "' (", dataset.expects, ")"));
+  }
+  if (dataset.source != Source::kFile && !spec.data_file().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_file: only for datasets tensors and csv, not '", dataset.name, "'"));
+  }
+  if (absl::StartsWith(spec.data_file(), "sha256:")) {
+    RETURN_IF_ERROR(ValidateBlobDigest("data_file", spec.data_file()));
+  }
+  if (!spec.label_column().empty() && dataset.name != "csv") {
+    return absl::InvalidArgumentError("label_column: only for dataset 'csv'");
+  }
+  if (spec.label_column().size() > 256) {
+    return absl::InvalidArgumentError("label_column: at most 256 characters");
+  }
+  if (!spec.loss().empty()) RETURN_IF_ERROR(OneOf("loss", spec.loss(), {"cross_entropy", "mse"}));
+  if (!dataset.images && (spec.random_crop_padding() > 0 || spec.horizontal_flip())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "random_crop_padding, horizontal_flip: only for image datasets, not '", dataset.name, "'"));
+  }
+  if (!dataset.images && spec.has_image_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image_size: only for image datasets, not '", dataset.name, "'"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status ValidateBlobDigest(const char* field, const std::string& digest) {
+  constexpr size_t kHexDigits = 64;
+  const bool well_formed =
+      absl::StartsWith(digest, "sha256:") && digest.size() == 7 + kHexDigits &&
+      std::all_of(digest.begin() + 7, digest.end(),
+                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  if (well_formed) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": '", digest.substr(0, 80), "' is not a digest; expected sha256: and 64 lowercase hex digits"));
+}
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
   absl::Status status;
@@ -140,10 +195,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
     if (!spec.device().empty()) RETURN_IF_ERROR(ValidateDeviceName(spec.device()));
     return ValidateBenchmark(spec);
   }
-  status.Update(OneOf("model", spec.model(), KnownModels()));
+  status.Update(OneOf("model", spec.model(), ModelNames()));
   if (!status.ok()) return status;
-  status.Update(OneOf("dataset", spec.dataset(), KnownDatasets()));
+  status.Update(OneOf("dataset", spec.dataset(), DatasetNames()));
   if (!status.ok()) return status;
+  RETURN_IF_ERROR(ValidateModelAndDataFiles(spec));
   if (!spec.device().empty()) {
     status.Update(ValidateDeviceName(spec.device()));
     if (!status.ok()) return status;
@@ -213,15 +269,6 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   }
   if (spec.batch_size() > (1 << 20)) {
     return absl::InvalidArgumentError("batch_size: at most 1048576");
-  }
-  if (spec.dataset() == "mnist" && spec.data_dir().empty()) {
-    return absl::InvalidArgumentError(
-        "data_dir: required for dataset 'mnist' (a directory with the four IDX files)");
-  }
-  if (spec.dataset() == "cifar10" && spec.data_dir().empty()) {
-    return absl::InvalidArgumentError(
-        "data_dir: required for dataset 'cifar10' (a directory with data_batch_1.bin ... "
-        "test_batch.bin)");
   }
   return absl::OkStatus();
 }

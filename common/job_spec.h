@@ -12,8 +12,7 @@
 
 namespace traind {
 
-const std::vector<std::string>& KnownModels();
-const std::vector<std::string>& KnownDatasets();
+// Models and datasets: common/catalog.h.
 const std::vector<std::string>& KnownOptimizers();
 const std::vector<std::string>& KnownAmpModes();      // bf16, fp16
 const std::vector<std::string>& KnownMatmulDtypes();  // bf16, fp16, fp32, tf32
@@ -37,6 +36,9 @@ absl::Status ValidateJobSpec(const trainer::v1::JobSpec& spec);
 
 // "cpu", "mps", "cuda" or "cuda:N". Availability is the daemon's business.
 absl::Status ValidateDeviceName(const std::string& device);
+
+// "sha256:" and 64 lowercase hex digits: how a spec names an uploaded blob.
+absl::Status ValidateBlobDigest(const char* field, const std::string& digest);
 
 // Parses a job file: JSON (protobuf's JSON mapping of JobSpec, lowerCamelCase or field names).
 absl::Status ParseJobSpecJson(const std::string& text, trainer::v1::JobSpec* spec);

@@ -5,13 +5,14 @@
 # unless OpenBLAS is installed (an MLP epoch: 18.9 s -> 0.74 s here, docs/benchmarks.md).
 # python3-grpcio, python3-protobuf: the Python client example (examples/python/, ~8 MB); its code
 # generator, grpc_python_plugin, comes with protobuf-compiler-grpc.
+# python3-torch, python3-pil: PyTorch itself (on the LibTorch already installed), which the
+# "your model" tests and examples/python/train_my_model.py script models and write data with.
+# libstb-dev: stb_image, which decodes image-folder datasets (PNG, JPEG).
 # clang, libclang-rt-14-dev: the ASan/UBSan build deploy/test.sh runs and the fuzz targets
 # (libFuzzer), docs/testing.md.
-#   deploy/install-deps.sh [--with-bench]   (--with-bench adds Python PyTorch for bench/)
+#   deploy/install-deps.sh [--with-bench]   (accepted for old scripts: PyTorch is always installed)
 set -euo pipefail
 
-with_bench=0
-[ "${1:-}" = --with-bench ] && with_bench=1
 
 if [ "$(uname -s)" = Darwin ]; then
   command -v brew >/dev/null || { echo "install Homebrew first: https://brew.sh" >&2; exit 1; }
@@ -29,9 +30,8 @@ fi
 
 packages="build-essential cmake pkg-config ccache libtorch-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
-libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev dataset-fashion-mnist python3-grpcio python3-protobuf
-openssl iproute2 clang libclang-rt-14-dev"
-[ "$with_bench" = 1 ] && packages="$packages python3-torch"
+libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-pil
+openssl libssl-dev iproute2 clang libclang-rt-14-dev"
 
 missing=""
 for p in $packages; do

@@ -1,4 +1,5 @@
-// Creates a model by its registered name. Thread-compatible.
+// Creates a model by its name in the catalog (common/catalog.h): a built-in network, or the
+// TorchScript module of a `torchscript` job. Thread-compatible.
 #ifndef TRAIND_MODELS_MODEL_FACTORY_H_
 #define TRAIND_MODELS_MODEL_FACTORY_H_
 
@@ -11,6 +12,8 @@
 
 namespace traind {
 
+// What the data gives the model. Inputs that are not images (tables) have channels, height and
+// width 0; only a TorchScript model takes those.
 struct ModelInput {
   int64_t channels = 1;
   int64_t height = 28;
@@ -18,13 +21,15 @@ struct ModelInput {
   int64_t num_classes = 10;
 };
 
-// The square size images are resized to: spec.image_size when set, 32 for lenet5 (which needs
-// 32x32), else 0 (keep the data's size).
+// The square size images are resized to: spec.image_size when set, else the model's catalog
+// size (lenet5: 32), else 0 (keep the data's size).
 int64_t ImageSizeFor(const trainer::v1::JobSpec& spec);
 
 // INVALID_ARGUMENT for an unknown name (listing the known ones) or an input the model cannot take.
+// `model_path`: the TorchScript file of a `torchscript` job (WorkerRequest.model_path).
 absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spec,
-                                                 const ModelInput& input);
+                                                 const ModelInput& input,
+                                                 const std::string& model_path = "");
 
 // Whether the model's 4-d weights are kept channels_last (NHWC) on `device`: the deep conv nets
 // (vgg16, resnet18) on CUDA, where cuDNN's tensor-core convolutions work in NHWC; convolutions

@@ -160,6 +160,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
   ASSIGN_OR_RETURN(daemon->lock_fd_, LockStateDir(options.state_dir));
   ASSIGN_OR_RETURN(daemon->store_, Store::Open(options.state_dir + "/traind.db"));
+  ASSIGN_OR_RETURN(daemon->blobs_, BlobStore::Open(options.state_dir + "/blobs"));
   ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, ProbeDevices(options.worker_path));
 
   daemon->hub_ = std::make_unique<EventHub>();
@@ -167,10 +168,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
-                         options.slots, options.checkpoint_minutes * 60});
+                         options.slots, options.checkpoint_minutes * 60, daemon->blobs_.get()});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
-      daemon->access_.get(), std::move(devices), options.enable_fault_injection, DataRoots(options.data_roots));
+      daemon->access_.get(), std::move(devices),
+      TrainerService::Files{daemon->blobs_.get(), options.state_dir + "/jobs", options.worker_path,
+                            options.max_upload_bytes},
+      options.enable_fault_injection, DataRoots(options.data_roots));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -37,6 +37,7 @@ struct DaemonOptions {
   std::string token_file;                // one bearer token per line; see AccessControl
   AccessControl::Limits limits;
   int max_request_bytes = 4 << 20;
+  int64_t max_upload_bytes = int64_t{8} << 30;  // one uploaded file (model, dataset)
   std::string worker_path;               // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
   double checkpoint_minutes = 10;        // running jobs checkpoint at least this often; 0: off
@@ -64,6 +65,7 @@ class Daemon {
   DaemonOptions options_;
   int lock_fd_ = -1;
   std::unique_ptr<Store> store_;
+  std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Scheduler> scheduler_;

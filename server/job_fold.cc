@@ -63,10 +63,19 @@ void ApplyEvent(const JobEvent& event, Job* job) {
     case JobEvent::kBench:
       *result->mutable_bench() = event.bench();
       break;
+    case JobEvent::kArtifact: {  // a newer file of the same name replaces the older
+      auto* artifacts = result->mutable_artifacts();
+      auto same = std::find_if(artifacts->begin(), artifacts->end(), [&](const auto& a) {
+        return a.name() == event.artifact().name();
+      });
+      *(same != artifacts->end() ? &*same : artifacts->Add()) = event.artifact();
+      break;
+    }
     case JobEvent::kFinalResult: {
       const auto& final_result = event.final_result();
       result->set_batch_size(final_result.batch_size());
       result->set_test_accuracy(final_result.test_accuracy());
+      result->set_test_loss(final_result.test_loss());
       result->set_train_seconds(final_result.total_training_seconds());
       result->set_total_seconds(final_result.total_seconds());
       result->set_peak_current_allocated_bytes(std::max(

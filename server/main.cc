@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
                  "Open watch streams one token may have at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-upload-bytes", options.max_upload_bytes,
+                 "Largest file a client may upload (a model or a dataset); default 8 GiB");
   app.add_option("--max-request-bytes", options.max_request_bytes, "Largest request accepted")
       ->capture_default_str()
       ->check(CLI::Range(1024, 1 << 30));

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
@@ -250,6 +251,14 @@ void Scheduler::Supervise(Running* running) {
     return;
   }
   request.set_job_dir(job_dir);
+  if (options_.blobs != nullptr && !job.spec().model_file().empty()) {
+    request.set_model_path(options_.blobs->PathOf(job.spec().model_file()));
+  }
+  if (absl::StartsWith(job.spec().data_file(), "sha256:") && options_.blobs != nullptr) {
+    request.set_data_path(options_.blobs->PathOf(job.spec().data_file()));
+  } else {
+    request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
+  }
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
   absl::StatusOr<std::unique_ptr<WorkerProcess>> started =
       WorkerProcess::Start(options_.worker_path, request);

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/blob_store.h"
 #include "server/event_hub.h"
 #include "server/store.h"
 #include "server/worker_process.h"
@@ -38,6 +39,7 @@ class Scheduler {
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL
     std::map<std::string, int> slots;                 // per device; absent: 1
     double checkpoint_interval_seconds = 600;         // WorkerRequest's; 0: spec only
+    const BlobStore* blobs = nullptr;                 // where model_file / data_file digests live
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown

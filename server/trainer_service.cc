@@ -7,18 +7,22 @@
 #include <set>
 #include <type_traits>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
+#include "common/catalog.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
+#include "server/download_reactor.h"
 #include "server/job_fold.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
+#include "server/upload_reactor.h"
 #include "server/watch_reactor.h"
 
 namespace traind {
@@ -43,7 +47,7 @@ constexpr int kMaxEventPage = 10000;
 
 TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
                                Scheduler* scheduler, AccessControl* access,
-                               trainer::v1::ListDevicesResponse devices,
+                               trainer::v1::ListDevicesResponse devices, Files files,
                                bool enable_fault_injection, std::vector<std::string> data_roots)
     : store_(store),
       hub_(hub),
@@ -51,6 +55,7 @@ TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
       scheduler_(scheduler),
       access_(access),
       devices_(std::move(devices)),
+      files_(std::move(files)),
       enable_fault_injection_(enable_fault_injection),
       data_roots_(std::move(data_roots)) {}
 
@@ -106,36 +111,82 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
         "amp: ", spec.amp(), " is not supported on ", spec.device(), "; supported: ",
         device->amp_dtypes().empty() ? "none" : absl::StrJoin(device->amp_dtypes(), ", ")));
   }
-  const bool needs_data = !(spec.has_benchmark() && spec.benchmark().kind() == "matmul") &&
-                          spec.dataset() != "fake";
-  if (!needs_data) return spec;
-  if (spec.data_dir().empty() && spec.dataset() == "fashion-mnist") {
-    spec.set_data_dir(DefaultFashionMnistDir());
-  }
-  if (spec.data_dir().empty() || spec.data_dir()[0] != '/') {
+  if (spec.has_benchmark() && spec.benchmark().kind() == "matmul") return spec;
+  RETURN_IF_ERROR(ResolveFiles(&spec));
+  return spec;
+}
+
+absl::StatusOr<std::string> TrainerService::UnderDataRoot(const char* field,
+                                                          const std::string& path) const {
+  if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(
-        absl::StrCat("data_dir: must be an absolute path, got '", spec.data_dir(), "'"));
-  }
-  struct stat st;
-  if (stat(spec.data_dir().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data_dir: no such directory on the daemon's machine: ", spec.data_dir()));
+        absl::StrCat(field, ": must be an absolute path, got '", path, "'"));
   }
   // Resolved first, so neither `..` nor a symlink can lead out of a root.
   std::error_code error;
-  const std::string resolved = std::filesystem::canonical(spec.data_dir(), error).string();
-  const bool allowed = !error && std::any_of(data_roots_.begin(), data_roots_.end(),
-                                             [&](const std::string& root) {
-                                               return resolved == root ||
-                                                      absl::StartsWith(resolved, root + "/");
-                                             });
+  const std::string resolved = std::filesystem::canonical(path, error).string();
+  if (error) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": no such file or directory on the daemon's machine: ", path));
+  }
+  const bool allowed = std::any_of(data_roots_.begin(), data_roots_.end(),
+                                   [&](const std::string& root) {
+                                     return resolved == root ||
+                                            absl::StartsWith(resolved, root + "/");
+                                   });
   if (!allowed) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "data_dir: ", spec.data_dir(), " is outside the daemon's data roots (",
-        absl::StrJoin(data_roots_, ", "), "); start traind with --data-root DIR to allow it"));
+        field, ": ", path, " is outside the daemon's data roots (", absl::StrJoin(data_roots_, ", "),
+        "); start traind with --data-root DIR to allow it, or upload it (trainctl --upload)"));
   }
-  spec.set_data_dir(resolved);
-  return spec;
+  return resolved;
+}
+
+absl::Status TrainerService::ResolveFiles(JobSpec* spec) const {
+  if (!spec->model_file().empty()) {
+    absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(spec->model_file());
+    if (!blob.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model_file: ", spec->model_file(), " is not stored on this daemon; upload it first "
+          "(trainctl submit --model-file FILE does)"));
+    }
+    if (blob->kind() != "model") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model_file: ", spec->model_file(), " was uploaded as ", blob->kind(), ", not a model"));
+    }
+  }
+  const DatasetInfo* dataset = FindDataset(spec->dataset());
+  if (dataset == nullptr) return absl::OkStatus();  // validated before: unreachable
+  if (dataset->source == DatasetInfo::Source::kFile) {
+    if (absl::StartsWith(spec->data_file(), "sha256:")) {
+      if (!files_.blobs->Get(spec->data_file()).ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "data_file: ", spec->data_file(), " is not stored on this daemon; upload it first "
+            "(trainctl submit --data-file FILE --upload)"));
+      }
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(std::string resolved, UnderDataRoot("data_file", spec->data_file()));
+    struct stat st;
+    if (stat(resolved.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data_file: ", spec->data_file(), " is not a regular file"));
+    }
+    spec->set_data_file(resolved);
+    return absl::OkStatus();
+  }
+  if (dataset->source != DatasetInfo::Source::kDirectory) return absl::OkStatus();
+  if (spec->data_dir().empty() && dataset->has_default_dir) {
+    spec->set_data_dir(DefaultFashionMnistDir());
+  }
+  struct stat st;
+  if (stat(spec->data_dir().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_dir: no such directory on the daemon's machine: ", spec->data_dir()));
+  }
+  ASSIGN_OR_RETURN(std::string resolved, UnderDataRoot("data_dir", spec->data_dir()));
+  spec->set_data_dir(resolved);
+  return absl::OkStatus();
 }
 
 int TrainerService::QueueLimitFor(const Caller& caller) const {
@@ -422,6 +473,87 @@ grpc::ServerUnaryReactor* TrainerService::ListDevices(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+namespace {
+
+// A grpc::ServerReadReactor refused before it starts (authentication).
+class RejectedUpload : public grpc::ServerReadReactor<trainer::v1::UploadBlobRequest> {
+ public:
+  explicit RejectedUpload(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+// Download names are file names in the job's directory: nothing that could climb out of it.
+absl::Status ValidateArtifactName(const std::string& name) {
+  const bool plain = !name.empty() && name.size() <= 64 &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
+                              c == '_';
+                     });
+  if (plain) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "name: '", name.substr(0, 64), "' is not an artifact name (letters, digits, '-' and '_'; "
+      "e.g. best, final)"));
+}
+
+}  // namespace
+
+grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadBlob(
+    grpc::CallbackServerContext* context, trainer::v1::Blob* response) {
+  absl::StatusOr<Caller> caller = access_->Authenticate(*context);
+  if (!caller.ok()) return new RejectedUpload(ToGrpcStatus(caller.status()));
+  return UploadReactor::Start(files_.blobs, executor_,
+                              {files_.worker_path, files_.max_upload_bytes}, response);
+}
+
+grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* context,
+                                                  const trainer::v1::GetBlobRequest* request,
+                                                  trainer::v1::Blob* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(*response, files_.blobs->Get(request->digest()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
+    grpc::CallbackServerContext* context, const trainer::v1::ListArtifactsRequest* request,
+    trainer::v1::ListArtifactsResponse* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    ASSIGN_OR_RETURN(Job job, store_->GetJob(request->id()));
+    *response->mutable_artifacts() = job.result().artifacts();
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService::DownloadArtifact(
+    grpc::CallbackServerContext* context, const trainer::v1::DownloadArtifactRequest* request) {
+  absl::StatusOr<Caller> caller = access_->Authenticate(*context);
+  if (!caller.ok()) {
+    return DownloadReactor::Start(executor_, [status = caller.status()]()
+                                                 -> absl::StatusOr<DownloadReactor::Source> {
+      return status;
+    });
+  }
+  return DownloadReactor::Start(
+      executor_,
+      [this, id = request->id(),
+       name = request->name().empty() ? std::string("best") : request->name()]()
+          -> absl::StatusOr<DownloadReactor::Source> {
+        RETURN_IF_ERROR(ValidateArtifactName(name));
+        ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+        std::vector<std::string> names;
+        for (const trainer::v1::Artifact& artifact : job.result().artifacts()) {
+          if (artifact.name() == name) {
+            return DownloadReactor::Source{artifact,
+                                           absl::StrCat(files_.jobs_dir, "/", id, "/", name, ".pt")};
+          }
+          names.push_back(artifact.name());
+        }
+        return absl::NotFoundError(absl::StrCat(
+            "job ", id, " has no artifact '", name, "'; it has: ",
+            names.empty() ? "none (yet)" : absl::StrJoin(names, ", ")));
+      });
 }
 
 }  // namespace traind

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
+#include "server/blob_store.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/scheduler.h"
@@ -17,10 +18,17 @@ namespace traind {
 
 class TrainerService final : public trainer::v1::Trainer::CallbackService {
  public:
+  // Uploaded files and the jobs' own files.
+  struct Files {
+    BlobStore* blobs = nullptr;
+    std::string jobs_dir;           // <state-dir>/jobs: each job's artifacts
+    std::string worker_path;        // traind-worker, which inspects uploaded models
+    int64_t max_upload_bytes = 0;   // traind --max-upload-bytes
+  };
   // `devices` is what traind-worker found at start: the devices jobs may ask for.
   TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,
-                 AccessControl* access, trainer::v1::ListDevicesResponse devices, bool enable_fault_injection = false,
-                 std::vector<std::string> data_roots = {});
+                 AccessControl* access, trainer::v1::ListDevicesResponse devices, Files files,
+                 bool enable_fault_injection = false, std::vector<std::string> data_roots = {});
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::SubmitJobRequest* request,
@@ -59,6 +67,17 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   grpc::ServerUnaryReactor* SetQueueState(grpc::CallbackServerContext* context,
                                           const trainer::v1::SetQueueStateRequest* request,
                                           trainer::v1::QueueState* response) override;
+  grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* UploadBlob(
+      grpc::CallbackServerContext* context, trainer::v1::Blob* response) override;
+  grpc::ServerUnaryReactor* GetBlob(grpc::CallbackServerContext* context,
+                                    const trainer::v1::GetBlobRequest* request,
+                                    trainer::v1::Blob* response) override;
+  grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
+                                          const trainer::v1::ListArtifactsRequest* request,
+                                          trainer::v1::ListArtifactsResponse* response) override;
+  grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* DownloadArtifact(
+      grpc::CallbackServerContext* context,
+      const trainer::v1::DownloadArtifactRequest* request) override;
 
   // Validation and resolution of a submitted spec (defaults, device, data directory).
   absl::StatusOr<trainer::v1::JobSpec> PrepareSpec(trainer::v1::JobSpec spec) const;
@@ -79,6 +98,10 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                       trainer::v1::SweepReport* response);
   absl::Status List(const trainer::v1::ListJobsRequest& request,
                     trainer::v1::ListJobsResponse* response);
+  // model_file / data_file: a stored blob's digest, or (data_file) a path under a data root.
+  absl::Status ResolveFiles(trainer::v1::JobSpec* spec) const;
+  // The canonical path of `path` if it lies under a data root; INVALID_ARGUMENT naming `field`.
+  absl::StatusOr<std::string> UnderDataRoot(const char* field, const std::string& path) const;
 
   Store* const store_;
   EventHub* const hub_;
@@ -86,6 +109,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   Scheduler* const scheduler_;
   AccessControl* const access_;
   const trainer::v1::ListDevicesResponse devices_;
+  const Files files_;
   const bool enable_fault_injection_;
   const std::vector<std::string> data_roots_;  // canonical paths
 };

@@ -5,6 +5,8 @@
 // 2 bad request, 3 cancelled or stopped. SIGTERM asks for a clean stop between batches (a
 // cancel); SIGUSR1 for a checkpoint first, then the stop (traind shutting down or gone).
 //   traind-worker --list-devices   prints a ListDevicesResponse (length-delimited) and exits.
+// A request with inspect_model set loads that TorchScript file instead of running a job and
+// answers with one LogLine (INFO: its description; ERROR: why it cannot be trained).
 #include <signal.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -19,8 +21,9 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
 #include "google/protobuf/util/delimited_message_util.h"
-#include "models/device.h"
-#include "models/training_job.h"
+#include "engine/device.h"
+#include "engine/training_job.h"
+#include "models/scripted_model.h"
 #include "trainer/v1/worker.pb.h"
 #include "worker/event_pipe.h"
 #include "worker/heap_retention.h"
@@ -81,6 +84,16 @@ int main(int argc, char** argv) {
   if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
     std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
     return 2;
+  }
+
+  if (!request.inspect_model().empty()) {
+    trainer::v1::JobEvent answer;
+    absl::StatusOr<std::string> description = traind::InspectModelFile(request.inspect_model());
+    answer.mutable_log()->set_severity(description.ok() ? trainer::v1::LogLine::INFO
+                                                        : trainer::v1::LogLine::ERROR);
+    answer.mutable_log()->set_text(description.ok() ? *description
+                                                    : std::string(description.status().message()));
+    return pipe.Write(answer) && description.ok() ? 0 : 1;
   }
 
   const absl::Status status = traind::RunTrainingJob(

@@ -1,4 +1,5 @@
 // trainctl submit [JOB_FILE] [flags]: queue a job; prints its id (or the Job as JSON).
+// --model-file and --data-file --upload send those files first (only what the daemon lacks).
 // Flags override fields of the job file. Checked locally first, so a typo is exit code 2 even
 // when the daemon is down; the daemon checks again (it decides about devices and paths).
 #include <optional>
@@ -7,7 +8,9 @@
 #include "client/exit_codes.h"
 #include "client/job_file.h"
 #include "client/rpc.h"
+#include "client/spec_files.h"
 #include "client/spec_flags.h"
+#include "common/grpc_status.h"
 
 namespace traind {
 
@@ -17,6 +20,7 @@ struct SubmitFlags {
   std::string job_file;
   SpecFlags spec;
   bool watch = false;
+  bool upload = false;
   int priority = 0;
   std::vector<int64_t> after;
   std::string idempotency_key;
@@ -32,6 +36,10 @@ int RunSubmit(Context& ctx, const SubmitFlags& flags) {
   }
   if (absl::Status s = ApplySpecFlags(flags.spec, request.mutable_spec()); !s.ok()) {
     return ctx.UsageError(std::string(s.message()));
+  }
+  if (absl::Status s = ResolveSpecFiles(ctx.stub(), flags.upload, request.mutable_spec(), ctx.err());
+      !s.ok()) {
+    return ctx.Fail(ToGrpcStatus(s));
   }
   request.set_priority(flags.priority);
   for (int64_t id : flags.after) request.add_after(id);
@@ -61,6 +69,8 @@ void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ->check(CLI::ExistingFile);
   AddSpecFlags(cmd, &flags->spec);
   cmd->add_flag("--watch,-w", flags->watch, "Follow the job to its end, like `trainctl watch`");
+  cmd->add_flag("--upload", flags->upload,
+                "Send --data-file to the daemon (once, by content) instead of naming a path there");
   cmd->add_option("--priority", flags->priority, "Higher runs first (default 0)");
   cmd->add_option("--after", flags->after, "Start only after these jobs succeeded (repeatable)")
       ->delimiter(',');

@@ -11,7 +11,9 @@
 #include "client/exit_codes.h"
 #include "client/job_file.h"
 #include "client/rpc.h"
+#include "client/spec_files.h"
 #include "client/spec_flags.h"
+#include "common/grpc_status.h"
 #include "common/spec_fields.h"
 
 namespace traind {
@@ -32,6 +34,7 @@ struct SweepFlags {
   std::string name;
   bool not_exclusive = false;
   bool watch = false;
+  bool upload = false;
   CLI::App* cmd = nullptr;
 };
 
@@ -73,6 +76,12 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
   if (!spec->base().data_dir().empty() && spec->base().data_dir()[0] != '/') {
     spec->mutable_base()->set_data_dir(std::filesystem::absolute(spec->base().data_dir()).string());
   }
+  // Uploaded once for all members: they share the digest.
+  trainer::v1::JobSpec* base = spec->mutable_base();
+  if (!base->model_file().empty() && base->model().empty()) base->set_model("torchscript");
+  if (absl::Status s = ResolveSpecFiles(ctx.stub(), flags.upload, base, ctx.err()); !s.ok()) {
+    return ctx.Fail(ToGrpcStatus(s));
+  }
   trainer::v1::Sweep sweep;
   auto call = UnaryCall();
   grpc::Status status = ctx.stub().SubmitSweep(call.get(), request, &sweep);
@@ -102,7 +111,7 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   for (const SpecFlagInfo& row : SpecFlagTable()) {
     if (!IsSweepFlag(row)) continue;
     cmd->add_option(row.flag, flags->values[row.flag],
-                    absl::StrCat(row.help, " (a,b,...: an axis of the grid)"));
+                    absl::StrCat(SpecFlagHelp(row), " (a,b,...: an axis of the grid)"));
   }
   cmd->add_option("--repeat", flags->repeat, "Runs of each configuration (default 1)");
   cmd->add_option("--priority", flags->priority, "Priority of every member");
@@ -110,6 +119,8 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_flag("--not-exclusive", flags->not_exclusive,
                 "Let members share the machine with other jobs (timings get noisier)");
   cmd->add_flag("--watch,-w", flags->watch, "Follow the sweep, like `trainctl watch --sweep`");
+  cmd->add_flag("--upload", flags->upload,
+                "Send --data-file to the daemon (once, by content) instead of naming a path there");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSweep(ctx, *flags); });
 }
 

@@ -1,0 +1,192 @@
+#include "data/dataset.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/catalog.h"
+#include "data/csv_file.h"
+#include "data/idx_file.h"
+#include "data/image_folder.h"
+#include "data/tensor_file.h"
+
+namespace traind {
+
+namespace {
+
+// Reads one IDX images/labels pair and checks that they agree.
+absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& prefix,
+                                   int64_t limit) {
+  ASSIGN_OR_RETURN(std::string images_path, FindIdxFile(dir, prefix + "-images-idx3-ubyte"));
+  ASSIGN_OR_RETURN(std::string labels_path, FindIdxFile(dir, prefix + "-labels-idx1-ubyte"));
+  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(images_path));
+  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(labels_path));
+  if (images.dims.size() != 3) {
+    return absl::DataLossError(absl::StrCat(images_path, ": expected 3 dimensions, found ",
+                                            images.dims.size()));
+  }
+  if (labels.dims.size() != 1 || labels.dims[0] != images.dims[0]) {
+    return absl::DataLossError(absl::StrCat(labels_path, ": label count does not match ",
+                                            images_path));
+  }
+  for (uint8_t label : labels.data) {
+    if (label > 9) {
+      return absl::DataLossError(absl::StrCat(labels_path, ": label ", int{label},
+                                              " outside 0..9"));
+    }
+  }
+  int64_t n = images.dims[0];
+  if (limit > 0 && limit < n) n = limit;
+  const int64_t h = images.dims[1], w = images.dims[2];
+  Split split;
+  split.inputs = torch::from_blob(images.data.data(), {n, 1, h, w}, torch::kUInt8)
+                     .to(torch::kFloat32)
+                     .div_(255.0);
+  split.labels = torch::from_blob(labels.data.data(), {n}, torch::kUInt8).to(torch::kInt64);
+  return split;
+}
+
+Split Slice(const Split& s, int64_t begin, int64_t end) {
+  return Split{s.inputs.slice(0, begin, end), s.labels.slice(0, begin, end)};
+}
+
+// Resize (bilinear) then Normalize(0.5, 0.5), as the reference's torchvision pipeline.
+void Transform(Split& split, int64_t size) {
+  if (size > 0 && (split.inputs.size(2) != size || split.inputs.size(3) != size)) {
+    split.inputs = torch::nn::functional::interpolate(
+        split.inputs, torch::nn::functional::InterpolateFuncOptions()
+                          .size(std::vector<int64_t>{size, size})
+                          .mode(torch::kBilinear)
+                          .align_corners(false));
+  }
+  split.inputs = split.inputs.sub(0.5).div_(0.5).contiguous();
+}
+
+}  // namespace
+
+absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit) {
+  constexpr int64_t kRecord = 1 + 3 * 32 * 32;
+  std::vector<std::string> files;
+  if (train) {
+    for (int i = 1; i <= 5; ++i) files.push_back(absl::StrCat(dir, "/data_batch_", i, ".bin"));
+  } else {
+    files.push_back(dir + "/test_batch.bin");
+  }
+  std::vector<uint8_t> labels;
+  std::vector<uint8_t> pixels;
+  for (const std::string& path : files) {
+    if (limit > 0 && static_cast<int64_t>(labels.size()) >= limit) break;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("dataset file not found: ", path));
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.empty() || bytes.size() % kRecord != 0) {
+      return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt: ", bytes.size(),
+                                              " bytes is not a whole number of ", kRecord,
+                                              "-byte records"));
+    }
+    for (size_t offset = 0; offset < bytes.size(); offset += kRecord) {
+      const uint8_t label = static_cast<uint8_t>(bytes[offset]);
+      if (label > 9) {
+        return absl::DataLossError(absl::StrCat(path, ": label ", int{label}, " outside 0..9 in record ",
+                                                offset / kRecord));
+      }
+      labels.push_back(label);
+      pixels.insert(pixels.end(), bytes.begin() + offset + 1, bytes.begin() + offset + kRecord);
+    }
+  }
+  int64_t n = static_cast<int64_t>(labels.size());
+  if (limit > 0 && limit < n) n = limit;
+  Split split;
+  split.inputs = torch::from_blob(pixels.data(), {n, 3, 32, 32}, torch::kUInt8)
+                     .to(torch::kFloat32)
+                     .div_(255.0);
+  split.labels = torch::from_blob(labels.data(), {n}, torch::kUInt8).to(torch::kInt64);
+  return split;
+}
+
+Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, uint64_t seed) {
+  torch::Generator rng = at::detail::createCPUGenerator(seed);
+  Split split;
+  split.inputs = torch::rand({n, channels, size, size}, rng);
+  split.labels = torch::randint(classes, {n}, rng, torch::kInt64);
+  return split;
+}
+
+absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t size,
+                                    const std::string& data_path) {
+  Dataset data;
+  Split full_train, test;
+  const bool regression = spec.loss() == "mse";
+  if (spec.dataset() == "fashion-mnist" || spec.dataset() == "mnist") {
+    ASSIGN_OR_RETURN(full_train, ReadIdxSplit(spec.data_dir(), "train", spec.limit_train()));
+    ASSIGN_OR_RETURN(test, ReadIdxSplit(spec.data_dir(), "t10k", spec.limit_test()));
+  } else if (spec.dataset() == "cifar10") {
+    ASSIGN_OR_RETURN(full_train, ReadCifar10Split(spec.data_dir(), true, spec.limit_train()));
+    ASSIGN_OR_RETURN(test, ReadCifar10Split(spec.data_dir(), false, spec.limit_test()));
+  } else if (spec.dataset() == "fake") {
+    int64_t n = spec.num_samples();
+    if (spec.limit_train() > 0) n = std::min<int64_t>(n, spec.limit_train());
+    int64_t n_test = std::max<int64_t>(1, spec.num_samples() / 5);
+    if (spec.limit_test() > 0) n_test = std::min<int64_t>(n_test, spec.limit_test());
+    // Generated at the requested size: nothing to resize.
+    full_train = MakeFakeSplit(n, spec.channels(), spec.image_size(), spec.classes(), spec.seed());
+    test = MakeFakeSplit(n_test, spec.channels(), spec.image_size(), spec.classes(),
+                         spec.seed() + 1);
+    data.num_classes = spec.classes();
+  } else if (spec.dataset() == "imagefolder") {
+    ASSIGN_OR_RETURN(TrainTest files, ReadImageFolder(spec.data_dir(), size));
+    full_train = std::move(files.train);
+    test = std::move(files.test);
+    data.num_classes = files.num_classes;
+  } else if (spec.dataset() == "tensors") {
+    ASSIGN_OR_RETURN(TrainTest files, ReadTensorFile(data_path, regression));
+    full_train = std::move(files.train);
+    test = std::move(files.test);
+  } else if (spec.dataset() == "csv") {
+    ASSIGN_OR_RETURN(TrainTest files, ReadCsvFile(data_path, spec.label_column(), regression));
+    full_train = std::move(files.train);
+    test = std::move(files.test);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("dataset: unknown value '", spec.dataset(), "'"));
+  }
+  const bool from_file = spec.dataset() == "tensors" || spec.dataset() == "csv";
+  if (from_file) {  // the IDX and CIFAR readers stop early; these read whole files
+    if (spec.limit_train() > 0 && spec.limit_train() < full_train.size()) {
+      full_train = Slice(full_train, 0, spec.limit_train());
+    }
+    if (spec.limit_test() > 0 && spec.limit_test() < test.size()) {
+      test = Slice(test, 0, spec.limit_test());
+    }
+  }
+  const int64_t n = full_train.size();
+  const int64_t n_validation = n / 10;
+  if (n - n_validation < 1) {
+    return absl::InvalidArgumentError("limit_train: leaves no training samples");
+  }
+  data.train = Slice(full_train, 0, n - n_validation);
+  data.validation = Slice(full_train, n - n_validation, n);
+  data.test = std::move(test);
+  const DatasetInfo* info = FindDataset(spec.dataset());
+  if (info != nullptr && info->images) {
+    for (Split* split : {&data.train, &data.validation, &data.test}) Transform(*split, size);
+    data.channels = data.train.inputs.size(1);
+    data.height = data.train.inputs.size(2);
+    data.width = data.train.inputs.size(3);
+  } else {
+    data.channels = data.height = data.width = 0;
+    if (data.train.inputs.dim() == 4) {  // tensors that are images all the same
+      data.channels = data.train.inputs.size(1);
+      data.height = data.train.inputs.size(2);
+      data.width = data.train.inputs.size(3);
+    }
+  }
+  if (regression) {
+    data.num_classes = data.train.labels[0].numel();
+  } else if (from_file) {
+    data.num_classes = 1 + std::max(data.train.labels.max().item<int64_t>(),
+                                    data.test.size() > 0 ? data.test.labels.max().item<int64_t>() : 0);
+  }
+  return data;
+}
+
+}  // namespace traind

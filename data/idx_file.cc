@@ -1,0 +1,86 @@
+#include "data/idx_file.h"
+
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+
+namespace traind {
+
+namespace {
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+using GzFile = std::unique_ptr<gzFile_s, GzCloser>;
+
+// Reads exactly n bytes; anything short is a truncated file.
+absl::Status ReadExactly(gzFile file, const std::string& path, void* out, size_t n,
+                         const char* what) {
+  size_t done = 0;
+  auto* bytes = static_cast<uint8_t*>(out);
+  while (done < n) {
+    const unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, 1u << 30));
+    const int got = gzread(file, bytes + done, chunk);
+    if (got < 0) {
+      int err = 0;
+      const char* msg = gzerror(file, &err);
+      return absl::DataLossError(absl::StrCat(path, ": corrupt (", msg, ") while reading ", what));
+    }
+    if (got == 0) {
+      return absl::DataLossError(absl::StrCat(path, ": truncated: expected ", n, " bytes of ",
+                                              what, ", found ", done));
+    }
+    done += static_cast<size_t>(got);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> FindIdxFile(const std::string& dir, const std::string& stem) {
+  struct stat st;
+  for (const std::string& candidate : {absl::StrCat(dir, "/", stem), absl::StrCat(dir, "/", stem, ".gz")}) {
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("dataset file not found: ", dir, "/", stem, " (or ", stem, ".gz)"));
+}
+
+absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
+  GzFile file(gzopen(path.c_str(), "rb"));  // reads plain files too
+  if (file == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  gzbuffer(file.get(), 1 << 20);
+
+  uint8_t magic[4];
+  if (auto s = ReadExactly(file.get(), path, magic, 4, "the header"); !s.ok()) return s;
+  if (magic[0] != 0 || magic[1] != 0 || magic[2] != 0x08 || magic[3] == 0 || magic[3] > 4) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": not an unsigned-byte IDX file (bad magic number)"));
+  }
+  IdxArray array;
+  int64_t total = 1;
+  for (int i = 0; i < magic[3]; ++i) {
+    uint8_t be[4];
+    if (auto s = ReadExactly(file.get(), path, be, 4, "the header"); !s.ok()) return s;
+    const int64_t dim = (int64_t{be[0]} << 24) | (be[1] << 16) | (be[2] << 8) | be[3];
+    if (dim <= 0 || dim > (1 << 26)) {
+      return absl::DataLossError(absl::StrCat(path, ": implausible dimension ", dim));
+    }
+    array.dims.push_back(dim);
+    total *= dim;
+    if (total > (int64_t{1} << 34)) {
+      return absl::DataLossError(absl::StrCat(path, ": implausible size"));
+    }
+  }
+  array.data.resize(static_cast<size_t>(total));
+  if (auto s = ReadExactly(file.get(), path, array.data.data(), array.data.size(), "data");
+      !s.ok()) {
+    return s;
+  }
+  return array;
+}
+
+}  // namespace traind

@@ -1,0 +1,29 @@
+// A job's trained weights as files people take away: <job_dir>/NAME.pt for NAME final (after the
+// last epoch) and best (the epoch with the best validation result). Built-in networks: a state
+// dict (torch::pickle_save of {name: tensor}, on the CPU) that Python's torch.load reads, with the
+// parameter and buffer names of bench/reference/'s definitions, so load_state_dict just works.
+// TorchScript jobs: the trained module itself (torch.jit.load). Written durably; described by an
+// Artifact (size, SHA-256) the job emits as an event. Thread-compatible.
+#ifndef TRAIND_ENGINE_ARTIFACTS_H_
+#define TRAIND_ENGINE_ARTIFACTS_H_
+
+#include <torch/torch.h>
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+// Writes `model`'s current weights as <job_dir>/<name>.pt.
+absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
+                                                   const std::string& job_dir,
+                                                   const std::string& name);
+
+// The weights of a built-in model as a state dict (what SaveArtifact writes for one).
+c10::Dict<std::string, torch::Tensor> StateDict(const torch::nn::Module& module);
+
+}  // namespace traind
+
+#endif  // TRAIND_ENGINE_ARTIFACTS_H_

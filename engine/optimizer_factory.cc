@@ -1,0 +1,174 @@
+#include "engine/optimizer_factory.h"
+
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+
+#include "absl/strings/str_cat.h"
+
+#if defined(TRAIND_HAVE_CUDA) && TORCH_VERSION_MAJOR >= 2
+#define TRAIND_HAVE_FUSED_ADAM 1
+#endif
+
+namespace traind {
+
+namespace {
+
+namespace optim = torch::optim;
+
+#ifdef TRAIND_HAVE_FUSED_ADAM
+// The key of a parameter in Optimizer::state_: its TensorImpl*, which LibTorch 1.x spells as a
+// string (c10::guts::to_string of the pointer) and 2.x as the pointer itself.
+template <typename Map>
+typename Map::key_type StateKey(const Map&, const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+// `t` with the strides of `p` (a copy when they differ): the fused kernel walks all its lists as
+// flat memory, so every gradient and moment must be laid out like its parameter.
+torch::Tensor LikeParameter(const torch::Tensor& t, const torch::Tensor& p) {
+  if (t.strides() == p.strides()) return t;
+  return torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(t);
+}
+#endif
+
+// Adam (AdamW) whose step() updates all of a group's parameters with ATen's fused kernel when they
+// are CUDA fp32 tensors and this LibTorch has it; otherwise it is LibTorch's Adam, unchanged. The
+// state and checkpoints are LibTorch's either way.
+template <class Base, class Options, class State, bool kDecoupled>
+class FusedAdam final : public Base {
+ public:
+  FusedAdam(std::vector<torch::Tensor> parameters, Options options)
+      : Base(parameters, options), fused_(FusedAdamAvailable(parameters) && !options.amsgrad()) {}
+
+  torch::Tensor step(optim::Optimizer::LossClosure closure = nullptr) override {
+    if (!fused_) return Base::step(std::move(closure));
+#ifdef TRAIND_HAVE_FUSED_ADAM
+    torch::NoGradGuard no_grad;
+    torch::Tensor loss;
+    if (closure != nullptr) {
+      at::AutoGradMode enable_grad(true);
+      loss = closure();
+    }
+    for (auto& group : this->param_groups_) {
+      const auto& options = static_cast<const Options&>(group.options());
+      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
+      for (const torch::Tensor& p : group.params()) {
+        if (!p.grad().defined()) continue;
+        TORCH_CHECK(!p.grad().is_sparse(), "Adam does not support sparse gradients");
+        auto& slot = this->state_[StateKey(this->state_, p)];
+        if (!slot) {
+          auto state = std::make_unique<State>();
+          state->step(0);
+          state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+          slot = std::move(state);
+        }
+        auto& state = static_cast<State&>(*slot);
+        // The kernels read step counts from device tensors (so that they can run inside a CUDA
+        // graph) and do not advance them: kept here, made from the host count (which checkpoints
+        // save) when first seen, after a checkpoint is loaded too.
+        torch::Tensor& device_step = steps_[p.unsafeGetTensorImpl()];
+        if (!device_step.defined()) {
+          device_step = torch::full({}, static_cast<double>(state.step()),
+                                    torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
+        }
+        state.step(state.step() + 1);
+        state.exp_avg(LikeParameter(state.exp_avg(), p));
+        state.exp_avg_sq(LikeParameter(state.exp_avg_sq(), p));
+        params.push_back(p);
+        grads.push_back(LikeParameter(p.grad(), p));
+        exp_avgs.push_back(state.exp_avg());
+        exp_avg_sqs.push_back(state.exp_avg_sq());
+        steps.push_back(device_step);
+      }
+      if (params.empty()) continue;
+      at::_foreach_add_(steps, 1);
+      const double beta1 = std::get<0>(options.betas());
+      const double beta2 = std::get<1>(options.betas());
+      if (kDecoupled) {
+        at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, options.lr(), beta1,
+                          beta2, options.weight_decay(), options.eps(), false, false);
+      } else {
+        at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, options.lr(), beta1,
+                         beta2, options.weight_decay(), options.eps(), false, false);
+      }
+    }
+    return loss;
+#else
+    return Base::step(std::move(closure));  // unreachable: fused_ is false without the kernel
+#endif
+  }
+
+  void load(torch::serialize::InputArchive& archive) override {
+    Base::load(archive);
+    steps_.clear();  // rebuilt from the loaded host counts
+  }
+
+ private:
+  const bool fused_;
+  std::unordered_map<void*, torch::Tensor> steps_;
+};
+
+}  // namespace
+
+bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters) {
+#ifdef TRAIND_HAVE_FUSED_ADAM
+  if (parameters.empty()) return false;
+  for (const torch::Tensor& p : parameters) {
+    if (!p.is_cuda() || p.scalar_type() != torch::kFloat32 ||
+        p.device() != parameters[0].device()) {
+      return false;
+    }
+  }
+  return true;
+#else
+  (void)parameters;
+  return false;
+#endif
+}
+
+std::unique_ptr<optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters, double lr,
+                                                  double weight_decay, bool decoupled) {
+  if (decoupled) {
+    return std::make_unique<FusedAdam<optim::AdamW, optim::AdamWOptions, optim::AdamWParamState, true>>(
+        std::move(parameters), optim::AdamWOptions(lr).weight_decay(weight_decay));
+  }
+  return std::make_unique<FusedAdam<optim::Adam, optim::AdamOptions, optim::AdamParamState, false>>(
+      std::move(parameters), optim::AdamOptions(lr).weight_decay(weight_decay));
+}
+
+bool UsesFusedAdam(const trainer::v1::JobSpec& spec, const std::vector<torch::Tensor>& parameters) {
+  return (spec.optimizer() == "adam" || spec.optimizer() == "adamw") &&
+         FusedAdamAvailable(parameters);
+}
+
+absl::StatusOr<std::unique_ptr<optim::Optimizer>> CreateOptimizer(
+    const trainer::v1::JobSpec& spec, std::vector<torch::Tensor> parameters) {
+  const double lr = spec.learning_rate();
+  if (spec.optimizer() == "adam" || spec.optimizer() == "adamw") {
+    const bool decoupled = spec.optimizer() == "adamw";
+    const double weight_decay =
+        decoupled && !spec.has_weight_decay() ? 1e-2 : spec.weight_decay();
+    // LibTorch's Adam, which steps with the fused kernel where UsesFusedAdam says so.
+    return CreateFusedAdam(std::move(parameters), lr, weight_decay, decoupled);
+  }
+  if (spec.optimizer() == "sgd") {
+    return std::make_unique<optim::SGD>(std::move(parameters),
+                                        optim::SGDOptions(lr)
+                                            .momentum(spec.momentum())
+                                            .nesterov(spec.nesterov())
+                                            .weight_decay(spec.weight_decay()));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("optimizer: unknown value '", spec.optimizer(), "'; allowed: adam, adamw, sgd"));
+}
+
+}  // namespace traind

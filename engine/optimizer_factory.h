@@ -1,0 +1,36 @@
+// Creates the optimizer a JobSpec names (adam, adamw, sgd) over the given parameters. On CUDA,
+// Adam and AdamW step with ATen's fused multi-tensor kernel (CreateFusedAdam).
+#ifndef TRAIND_ENGINE_OPTIMIZER_FACTORY_H_
+#define TRAIND_ENGINE_OPTIMIZER_FACTORY_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+absl::StatusOr<std::unique_ptr<torch::optim::Optimizer>> CreateOptimizer(
+    const trainer::v1::JobSpec& spec, std::vector<torch::Tensor> parameters);
+
+// torch::optim::Adam (or AdamW when `decoupled`) whose step() updates every parameter of a group
+// at once with ATen's fused kernel (`_fused_adam_` / `_fused_adamw_`, what
+// torch.optim.Adam(fused=True) runs) when the parameters are on a CUDA device and this LibTorch
+// has the kernel (2.x); otherwise it steps as torch::optim::Adam does. The state (step, exp_avg,
+// exp_avg_sq) and the checkpoints are torch::optim::Adam's / AdamW's.
+std::unique_ptr<torch::optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters,
+                                                         double lr, double weight_decay,
+                                                         bool decoupled);
+
+// Whether the fused kernel can update these parameters (CUDA fp32, one device, LibTorch 2.x).
+bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters);
+
+// Whether CreateOptimizer gives `spec` a fused Adam/AdamW for these parameters.
+bool UsesFusedAdam(const trainer::v1::JobSpec& spec, const std::vector<torch::Tensor>& parameters);
+
+}  // namespace traind
+
+#endif  // TRAIND_ENGINE_OPTIMIZER_FACTORY_H_

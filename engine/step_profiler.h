@@ -1,0 +1,29 @@
+// StepProfiler: LibTorch's (legacy, CPU-side) profiler over a window of training steps. Turns the
+// recorded ranges into operator self times (time in an operator minus time in the operators it
+// called) and writes a Chrome trace. Use from the training thread only.
+#ifndef TRAIND_ENGINE_STEP_PROFILER_H_
+#define TRAIND_ENGINE_STEP_PROFILER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+class StepProfiler {
+ public:
+  static constexpr int kTopOperators = 15;
+
+  void Start();
+  // Stops, writes the trace to `trace_path` and returns the top operators by self time.
+  absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, int steps);
+  bool running() const { return running_; }
+
+ private:
+  bool running_ = false;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_ENGINE_STEP_PROFILER_H_

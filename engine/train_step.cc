@@ -1,0 +1,44 @@
+#include "engine/train_step.h"
+
+namespace traind {
+
+TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
+                     const torch::Device& device, std::string amp, int accumulate,
+                     Augmentation augmentation, uint64_t seed, LossKind loss)
+    : model_(std::move(model)),
+      optimizer_(optimizer),
+      device_(device),
+      amp_(std::move(amp)),
+      accumulate_(accumulate),
+      augmentation_(augmentation),
+      loss_(loss),
+      rng_(at::detail::createCPUGenerator(seed + 7)),
+      // fp16 needs loss scaling (its range underflows small gradients); bf16 does not.
+      scaler_(device, amp_ == "fp16" && !device.is_cpu()) {
+  optimizer_->zero_grad();
+}
+
+torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& labels) {
+  torch::Tensor input = augmentation_.enabled() ? Augment(images, augmentation_, rng_) : images;
+  torch::Tensor loss;
+  {
+    AutocastScope autocast(device_, amp_);
+    loss = ComputeLoss(loss_, model_.forward(input), labels);
+  }
+  torch::Tensor scaled = accumulate_ > 1 ? loss / accumulate_ : loss;
+  scaler_.Scale(scaled).backward();
+  if (++pending_ == accumulate_) ApplyGradients();
+  return loss.detach();
+}
+
+void TrainStep::Flush() {
+  if (pending_ > 0) ApplyGradients();
+}
+
+void TrainStep::ApplyGradients() {
+  if (scaler_.UnscaleAndUpdate(model_.ptr()->parameters())) optimizer_->step();
+  optimizer_->zero_grad();
+  pending_ = 0;
+}
+
+}  // namespace traind

@@ -1,0 +1,56 @@
+// One optimisation step (cross-entropy or mse, engine/loss.h), with every loop option applied: autocast, fp16 gradient
+// scaling, gradient accumulation (loss / N, an optimizer step every N micro-batches) and
+// augmentation. Shared by the training loop, the throughput benchmark and the batch-size search.
+// Thread-compatible.
+#ifndef TRAIND_ENGINE_TRAIN_STEP_H_
+#define TRAIND_ENGINE_TRAIN_STEP_H_
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+
+#include "data/augment.h"
+#include "engine/loss.h"
+#include "engine/mixed_precision.h"
+
+namespace traind {
+
+class TrainStep {
+ public:
+  TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
+            const torch::Device& device, std::string amp, int accumulate,
+            Augmentation augmentation, uint64_t seed, LossKind loss = LossKind::kCrossEntropy);
+
+  // Forward and backward on one micro-batch (already on the device); steps the optimizer after
+  // every `accumulate` micro-batches. Returns the unscaled loss (a device tensor: reading it
+  // synchronises, so callers read it only when they report it).
+  torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels);
+
+  // Applies pending accumulated gradients (end of an epoch).
+  void Flush();
+
+  // The augmentation's generator, saved in checkpoints so a resumed job draws the same crops.
+  torch::Generator& rng() { return rng_; }
+
+  // The fp16 gradient scaler (disabled otherwise), saved in checkpoints too.
+  GradScaler& scaler() { return scaler_; }
+
+ private:
+  void ApplyGradients();
+
+  torch::nn::AnyModule model_;
+  torch::optim::Optimizer* optimizer_;
+  torch::Device device_;
+  std::string amp_;
+  int accumulate_;
+  Augmentation augmentation_;
+  LossKind loss_;
+  torch::Generator rng_;
+  GradScaler scaler_;
+  int pending_ = 0;  // micro-batches since the last optimizer step
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_ENGINE_TRAIN_STEP_H_

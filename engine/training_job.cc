@@ -1,0 +1,502 @@
+#include "engine/training_job.h"
+
+#include <torch/torch.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "data/dataset.h"
+#include "engine/artifacts.h"
+#include "engine/batch_size_search.h"
+#include "engine/benchmarks.h"
+#include "engine/cuda_graph_step.h"
+#include "engine/device.h"
+#include "engine/durable_file.h"
+#include "engine/evaluate.h"
+#include "engine/loss.h"
+#include "engine/optimizer_factory.h"
+#include "engine/step_profiler.h"
+#include "engine/train_step.h"
+#include "models/batch_norm.h"
+#include "models/model_factory.h"
+#include "models/scripted_model.h"
+
+namespace traind {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using trainer::v1::JobEvent;
+using trainer::v1::JobSpec;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void Stamp(JobEvent* event) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now).count();
+  event->mutable_time()->set_seconds(nanos / 1000000000);
+  event->mutable_time()->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
+
+// JobSpec.debug: a real crash of this process, for the daemon's fault tests.
+void InjectFault(const std::string& kind) {
+  std::fprintf(stderr, "traind-worker: injecting fault '%s'\n", kind.c_str());
+  std::fflush(stderr);
+  if (kind == "abort") std::abort();
+  if (kind == "exit") std::_Exit(42);
+  if (kind == "hang") {
+    while (true) pause();
+  }
+  raise(SIGSEGV);
+}
+
+// Where a training run stands; what a checkpoint records besides the model and optimizer.
+struct Progress {
+  int epoch = 1;           // the epoch to run next (or to continue)
+  int64_t batch = 0;       // batches of `epoch` already done
+  double loss_sum = 0;     // their summed loss
+  double epoch_seconds = 0;  // training time they took
+  int64_t global_step = 0;
+  // The best validation result so far: accuracy (cross-entropy) or minus the loss (mse).
+  double best_validation = -1e300;
+  int best_epoch = 0;
+};
+
+class JobRun {
+ public:
+  JobRun(const trainer::v1::WorkerRequest& request, const EventSink& emit,
+         const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device)
+      : spec_(request.spec()), job_dir_(request.job_dir()), model_path_(request.model_path()),
+        data_path_(request.data_path()), loss_(LossKindFromName(request.spec().loss())),
+        emit_(emit), stop_(stop),
+        suspend_(suspend), checkpoint_interval_(request.checkpoint_interval_seconds()),
+        device_(device) {}
+
+  absl::Status Run();
+
+ private:
+  absl::Status Train(Dataset& data, int64_t batch_size, const std::string& settings);
+  // Writes <job_dir>/NAME.pt and emits its Artifact event.
+  absl::Status KeepArtifact(torch::nn::AnyModule& model, const std::string& name, int epoch,
+                            const Evaluation* validation);
+  absl::Status SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
+                              TrainStep& step, const Progress& progress, int64_t batches,
+                              const std::string& why);
+  // Restores model, optimizer, RNG states and progress from the job's checkpoint, if it has one.
+  absl::StatusOr<Progress> LoadCheckpoint(torch::nn::AnyModule& model,
+                                          torch::optim::Optimizer& optimizer, TrainStep& step);
+  void Emit(JobEvent event) {
+    Stamp(&event);
+    emit_(std::move(event));
+  }
+  void Log(const std::string& text) {
+    JobEvent event;
+    event.mutable_log()->set_text(text);
+    Emit(std::move(event));
+  }
+  void EmitBench(const trainer::v1::BenchResult& result) {
+    JobEvent event;
+    *event.mutable_bench() = result;
+    Emit(std::move(event));
+  }
+  void TrackPeaks(const MemoryReading& m) {
+    peak_current_ = std::max({peak_current_, m.current_allocated, m.peak_current_allocated});
+    peak_driver_ = std::max({peak_driver_, m.driver_allocated, m.peak_driver_allocated});
+  }
+
+  const JobSpec& spec_;
+  const std::string job_dir_;
+  const std::string model_path_;  // torchscript jobs: the uploaded module
+  const std::string data_path_;   // tensors, csv: the data file
+  const LossKind loss_;
+  const EventSink& emit_;
+  const std::atomic<bool>& stop_;
+  const std::atomic<bool>* const suspend_;
+  const double checkpoint_interval_;
+  const torch::Device device_;
+  int64_t peak_current_ = 0;
+  int64_t peak_driver_ = 0;
+};
+
+absl::Status JobRun::Run() {
+  torch::manual_seed(spec_.seed());
+  if (spec_.has_threads()) torch::set_num_threads(spec_.threads());
+  if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
+    ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
+                     RunMatmulBenchmark(spec_.benchmark(), device_, stop_));
+    EmitBench(result);
+    return absl::OkStatus();
+  }
+
+  const std::string settings = ConfigureDevice(device_, spec_.tf32());
+  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
+  if (spec_.device_resident() && !device_.is_cpu()) {
+    for (Split* split : {&data.train, &data.validation, &data.test}) {
+      split->inputs = split->inputs.to(device_);
+      split->labels = split->labels.to(device_);
+    }
+  }
+  int64_t batch_size = spec_.batch_size();
+  if (spec_.batch_size_auto()) {
+    const ModelInput input{data.channels, data.height, data.width, data.num_classes};
+    ASSIGN_OR_RETURN(BatchSizeChoice choice,
+                     ChooseBatchSize(spec_, input, {data.train.inputs[0], data.train.labels[0]},
+                                     model_path_, device_, data.train.size(), stop_));
+    batch_size = choice.batch_size;
+    Log(choice.explanation);
+    torch::manual_seed(spec_.seed());  // the search must not change the model's initialisation
+  }
+  return Train(data, batch_size, settings);
+}
+
+absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string& settings) {
+  const auto start = Clock::now();
+  const ModelInput input{data.channels, data.height, data.width, data.num_classes};
+  ASSIGN_OR_RETURN(torch::nn::AnyModule model, CreateModel(spec_, input, model_path_));
+  if (const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get())) {
+    Log(absl::StrCat("Model: TorchScript ", scripted->Describe()));
+  }
+  PlaceModel(model, spec_, device_);
+  RETURN_IF_ERROR(
+      CheckModelOutput(model, data.train, device_, spec_.amp(), loss_, data.num_classes));
+  ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
+                   CreateOptimizer(spec_, model.ptr()->parameters()));
+  if (!settings.empty()) {
+    Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
+                     UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : "",
+                     UsesFusedBatchNorm(*model.ptr(), device_, spec_.amp() == "bf16",
+                                        UsesChannelsLast(spec_, device_))
+                         ? "; fused bf16 batch norm"
+                         : ""));
+  }
+  TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
+                 Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()}, spec_.seed(),
+                 loss_);
+
+  if (spec_.has_benchmark()) {  // kind "train"
+    ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
+                     RunTrainBenchmark(spec_.benchmark(), step, data.train, batch_size, device_, stop_));
+    TrackPeaks(ReadMemory(device_));
+    EmitBench(result);
+    return absl::OkStatus();
+  }
+
+  const int64_t batches = data.train.size() / batch_size;  // the last partial batch is dropped
+  if (batches == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("batch_size: ", batch_size, " is larger than the ",
+                                                   data.train.size(), " training images"));
+  }
+  std::unique_ptr<CudaGraphTrainStep> graph_step;
+  if (spec_.cuda_graph()) {
+    ASSIGN_OR_RETURN(graph_step,
+                     CudaGraphTrainStep::Create(model, spec_, device_, batch_size,
+                                                data.train.inputs[0], data.train.labels[0]));
+  }
+  const int epochs = spec_.epochs();
+  // A CUDA-graph step keeps its optimizer state inside the graph, out of the optimizer's reach.
+  const bool checkpoints = !job_dir_.empty() && !graph_step;
+  Progress progress;
+  if (checkpoints) {
+    ASSIGN_OR_RETURN(progress, LoadCheckpoint(model, *optimizer, step));
+  }
+  double& best_validation = progress.best_validation;
+  int& best_epoch = progress.best_epoch;
+  // Profiles steps 1..N: step 0 pays one-time costs (allocations, kernel choices).
+  StepProfiler profiler;
+  int64_t& global_step = progress.global_step;
+  const int64_t profile_steps = spec_.profile_steps();
+  const auto train_start = Clock::now();
+  auto last_checkpoint = Clock::now();
+  const int64_t accumulate = std::max(1, spec_.accumulate());
+  for (int epoch = progress.epoch; epoch <= epochs; ++epoch) {
+    const int64_t first_batch = epoch == progress.epoch ? progress.batch : 0;
+    // One generator per epoch, derived from the seed, so a resumed job shuffles exactly as an
+    // uninterrupted one would.
+    torch::Generator shuffle_rng = at::detail::createCPUGenerator(spec_.seed() * 1000003 + epoch);
+    // A resumed epoch counts the training time it had before the interruption.
+    const auto epoch_start =
+        Clock::now() - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                           first_batch > 0 ? progress.epoch_seconds : 0.0));
+    auto window_start = Clock::now();
+    int64_t window_batches = 0;
+    torch::Tensor order = torch::randperm(data.train.size(), shuffle_rng).to(data.train.inputs.device());
+    // Summed on the device: reading it every step would synchronise every step.
+    torch::Tensor loss_sum = torch::full({}, first_batch > 0 ? progress.loss_sum : 0.0,
+                                         torch::TensorOptions().device(device_));
+    for (int64_t batch = first_batch; batch < batches; ++batch) {
+      // Checkpoints fall between optimizer steps, so no accumulated gradient is lost.
+      const bool suspending = suspend_ != nullptr && suspend_->load(std::memory_order_relaxed);
+      if (checkpoints && batch % accumulate == 0 && batch > first_batch &&
+          (suspending || (checkpoint_interval_ > 0 &&
+                          SecondsSince(last_checkpoint) >= checkpoint_interval_))) {
+        Synchronize(device_);
+        progress.epoch = epoch;
+        progress.batch = batch;
+        progress.loss_sum = loss_sum.item<double>();
+        progress.epoch_seconds = SecondsSince(epoch_start);
+        RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches,
+                                       suspending ? "before stopping" : "on schedule"));
+        last_checkpoint = Clock::now();
+        if (suspending) return absl::CancelledError("stopped after a checkpoint; it will resume");
+      }
+      if (stop_.load(std::memory_order_relaxed) && !(suspending && checkpoints)) {
+        return absl::CancelledError("cancelled");
+      }
+      torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
+      torch::Tensor images = data.train.inputs.index_select(0, index).to(device_);
+      torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
+      if (spec_.has_debug() && global_step == spec_.debug().crash_at_step()) {
+        if (spec_.debug().crash_kind() == "oom") {
+          // 1 PiB: more than any device has, so the allocator itself reports out of memory.
+          torch::empty({int64_t{1} << 50}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
+        }
+        InjectFault(spec_.debug().crash_kind());
+      }
+      if (profile_steps > 0 && global_step == 1) profiler.Start();
+      torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
+      ++global_step;
+      if (profiler.running() && global_step == 1 + profile_steps) {
+        Synchronize(device_);
+        ASSIGN_OR_RETURN(trainer::v1::ProfileResult profile,
+                         profiler.Stop(job_dir_.empty() ? "" : job_dir_ + "/trace.json",
+                                       static_cast<int>(profile_steps)));
+        JobEvent event;
+        *event.mutable_profile() = std::move(profile);
+        Emit(std::move(event));
+      }
+      loss_sum += loss.to(torch::kFloat32);
+      ++window_batches;
+
+      if (batch % spec_.log_every() == 0) {
+        // item() synchronises the device, so the window's timing below is honest.
+        const double loss_value = loss.item<double>();
+        const double window_seconds = SecondsSince(window_start);
+        const MemoryReading memory = ReadMemory(device_);
+        TrackPeaks(memory);
+        JobEvent event;
+        auto* metrics = event.mutable_step();
+        metrics->set_epoch(epoch);
+        metrics->set_epochs(epochs);
+        metrics->set_batch(static_cast<int32_t>(batch));
+        metrics->set_batches_per_epoch(static_cast<int32_t>(batches));
+        metrics->set_loss(loss_value);
+        metrics->set_learning_rate(spec_.learning_rate());
+        metrics->set_samples_per_second(window_batches * batch_size / std::max(window_seconds, 1e-9));
+        metrics->set_step_seconds(window_seconds / window_batches);
+        metrics->set_current_allocated_bytes(memory.current_allocated);
+        metrics->set_driver_allocated_bytes(memory.driver_allocated);
+        metrics->set_peak_current_allocated_bytes(peak_current_);
+        metrics->set_peak_driver_allocated_bytes(peak_driver_);
+        Emit(std::move(event));
+        window_start = Clock::now();
+        window_batches = 0;
+      }
+    }
+    step.Flush();
+    Synchronize(device_);
+    const double epoch_seconds = SecondsSince(epoch_start);
+
+    JobEvent event;
+    auto* summary = event.mutable_epoch_summary();
+    summary->set_epoch(epoch);
+    summary->set_epochs(epochs);
+    summary->set_epoch_seconds_no_eval(epoch_seconds);
+    summary->set_train_loss(loss_sum.item<double>() / batches);
+    if (epoch % spec_.eval_every() == 0 || epoch == epochs) {
+      const auto eval_start = Clock::now();
+      const Evaluation train_eval = Evaluate(model, data.train, device_, spec_.amp(), batch_size,
+                                             loss_, data.num_classes);
+      const Evaluation validation = Evaluate(model, data.validation, device_, spec_.amp(),
+                                             batch_size, loss_, data.num_classes);
+      const double score =
+          loss_ == LossKind::kMse ? -validation.loss : validation.accuracy;
+      summary->set_evaluated(true);
+      summary->set_train_accuracy(train_eval.accuracy);
+      summary->set_validation_accuracy(validation.accuracy);
+      summary->set_validation_loss(validation.loss);
+      summary->set_eval_seconds(SecondsSince(eval_start));
+      if (score > best_validation) {
+        best_validation = score;
+        best_epoch = epoch;
+        if (!job_dir_.empty()) RETURN_IF_ERROR(KeepArtifact(model, "best", epoch, &validation));
+      }
+    }
+    summary->set_best_validation_accuracy(loss_ == LossKind::kMse ? 0.0 : std::max(best_validation, 0.0));
+    summary->set_best_epoch(best_epoch);
+    summary->set_elapsed_seconds(SecondsSince(train_start));
+    Emit(std::move(event));
+    if (checkpoints && ((spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) ||
+                        (checkpoint_interval_ > 0 &&
+                         SecondsSince(last_checkpoint) >= checkpoint_interval_))) {
+      progress.epoch = epoch + 1;
+      progress.batch = 0;
+      progress.loss_sum = 0;
+      progress.epoch_seconds = 0;
+      RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches, ""));
+      last_checkpoint = Clock::now();
+    }
+  }
+  const double training_seconds = SecondsSince(train_start);
+  const Evaluation test =
+      Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes);
+  TrackPeaks(ReadMemory(device_));
+  if (!job_dir_.empty()) RETURN_IF_ERROR(KeepArtifact(model, "final", epochs, nullptr));
+
+  JobEvent event;
+  auto* result = event.mutable_final_result();
+  result->set_test_accuracy(test.accuracy);
+  result->set_test_loss(test.loss);
+  result->set_total_training_seconds(training_seconds);
+  result->set_total_seconds(SecondsSince(start));
+  result->set_peak_current_allocated_bytes(peak_current_);
+  result->set_peak_driver_allocated_bytes(peak_driver_);
+  result->set_batch_size(static_cast<int32_t>(batch_size));
+  Emit(std::move(event));
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::KeepArtifact(torch::nn::AnyModule& model, const std::string& name,
+                                  int epoch, const Evaluation* validation) {
+  ASSIGN_OR_RETURN(trainer::v1::Artifact artifact, SaveArtifact(model, job_dir_, name));
+  artifact.set_epoch(epoch);
+  if (validation != nullptr) artifact.set_validation_accuracy(validation->accuracy);
+  JobEvent event;
+  *event.mutable_artifact() = std::move(artifact);
+  Emit(std::move(event));
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::Optimizer& optimizer,
+                                    TrainStep& step, const Progress& progress, int64_t batches,
+                                    const std::string& why) {
+  const std::string path = job_dir_ + "/checkpoint.pt";
+  auto write = [&](const std::string& temp) {
+    torch::serialize::OutputArchive archive;
+    model.ptr()->save(archive);
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer.save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+    archive.write("epoch", torch::tensor(static_cast<int64_t>(progress.epoch)));
+    archive.write("batch", torch::tensor(progress.batch));
+    archive.write("loss_sum", torch::tensor(progress.loss_sum, torch::kFloat64));
+    archive.write("epoch_seconds", torch::tensor(progress.epoch_seconds, torch::kFloat64));
+    archive.write("global_step", torch::tensor(progress.global_step));
+    archive.write("best_validation", torch::tensor(progress.best_validation, torch::kFloat64));
+    archive.write("best_epoch", torch::tensor(static_cast<int64_t>(progress.best_epoch)));
+    // Dropout and initialisation draw from the default generators, augmentation from the step's.
+    archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
+    if (!device_.is_cpu()) {
+      archive.write("rng_device", at::globalContext().defaultGenerator(device_).get_state());
+    }
+    archive.write("rng_augment", step.rng().get_state());
+    step.scaler().Save(archive);
+    archive.save_to(temp);
+  };
+  RETURN_IF_ERROR(WriteDurably(write, path));
+  if (progress.batch == 0) {
+    Log(absl::StrCat("Checkpoint after epoch ", progress.epoch - 1, ": ", path));
+  } else {
+    Log(absl::StrCat("Checkpoint at epoch ", progress.epoch, ", batch ", progress.batch, "/",
+                     batches, why.empty() ? "" : " (" + why + ")", ": ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
+                                                torch::optim::Optimizer& optimizer,
+                                                TrainStep& step) {
+  Progress progress;
+  const std::string path = job_dir_ + "/checkpoint.pt";
+  if (access(path.c_str(), F_OK) != 0) return progress;
+  torch::serialize::InputArchive archive;
+  archive.load_from(path, device_);
+  model.ptr()->load(archive);
+  torch::serialize::InputArchive optimizer_archive;
+  archive.read("optimizer", optimizer_archive);
+  optimizer.load(optimizer_archive);
+  auto read = [&](const char* key, torch::Tensor* value) { return archive.try_read(key, *value); };
+  torch::Tensor epoch, batch, loss_sum, epoch_seconds, global_step, best, best_at, rng;
+  archive.read("epoch", epoch);
+  archive.read("best_validation", best);
+  archive.read("best_epoch", best_at);
+  progress.best_validation = best.item<double>();
+  progress.best_epoch = static_cast<int>(best_at.item<int64_t>());
+  if (read("batch", &batch)) {
+    progress.epoch = static_cast<int>(epoch.item<int64_t>());
+    progress.batch = batch.item<int64_t>();
+    if (read("loss_sum", &loss_sum)) progress.loss_sum = loss_sum.item<double>();
+    if (read("epoch_seconds", &epoch_seconds)) progress.epoch_seconds = epoch_seconds.item<double>();
+    if (read("global_step", &global_step)) progress.global_step = global_step.item<int64_t>();
+  } else {
+    progress.epoch = static_cast<int>(epoch.item<int64_t>()) + 1;  // the first format: epochs done
+  }
+  // Generator states are CPU byte tensors whatever device the archive was mapped to.
+  if (read("rng_cpu", &rng)) {
+    at::Generator cpu = at::detail::getDefaultCPUGenerator();  // a handle: same generator
+    cpu.set_state(rng.cpu());
+  }
+  if (!device_.is_cpu() && read("rng_device", &rng)) {
+    at::Generator generator = at::globalContext().defaultGenerator(device_);
+    generator.set_state(rng.cpu());
+  }
+  if (read("rng_augment", &rng)) step.rng().set_state(rng.cpu());
+  step.scaler().Load(archive);
+  if (progress.batch == 0) {
+    Log(absl::StrCat("Resumed from the checkpoint after epoch ", progress.epoch - 1, ": ", path));
+  } else {
+    Log(absl::StrCat("Resumed from the checkpoint at epoch ", progress.epoch, ", batch ",
+                     progress.batch, ": ", path));
+  }
+  return progress;
+}
+
+}  // namespace
+
+absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const EventSink& emit,
+                            const std::atomic<bool>& stop, const std::atomic<bool>* suspend) {
+  const JobSpec& spec = request.spec();
+  std::optional<torch::Device> device;  // for the out-of-memory message
+  try {
+    absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
+    if (!resolved.ok()) return resolved.status();
+    device = *resolved;
+    absl::Status status = JobRun(request, emit, stop, suspend, *device).Run();
+    ReleaseCachedMemory(*device);
+    return status;
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    if (IsOutOfMemoryMessage(what)) {
+      std::string in_use;
+      if (device.has_value()) {
+        const MemoryReading memory = ReadMemory(*device);
+        in_use = absl::StrCat(" with ", memory.current_allocated >> 20, " MiB in use (",
+                              memory.driver_allocated >> 20, " MiB reserved)");
+      }
+      return absl::ResourceExhaustedError(absl::StrCat("out of memory on ", spec.device(),
+                                                       " at batch size ", spec.batch_size(),
+                                                       in_use, ": ", what));
+    }
+    return absl::InternalError(absl::StrCat("LibTorch error: ", what));
+  } catch (const ModelContractError& e) {
+    return absl::InvalidArgumentError(e.what());
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("error: ", e.what()));
+  }
+}
+
+}  // namespace traind

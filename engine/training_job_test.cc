@@ -1,0 +1,156 @@
+// Trains on the first images of the real Fashion-MNIST files (fast) and checks the events.
+#include "engine/training_job.h"
+
+#include <sys/stat.h>
+
+#include <vector>
+
+#include "common/job_spec.h"
+#include "common/paths.h"
+#include "gtest/gtest.h"
+#include "common/temp_dir_for_tests.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::JobEvent;
+using trainer::v1::JobSpec;
+
+trainer::v1::WorkerRequest Request(const JobSpec& spec) {
+  trainer::v1::WorkerRequest request;
+  *request.mutable_spec() = spec;
+  return request;
+}
+
+JobSpec SmallSpec(const std::string& model) {
+  JobSpec spec;
+  spec.set_model(model);
+  spec.set_dataset("fashion-mnist");
+  spec.set_data_dir(DefaultFashionMnistDir());
+  spec.set_device("cpu");
+  spec.set_limit_train(1280);
+  spec.set_limit_test(500);
+  spec.set_log_every(3);
+  spec.set_batch_size(64);
+  spec.set_epochs(2);
+  ApplyDefaults(&spec);
+  return spec;
+}
+
+TEST(TrainingJobTest, EmitsTheReferenceEventsAndLearns) {
+  for (const std::string model : {"lenet5", "mlp"}) {
+    std::vector<JobEvent> events;
+    std::atomic<bool> stop{false};
+    absl::Status status = RunTrainingJob(
+        Request(SmallSpec(model)), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
+    ASSERT_TRUE(status.ok()) << status;
+    int steps = 0, summaries = 0;
+    for (const JobEvent& e : events) {
+      if (e.has_step()) {
+        ++steps;
+        EXPECT_EQ(e.step().batches_per_epoch(), 1152 / 64);
+        EXPECT_GT(e.step().current_allocated_bytes(), 0);
+        EXPECT_TRUE(e.has_time());
+      }
+      if (e.has_epoch_summary()) ++summaries;
+    }
+    EXPECT_EQ(steps, 2 * 6);  // batches 0,3,...,15 of 18, two epochs
+    EXPECT_EQ(summaries, 2);
+    ASSERT_TRUE(events.back().has_final_result());
+    // 10 classes: chance is 0.1; a few hundred steps of Adam gets far above it.
+    EXPECT_GT(events.back().final_result().test_accuracy(), 0.5) << model;
+  }
+}
+
+TEST(TrainingJobTest, SameSeedSameLoss) {
+  auto first_loss = [] {
+    std::vector<JobEvent> events;
+    std::atomic<bool> stop{false};
+    JobSpec spec = SmallSpec("mlp");
+    spec.set_epochs(1);
+    EXPECT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { events.push_back(e); }, stop).ok());
+    return events.at(1).step().loss();
+  };
+  EXPECT_DOUBLE_EQ(first_loss(), first_loss());
+}
+
+TEST(TrainingJobTest, StopFlagCancels) {
+  std::atomic<bool> stop{true};
+  absl::Status status = RunTrainingJob(Request(SmallSpec("mlp")), [](JobEvent) {}, stop);
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
+}
+
+TEST(TrainingJobTest, MissingDataNamesTheFile) {
+  JobSpec spec = SmallSpec("mlp");
+  spec.set_data_dir("/nonexistent/dir");
+  std::atomic<bool> stop{false};
+  absl::Status status = RunTrainingJob(Request(spec), [](JobEvent) {}, stop);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(status.message().find("/nonexistent/dir/train-images-idx3-ubyte"), std::string::npos);
+}
+
+TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
+  JobSpec spec = SmallSpec("mlp");
+  spec.set_device("cuda:7");
+  std::atomic<bool> stop{false};
+  EXPECT_EQ(RunTrainingJob(Request(spec), [](JobEvent) {}, stop).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// Stops a job mid-epoch the way traind's shutdown does (suspend + stop), then runs it again in the
+// same directory: it resumes at the checkpointed batch with the model, optimizer and generators
+// restored, and ends exactly where an uninterrupted run ends.
+TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) {
+  JobSpec spec = SmallSpec("lenet5");
+  spec.set_threads(1);  // bitwise-repeatable on the CPU
+  spec.set_random_crop_padding(2);  // the augmentation generator must be restored too
+  auto final_accuracy = [](const std::vector<JobEvent>& events) {
+    return events.back().has_final_result() ? events.back().final_result().test_accuracy() : -1;
+  };
+  std::atomic<bool> stop{false};
+  std::vector<JobEvent> whole;
+  ASSERT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { whole.push_back(e); }, stop).ok());
+
+  TempDirForTests temp;
+  const std::string& dir = temp.path();
+  trainer::v1::WorkerRequest request = Request(spec);
+  request.set_job_dir(dir);
+  std::atomic<bool> suspend{false};
+  std::vector<JobEvent> first;
+  absl::Status interrupted = RunTrainingJob(
+      request,
+      [&](JobEvent e) {
+        // Mid-way through epoch 2: as if SIGUSR1 arrived.
+        if (e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 6) {
+          suspend = true;
+          stop = true;
+        }
+        first.push_back(std::move(e));
+      },
+      stop, &suspend);
+  EXPECT_TRUE(absl::IsCancelled(interrupted)) << interrupted;
+  bool checkpointed = false;
+  for (const JobEvent& e : first) {
+    checkpointed |= e.has_log() && e.log().text().find("Checkpoint at epoch 2, batch 7/18 (before "
+                                                         "stopping)") == 0;
+  }
+  EXPECT_TRUE(checkpointed);
+
+  stop = false;
+  suspend = false;
+  std::vector<JobEvent> second;
+  ASSERT_TRUE(RunTrainingJob(request, [&](JobEvent e) { second.push_back(e); }, stop, &suspend).ok());
+  ASSERT_FALSE(second.empty());
+  bool resumed = false;
+  int first_batch = -1;
+  for (const JobEvent& e : second) {
+    resumed |= e.has_log() && e.log().text().find("Resumed from the checkpoint at epoch 2, batch 7") == 0;
+    if (e.has_step() && first_batch < 0) first_batch = e.step().batch();
+  }
+  EXPECT_TRUE(resumed);
+  EXPECT_EQ(first_batch, 9) << "continues at batch 7 (the first step reported is 9: every 3rd)";
+  EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
+}
+
+}  // namespace
+}  // namespace traind

@@ -1,0 +1,186 @@
+#include "server/blob_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/job_spec.h"
+#include "common/status_macros.h"
+
+namespace traind {
+
+namespace {
+
+absl::Status MakeDir(const std::string& path) {
+  if (mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(path, " exists and is not a directory"));
+  }
+  return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+}
+
+void FsyncDir(const std::string& dir) {
+  if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+constexpr size_t kMaxNameLength = 256;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BlobStore>> BlobStore::Open(const std::string& dir) {
+  RETURN_IF_ERROR(MakeDir(dir));
+  RETURN_IF_ERROR(MakeDir(dir + "/sha256"));
+  RETURN_IF_ERROR(MakeDir(dir + "/incoming"));
+  // What a crash left half-uploaded: never content, only temporary files we created.
+  if (DIR* incoming = opendir((dir + "/incoming").c_str())) {
+    while (const dirent* entry = readdir(incoming)) {
+      const std::string name = entry->d_name;
+      if (name.rfind("upload-", 0) == 0) unlink((dir + "/incoming/" + name).c_str());
+    }
+    closedir(incoming);
+  }
+  return std::unique_ptr<BlobStore>(new BlobStore(dir));
+}
+
+std::string BlobStore::PathOf(const std::string& digest) const {
+  return absl::StrCat(dir_, "/sha256/", digest.substr(digest.find(':') + 1));
+}
+
+absl::StatusOr<trainer::v1::Blob> BlobStore::Get(const std::string& digest) const {
+  RETURN_IF_ERROR(ValidateBlobDigest("digest", digest));
+  const std::string path = PathOf(digest);
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("blob ", digest, " is not stored on this daemon"));
+  }
+  trainer::v1::Blob blob;
+  std::ifstream description(path + ".blob", std::ios::binary);
+  if (description) {
+    std::stringstream bytes;
+    bytes << description.rdbuf();
+    (void)blob.ParseFromString(bytes.str());
+  }
+  blob.set_digest(digest);
+  blob.set_size_bytes(st.st_size);
+  return blob;
+}
+
+absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
+    const trainer::v1::BlobHeader& header, int64_t max_bytes) {
+  RETURN_IF_ERROR(ValidateBlobDigest("header.digest", header.digest()));
+  if (header.kind() != "model" && header.kind() != "data") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.kind: '", header.kind().substr(0, 40), "'; allowed: model, data"));
+  }
+  if (header.name().size() > kMaxNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.name: at most ", kMaxNameLength, " characters"));
+  }
+  if (header.size_bytes() < 0) {
+    return absl::InvalidArgumentError("header.size_bytes: must be 0 or more");
+  }
+  if (header.size_bytes() > max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "upload of ", header.size_bytes(), " bytes exceeds this daemon's limit of ", max_bytes,
+        " bytes (traind --max-upload-bytes)"));
+  }
+  std::string temp = dir_ + "/incoming/upload-XXXXXX";
+  const int fd = mkostemp(temp.data(), O_CLOEXEC);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot create a file in ", dir_, "/incoming: ",
+                                            std::strerror(errno)));
+  }
+  return std::unique_ptr<Upload>(new Upload(this, header, temp, fd));
+}
+
+BlobStore::Upload::Upload(const BlobStore* store, trainer::v1::BlobHeader header,
+                          std::string temp_path, int fd)
+    : store_(store), header_(std::move(header)), temp_path_(std::move(temp_path)), fd_(fd) {}
+
+BlobStore::Upload::~Upload() {
+  if (fd_ >= 0) close(fd_);
+  if (!committed_) unlink(temp_path_.c_str());
+}
+
+absl::Status BlobStore::Upload::Append(absl::string_view bytes) {
+  if (received_ + static_cast<int64_t>(bytes.size()) > header_.size_bytes()) {
+    return absl::OutOfRangeError(absl::StrCat("upload: more than the ", header_.size_bytes(),
+                                              " bytes the header announced"));
+  }
+  hash_.Update(bytes);
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd_, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == ENOSPC) return absl::ResourceExhaustedError("upload: disk full on the daemon");
+      return absl::InternalError(absl::StrCat("upload: write failed: ", std::strerror(errno)));
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+    received_ += n;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BlobStore::Upload::Verify() {
+  if (received_ != header_.size_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("upload: ended after ", received_, " of ",
+                                                   header_.size_bytes(), " bytes"));
+  }
+  const std::string actual = absl::StrCat("sha256:", hash_.HexDigest());
+  if (actual != header_.digest()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "upload: the content's digest is ", actual, ", not ", header_.digest(), " as announced"));
+  }
+  if (fsync(fd_) != 0) {
+    return absl::InternalError(absl::StrCat("upload: fsync failed: ", std::strerror(errno)));
+  }
+  close(fd_);
+  fd_ = -1;
+  verified_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& description) {
+  if (!verified_) return absl::FailedPreconditionError("upload: not verified");
+  const std::string path = store_->PathOf(header_.digest());
+  trainer::v1::Blob blob;
+  blob.set_digest(header_.digest());
+  blob.set_size_bytes(header_.size_bytes());
+  blob.set_kind(header_.kind());
+  blob.set_name(header_.name());
+  blob.set_description(description);
+  // The description first: content without one is still usable, a description without content
+  // is never looked at.
+  const std::string meta_temp = temp_path_ + ".blob";
+  {
+    std::ofstream out(meta_temp, std::ios::binary | std::ios::trunc);
+    out << blob.SerializeAsString();
+  }
+  if (std::rename(meta_temp.c_str(), (path + ".blob").c_str()) != 0) {
+    unlink(meta_temp.c_str());
+    return absl::InternalError(absl::StrCat("upload: cannot store the description: ",
+                                            std::strerror(errno)));
+  }
+  chmod(temp_path_.c_str(), 0400);
+  if (std::rename(temp_path_.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(
+        absl::StrCat("upload: cannot move the content into place: ", std::strerror(errno)));
+  }
+  committed_ = true;
+  FsyncDir(path.substr(0, path.rfind('/')));
+  return blob;
+}
+
+}  // namespace traind

@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Your model, your data, your weights: against a real traind (tests/python/with_daemon.sh starts
+one), through the real trainctl, with models scripted here by PyTorch and data written here.
+
+Each test checks the exact message of what it refuses and that what was stored before is still
+there afterwards. Run: tests/python/with_daemon.sh build/bin /usr/bin/python3 THIS_FILE
+"""
+import gzip
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "reference"))
+import train_reference  # noqa: E402  (bench/reference's LeNet5 and data loading)
+
+FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def trainctl(*args, check=True):
+    result = subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"trainctl {args} exited {result.returncode}: {result.stderr}")
+    return result
+
+
+def wait_job(job_id):
+    trainctl("watch", job_id, "--output", "json", check=False)
+    return json.loads(trainctl("show", job_id, "--output", "json").stdout)
+
+
+class Net(nn.Module):
+    """A small CNN for 1x28x28 images; `classes` sets its output width."""
+
+    def __init__(self, classes: int = 10):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 14 * 14, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(F.max_pool2d(F.relu(self.conv(x)), 2), 1))
+
+
+class Throws(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x)  # [N, 1, 28, 28] does not fit a Linear(4, 2)
+
+
+class Mlp(nn.Module):
+    def __init__(self, features: int, classes: int):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(features, 32), nn.ReLU(), nn.Linear(32, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+class YourModelTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = pathlib.Path(tempfile.mkdtemp(prefix="your_model_test.", dir="/tmp"))
+        x, y = train_reference.load_split(FASHION, "train", 1200, 28)
+        tx, ty = train_reference.load_split(FASHION, "t10k", 300, 28)
+        cls.data = cls.work / "data.pt"
+        torch.save({"train_x": x, "train_y": y, "test_x": tx, "test_y": ty}, str(cls.data))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def script(self, module, name):
+        path = self.work / name
+        torch.jit.save(torch.jit.script(module), str(path))
+        return path
+
+    def submit(self, *args, check=True):
+        return trainctl("submit", *args, check=check)
+
+    def test_the_example_trains_downloads_and_agrees(self):
+        result = subprocess.run(
+            [sys.executable, str(ROOT / "examples/python/train_my_model.py"), "--epochs", "1",
+             "--train", "3000", "--test", "500", "--work-dir", str(self.work / "example")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+        self.assertEqual(result.returncode, 0, result.stdout)
+        self.assertIn("test accuracy: job reported", result.stdout)
+
+    def test_lenet5_best_weights_load_into_the_reference_definition(self):
+        job_id = self.submit("--model", "lenet5", "--dataset", "fashion-mnist", "--limit-train",
+                             "2000", "--limit-test", "400", "--epochs", "1").stdout.strip()
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        path = self.work / "lenet5-best.pt"
+        trainctl("download", job_id, "-o", path)  # best by default
+        model = train_reference.LeNet5()
+        model.load_state_dict(torch.load(str(path)))  # strict: every name matches
+        model.eval()
+        x, y = train_reference.load_split(FASHION, "t10k", 400, 32)
+        with torch.no_grad():
+            here = (model(x).argmax(1) == y).float().mean().item()
+        # One epoch: best (after epoch 1) and final are the same weights.
+        self.assertAlmostEqual(here, job["result"]["testAccuracy"], delta=0.001)
+        listing = trainctl("artifacts", job_id).stdout
+        self.assertIn("state_dict", listing)
+        self.assertIn("best", listing)
+        self.assertIn("final", listing)
+
+    def test_torchscript_model_on_tensors_and_the_same_upload_once(self):
+        model = self.script(Net(), "net.pt")
+        first = self.submit("--model-file", model, "--dataset", "tensors", "--data-file",
+                            self.data, "--upload", "--epochs", "2", "--batch-size", "32")
+        self.assertIn("uploaded", first.stderr)
+        job = wait_job(first.stdout.strip())
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        self.assertGreater(job["result"]["testAccuracy"], 0.6)
+        self.assertEqual(job["spec"]["model"], "torchscript")
+        self.assertTrue(job["spec"]["modelFile"].startswith("sha256:"))
+        # The same content again: nothing is sent.
+        again = self.submit("--model-file", model, "--dataset", "tensors", "--data-file",
+                            self.data, "--upload", "--epochs", "1")
+        self.assertIn(f"already on the daemon: {model}", again.stderr)
+        self.assertIn(f"already on the daemon: {self.data}", again.stderr)
+        wait_job(again.stdout.strip())
+        formats = {a["name"]: a["format"] for a in job["result"]["artifacts"]}
+        self.assertEqual(formats, {"best": "torchscript", "final": "torchscript"})
+
+    def test_image_folder(self):
+        from PIL import Image
+        root = self.work / "images"
+        x = train_reference.read_idx(train_reference.find(FASHION, "train-images-idx3-ubyte"))
+        y = train_reference.read_idx(train_reference.find(FASHION, "train-labels-idx1-ubyte"))
+        for split, rows in (("train", range(0, 1500)), ("test", range(1500, 1800))):
+            for i in rows:
+                folder = root / split / f"class{y[i]}"
+                folder.mkdir(parents=True, exist_ok=True)
+                Image.fromarray(x[i]).save(folder / f"{i}.png")
+        job_id = self.submit("--model", "lenet5", "--dataset", "imagefolder", "--data-dir", root,
+                             "--epochs", "3", "--batch-size", "32").stdout.strip()
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        self.assertGreater(job["result"]["testAccuracy"], 0.65)
+
+    def test_csv_with_a_torchscript_mlp(self):
+        rng = np.random.default_rng(0)
+        centres = rng.normal(0, 3, size=(3, 6))
+        rows = ["f0,f1,f2,f3,f4,f5,species"]
+        for i in range(1500):
+            c = i % 3
+            values = centres[c] + rng.normal(0, 1, size=6)
+            rows.append(",".join(f"{v:.4f}" for v in values) + f",{['ant', 'bee', 'cat'][c]}")
+        table = self.work / "table.csv"
+        table.write_text("\n".join(rows) + "\n")
+        model = self.script(Mlp(6, 3), "mlp.pt")
+        job_id = self.submit("--model-file", model, "--dataset", "csv", "--data-file", table,
+                             "--upload", "--label-column", "species", "--epochs", "5",
+                             "--batch-size", "32", "--lr", "0.01").stdout.strip()
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        self.assertGreater(job["result"]["testAccuracy"], 0.9)
+
+    def test_bad_inputs_are_refused_clearly_and_lose_nothing(self):
+        before = self.submit("--model", "mlp", "--dataset", "fashion-mnist", "--limit-train",
+                             "500", "--limit-test", "100").stdout.strip()
+        wait_job(before)
+
+        junk = self.work / "junk.pt"
+        junk.write_bytes(os.urandom(4096))
+        r = self.submit("--model-file", junk, "--dataset", "tensors", "--data-file", self.data,
+                        "--upload", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("model_file: not a TorchScript file", r.stderr)
+
+        net = self.script(Net(), "whole.pt").read_bytes()
+        truncated = self.work / "truncated.pt"
+        truncated.write_bytes(net[: len(net) // 2])
+        r = self.submit("--model-file", truncated, "--dataset", "tensors", "--data-file",
+                        self.data, "--upload", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("model_file: not a TorchScript file", r.stderr)
+
+        r = self.submit("--model-file", self.work / "missing.pt", "--dataset", "tensors",
+                        "--data-file", self.data, "--upload", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("missing.pt: no such file", r.stderr)
+
+        wrong = self.script(Net(classes=3), "three.pt")
+        job = wait_job(self.submit("--model-file", wrong, "--dataset", "tensors", "--data-file",
+                                   self.data, "--upload").stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("model: forward returned shape [2, 3] for a batch of 2; expected [2, 10]",
+                      job["result"]["error"])
+
+        throws = self.script(Throws(), "throws.pt")
+        job = wait_job(self.submit("--model-file", throws, "--dataset", "tensors", "--data-file",
+                                   self.data, "--upload").stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("model: forward failed on inputs shaped [2, 1, 28, 28]", job["result"]["error"])
+
+        notdict = self.work / "tensor.pt"
+        torch.save(torch.zeros(3), str(notdict))
+        job = wait_job(self.submit("--model", "mlp", "--dataset", "tensors", "--data-file",
+                                   notdict, "--upload").stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("data_file: holds a Tensor; expected a dict with train_x", job["result"]["error"])
+
+        r = trainctl("download", before, "../../etc/passwd", "-o", self.work / "x", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("name: '../../etc/passwd' is not an artifact name", r.stderr)
+        r = trainctl("download", before, "checkpoint", "-o", self.work / "x", check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"job {before} has no artifact 'checkpoint'; it has: best, final", r.stderr)
+        kept = self.work / "kept.pt"
+        kept.write_text("mine")
+        r = trainctl("download", before, "-o", kept, check=False)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("exists; --force overwrites it", r.stderr)
+        self.assertEqual(kept.read_text(), "mine")
+
+        r = self.submit("--model", "torchscript", "--dataset", "tensors", "--data-file", self.data,
+                        check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("model_file: required for model 'torchscript'", r.stderr)
+
+        # What was stored before is all still there and still downloads.
+        job = json.loads(trainctl("show", before, "--output", "json").stdout)
+        self.assertEqual(job["state"], "SUCCEEDED")
+        trainctl("download", before, "final", "-o", self.work / "before-final.pt")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
