@@ -53,7 +53,7 @@ TEST(JobSpecTest, UnknownModelNamesTheAllowedOnes) {
   spec.set_model("nosuch");
   absl::Status status = ValidateJobSpec(spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16");
+  EXPECT_EQ(status.message(), "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
 }
 
 TEST(JobSpecTest, UnknownDatasetAndOptimizer) {

@@ -63,11 +63,11 @@ TEST_F(SubmitTest, BestAvailableDeviceIsChosen) {
 
 TEST_F(SubmitTest, UnknownModelNamesTheAllowedOnes) {
   ExpectRefused({"--model", "nosuch", "--dataset", "fashion-mnist"},
-                "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16");
+                "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
 }
 
 TEST_F(SubmitTest, UnknownDatasetAndDevice) {
-  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"}, "allowed: cifar10, fake, fashion-mnist, mnist");
+  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"}, "allowed: cifar10, csv, fake, fashion-mnist, imagefolder, mnist, tensors");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "tpu"},
                 "device: unknown device 'tpu'");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cuda:3"},
@@ -119,7 +119,7 @@ TEST_F(SubmitTest, TheDaemonValidatesToo) {
   grpc::ClientContext context;
   grpc::Status status = stub().SubmitJob(&context, request, &job);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(status.error_message(), "model: unknown value 'resnet1000'; allowed: lenet5, mlp, resnet18, vgg16");
+  EXPECT_EQ(status.error_message(), "model: unknown value 'resnet1000'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
 }
 
 TEST_F(SubmitTest, JobFileWithFlagOverrides) {

@@ -26,6 +26,7 @@ void AddQueueCommands(CLI::App& app, Context& ctx, int* exit_code);  // pause re
 void AddContextCommand(CLI::App& app, Context& ctx, int* exit_code);  // add use list remove
 void AddArtifactsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddDownloadCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code);
 
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);
