@@ -164,7 +164,7 @@ class ResNet18(nn.Module):
 
 
 def fake_split(n, channels, size, classes, seed):
-    """models/dataset.cc MakeFakeSplit: uniform [0, 1) images, then labels, one seeded generator."""
+    """data/dataset.cc MakeFakeSplit: uniform [0, 1) images, then labels, one seeded generator."""
     generator = torch.Generator().manual_seed(seed)
     images = torch.rand(n, channels, size, size, generator=generator)
     labels = torch.randint(classes, (n,), generator=generator, dtype=torch.int64)
