@@ -12,7 +12,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/digest_cache.h"
 #include "common/grpc_status.h"
+#include "common/paths.h"
 #include "common/sha256.h"
 
 namespace traind {
@@ -57,7 +59,7 @@ absl::StatusOr<UploadResult> UploadFile(trainer::v1::Trainer::Stub& stub, const 
   if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   }
-  absl::StatusOr<std::string> hex = Sha256OfFile(path);
+  absl::StatusOr<std::string> hex = CachedSha256OfFile(path, DefaultCacheDir());
   if (!hex.ok()) return hex.status();
   const std::string digest = absl::StrCat("sha256:", *hex);
 

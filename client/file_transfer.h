@@ -19,7 +19,8 @@ struct UploadResult {
   bool sent = false;  // false: the daemon had the content already
 };
 
-// Hashes `path`, asks the daemon (GetBlob) and uploads only if it does not hold the content.
+// Hashes `path` (or takes its digest from the cache, digest_cache.h), asks the daemon (GetBlob) and
+// uploads only if it does not hold the content.
 // `kind`: model | data. NOT_FOUND for a missing file; the daemon's refusal as its status.
 absl::StatusOr<UploadResult> UploadFile(trainer::v1::Trainer::Stub& stub, const std::string& path,
                                         const std::string& kind, std::ostream& progress);

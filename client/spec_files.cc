@@ -31,6 +31,11 @@ absl::Status ResolveSpecFiles(trainer::v1::Trainer::Stub& stub, bool upload_data
     if (!digest.ok()) return digest.status();
     spec->set_model_file(*digest);
   }
+  if (IsLocalWeights(spec->init_from())) {
+    absl::StatusOr<std::string> digest = Upload(stub, spec->init_from(), "weights", progress);
+    if (!digest.ok()) return digest.status();
+    spec->set_init_from(*digest);
+  }
   if (!IsLocalFile(spec->data_file())) return absl::OkStatus();
   if (upload_data) {
     absl::StatusOr<std::string> digest = Upload(stub, spec->data_file(), "data", progress);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_join.h"
 #include "common/catalog.h"
 #include "common/job_spec.h"
@@ -26,6 +27,12 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
        "tensors, csv: the file, under the daemon's --data-root, or sent with --upload", false,
        false},
       {"--label-column", "label_column", "csv: the label column's name or index (default: last)",
+       false, false},
+      {"--init-from", "init_from",
+       "Start from trained weights: JOB, JOB:best or JOB:final (another job's artifact)", false,
+       false},
+      {"--init-from-file", "init_from",
+       "Start from weights in a file (a state dict or TorchScript module), uploaded by content",
        false, false},
       {"--loss", "loss", "cross_entropy (default: [N, classes] logits) | mse (regression)", false,
        false},
@@ -103,6 +110,12 @@ bool Given(const SpecFlags& f, const char* flag) {
 
 }  // namespace
 
+bool IsLocalWeights(const std::string& init_from) {
+  // Digits first ("7", "7:best", "7:typo") are a job reference, valid or not; never a file.
+  const bool job_reference = !init_from.empty() && absl::ascii_isdigit(init_from[0]);
+  return !init_from.empty() && !job_reference && init_from.rfind("sha256:", 0) != 0;
+}
+
 bool IsLocalFile(const std::string& spec_value) {
   return !spec_value.empty() && spec_value.rfind("sha256:", 0) != 0;
 }
@@ -143,6 +156,7 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
       "sha256:0000000000000000000000000000000000000000000000000000000000000000";
   if (IsLocalFile(checked.model_file())) checked.set_model_file(kStandIn);
   if (IsLocalFile(checked.data_file())) checked.set_data_file("/" + checked.data_file());
+  if (IsLocalWeights(checked.init_from())) checked.set_init_from(kStandIn);
   ApplyDefaults(&checked);
   return ValidateJobSpec(checked);
 }

@@ -48,6 +48,9 @@ absl::Status ApplySpecFlags(const SpecFlags& flags, trainer::v1::JobSpec* spec);
 
 // A model_file / data_file value that names a file rather than an uploaded blob ("sha256:...").
 bool IsLocalFile(const std::string& spec_value);
+// An init_from that names neither a job (it starts with a digit: JOB[:best|final]) nor a blob
+// (sha256:...): a file to upload (a file whose name starts with a digit is written ./7.pt).
+bool IsLocalWeights(const std::string& init_from);
 
 }  // namespace traind
 

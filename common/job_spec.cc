@@ -165,6 +165,14 @@ absl::Status ValidateModelAndDataFiles(const JobSpec& spec) {
     return absl::InvalidArgumentError("label_column: at most 256 characters");
   }
   if (!spec.loss().empty()) RETURN_IF_ERROR(OneOf("loss", spec.loss(), {"cross_entropy", "mse"}));
+  if (!spec.init_from().empty()) {
+    absl::StatusOr<InitFrom> init = ParseInitFrom(spec.init_from());
+    if (!init.ok()) return init.status();
+  }
+  if (spec.evaluate_only() && spec.init_from().empty()) {
+    return absl::InvalidArgumentError(
+        "init_from: required with evaluate_only (the weights to evaluate: JOB[:best|final])");
+  }
   if (!dataset.images && (spec.random_crop_padding() > 0 || spec.horizontal_flip())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "random_crop_padding, horizontal_flip: only for image datasets, not '", dataset.name, "'"));
@@ -177,6 +185,29 @@ absl::Status ValidateModelAndDataFiles(const JobSpec& spec) {
 }
 
 }  // namespace
+
+std::string InitFrom::Describe() const {
+  if (!digest.empty()) return absl::StrCat("the uploaded weights ", digest.substr(0, 19));
+  return absl::StrCat("job ", job_id, "'s ", artifact, " weights");
+}
+
+absl::StatusOr<InitFrom> ParseInitFrom(const std::string& text) {
+  InitFrom init;
+  if (absl::StartsWith(text, "sha256:")) {
+    RETURN_IF_ERROR(ValidateBlobDigest("init_from", text));
+    init.digest = text;
+    return init;
+  }
+  const size_t colon = text.find(':');
+  init.artifact = colon == std::string::npos ? "best" : text.substr(colon + 1);
+  if (!absl::SimpleAtoi(text.substr(0, colon), &init.job_id) || init.job_id <= 0 ||
+      (init.artifact != "best" && init.artifact != "final")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "init_from: '", text.substr(0, 80), "'; expected JOB, JOB:best, JOB:final (another job's "
+        "weights) or sha256:HEX (uploaded weights: trainctl --init-from-file FILE)"));
+  }
+  return init;
+}
 
 absl::Status ValidateBlobDigest(const char* field, const std::string& digest) {
   constexpr size_t kHexDigits = 64;

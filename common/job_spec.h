@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
@@ -39,6 +40,16 @@ absl::Status ValidateDeviceName(const std::string& device);
 
 // "sha256:" and 64 lowercase hex digits: how a spec names an uploaded blob.
 absl::Status ValidateBlobDigest(const char* field, const std::string& digest);
+
+// JobSpec.init_from: another job's artifact ("7", "7:best", "7:final") or an uploaded blob.
+struct InitFrom {
+  int64_t job_id = 0;    // set for a job's artifact
+  std::string artifact;  // best (default) or final
+  std::string digest;    // set for a blob: "sha256:..."
+  std::string Describe() const;  // "job 7's best weights" / "the uploaded weights sha256:1234abcd"
+};
+// INVALID_ARGUMENT naming init_from and the accepted forms.
+absl::StatusOr<InitFrom> ParseInitFrom(const std::string& text);
 
 // Parses a job file: JSON (protobuf's JSON mapping of JobSpec, lowerCamelCase or field names).
 absl::Status ParseJobSpecJson(const std::string& text, trainer::v1::JobSpec* spec);

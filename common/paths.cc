@@ -29,6 +29,13 @@ std::string DefaultStateDir() {
   return HomeDir() + "/.local/state/traind";
 }
 
+std::string DefaultCacheDir() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/trainctl";
+  }
+  return HomeDir() + "/.cache/trainctl";
+}
+
 std::string DefaultAddress(const std::string& state_dir) {
   return "unix:" + state_dir + "/traind.sock";
 }

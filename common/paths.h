@@ -10,6 +10,8 @@ namespace traind {
 
 // $XDG_STATE_HOME/traind, else ~/.local/state/traind.
 std::string DefaultStateDir();
+// trainctl's cache (digests of uploaded files): $XDG_CACHE_HOME/trainctl, else ~/.cache/trainctl.
+std::string DefaultCacheDir();
 // unix:<state dir>/traind.sock
 std::string DefaultAddress(const std::string& state_dir);
 // $FASHION_MNIST_DIR when set (hosts without the Debian package), else the package's directory.

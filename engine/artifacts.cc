@@ -2,7 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
@@ -22,6 +25,92 @@ c10::Dict<std::string, torch::Tensor> StateDict(const torch::nn::Module& module)
     state.insert(b.key(), b.value().detach().to(torch::kCPU).contiguous());
   }
   return state;
+}
+
+namespace {
+
+std::string ShapeText(const torch::Tensor& t) {
+  std::string text = "[";
+  for (int64_t i = 0; i < t.dim(); ++i) absl::StrAppend(&text, i ? ", " : "", t.size(i));
+  return text + "]";
+}
+
+// name -> tensor from a TorchScript module, or else a pickled dict of tensors.
+absl::StatusOr<std::map<std::string, torch::Tensor>> ReadWeights(const std::string& path) {
+  std::map<std::string, torch::Tensor> weights;
+  try {
+    torch::jit::Module module = torch::jit::load(path, torch::kCPU);
+    for (const auto& p : module.named_parameters(true)) weights[p.name] = p.value;
+    for (const auto& b : module.named_buffers(true)) weights[b.name] = b.value;
+    return weights;
+  } catch (const c10::Error&) {
+    // not TorchScript: a state dict, below
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("init_from: cannot open ", path));
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(bytes);
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    if (const size_t newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
+    return absl::InvalidArgumentError(absl::StrCat(
+        "init_from: neither a TorchScript module nor a state dict saved by torch.save: ", what));
+  }
+  if (!value.isGenericDict()) {
+    return absl::InvalidArgumentError(absl::StrCat("init_from: holds a ", value.tagKind(),
+                                                   ", not a state dict {name: tensor}"));
+  }
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor()) {
+      return absl::InvalidArgumentError(
+          "init_from: the state dict must map names (strings) to tensors");
+    }
+    weights[entry.key().toStringRef()] = entry.value().toTensor();
+  }
+  return weights;
+}
+
+}  // namespace
+
+absl::StatusOr<int> LoadWeights(torch::nn::AnyModule& model, const std::string& path) {
+  absl::StatusOr<std::map<std::string, torch::Tensor>> source = ReadWeights(path);
+  if (!source.ok()) return source.status();
+  std::vector<std::pair<std::string, torch::Tensor>> targets;
+  if (const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get())) {
+    targets = scripted->NamedTensors();
+  } else {
+    for (const auto& p : model.ptr()->named_parameters(true)) targets.emplace_back(p.key(), p.value());
+    for (const auto& b : model.ptr()->named_buffers(true)) targets.emplace_back(b.key(), b.value());
+  }
+  for (const auto& [name, target] : targets) {
+    const auto found = source->find(name);
+    if (found == source->end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "init_from: the weights have no '", name, "', which the model has (",
+          source->size(), " tensors in the file, starting with '",
+          source->empty() ? "" : source->begin()->first, "')"));
+    }
+    if (found->second.sizes() != target.sizes()) {
+      return absl::InvalidArgumentError(absl::StrCat("init_from: '", name, "' is ",
+                                                     ShapeText(found->second), " in the file, ",
+                                                     ShapeText(target), " in the model"));
+    }
+  }
+  if (source->size() != targets.size()) {
+    for (const auto& [name, tensor] : *source) {
+      const bool known = std::any_of(targets.begin(), targets.end(),
+                                     [&](const auto& t) { return t.first == name; });
+      if (!known) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("init_from: the weights have '", name, "', which the model does not"));
+      }
+    }
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, target] : targets) target.copy_(source->at(name));
+  return static_cast<int>(targets.size());
 }
 
 absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,

@@ -21,6 +21,13 @@ absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
                                                    const std::string& job_dir,
                                                    const std::string& name);
 
+// Copies weights from `path` into `model` (fine-tuning, evaluation): a state dict (torch.save of
+// {name: tensor}, as SaveArtifact writes or PyTorch's model.state_dict()) or a TorchScript module.
+// Strict, like PyTorch's load_state_dict: every parameter and buffer of the model must be in the
+// file with its shape, and the file may hold nothing else; INVALID_ARGUMENT names the first
+// difference. Returns how many tensors were copied.
+absl::StatusOr<int> LoadWeights(torch::nn::AnyModule& model, const std::string& path);
+
 // The weights of a built-in model as a state dict (what SaveArtifact writes for one).
 c10::Dict<std::string, torch::Tensor> StateDict(const torch::nn::Module& module);
 

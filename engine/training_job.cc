@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "common/job_spec.h"
 #include "common/status_macros.h"
 #include "data/dataset.h"
 #include "engine/artifacts.h"
@@ -82,7 +83,7 @@ class JobRun {
   JobRun(const trainer::v1::WorkerRequest& request, const EventSink& emit,
          const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device)
       : spec_(request.spec()), job_dir_(request.job_dir()), model_path_(request.model_path()),
-        data_path_(request.data_path()), loss_(LossKindFromName(request.spec().loss())),
+        data_path_(request.data_path()), init_path_(request.init_path()), loss_(LossKindFromName(request.spec().loss())),
         emit_(emit), stop_(stop),
         suspend_(suspend), checkpoint_interval_(request.checkpoint_interval_seconds()),
         device_(device) {}
@@ -91,6 +92,10 @@ class JobRun {
 
  private:
   absl::Status Train(Dataset& data, int64_t batch_size, const std::string& settings);
+  // The model for `data`, on the device, with init_from's weights when the spec names some.
+  absl::StatusOr<torch::nn::AnyModule> BuildModel(const Dataset& data);
+  // evaluate_only: init_from's weights over the test split once.
+  absl::Status EvaluateOnly(Dataset& data);
   // Writes <job_dir>/NAME.pt and emits its Artifact event.
   absl::Status KeepArtifact(torch::nn::AnyModule& model, const std::string& name, int epoch,
                             const Evaluation* validation);
@@ -123,6 +128,7 @@ class JobRun {
   const std::string job_dir_;
   const std::string model_path_;  // torchscript jobs: the uploaded module
   const std::string data_path_;   // tensors, csv: the data file
+  const std::string init_path_;   // init_from: the weights to start from (or to evaluate)
   const LossKind loss_;
   const EventSink& emit_;
   const std::atomic<bool>& stop_;
@@ -161,19 +167,68 @@ absl::Status JobRun::Run() {
     Log(choice.explanation);
     torch::manual_seed(spec_.seed());  // the search must not change the model's initialisation
   }
+  if (spec_.evaluate_only()) return EvaluateOnly(data);
   return Train(data, batch_size, settings);
 }
 
-absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string& settings) {
-  const auto start = Clock::now();
+absl::StatusOr<torch::nn::AnyModule> JobRun::BuildModel(const Dataset& data) {
   const ModelInput input{data.channels, data.height, data.width, data.num_classes};
   ASSIGN_OR_RETURN(torch::nn::AnyModule model, CreateModel(spec_, input, model_path_));
   if (const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get())) {
     Log(absl::StrCat("Model: TorchScript ", scripted->Describe()));
   }
   PlaceModel(model, spec_, device_);
+  if (!init_path_.empty()) {
+    ASSIGN_OR_RETURN(int tensors, LoadWeights(model, init_path_));
+    ASSIGN_OR_RETURN(InitFrom init, ParseInitFrom(spec_.init_from()));
+    Log(absl::StrCat("Weights from ", init.Describe(), " (", tensors, " tensors)"));
+  }
   RETURN_IF_ERROR(
       CheckModelOutput(model, data.train, device_, spec_.amp(), loss_, data.num_classes));
+  return model;
+}
+
+absl::Status JobRun::EvaluateOnly(Dataset& data) {
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildModel(data));
+  const Evaluation test = Evaluate(model, data.test, device_, spec_.amp(), spec_.batch_size(),
+                                   loss_, data.num_classes, /*with_confusion=*/true);
+  ASSIGN_OR_RETURN(InitFrom init, ParseInitFrom(spec_.init_from()));
+  JobEvent event;
+  trainer::v1::Evaluation* evaluation = event.mutable_evaluation();
+  evaluation->set_accuracy(test.accuracy);
+  evaluation->set_loss(test.loss);
+  evaluation->set_samples(data.test.size());
+  evaluation->set_weights(init.Describe());
+  if (test.confusion.defined()) {
+    const int64_t classes = test.confusion.size(0);
+    evaluation->set_classes(static_cast<int32_t>(classes));
+    const torch::Tensor confusion = test.confusion.contiguous();
+    const int64_t* counts = confusion.data_ptr<int64_t>();
+    for (int64_t i = 0; i < classes * classes; ++i) evaluation->add_confusion(counts[i]);
+    for (int64_t c = 0; c < classes; ++c) {
+      const int64_t samples = confusion[c].sum().item<int64_t>();
+      evaluation->add_class_samples(samples);
+      evaluation->add_class_accuracy(samples == 0 ? 0.0 : static_cast<double>(counts[c * classes + c]) / samples);
+    }
+  }
+  Emit(std::move(event));
+  JobEvent final_event;
+  auto* result = final_event.mutable_final_result();
+  result->set_test_accuracy(test.accuracy);
+  result->set_test_loss(test.loss);
+  result->set_total_seconds(SecondsSince(start));
+  result->set_batch_size(spec_.batch_size());
+  TrackPeaks(ReadMemory(device_));
+  result->set_peak_current_allocated_bytes(peak_current_);
+  result->set_peak_driver_allocated_bytes(peak_driver_);
+  Emit(std::move(final_event));
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string& settings) {
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildModel(data));
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
   if (!settings.empty()) {

@@ -44,6 +44,13 @@ void ScriptedModelImpl::train(bool on) {
   module_.train(on);
 }
 
+std::vector<std::pair<std::string, torch::Tensor>> ScriptedModelImpl::NamedTensors() const {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const auto& p : module_.named_parameters(/*recurse=*/true)) tensors.emplace_back(p.name, p.value);
+  for (const auto& b : module_.named_buffers(/*recurse=*/true)) tensors.emplace_back(b.name, b.value);
+  return tensors;
+}
+
 void ScriptedModelImpl::SaveScriptOnCpu(const std::string& path) const {
   torch::jit::Module copy = module_.deepcopy();
   copy.to(torch::kCPU);

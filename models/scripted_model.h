@@ -10,6 +10,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -33,6 +35,8 @@ class ScriptedModelImpl : public torch::nn::Module {
   // A copy of the module with its current (trained) weights, on the CPU so that torch.jit.load
   // reads it on any machine.
   void SaveScriptOnCpu(const std::string& path) const;
+  // The script's parameters and buffers by their own (dotted) names, as torch.jit.load sees them.
+  std::vector<std::pair<std::string, torch::Tensor>> NamedTensors() const;
   // "MyNet: 61,706 parameters in 10 tensors"
   std::string Describe() const;
 

@@ -80,9 +80,9 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Get(const std::string& digest) cons
 absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
     const trainer::v1::BlobHeader& header, int64_t max_bytes) {
   RETURN_IF_ERROR(ValidateBlobDigest("header.digest", header.digest()));
-  if (header.kind() != "model" && header.kind() != "data") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("header.kind: '", header.kind().substr(0, 40), "'; allowed: model, data"));
+  if (header.kind() != "model" && header.kind() != "data" && header.kind() != "weights") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.kind: '", header.kind().substr(0, 40), "'; allowed: model, data, weights"));
   }
   if (header.name().size() > kMaxNameLength) {
     return absl::InvalidArgumentError(

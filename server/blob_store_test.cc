@@ -117,9 +117,9 @@ TEST(BlobStoreTest, HeadersAreCheckedBeforeAnyByteIsStored) {
   EXPECT_EQ((*store)->BeginUpload(bad_digest, 1000).status().message(),
             "header.digest: 'sha256:../../etc/passwd' is not a digest; expected sha256: and 64 "
             "lowercase hex digits");
-  trainer::v1::BlobHeader bad_kind = Header("x", "weights");
+  trainer::v1::BlobHeader bad_kind = Header("x", "checkpoint");
   EXPECT_EQ((*store)->BeginUpload(bad_kind, 1000).status().message(),
-            "header.kind: 'weights'; allowed: model, data");
+            "header.kind: 'checkpoint'; allowed: model, data, weights");
   EXPECT_TRUE(absl::IsInvalidArgument((*store)->Get("sha256:zz").status()));
   EXPECT_EQ(FilesIn(temp.path() + "/blobs/incoming"), 0);
 }

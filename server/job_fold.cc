@@ -63,6 +63,11 @@ void ApplyEvent(const JobEvent& event, Job* job) {
     case JobEvent::kBench:
       *result->mutable_bench() = event.bench();
       break;
+    case JobEvent::kEvaluation:
+      *result->mutable_evaluation() = event.evaluation();
+      result->set_test_accuracy(event.evaluation().accuracy());
+      result->set_test_loss(event.evaluation().loss());
+      break;
     case JobEvent::kArtifact: {  // a newer file of the same name replaces the older
       auto* artifacts = result->mutable_artifacts();
       auto same = std::find_if(artifacts->begin(), artifacts->end(), [&](const auto& a) {

@@ -1,5 +1,7 @@
 #include "server/scheduler.h"
 
+#include "common/job_spec.h"
+
 #include <filesystem>
 #include <iostream>
 
@@ -253,6 +255,13 @@ void Scheduler::Supervise(Running* running) {
   request.set_job_dir(job_dir);
   if (options_.blobs != nullptr && !job.spec().model_file().empty()) {
     request.set_model_path(options_.blobs->PathOf(job.spec().model_file()));
+  }
+  if (absl::StatusOr<InitFrom> init = ParseInitFrom(job.spec().init_from());
+      !job.spec().init_from().empty() && init.ok()) {
+    request.set_init_path(!init->digest.empty() && options_.blobs != nullptr
+                              ? options_.blobs->PathOf(init->digest)
+                              : absl::StrCat(options_.jobs_dir, "/", init->job_id, "/",
+                                             init->artifact, ".pt"));
   }
   if (absl::StartsWith(job.spec().data_file(), "sha256:") && options_.blobs != nullptr) {
     request.set_data_path(options_.blobs->PathOf(job.spec().data_file()));

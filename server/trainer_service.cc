@@ -155,6 +155,30 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec) const {
           "model_file: ", spec->model_file(), " was uploaded as ", blob->kind(), ", not a model"));
     }
   }
+  if (!spec->init_from().empty()) {
+    ASSIGN_OR_RETURN(InitFrom init, ParseInitFrom(spec->init_from()));
+    if (!init.digest.empty()) {
+      if (!files_.blobs->Get(init.digest).ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "init_from: ", init.digest, " is not stored on this daemon; upload it first "
+            "(trainctl submit --init-from-file FILE does)"));
+      }
+    } else {
+      absl::StatusOr<Job> source = store_->GetJob(init.job_id);
+      if (!source.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("init_from: job ", init.job_id, " not found"));
+      }
+      const auto& artifacts = source->result().artifacts();
+      if (std::none_of(artifacts.begin(), artifacts.end(),
+                       [&](const auto& a) { return a.name() == init.artifact; })) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "init_from: job ", init.job_id, " (", Job::State_Name(source->state()),
+            ") has no ", init.artifact, " weights yet"));
+      }
+      spec->set_init_from(absl::StrCat(init.job_id, ":", init.artifact));  // explicit
+    }
+  }
   const DatasetInfo* dataset = FindDataset(spec->dataset());
   if (dataset == nullptr) return absl::OkStatus();  // validated before: unreachable
   if (dataset->source == DatasetInfo::Source::kFile) {

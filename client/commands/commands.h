@@ -27,6 +27,7 @@ void AddContextCommand(CLI::App& app, Context& ctx, int* exit_code);  // add use
 void AddArtifactsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddDownloadCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddEvaluateCommand(CLI::App& app, Context& ctx, int* exit_code);
 
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);

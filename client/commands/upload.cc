@@ -28,8 +28,8 @@ void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "  trainctl upload data.pt                   # then: --data-file sha256:...\n"
       "submit --model-file and --data-file --upload do this by themselves.");
   cmd->add_option("files", flags->files, "Files to send")->required();
-  cmd->add_option("--kind", flags->kind, "model (a TorchScript file) | data")
-      ->check(CLI::IsMember({"model", "data"}))
+  cmd->add_option("--kind", flags->kind, "model (a TorchScript file) | data | weights (for --init-from sha256:...)")
+      ->check(CLI::IsMember({"model", "data", "weights"}))
       ->capture_default_str();
   cmd->callback([&ctx, exit_code, flags] {
     int worst = kExitOk;

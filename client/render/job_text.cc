@@ -91,7 +91,38 @@ std::string DescribeJob(const Job& job) {
                             op.calls(), op.name());
     }
   }
+  for (const auto& a : result.artifacts()) {
+    absl::StrAppendFormat(&out, "  artifact  %-5s %s, %s, epoch %d, sha256 %s\n", a.name(), a.format(),
+                          FormatBytes(a.size_bytes()), a.epoch(), a.sha256().substr(0, 16));
+  }
+  if (result.has_evaluation()) out += DescribeEvaluation(result.evaluation(), job.spec().dataset());
   if (!result.error().empty()) absl::StrAppendFormat(&out, "  error     %s\n", result.error());
+  return out;
+}
+
+std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::string& dataset) {
+  std::string out = absl::StrFormat("  evaluated %s on %s's test split (%d samples): accuracy %.2f%%, loss %.4f\n",
+                                    e.weights(), dataset, e.samples(), e.accuracy() * 100, e.loss());
+  const int classes = e.classes();
+  if (classes == 0) return out;
+  out += "  per class ";
+  for (int c = 0; c < classes; ++c) {
+    absl::StrAppendFormat(&out, "%s%d: %.1f%% of %d", c == 0 ? "" : ", ", c,
+                          e.class_accuracy(c) * 100, e.class_samples(c));
+  }
+  out += "\n";
+  constexpr int kLargestMatrixShown = 20;
+  if (classes > kLargestMatrixShown || e.confusion_size() != classes * classes) {
+    return out + "  confusion (in -o json: confusion[true * classes + predicted])\n";
+  }
+  out += "  confusion rows: true class, columns: predicted\n            ";
+  for (int c = 0; c < classes; ++c) absl::StrAppendFormat(&out, "%6d", c);
+  out += "\n";
+  for (int t = 0; t < classes; ++t) {
+    absl::StrAppendFormat(&out, "      %4d  ", t);
+    for (int p = 0; p < classes; ++p) absl::StrAppendFormat(&out, "%6d", e.confusion(t * classes + p));
+    out += "\n";
+  }
   return out;
 }
 
