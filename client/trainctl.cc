@@ -68,6 +68,7 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   AddDownloadCommand(app, ctx, &exit_code);
   AddUploadCommand(app, ctx, &exit_code);
   AddEvaluateCommand(app, ctx, &exit_code);
+  AddDeleteCommand(app, ctx, &exit_code);
   AddQueueCommands(app, ctx, &exit_code);
   AddContextCommand(app, ctx, &exit_code);
 

@@ -77,6 +77,16 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Get(const std::string& digest) cons
   return blob;
 }
 
+absl::Status BlobStore::Remove(const std::string& digest) {
+  RETURN_IF_ERROR(ValidateBlobDigest("digest", digest));
+  const std::string path = PathOf(digest);
+  unlink((path + ".blob").c_str());
+  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(absl::StrCat("cannot remove ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
     const trainer::v1::BlobHeader& header, int64_t max_bytes) {
   RETURN_IF_ERROR(ValidateBlobDigest("header.digest", header.digest()));

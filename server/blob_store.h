@@ -30,6 +30,8 @@ class BlobStore {
   std::string PathOf(const std::string& digest) const;
   // NOT_FOUND when the content is not stored.
   absl::StatusOr<trainer::v1::Blob> Get(const std::string& digest) const;
+  // Removes the content and its description (a job deleted was its last user).
+  absl::Status Remove(const std::string& digest);
 
   // One upload in progress. Not thread-safe; one caller at a time.
   class Upload {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
@@ -59,6 +60,16 @@ CREATE TABLE settings (
 ALTER TABLE jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX jobs_by_owner ON jobs(owner, state);
 )sql",
+    // 3 -> 4: which uploaded blobs each job uses (model_file, data_file, init_from), so deleting
+    // a job can tell which blobs nothing else needs. Jobs before this version used no blobs.
+    R"sql(
+CREATE TABLE job_blobs (
+  job_id INTEGER NOT NULL,
+  digest TEXT NOT NULL,
+  PRIMARY KEY (job_id, digest)
+) WITHOUT ROWID;
+CREATE INDEX job_blobs_by_digest ON job_blobs(digest);
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -113,6 +124,15 @@ class Statement {
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
 };
+
+// The uploaded blobs a spec names.
+std::vector<std::string> BlobsOf(const trainer::v1::JobSpec& spec) {
+  std::vector<std::string> digests;
+  for (const std::string* value : {&spec.model_file(), &spec.data_file(), &spec.init_from()}) {
+    if (absl::StartsWith(*value, "sha256:")) digests.push_back(*value);
+  }
+  return digests;
+}
 
 google::protobuf::Timestamp Now() {
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -263,6 +283,13 @@ absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
   insert.BindText(8, job.owner());
   if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert job");
   const int64_t id = sqlite3_last_insert_rowid(db_);
+  for (const std::string& digest : BlobsOf(job.spec())) {
+    Statement uses(db_, "INSERT OR IGNORE INTO job_blobs(job_id, digest) VALUES(?, ?)");
+    RETURN_IF_ERROR(uses.status("insert job blob"));
+    uses.Bind(1, id);
+    uses.BindText(2, digest);
+    if (uses.Step() != SQLITE_DONE) return SqliteError(db_, "insert job blob");
+  }
   JobEvent event;
   event.mutable_state_change()->set_state(Job::QUEUED);
   RETURN_IF_ERROR(AppendEventLocked(id, std::move(event), std::nullopt).status());
@@ -403,6 +430,37 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
   update.Bind(3, job_id);
   if (update.Step() != SQLITE_DONE) return SqliteError(db_, "update job");
   return event;
+}
+
+absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {
+    ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
+    if (!IsTerminal(job.state())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " is ", Job::State_Name(job.state()), "; cancel it first"));
+    }
+    if (job.sweep_id() != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " is a member of sweep ", job.sweep_id(), ", whose report needs it"));
+    }
+    for (const char* sql : {"DELETE FROM events WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?",
+                            "DELETE FROM job_blobs WHERE job_id = ?"}) {
+      Statement remove(db_, sql);
+      RETURN_IF_ERROR(remove.status("delete job"));
+      remove.Bind(1, job_id);
+      if (remove.Step() != SQLITE_DONE) return SqliteError(db_, "delete job");
+    }
+    std::vector<std::string> unused;
+    for (const std::string& digest : BlobsOf(job.spec())) {
+      Statement users(db_, "SELECT COUNT(*) FROM job_blobs WHERE digest = ?");
+      RETURN_IF_ERROR(users.status("count blob users"));
+      users.BindText(1, digest);
+      if (users.Step() != SQLITE_ROW) return SqliteError(db_, "count blob users");
+      if (users.Int(0) == 0) unused.push_back(digest);
+    }
+    return unused;
+  });
 }
 
 absl::StatusOr<Job> Store::GetJob(int64_t job_id) {

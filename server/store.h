@@ -1,6 +1,7 @@
 // Store: the durable state of traind in one SQLite file (WAL, synchronous=FULL).
 //   jobs(id, state, job)          job = serialized trainer.v1.Job, state mirrored for queries
 //   events(job_id, seq, payload)  payload = serialized trainer.v1.JobEvent, seq dense per job
+//   job_blobs(job_id, digest)     uploaded blobs a job's spec names (for deleting unused ones)
 // Every write is one transaction; a job's row is updated in the same transaction as the event that
 // changes it (server/job_fold.h), so a crash at any moment leaves them consistent.
 // Thread-safe: one connection behind a mutex. Calls block on disk: never call from a gRPC reaction.
@@ -60,6 +61,11 @@ class Store {
 
   // NOT_FOUND names the id.
   absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
+
+  // Removes a finished job and its events in one transaction. FAILED_PRECONDITION for a job that
+  // is not finished, or belongs to a sweep. Returns the blobs it used that no job uses any more
+  // (their files are the caller's to remove).
+  absl::StatusOr<std::vector<std::string>> DeleteJob(int64_t job_id);
 
   struct JobFilter {
     std::vector<trainer::v1::Job::State> states;  // empty: any

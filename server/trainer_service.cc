@@ -19,6 +19,7 @@
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
 #include "server/download_reactor.h"
+#include "server/job_files.h"
 #include "server/job_fold.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
@@ -352,6 +353,7 @@ grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* co
                                                  Job* response) {
   return Offload(context, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(*response, store_->GetJob(request->id()));
+    response->set_disk_bytes(JobDiskBytes(files_.jobs_dir, response->id()));
     return absl::OkStatus();
   });
 }
@@ -383,7 +385,10 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
     jobs.resize(page_size);
     response->set_next_page_token(absl::StrCat(jobs.back().id()));
   }
-  for (Job& job : jobs) *response->add_jobs() = std::move(job);
+  for (Job& job : jobs) {
+    job.set_disk_bytes(JobDiskBytes(files_.jobs_dir, job.id()));
+    *response->add_jobs() = std::move(job);
+  }
   return absl::OkStatus();
 }
 
@@ -536,6 +541,29 @@ grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* c
                                                   trainer::v1::Blob* response) {
   return Offload(context, [this, request, response]() -> absl::Status {
     ASSIGN_OR_RETURN(*response, files_.blobs->Get(request->digest()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext* context,
+                                                    const trainer::v1::DeleteJobRequest* request,
+                                                    trainer::v1::DeleteJobResponse* response) {
+  return Offload(context, [this, request, response]() -> absl::Status {
+    const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
+    ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteJob(request->id()));
+    // The job is gone from the store (committed); its files follow. A crash in between leaves
+    // files no job names, never a job without its files.
+    response->set_id(request->id());
+    int64_t freed = bytes;
+    RETURN_IF_ERROR(RemoveJobFiles(files_.jobs_dir, request->id()));
+    for (const std::string& digest : unused) {
+      if (absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(digest); blob.ok()) {
+        freed += blob->size_bytes();
+      }
+      RETURN_IF_ERROR(files_.blobs->Remove(digest));
+      response->add_removed_blobs(digest);
+    }
+    response->set_freed_bytes(freed);
     return absl::OkStatus();
   });
 }

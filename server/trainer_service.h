@@ -72,6 +72,9 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   grpc::ServerUnaryReactor* GetBlob(grpc::CallbackServerContext* context,
                                     const trainer::v1::GetBlobRequest* request,
                                     trainer::v1::Blob* response) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
+                                      const trainer::v1::DeleteJobRequest* request,
+                                      trainer::v1::DeleteJobResponse* response) override;
   grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
                                           const trainer::v1::ListArtifactsRequest* request,
                                           trainer::v1::ListArtifactsResponse* response) override;

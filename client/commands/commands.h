@@ -28,6 +28,7 @@ void AddArtifactsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddDownloadCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddEvaluateCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddDeleteCommand(CLI::App& app, Context& ctx, int* exit_code);
 
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);

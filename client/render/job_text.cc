@@ -91,6 +91,10 @@ std::string DescribeJob(const Job& job) {
                             op.calls(), op.name());
     }
   }
+  if (job.disk_bytes() > 0) {
+    absl::StrAppendFormat(&out, "  disk      %s in the job's directory on the daemon\n",
+                          FormatBytes(job.disk_bytes()));
+  }
   for (const auto& a : result.artifacts()) {
     absl::StrAppendFormat(&out, "  artifact  %-5s %s, %s, epoch %d, sha256 %s\n", a.name(), a.format(),
                           FormatBytes(a.size_bytes()), a.epoch(), a.sha256().substr(0, 16));
@@ -127,17 +131,19 @@ std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::stri
 }
 
 std::string JobTable(const std::vector<Job>& jobs) {
-  std::string out = absl::StrFormat("%-6s %-10s %-8s %-14s %-7s %-6s %-19s %-8s %s\n", "ID",
-                                    "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS", "CREATED",
-                                    "TEST ACC", "NAME");
+  std::string out = absl::StrFormat("%-6s %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n",
+                                    "ID", "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS",
+                                    "CREATED", "TEST ACC", "DISK", "NAME");
   for (const Job& job : jobs) {
     const std::string accuracy =
         job.state() == Job::SUCCEEDED ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
                                       : "-";
-    absl::StrAppendFormat(&out, "%-6d %-10s %-8s %-14s %-7s %-6d %-19s %-8s %s\n", job.id(),
+    absl::StrAppendFormat(&out, "%-6d %-10s %-11s %-14s %-7s %-6d %-19s %-8s %-9s %s\n", job.id(),
                           StateName(job.state()), job.spec().model(), job.spec().dataset(),
                           job.spec().device(), job.spec().epochs(),
-                          FormatTimestamp(job.create_time()), accuracy, job.spec().name());
+                          FormatTimestamp(job.create_time()), accuracy,
+                          job.disk_bytes() > 0 ? FormatBytes(job.disk_bytes()) : "-",
+                          job.spec().name());
   }
   return out;
 }

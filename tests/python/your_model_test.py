@@ -245,6 +245,49 @@ class YourModelTest(unittest.TestCase):
         self.assertIn("init_from: the weights have no 'layers.1.weight', which the model has",
                       mismatched["result"]["error"])
 
+    def test_delete_removes_a_job_its_files_and_unused_uploads(self):
+        table = self.work / "delete.csv"
+        table.write_text("a,b,label\n" + "".join(f"{i % 7},{i % 5},{i % 2}\n" for i in range(200)))
+        model = self.script(Mlp(2, 2), "delete-mlp.pt")
+        shared = self.submit("--model-file", model, "--dataset", "csv", "--data-file", table,
+                             "--upload").stdout.strip()
+        alone = self.submit("--model-file", model, "--dataset", "csv", "--data-file", table,
+                            "--upload", "--seed", "5").stdout.strip()
+        wait_job(shared)
+        job = wait_job(alone)
+        self.assertGreater(int(job["diskBytes"]), 0)  # best.pt, final.pt
+        state = pathlib.Path(os.environ["XDG_STATE_HOME"]) / "traind"
+        self.assertTrue((state / "jobs" / alone).is_dir())
+        self.assertIn("DISK", trainctl("list").stdout)
+
+        # The first delete keeps the uploads: the other job still uses them.
+        out = trainctl("delete", alone).stdout
+        self.assertRegex(out, rf"job {alone}: deleted, [0-9.]+ MB freed\n")
+        self.assertFalse((state / "jobs" / alone).exists())
+        r = trainctl("show", alone, check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"job {alone} not found", r.stderr)
+        digest = json.loads(trainctl("show", shared, "--output", "json").stdout)["spec"]["modelFile"]
+        blob = state / "blobs" / "sha256" / digest.split(":")[1]
+        self.assertTrue(blob.exists())
+        out = trainctl("delete", shared).stdout
+        self.assertIn("with 2 upload(s) no job uses", out)
+        self.assertFalse(blob.exists())
+
+        # Refused: unknown, running or queued jobs; nothing is removed.
+        r = trainctl("delete", "999999", check=False)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("job 999999 not found", r.stderr)
+        trainctl("pause")
+        try:
+            queued = self.submit("--model", "mlp", "--dataset", "fashion-mnist").stdout.strip()
+            r = trainctl("delete", queued, check=False)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(f"job {queued} is QUEUED; cancel it first", r.stderr)
+            trainctl("cancel", queued)
+        finally:
+            trainctl("resume")
+
     def test_bad_inputs_are_refused_clearly_and_lose_nothing(self):
         before = self.submit("--model", "mlp", "--dataset", "fashion-mnist", "--limit-train",
                              "500", "--limit-test", "100").stdout.strip()
