@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -77,6 +78,19 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Get(const std::string& digest) cons
   return blob;
 }
 
+int64_t BlobStore::BytesOwnedBy(const std::string& owner) const {
+  int64_t bytes = 0;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir((dir_ + "/sha256").c_str()), closedir);
+  if (!dir) return 0;
+  while (const dirent* entry = readdir(dir.get())) {
+    const std::string name = entry->d_name;
+    if (name.size() != 64 + 5 || name.compare(64, 5, ".blob") != 0) continue;
+    absl::StatusOr<trainer::v1::Blob> blob = Get("sha256:" + name.substr(0, 64));
+    if (blob.ok() && blob->owner() == owner) bytes += blob->size_bytes();
+  }
+  return bytes;
+}
+
 absl::Status BlobStore::Remove(const std::string& digest) {
   RETURN_IF_ERROR(ValidateBlobDigest("digest", digest));
   const std::string path = PathOf(digest);
@@ -88,7 +102,7 @@ absl::Status BlobStore::Remove(const std::string& digest) {
 }
 
 absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
-    const trainer::v1::BlobHeader& header, int64_t max_bytes) {
+    const trainer::v1::BlobHeader& header, int64_t max_bytes, const std::string& owner) {
   RETURN_IF_ERROR(ValidateBlobDigest("header.digest", header.digest()));
   if (header.kind() != "model" && header.kind() != "data" && header.kind() != "weights") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -112,12 +126,16 @@ absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
     return absl::InternalError(absl::StrCat("cannot create a file in ", dir_, "/incoming: ",
                                             std::strerror(errno)));
   }
-  return std::unique_ptr<Upload>(new Upload(this, header, temp, fd));
+  return std::unique_ptr<Upload>(new Upload(this, header, owner, temp, fd));
 }
 
 BlobStore::Upload::Upload(const BlobStore* store, trainer::v1::BlobHeader header,
-                          std::string temp_path, int fd)
-    : store_(store), header_(std::move(header)), temp_path_(std::move(temp_path)), fd_(fd) {}
+                          std::string owner, std::string temp_path, int fd)
+    : store_(store),
+      header_(std::move(header)),
+      owner_(std::move(owner)),
+      temp_path_(std::move(temp_path)),
+      fd_(fd) {}
 
 BlobStore::Upload::~Upload() {
   if (fd_ >= 0) close(fd_);
@@ -171,6 +189,7 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
   blob.set_kind(header_.kind());
   blob.set_name(header_.name());
   blob.set_description(description);
+  blob.set_owner(owner_);
   // The description first: content without one is still usable, a description without content
   // is never looked at.
   const std::string meta_temp = temp_path_ + ".blob";

@@ -49,9 +49,11 @@ class BlobStore {
 
    private:
     friend class BlobStore;
-    Upload(const BlobStore* store, trainer::v1::BlobHeader header, std::string temp_path, int fd);
+    Upload(const BlobStore* store, trainer::v1::BlobHeader header, std::string owner,
+           std::string temp_path, int fd);
     const BlobStore* store_;
     const trainer::v1::BlobHeader header_;
+    const std::string owner_;
     const std::string temp_path_;
     int fd_;
     int64_t received_ = 0;
@@ -61,8 +63,12 @@ class BlobStore {
   };
   // INVALID_ARGUMENT for a malformed header (digest, kind, name); RESOURCE_EXHAUSTED when
   // size_bytes exceeds `max_bytes`, with both numbers.
+  // `owner`: who uploads (the daemon's word, not the client's), kept in the description.
   absl::StatusOr<std::unique_ptr<Upload>> BeginUpload(const trainer::v1::BlobHeader& header,
-                                                      int64_t max_bytes);
+                                                      int64_t max_bytes,
+                                                      const std::string& owner = "");
+  // Bytes of the blobs `owner` uploaded (reads every description: O(blobs)).
+  int64_t BytesOwnedBy(const std::string& owner) const;
 
  private:
   explicit BlobStore(std::string dir) : dir_(std::move(dir)) {}

@@ -173,7 +173,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),
       TrainerService::Files{daemon->blobs_.get(), options.state_dir + "/jobs", options.worker_path,
-                            options.max_upload_bytes},
+                            options.max_upload_bytes, options.max_storage_per_token},
       options.enable_fault_injection, DataRoots(options.data_roots));
 
   grpc::EnableDefaultHealthCheckService(true);

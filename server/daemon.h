@@ -38,6 +38,8 @@ struct DaemonOptions {
   AccessControl::Limits limits;
   int max_request_bytes = 4 << 20;
   int64_t max_upload_bytes = int64_t{8} << 30;  // one uploaded file (model, dataset)
+  // What one token may hold (its uploads and its jobs' files); 0: no limit. Local callers: none.
+  int64_t max_storage_per_token = int64_t{50} << 30;
   std::string worker_path;               // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
   double checkpoint_minutes = 10;        // running jobs checkpoint at least this often; 0: off

@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-upload-bytes", options.max_upload_bytes,
                  "Largest file a client may upload (a model or a dataset); default 8 GiB");
+  app.add_option("--max-storage-per-token", options.max_storage_per_token,
+                 "Bytes one token may hold: its uploads and its jobs' files (0: no limit); "
+                 "default 50 GiB");
   app.add_option("--max-request-bytes", options.max_request_bytes, "Largest request accepted")
       ->capture_default_str()
       ->check(CLI::Range(1024, 1 << 30));

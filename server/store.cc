@@ -432,6 +432,18 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
   return event;
 }
 
+absl::StatusOr<std::vector<int64_t>> Store::JobIdsOwnedBy(const std::string& owner) {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT id FROM jobs WHERE owner = ?");
+  RETURN_IF_ERROR(select.status("list jobs by owner"));
+  select.BindText(1, owner);
+  std::vector<int64_t> ids;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) ids.push_back(select.Int(0));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list jobs by owner");
+  return ids;
+}
+
 absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {

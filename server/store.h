@@ -62,6 +62,9 @@ class Store {
   // NOT_FOUND names the id.
   absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
 
+  // Ids of the jobs `owner` submitted (any state).
+  absl::StatusOr<std::vector<int64_t>> JobIdsOwnedBy(const std::string& owner);
+
   // Removes a finished job and its events in one transaction. FAILED_PRECONDITION for a job that
   // is not finished, or belongs to a sweep. Returns the blobs it used that no job uses any more
   // (their files are the caller's to remove).

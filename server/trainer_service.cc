@@ -21,6 +21,7 @@
 #include "server/download_reactor.h"
 #include "server/job_files.h"
 #include "server/job_fold.h"
+#include "server/storage_quota.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
 #include "server/upload_reactor.h"
@@ -532,8 +533,14 @@ grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadB
     grpc::CallbackServerContext* context, trainer::v1::Blob* response) {
   absl::StatusOr<Caller> caller = access_->Authenticate(*context);
   if (!caller.ok()) return new RejectedUpload(ToGrpcStatus(caller.status()));
-  return UploadReactor::Start(files_.blobs, executor_,
-                              {files_.worker_path, files_.max_upload_bytes}, response);
+  UploadReactor::Options options{files_.worker_path, files_.max_upload_bytes, caller->owner};
+  if (caller->limited) {
+    options.admit = [this, owner = caller->owner](int64_t bytes) {
+      return CheckStorageQuota(*store_, *files_.blobs, files_.jobs_dir, owner, bytes,
+                               files_.max_storage_per_token);
+    };
+  }
+  return UploadReactor::Start(files_.blobs, executor_, std::move(options), response);
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* context,

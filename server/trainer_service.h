@@ -24,6 +24,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
     std::string jobs_dir;           // <state-dir>/jobs: each job's artifacts
     std::string worker_path;        // traind-worker, which inspects uploaded models
     int64_t max_upload_bytes = 0;   // traind --max-upload-bytes
+    int64_t max_storage_per_token = 0;  // traind --max-storage-per-token; 0: none
   };
   // `devices` is what traind-worker found at start: the devices jobs may ask for.
   TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,

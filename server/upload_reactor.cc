@@ -36,7 +36,9 @@ void UploadReactor::OnReadDone(bool ok) {
 absl::Status UploadReactor::Consume() {
   if (request_.has_header()) {
     if (upload_ != nullptr) return absl::InvalidArgumentError("header: only in the first message");
-    ASSIGN_OR_RETURN(upload_, blobs_->BeginUpload(request_.header(), options_.max_bytes));
+    if (options_.admit) RETURN_IF_ERROR(options_.admit(request_.header().size_bytes()));
+    ASSIGN_OR_RETURN(upload_,
+                     blobs_->BeginUpload(request_.header(), options_.max_bytes, options_.owner));
     return absl::OkStatus();
   }
   if (upload_ == nullptr) {

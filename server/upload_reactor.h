@@ -7,6 +7,7 @@
 #ifndef TRAIND_SERVER_UPLOAD_REACTOR_H_
 #define TRAIND_SERVER_UPLOAD_REACTOR_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,9 @@ class UploadReactor : public grpc::ServerReadReactor<trainer::v1::UploadBlobRequ
   struct Options {
     std::string worker_path;  // inspects models
     int64_t max_bytes = 0;    // traind --max-upload-bytes
+    std::string owner;        // the authenticated caller, recorded with the blob
+    // Run on the executor with the announced size before anything is stored (storage quota).
+    std::function<absl::Status(int64_t bytes)> admit;
   };
   // Starts reading; the reactor owns itself from here.
   static UploadReactor* Start(BlobStore* blobs, Executor* executor, Options options,
