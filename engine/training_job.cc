@@ -258,9 +258,16 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   }
   std::unique_ptr<CudaGraphTrainStep> graph_step;
   if (spec_.cuda_graph()) {
-    ASSIGN_OR_RETURN(graph_step,
-                     CudaGraphTrainStep::Create(model, spec_, device_, batch_size,
-                                                data.train.inputs[0], data.train.labels[0]));
+    absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> created = CudaGraphTrainStep::Create(
+        model, spec_, device_, batch_size, data.train.inputs[0], data.train.labels[0]);
+    // A TorchScript module may do what a graph cannot capture (host syncs, data-dependent
+    // control flow): say so and train eagerly. traind's own models must capture.
+    if (!created.ok() && dynamic_cast<const ScriptedModelImpl*>(model.ptr().get()) != nullptr) {
+      Log(absl::StrCat("CUDA graph: this TorchScript module cannot be captured (",
+                       created.status().message(), "); training without a graph"));
+    } else {
+      ASSIGN_OR_RETURN(graph_step, std::move(created));
+    }
   }
   const int epochs = spec_.epochs();
   // A CUDA-graph step keeps its optimizer state inside the graph, out of the optimizer's reach.

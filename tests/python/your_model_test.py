@@ -156,6 +156,31 @@ class YourModelTest(unittest.TestCase):
         formats = {a["name"]: a["format"] for a in job["result"]["artifacts"]}
         self.assertEqual(formats, {"best": "torchscript", "final": "torchscript"})
 
+    def test_a_torchscript_model_takes_the_training_options_and_sweeps(self):
+        model = self.script(Net(), "options.pt")
+        job_id = self.submit("--model-file", model, "--dataset", "tensors", "--data-file",
+                             self.data, "--upload", "--epochs", "2", "--batch-size", "auto",
+                             "--accumulate", "2", "--checkpoint-every", "1", "--profile-steps",
+                             "2", "--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05",
+                             "--amp", "bf16").stdout.strip()
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        logs = trainctl("logs", job_id).stdout
+        self.assertIn("batch-size auto:", logs)
+        self.assertIn("Checkpoint after epoch 1", logs)
+        self.assertGreater(len(job["result"]["topOperators"]), 0)
+        # A few large steps only (batch-size auto, accumulation): it learns, not far.
+        self.assertGreater(job["result"]["testAccuracy"], 0.3)
+
+        sweep = trainctl("sweep", "--model-file", model, "--dataset", "tensors", "--data-file",
+                         self.data, "--upload", "--lr", "0.001,0.003", "--name", "ts-sweep")
+        self.assertIn("already on the daemon", sweep.stderr)
+        sweep_id = sweep.stdout.strip()
+        trainctl("watch", "--sweep", sweep_id)
+        report = json.loads(trainctl("report", sweep_id, "--format", "json").stdout)
+        self.assertEqual(len(report["rows"]), 2)
+        self.assertTrue(all(row["succeeded"] == 1 for row in report["rows"]), report)
+
     def test_image_folder(self):
         from PIL import Image
         root = self.work / "images"
