@@ -7,6 +7,10 @@
 #include <map>
 #include <vector>
 
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -28,6 +32,33 @@ c10::Dict<std::string, torch::Tensor> StateDict(const torch::nn::Module& module)
 }
 
 namespace {
+
+// torch::pickle_save's archive, but with plain (untagged) dicts: pickle_save tags a typed dict
+// with torch.jit._pickle.restore_type_tag, a global that PyTorch >= 2.6's torch.load refuses by
+// default (weights_only=True). Untagged, the file holds only a dict, strings and tensors, which
+// torch.load(path) reads with its defaults.
+std::vector<char> StateDictBytes(const c10::Dict<std::string, torch::Tensor>& state) {
+  std::vector<char> pickled;
+  torch::jit::Pickler pickler(
+      [&pickled](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); },
+      /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
+      /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(state);
+  pickler.stop();
+  std::vector<char> archive;
+  {
+    caffe2::serialize::PyTorchStreamWriter writer([&archive](const void* data, size_t size) {
+      const char* bytes = static_cast<const char*>(data);
+      archive.insert(archive.end(), bytes, bytes + size);
+      return size;
+    });
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(),
+                                       pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+  }
+  return archive;
+}
 
 std::string ShapeText(const torch::Tensor& t) {
   std::string text = "[";
@@ -127,7 +158,7 @@ absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
   } else {
     artifact.set_format("state_dict");
     write = [&model](const std::string& temp) {
-      const std::vector<char> bytes = torch::pickle_save(StateDict(*model.ptr()));
+      const std::vector<char> bytes = StateDictBytes(StateDict(*model.ptr()));
       std::ofstream out(temp, std::ios::binary | std::ios::trunc);
       out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     };

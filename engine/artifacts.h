@@ -1,6 +1,8 @@
 // A job's trained weights as files people take away: <job_dir>/NAME.pt for NAME final (after the
 // last epoch) and best (the epoch with the best validation result). Built-in networks: a state
-// dict (torch::pickle_save of {name: tensor}, on the CPU) that Python's torch.load reads, with the
+// dict (a pickled {name: tensor} in torch.save's zip format, on the CPU, with nothing but strings
+// and tensors in it, so that torch.load reads it with weights_only=True, the default since
+// PyTorch 2.6), with the
 // parameter and buffer names of bench/reference/'s definitions, so load_state_dict just works.
 // TorchScript jobs: the trained module itself (torch.jit.load). Written durably; described by an
 // Artifact (size, SHA-256) the job emits as an event. Thread-compatible.

@@ -107,7 +107,7 @@ class YourModelTest(unittest.TestCase):
         path = self.work / "lenet5-best.pt"
         trainctl("download", job_id, "-o", path)  # best by default
         model = train_reference.LeNet5()
-        model.load_state_dict(torch.load(str(path)))  # strict: every name matches
+        model.load_state_dict(torch.load(str(path), weights_only=True))  # strict: every name matches
         model.eval()
         x, y = train_reference.load_split(FASHION, "t10k", 400, 32)
         with torch.no_grad():
@@ -135,7 +135,7 @@ class YourModelTest(unittest.TestCase):
                 self.assertEqual(job["state"], "SUCCEEDED", job)
                 path = self.work / f"{model}.pt"
                 trainctl("download", job["id"], "final", "-o", path, "--force")
-                reference().load_state_dict(torch.load(str(path)))  # strict
+                reference().load_state_dict(torch.load(str(path), weights_only=True))  # strict
 
     def test_torchscript_model_on_tensors_and_the_same_upload_once(self):
         model = self.script(Net(), "net.pt")
