@@ -1,11 +1,10 @@
 #include "data/tensor_file.h"
 
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "data/saved_dict.h"
 
 namespace traind {
 
@@ -63,24 +62,10 @@ absl::StatusOr<Split> ToSplit(const torch::Tensor& x, const torch::Tensor& y, co
 }  // namespace
 
 absl::StatusOr<TrainTest> ReadTensorFile(const std::string& path, bool regression) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("data_file: cannot open ", path));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(bytes);
-  } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    if (const size_t newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
-    return absl::InvalidArgumentError(
-        absl::StrCat("data_file: not a file written by torch.save: ", what));
-  }
-  if (!value.isGenericDict()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data_file: holds a ", value.tagKind(),
-        "; expected a dict with train_x, train_y, test_x, test_y"));
-  }
-  const c10::Dict<c10::IValue, c10::IValue> dict = value.toGenericDict();
+  absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> saved =
+      ReadSavedDict(path, "data_file", "a dict with train_x, train_y, test_x, test_y");
+  if (!saved.ok()) return saved.status();
+  const c10::Dict<c10::IValue, c10::IValue>& dict = *saved;
   TrainTest data;
   torch::Tensor train_x, train_y, test_x, test_y;
   for (auto [key, tensor] : {std::pair{"train_x", &train_x}, std::pair{"train_y", &train_y},

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "data/saved_dict.h"
 #include "engine/durable_file.h"
 #include "models/scripted_model.h"
 
@@ -77,23 +78,10 @@ absl::StatusOr<std::map<std::string, torch::Tensor>> ReadWeights(const std::stri
   } catch (const c10::Error&) {
     // not TorchScript: a state dict, below
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("init_from: cannot open ", path));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  c10::IValue value;
-  try {
-    value = torch::pickle_load(bytes);
-  } catch (const c10::Error& e) {
-    std::string what = e.what_without_backtrace();
-    if (const size_t newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "init_from: neither a TorchScript module nor a state dict saved by torch.save: ", what));
-  }
-  if (!value.isGenericDict()) {
-    return absl::InvalidArgumentError(absl::StrCat("init_from: holds a ", value.tagKind(),
-                                                   ", not a state dict {name: tensor}"));
-  }
-  for (const auto& entry : value.toGenericDict()) {
+  absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> saved =
+      ReadSavedDict(path, "init_from", "a TorchScript module or a state dict {name: tensor}");
+  if (!saved.ok()) return saved.status();
+  for (const auto& entry : *saved) {
     if (!entry.key().isString() || !entry.value().isTensor()) {
       return absl::InvalidArgumentError(
           "init_from: the state dict must map names (strings) to tensors");

@@ -57,28 +57,10 @@ int RunBench(Context& ctx, const std::string& kind, const BenchFlags& flags) {
   if (absl::Status s = ApplySpecFlags(flags.spec, spec); !s.ok()) {
     return ctx.UsageError(std::string(s.message()));
   }
-  trainer::v1::Job job;
-  {
-    auto call = UnaryCall();
-    grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
-    if (!status.ok()) return ctx.Fail(status);
-  }
-  if (!ctx.json()) ctx.err() << "bench: job " << job.id() << " queued\n";
   // Follow quietly (or visibly with --watch), then print the result.
-  std::ostringstream sink;
-  Context quiet = ctx.WithOutput(flags.watch ? ctx.out() : sink, /*out_is_terminal=*/false);
-  quiet.options().output = "table";
-  const int watched = WatchJob(quiet, job.id(), 0);
-  if (watched == kExitUnreachable || watched == kExitUsage) return watched;
-  trainer::v1::GetJobRequest get;
-  get.set_id(job.id());
-  auto call = UnaryCall();
-  grpc::Status status = ctx.stub().GetJob(call.get(), get, &job);
-  if (!status.ok()) return ctx.Fail(status);
-  if (job.state() != trainer::v1::Job::SUCCEEDED) {
-    ctx.err() << "trainctl: benchmark job " << job.id() << " "
-              << trainer::v1::Job::State_Name(job.state()) << ": " << job.result().error() << "\n";
-    return kExitJobFailed;
+  trainer::v1::Job job;
+  if (int code = RunJobToEnd(ctx, request, "benchmark", flags.watch, &job); code != kExitOk) {
+    return code;
   }
   PrintResult(ctx, job);
   return kExitOk;

@@ -30,6 +30,12 @@ void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddEvaluateCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddDeleteCommand(CLI::App& app, Context& ctx, int* exit_code);
 
+// Submits `request`, follows the job to its end (its events on ctx.out() when `show_events`) and
+// fetches it into `*job`. kExitOk when it SUCCEEDED; otherwise the exit code, with a line on
+// stderr naming `what` ("bench", "evaluation") and the job's error.
+int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, const char* what,
+                bool show_events, trainer::v1::Job* job);
+
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);
 

@@ -59,26 +59,9 @@ int RunEvaluate(Context& ctx, const EvaluateFlags& flags) {
     return ctx.Fail(ToGrpcStatus(s));
   }
   trainer::v1::Job job;
-  {
-    auto call = UnaryCall();
-    grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
-    if (!status.ok()) return ctx.Fail(status);
-  }
-  if (!ctx.json()) ctx.err() << "evaluate: job " << job.id() << " queued\n";
-  std::ostringstream sink;
-  Context quiet = ctx.WithOutput(sink, /*out_is_terminal=*/false);
-  quiet.options().output = "table";
-  const int watched = WatchJob(quiet, job.id(), 0);
-  if (watched == kExitUnreachable || watched == kExitUsage) return watched;
-  trainer::v1::GetJobRequest get;
-  get.set_id(job.id());
-  auto call = UnaryCall();
-  grpc::Status status = ctx.stub().GetJob(call.get(), get, &job);
-  if (!status.ok()) return ctx.Fail(status);
-  if (job.state() != trainer::v1::Job::SUCCEEDED) {
-    ctx.err() << "trainctl: evaluation job " << job.id() << " "
-              << trainer::v1::Job::State_Name(job.state()) << ": " << job.result().error() << "\n";
-    return kExitJobFailed;
+  if (int code = RunJobToEnd(ctx, request, "evaluation", /*show_events=*/false, &job);
+      code != kExitOk) {
+    return code;
   }
   if (ctx.json()) {
     ctx.PrintJson(job.result().evaluation());

@@ -84,6 +84,14 @@ id=$(on_laptop "$bin/trainctl" "${auth[@]}" submit "${small[@]}" 2>"$work/submit
 expect 0 "watch over TLS with a token" "Test accuracy" -- on_laptop "$bin/trainctl" "${auth[@]}" watch "$id"
 expect 0 "the job records which token submitted it" '"owner": "token-1"' -- \
   on_laptop "$bin/trainctl" "${auth[@]}" show "$id" --output json
+expect 0 "artifacts over TLS with a token" "state_dict" -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" artifacts "$id"
+expect 0 "download over TLS with a token, checked against its SHA-256" "best of job $id" -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" download "$id" -o "$work/remote-best.pt"
+expect 0 "an upload over TLS with a token" "sha256:" -- \
+  on_laptop "$bin/trainctl" "${auth[@]}" upload "$work/remote-best.pt"
+expect 3 "a download without a token is UNAUTHENTICATED" "no bearer token" -- \
+  on_laptop "$bin/trainctl" "${tls[@]}" download "$id" -o "$work/other-best.pt"
 
 echo "wrong-token-0123456789abcdef" >"$work/wrong-token"
 expect 3 "a wrong token is UNAUTHENTICATED (exit 3)" "wrong bearer token" -- \
