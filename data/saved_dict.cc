@@ -20,8 +20,13 @@ absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> ReadSavedDict(const std::str
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
     if (const size_t newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": not a file written by torch.save: ", what));
+    // LibTorch reads collections.OrderedDict as None, then fails to add the items to it.
+    const bool ordered_dict = what.find("GenericDict but got None") != std::string::npos;
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": ",
+        ordered_dict ? "holds an OrderedDict (model.state_dict()), which LibTorch cannot read; "
+                       "save a plain dict: torch.save(dict(model.state_dict()), path)"
+                     : absl::StrCat("not a file written by torch.save: ", what)));
   }
   if (!value.isGenericDict()) {
     return absl::InvalidArgumentError(

@@ -13,6 +13,8 @@
 namespace traind {
 
 // `field` starts every message (e.g. "data_file"); `expected` says what the dict should hold.
+// LibTorch's unpickler turns a collections.OrderedDict (what model.state_dict() returns) into None,
+// so such a file fails here; the message says to save dict(...) instead.
 // NOT_FOUND for a file that cannot be opened; INVALID_ARGUMENT for one torch.save did not write
 // (with pickle_load's reason) or one that holds something other than a dict.
 absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> ReadSavedDict(const std::string& path,

@@ -243,6 +243,22 @@ class YourModelTest(unittest.TestCase):
         self.assertIn("uploaded", from_file.stderr)
         self.assertLess(self.first_loss(from_file.stdout.strip()), 1.2)
 
+        # PyTorch's own state dict, saved as a plain dict, starts a job from those exact weights;
+        # saved as model.state_dict() returns it (an OrderedDict) it is refused with the remedy.
+        reference = train_reference.LeNet5()
+        reference.load_state_dict(torch.load(str(weights), weights_only=True))
+        plain = self.work / "plain.pt"
+        torch.save(dict(reference.state_dict()), str(plain))
+        self.assertLess(self.first_loss(self.submit(*base, "--init-from-file", plain,
+                                                    "--epochs", "1").stdout.strip()), 1.2)
+        ordered = self.work / "ordered.pt"
+        torch.save(reference.state_dict(), str(ordered))
+        refused = wait_job(self.submit(*base, "--init-from-file", ordered).stdout.strip())
+        self.assertEqual(refused["state"], "FAILED")
+        self.assertIn("init_from: holds an OrderedDict (model.state_dict()), which LibTorch cannot "
+                      "read; save a plain dict: torch.save(dict(model.state_dict()), path)",
+                      refused["result"]["error"])
+
         # Evaluation of the final weights on the job's own test split agrees with the job.
         r = trainctl("evaluate", first, "final", "--output", "json")
         evaluation = json.loads(r.stdout)
