@@ -9,11 +9,14 @@ deploy/install-deps.sh
 start=$(date +%s)
 deploy/build.sh
 echo "test.sh: built in $(( $(date +%s) - start )) s"
-status=0
-ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || status=$?
+main=0
+ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || main=$?
+status=$main
+verdict() { [ "$1" = 0 ] && echo "passed" || echo "FAILED (ctest exit $1; its failures are listed above)"; }
 
 if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
   echo "test.sh: TRAIND_SKIP_SANITIZERS=1: no ASan/UBSan build"
+  echo "test.sh: main suite $(verdict $main); exit $status"
   exit $status
 fi
 start=$(date +%s)
@@ -27,6 +30,10 @@ echo "test.sh: ASan/UBSan build in $(( $(date +%s) - start )) s"
 # macOS's ASan has no leak checker).
 asan=detect_stack_use_after_return=1:check_initialization_order=1:strict_string_checks=1
 [ "$(uname -s)" = Linux ] && asan="detect_leaks=1:$asan"
+sanitized=0
 ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || status=$?
+  ctest --test-dir build-asan --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || sanitized=$?
+[ $sanitized = 0 ] || status=$sanitized
+# One summary of both parts, last, so a failure far up is not hidden by a green second part.
+echo "test.sh: main suite $(verdict $main); ASan/UBSan suite $(verdict $sanitized); exit $status"
 exit $status
