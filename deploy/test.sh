@@ -9,14 +9,23 @@ deploy/install-deps.sh
 start=$(date +%s)
 deploy/build.sh
 echo "test.sh: built in $(( $(date +%s) - start )) s"
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 main=0
-ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || main=$?
+ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 2>&1 |
+  tee "$logs/main" || main=$?
 status=$main
 verdict() { [ "$1" = 0 ] && echo "passed" || echo "FAILED (ctest exit $1; its failures are listed above)"; }
+# "N passed, M failed" over the suites' ctest summaries ("... M tests failed out of T").
+totals() {
+  cat "$@" | awk '/tests failed out of/ {failed += $(NF-5); total += $NF}
+                  END {printf "test.sh: %d passed, %d failed\n", total - failed, failed}'
+}
 
 if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
   echo "test.sh: TRAIND_SKIP_SANITIZERS=1: no ASan/UBSan build"
   echo "test.sh: main suite $(verdict $main); exit $status"
+  totals "$logs/main"
   exit $status
 fi
 start=$(date +%s)
@@ -32,8 +41,10 @@ asan=detect_stack_use_after_return=1:check_initialization_order=1:strict_string_
 [ "$(uname -s)" = Linux ] && asan="detect_leaks=1:$asan"
 sanitized=0
 ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 || sanitized=$?
+  ctest --test-dir build-asan --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 2>&1 |
+  tee "$logs/sanitized" || sanitized=$?
 [ $sanitized = 0 ] || status=$sanitized
 # One summary of both parts, last, so a failure far up is not hidden by a green second part.
 echo "test.sh: main suite $(verdict $main); ASan/UBSan suite $(verdict $sanitized); exit $status"
+totals "$logs/main" "$logs/sanitized"
 exit $status
