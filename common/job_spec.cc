@@ -1,6 +1,7 @@
 #include "common/job_spec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -74,15 +75,18 @@ absl::Status OneOf(const char* field, const std::string& value,
                    "; allowed: ", absl::StrJoin(allowed, ", ")));
 }
 
+// Infinity and NaN pass a plain comparison (inf > 0) or fail it with a confusing message; a
+// learning rate of inf would train to NaN and "succeed".
 absl::Status Positive(const char* field, double value) {
-  if (value > 0) return absl::OkStatus();
+  if (std::isfinite(value) && value > 0) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat(field, ": must be greater than 0, got ", value));
+      absl::StrCat(field, ": must be greater than 0 and finite, got ", value));
 }
 
 absl::Status NotNegative(const char* field, double value) {
-  if (value >= 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(field, ": must be 0 or more, got ", value));
+  if (std::isfinite(value) && value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": must be 0 or more and finite, got ", value));
 }
 
 }  // namespace
@@ -239,6 +243,8 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   status.Update(Positive("epochs", spec.epochs()));
   status.Update(Positive("batch_size", spec.batch_size()));
   status.Update(Positive("learning_rate", spec.learning_rate()));
+  if (spec.has_momentum()) status.Update(NotNegative("momentum", spec.momentum()));
+  if (spec.has_weight_decay()) status.Update(NotNegative("weight_decay", spec.weight_decay()));
   status.Update(NotNegative("limit_train", spec.limit_train()));
   status.Update(NotNegative("limit_test", spec.limit_test()));
   status.Update(Positive("log_every", spec.log_every()));

@@ -1,5 +1,7 @@
 #include "common/job_spec.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -110,6 +112,38 @@ TEST(JobSpecTest, JsonJobFile) {
   absl::Status bad = ParseJobSpecJson(R"({"modle": "mlp"})", &spec);
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("modle"), absl::string_view::npos);
+}
+
+// Issue "hostile input": values that cannot train are refused at submit, not at run time.
+TEST(JobSpecTest, NonFiniteAndNegativeTrainingValuesAreRefused) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    void (*set)(trainer::v1::JobSpec*, double);
+    double value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {[](trainer::v1::JobSpec* s, double v) { s->set_learning_rate(v); }, inf,
+       "learning_rate: must be greater than 0 and finite, got inf"},
+      {[](trainer::v1::JobSpec* s, double v) { s->set_learning_rate(v); }, nan,
+       "learning_rate: must be greater than 0 and finite, got nan"},
+      {[](trainer::v1::JobSpec* s, double v) { s->set_momentum(v); }, nan,
+       "momentum: must be 0 or more and finite, got nan"},
+      {[](trainer::v1::JobSpec* s, double v) { s->set_weight_decay(v); }, -0.5,
+       "weight_decay: must be 0 or more and finite, got -0.5"},
+  };
+  for (const Case& c : cases) {
+    trainer::v1::JobSpec spec = Valid();
+    c.set(&spec, c.value);
+    const absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_EQ(status.message(), c.message);
+  }
+  trainer::v1::JobSpec fine = Valid();
+  fine.set_momentum(0.9);
+  fine.set_weight_decay(0);
+  EXPECT_TRUE(ValidateJobSpec(fine).ok());
 }
 
 }  // namespace
