@@ -12,13 +12,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
+#ifdef TRAIND_HAVE_STB
 #define STBI_ONLY_PNG
 #define STBI_ONLY_JPEG
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #include <stb/stb_image.h>
+#endif
 
 namespace traind {
+
+#ifdef TRAIND_HAVE_STB
 
 namespace {
 
@@ -156,5 +160,15 @@ absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size) 
   data.train = Split{data.train.inputs.index_select(0, order), data.train.labels.index_select(0, order)};
   return data;
 }
+
+#else
+
+absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size) {
+  (void)dir, (void)size;
+  return absl::FailedPreconditionError(
+      "dataset: imagefolder needs a traind-worker built with stb_image (Debian: libstb-dev)");
+}
+
+#endif  // TRAIND_HAVE_STB
 
 }  // namespace traind
