@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/config_file.h"
+#include "common/loopback.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
 

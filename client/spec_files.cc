@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "client/file_transfer.h"
 #include "client/spec_flags.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -17,8 +18,9 @@ absl::StatusOr<std::string> Upload(trainer::v1::Trainer::Stub& stub, const std::
   if (!uploaded.ok()) return uploaded.status();
   const trainer::v1::Blob& blob = uploaded->blob;
   progress << absl::StrFormat("%s %s (%s, %.1f MB)%s\n", uploaded->sent ? "uploaded" : "already on the daemon:",
-                              path, blob.digest().substr(0, 19), blob.size_bytes() / 1e6,
-                              blob.description().empty() ? "" : ": " + blob.description());
+                              path, TerminalSafe(blob.digest().substr(0, 19)),
+                              blob.size_bytes() / 1e6,
+                              blob.description().empty() ? "" : ": " + TerminalSafe(blob.description()));
   return blob.digest();
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_format.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -47,8 +48,8 @@ std::vector<std::string> FormatEventLines(const JobEvent& event) {
       return FormatEpochLines(event.epoch_summary());
     case JobEvent::kFinalResult:
       return FormatFinalLines(event.final_result());
-    case JobEvent::kLog:
-      return {event.log().text()};
+    case JobEvent::kLog:  // a job's own words: its lines kept, anything else escaped
+      return {TerminalSafe(event.log().text(), /*keep_newlines=*/true)};
     default:
       return {};
   }

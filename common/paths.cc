@@ -50,11 +50,6 @@ std::string ToGrpcTarget(const std::string& address) {
   return address;
 }
 
-bool IsLoopbackAddress(const std::string& host_port) {
-  return absl::StartsWith(host_port, "127.") || absl::StartsWith(host_port, "localhost:") ||
-         absl::StartsWith(host_port, "[::1]:");
-}
-
 absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) {

@@ -19,9 +19,6 @@ std::string DefaultFashionMnistDir();
 // Turns "unix:/p", "/p" or "host:port" into a gRPC target.
 std::string ToGrpcTarget(const std::string& address);
 
-// "127.x.y.z:PORT", "localhost:PORT" or "[::1]:PORT": where plaintext TCP is acceptable.
-bool IsLoopbackAddress(const std::string& host_port);
-
 // A small file's whole text (certificates, tokens, job files), or INVALID_ARGUMENT
 // "cannot read 'PATH': <reason>" for the caller to prefix with what the file is for.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);

@@ -8,6 +8,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "common/terminal_text.h"
+#include "server/rpc_policy.h"
 
 namespace traind {
 
@@ -35,9 +38,9 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
       if (trimmed.empty() || trimmed[0] == '#') continue;
       std::vector<std::string> fields =
           absl::StrSplit(trimmed, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-      if (fields.size() > 2) {
+      if (fields.size() > 3) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "token-file: ", token_file, ":", number, ": expected TOKEN [NAME], got ",
+            "token-file: ", token_file, ":", number, ": expected TOKEN [NAME [ROLE]], got ",
             fields.size(), " fields"));
       }
       if (fields[0].size() < 16) {
@@ -45,7 +48,30 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
             "token-file: ", token_file, ":", number,
             ": a token must have at least 16 characters (deploy/make-certs.sh makes one)"));
       }
-      tokens.push_back({fields[0], fields.size() == 2 ? fields[1] : absl::StrCat("token-", number)});
+      Token token{fields[0], fields.size() >= 2 ? fields[1] : absl::StrCat("token-", number),
+                  Role::kUser};
+      if (fields.size() == 3) {
+        if (fields[2] == "admin") {
+          token.role = Role::kAdmin;
+        } else if (fields[2] != "user") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "token-file: ", token_file, ":", number, ": role '", fields[2],
+              "' is not one of: user, admin"));
+        }
+      }
+      if (token.owner == "local") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "token-file: ", token_file, ":", number,
+            ": the name 'local' is reserved for callers on the Unix socket"));
+      }
+      for (const Token& other : tokens) {
+        if (other.owner == token.owner && other.role != token.role) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "token-file: ", token_file, ":", number, ": '", token.owner,
+              "' has another token with a different role; tokens of one name share its role"));
+        }
+      }
+      tokens.push_back(std::move(token));
     }
     if (tokens.empty()) {
       return absl::InvalidArgumentError(absl::StrCat("token-file: ", token_file, " has no tokens"));
@@ -54,10 +80,31 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
   return std::unique_ptr<AccessControl>(new AccessControl(std::move(tokens), limits));
 }
 
+absl::Status NotYours(const Caller& caller, const std::string& what) {
+  return absl::PermissionDeniedError(absl::StrCat(
+      what, " is not yours: '", caller.owner,
+      "' may act only on its own jobs, sweeps and uploads (an admin token may act on all)"));
+}
+
+absl::StatusOr<Caller> AccessControl::Admit(const grpc::ServerContextBase& context,
+                                            const std::string& method) const {
+  ASSIGN_OR_RETURN(Caller caller, Authenticate(context));
+  const RpcPolicy* policy = FindRpcPolicy(method);
+  if (policy == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(method, ": this call has no access policy; nobody may make it"));
+  }
+  if (policy->scope == RpcScope::kAdmin && !caller.is_admin()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(method, ": needs an admin token; '", caller.owner, "' is a user"));
+  }
+  return caller;
+}
+
 absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase& context) const {
   const std::string peer = context.peer();
-  if (absl::StartsWith(peer, "unix:")) return Caller{"local", false};
-  if (tokens_.empty()) return Caller{"loopback", false};  // only plaintext loopback gets here
+  // The Unix socket is 0600 in a 0700 directory: whoever reaches it is the daemon's own user.
+  if (absl::StartsWith(peer, "unix:")) return Caller{"local", false, Role::kAdmin};
 
   std::string presented;
   const auto& metadata = context.client_metadata();
@@ -72,12 +119,12 @@ absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase
   }
   if (match == nullptr) {
     const char* why = it == metadata.end() ? "no bearer token" : "wrong bearer token";
-    std::cerr << "traind: refused a call from " << peer << ": " << why << "\n";
+    std::cerr << "traind: refused a call from " << TerminalSafe(peer) << ": " << why << "\n";
     return absl::UnauthenticatedError(absl::StrCat(
         why, ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "
              "(trainctl: --token-file or TRAINCTL_TOKEN_FILE)"));
   }
-  return Caller{match->owner, true};
+  return Caller{match->owner, true, match->role};
 }
 
 absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> AccessControl::AcquireWatch(

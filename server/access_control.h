@@ -1,10 +1,12 @@
-// AccessControl: who may call traind, and how much each caller may hold.
+// AccessControl: who may call traind, what each caller may do, and how much each may hold.
 //
 // Callers on the Unix socket are local (the socket is 0600 in a 0700 directory, so the file
-// system already decided) and need no token. Callers over TCP must send
-// `authorization: Bearer <token>` matching a line of --token-file; tokens are compared in
-// constant time. Each token may hold at most `max_queued_jobs` queued jobs and
-// `max_watchers` open watches; local callers are not limited.
+// system already decided): they need no token and are admins. Callers over TCP must send
+// `authorization: Bearer <token>` matching a line of --token-file (`TOKEN [NAME [ROLE]]`);
+// tokens are compared in constant time. A `user` token (the default role) acts on its own jobs,
+// sweeps and uploads only; an `admin` token on everyone's, and may pause the queue. Which RPC
+// needs what is decided in one table (rpc_policy.h). Each user token may hold at most
+// `max_queued_jobs` queued jobs and `max_watchers` open watches; local callers are not limited.
 // Thread-safe.
 #ifndef TRAIND_SERVER_ACCESS_CONTROL_H_
 #define TRAIND_SERVER_ACCESS_CONTROL_H_
@@ -21,11 +23,24 @@
 
 namespace traind {
 
+enum class Role { kUser, kAdmin };
+
 // Who made a call. `owner` is what jobs record ("local", or the token's name).
 struct Caller {
   std::string owner;
   bool limited = false;  // a token holder: limits apply
+  Role role = Role::kUser;
+
+  bool is_admin() const { return role == Role::kAdmin; }
+  // Whether this caller may read and change what `resource_owner` owns.
+  bool MayActFor(const std::string& resource_owner) const {
+    return is_admin() || resource_owner == owner;
+  }
 };
+
+// PERMISSION_DENIED for `caller` acting on `what` (e.g. "job 7") owned by someone else: says who
+// may, never who owns it.
+absl::Status NotYours(const Caller& caller, const std::string& what);
 
 class AccessControl {
  public:
@@ -35,13 +50,19 @@ class AccessControl {
   };
 
   // Tokens from `token_file`: one per line, optionally followed by whitespace and a name (the
-  // owner recorded on its jobs; default "token-<line>"); blank lines and `#` comments skipped.
-  // Empty `token_file`: no tokens, and TCP callers (plaintext loopback only) are trusted.
+  // owner recorded on its jobs; default "token-<line>") and a role (`user`, the default, or
+  // `admin`); blank lines and `#` comments skipped. Several tokens may share a name (rotation)
+  // if they agree on its role. Empty `token_file`: no tokens; only the Unix socket is served
+  // then (Daemon::Start refuses TCP listeners without tokens).
   static absl::StatusOr<std::unique_ptr<AccessControl>> Create(const std::string& token_file,
                                                                Limits limits);
 
-  // The caller of `context`, or UNAUTHENTICATED (logged to stderr with the peer's address).
-  absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& context) const;
+  // The caller of `context` if it may call `method` (a method name of trainer.v1.Trainer, e.g.
+  // "SubmitJob"): UNAUTHENTICATED without a valid token (logged to stderr with the peer's
+  // address), PERMISSION_DENIED when its role may not call `method`, and PERMISSION_DENIED for a
+  // method the policy table does not know (a new RPC is refused until it is given a policy).
+  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& context,
+                               const std::string& method) const;
 
   // Held by an open watch; gives the slot back when destroyed.
   class WatchLease {
@@ -66,7 +87,9 @@ class AccessControl {
   struct Token {
     std::string secret;
     std::string owner;
+    Role role = Role::kUser;
   };
+  absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& context) const;
   AccessControl(std::vector<Token> tokens, Limits limits)
       : tokens_(std::move(tokens)), limits_(limits) {}
 

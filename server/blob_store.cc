@@ -1,5 +1,7 @@
 #include "server/blob_store.h"
 
+#include <algorithm>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -75,7 +77,12 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Get(const std::string& digest) cons
   }
   blob.set_digest(digest);
   blob.set_size_bytes(st.st_size);
+  if (blob.owners().empty() && !blob.owner().empty()) blob.add_owners(blob.owner());  // before v5
   return blob;
+}
+
+bool IsBlobOwner(const trainer::v1::Blob& blob, const std::string& owner) {
+  return std::find(blob.owners().begin(), blob.owners().end(), owner) != blob.owners().end();
 }
 
 int64_t BlobStore::BytesOwnedBy(const std::string& owner) const {
@@ -86,7 +93,7 @@ int64_t BlobStore::BytesOwnedBy(const std::string& owner) const {
     const std::string name = entry->d_name;
     if (name.size() != 64 + 5 || name.compare(64, 5, ".blob") != 0) continue;
     absl::StatusOr<trainer::v1::Blob> blob = Get("sha256:" + name.substr(0, 64));
-    if (blob.ok() && blob->owner() == owner) bytes += blob->size_bytes();
+    if (blob.ok() && IsBlobOwner(*blob, owner)) bytes += blob->size_bytes();
   }
   return bytes;
 }
@@ -190,6 +197,15 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
   blob.set_name(header_.name());
   blob.set_description(description);
   blob.set_owner(owner_);
+  blob.add_owners(owner_);
+  // One description writer at a time, so two owners uploading the same content both stay in it.
+  absl::MutexLock lock(&store_->describe_mu_);
+  if (absl::StatusOr<trainer::v1::Blob> stored = store_->Get(header_.digest()); stored.ok()) {
+    blob.set_owner(stored->owner().empty() ? owner_ : stored->owner());
+    blob.clear_owners();
+    *blob.mutable_owners() = stored->owners();
+    if (!IsBlobOwner(blob, owner_)) blob.add_owners(owner_);
+  }
   // The description first: content without one is still usable, a description without content
   // is never looked at.
   const std::string meta_temp = temp_path_ + ".blob";

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "common/sha256.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -73,7 +74,12 @@ class BlobStore {
  private:
   explicit BlobStore(std::string dir) : dir_(std::move(dir)) {}
   const std::string dir_;
+  // Serializes read-merge-write of descriptions (their owners) in Upload::Commit.
+  mutable absl::Mutex describe_mu_;
 };
+
+// Whether `owner` uploaded `blob` (is one of its owners).
+bool IsBlobOwner(const trainer::v1::Blob& blob, const std::string& owner);
 
 }  // namespace traind
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,27 +17,15 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/loopback.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
+#include "server/owned_paths.h"
 #include "server/worker_process.h"
 
 namespace traind {
 
 namespace {
-
-absl::Status MakePrivateDir(const std::string& dir) {
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create state directory ", dir, ": ", error.message()));
-  }
-  if (chmod(dir.c_str(), 0700) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot restrict state directory ", dir, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
 
 // One daemon per state directory: a second one would corrupt nothing (SQLite locks) but would
 // run jobs twice.
@@ -137,10 +126,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
           ": TCP needs TLS (--tls-cert, --tls-key) and --token-file; plaintext TCP is allowed "
           "only on loopback (127.0.0.1:PORT) with --insecure-loopback"));
     }
-    if (tls && options.token_file.empty()) {
+    // Without tokens every local user (any process on a loopback address) would get the
+    // daemon's powers, so plaintext loopback needs them as much as TLS does.
+    if (options.token_file.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "listen: ", address, ": a TLS listener needs --token-file (bearer tokens, one per "
-                               "line; deploy/make-certs.sh makes one)"));
+          "listen: ", address, ": a TCP listener needs --token-file (bearer tokens, one per "
+                               "line: TOKEN [NAME [ROLE]]; deploy/make-certs.sh makes one)"));
     }
   }
   grpc::SslServerCredentialsOptions ssl;
@@ -157,7 +148,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(daemon->access_, AccessControl::Create(options.token_file, options.limits));
   daemon->options_ = options;
 
-  RETURN_IF_ERROR(MakePrivateDir(options.state_dir));
+  RETURN_IF_ERROR(PreparePrivateDir(options.state_dir));
   ASSIGN_OR_RETURN(daemon->lock_fd_, LockStateDir(options.state_dir));
   ASSIGN_OR_RETURN(daemon->store_, Store::Open(options.state_dir + "/traind.db"));
   ASSIGN_OR_RETURN(daemon->blobs_, BlobStore::Open(options.state_dir + "/blobs"));
@@ -177,13 +168,17 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       options.enable_fault_injection, DataRoots(options.data_roots));
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
+  // when every listener is a Unix socket.
+  const bool any_tcp = std::any_of(options.listen.begin(), options.listen.end(),
+                                   [](const std::string& a) { return !absl::StartsWith(a, "unix:"); });
+  if (!any_tcp) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   std::vector<int> ports(options.listen.size(), 0);
   for (size_t i = 0; i < options.listen.size(); ++i) {
     const std::string& address = options.listen[i];
     if (absl::StartsWith(address, "unix:")) {
-      unlink(address.substr(5).c_str());  // stale socket
+      RETURN_IF_ERROR(ClaimSocketPath(address.substr(5)));
       builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &ports[i]);
     } else {
       builder.AddListeningPort(
@@ -200,7 +195,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   for (size_t i = 0; i < options.listen.size(); ++i) {
     const std::string& address = options.listen[i];
     if (absl::StartsWith(address, "unix:")) {
-      chmod(address.substr(5).c_str(), 0600);
+      ASSIGN_OR_RETURN(BoundSocket socket, AdoptBoundSocket(address.substr(5)));
+      daemon->sockets_.push_back(std::move(socket));
       daemon->addresses_.push_back(address);
     } else {
       daemon->addresses_.push_back(
@@ -218,9 +214,7 @@ void Daemon::Shutdown() {
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (scheduler_) scheduler_->Shutdown();
   executor_.reset();  // runs what is left: every reactor finishes
-  for (const std::string& address : addresses_) {
-    if (absl::StartsWith(address, "unix:")) unlink(address.substr(5).c_str());
-  }
+  for (const BoundSocket& socket : sockets_) RemoveBoundSocket(socket);
   shut_down_.Notify();
 }
 

@@ -19,6 +19,7 @@
 #include "server/access_control.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
+#include "server/owned_paths.h"
 #include "server/scheduler.h"
 #include "server/store.h"
 #include "server/trainer_service.h"
@@ -26,7 +27,7 @@
 namespace traind {
 
 struct DaemonOptions {
-  std::string state_dir;                 // required; created 0700 if missing
+  std::string state_dir;                 // required; created 0700 if missing (PreparePrivateDir)
   std::vector<std::string> listen;       // "unix:PATH" or "HOST:PORT"; default unix:<state>/traind.sock
   bool allow_insecure_tcp = false;       // plaintext TCP, loopback only
   // TCP listeners other than plaintext loopback need a server certificate and key (PEM files)
@@ -75,6 +76,7 @@ class Daemon {
   std::unique_ptr<TrainerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::string> addresses_;
+  std::vector<BoundSocket> sockets_;  // removed at shutdown if still ours
   absl::Notification shut_down_;
   absl::Mutex shutdown_mu_;
 };

@@ -70,6 +70,12 @@ CREATE TABLE job_blobs (
 ) WITHOUT ROWID;
 CREATE INDEX job_blobs_by_digest ON job_blobs(digest);
 )sql",
+    // 4 -> 5: idempotency keys are per owner: one token's key never returns another's job.
+    R"sql(
+DROP INDEX jobs_by_idempotency_key;
+CREATE UNIQUE INDEX jobs_by_owner_and_key ON jobs(owner, idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+)sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
@@ -246,9 +252,10 @@ absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed, int max_queu
   if (existed != nullptr) *existed = false;
   auto create = [&]() -> absl::StatusOr<Job> {
     if (!job.idempotency_key().empty()) {
-      Statement find(db_, "SELECT id FROM jobs WHERE idempotency_key = ?");
+      Statement find(db_, "SELECT id FROM jobs WHERE owner = ? AND idempotency_key = ?");
       RETURN_IF_ERROR(find.status("find job by key"));
-      find.BindText(1, job.idempotency_key());
+      find.BindText(1, job.owner());
+      find.BindText(2, job.idempotency_key());
       if (find.Step() == SQLITE_ROW) {
         if (existed != nullptr) *existed = true;
         return GetJobLocked(find.Int(0));
@@ -308,6 +315,7 @@ absl::StatusOr<trainer::v1::Sweep> Store::CreateSweep(const trainer::v1::SweepSp
     trainer::v1::Sweep sweep;
     *sweep.mutable_spec() = spec;
     *sweep.mutable_create_time() = Now();
+    if (!members.empty()) sweep.set_owner(members.front().owner());
     Statement insert(db_, "INSERT INTO sweeps(sweep) VALUES(?)");
     RETURN_IF_ERROR(insert.status("insert sweep"));
     insert.Bind(1, sweep.SerializeAsString());
@@ -500,6 +508,7 @@ absl::StatusOr<std::vector<Job>> Store::ListJobs(const JobFilter& filter, int64_
   if (filter.sweep_id > 0) sql += " AND sweep_id = ?";
   if (!filter.model.empty()) sql += " AND model = ?";
   if (!filter.device.empty()) sql += " AND device = ?";
+  if (filter.owner.has_value()) sql += " AND owner = ?";
   if (!states.empty()) {
     sql += " AND state IN (";
     for (size_t i = 0; i < states.size(); ++i) sql += i ? ",?" : "?";
@@ -513,6 +522,7 @@ absl::StatusOr<std::vector<Job>> Store::ListJobs(const JobFilter& filter, int64_
   if (filter.sweep_id > 0) select.Bind(param++, filter.sweep_id);
   if (!filter.model.empty()) select.BindText(param++, filter.model);
   if (!filter.device.empty()) select.BindText(param++, filter.device);
+  if (filter.owner.has_value()) select.BindText(param++, *filter.owner);
   for (Job::State state : states) select.Bind(param++, static_cast<int64_t>(state));
   select.Bind(param, limit);
   return ReadJobRows(db_, select, "list jobs");

@@ -34,7 +34,7 @@ class Store {
 
   // Inserts a QUEUED job (spec and scheduling fields from `job`; id and state are assigned) and
   // its first event (seq 1, StateChange QUEUED). Durable on return. When the job has an
-  // idempotency key that is already stored, returns that job instead and sets *existed.
+  // idempotency key that the same owner already used, returns that job instead and sets *existed.
   // max_queued > 0: RESOURCE_EXHAUSTED when job.owner() already has that many QUEUED jobs.
   absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::Job& job,
                                              bool* existed = nullptr, int max_queued = 0);
@@ -75,6 +75,7 @@ class Store {
     int64_t sweep_id = 0;                         // 0: any
     std::string model;                            // empty: any
     std::string device;                           // empty: any
+    std::optional<std::string> owner;             // unset: any
   };
   // Newest first; ids below `before_id` when it is > 0.
   absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(const JobFilter& filter,

@@ -90,7 +90,7 @@ TEST_F(StoreTest, SurvivesReopen) {
   {
     auto store = Open();
     id = store->CreateJob(Spec())->id();
-    store->CreateJob(Spec());
+    ASSERT_TRUE(store->CreateJob(Spec()).ok());
   }
   auto store = Open();
   EXPECT_EQ(store->GetJob(id)->spec().model(), "lenet5");
@@ -99,10 +99,10 @@ TEST_F(StoreTest, SurvivesReopen) {
 
 TEST_F(StoreTest, ListPagesNewestFirstAndFilters) {
   auto store = Open();
-  for (int i = 0; i < 5; ++i) store->CreateJob(Spec());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->CreateJob(Spec()).ok());
   JobEvent cancel;
   cancel.mutable_state_change()->set_state(Job::CANCELLED);
-  store->AppendEvent(2, cancel);
+  ASSERT_TRUE(store->AppendEvent(2, cancel).ok());
   auto page = store->ListJobs(Store::JobFilter{}, 0, 2);
   ASSERT_EQ(page->size(), 2u);
   EXPECT_EQ((*page)[0].id(), 5);
@@ -128,12 +128,33 @@ TEST_F(StoreTest, IdempotencyKeyReturnsTheFirstJob) {
   EXPECT_EQ(store->CreateJob(Spec(0, "nightly-2"))->id(), first->id() + 1);
 }
 
+TEST_F(StoreTest, IdempotencyKeysArePerOwner) {
+  auto store = Open();
+  Job alice = Spec(0, "nightly-1");
+  alice.set_owner("alice");
+  Job bob = alice;
+  bob.set_owner("bob");
+  bool existed = true;
+  auto first = store->CreateJob(alice, &existed);
+  ASSERT_TRUE(first.ok());
+  // Bob's key is his own: he gets a new job, never alice's.
+  auto second = store->CreateJob(bob, &existed);
+  ASSERT_TRUE(second.ok());
+  EXPECT_FALSE(existed);
+  EXPECT_NE(second->id(), first->id());
+  EXPECT_EQ(second->owner(), "bob");
+  auto again = store->CreateJob(alice, &existed);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(existed);
+  EXPECT_EQ(again->id(), first->id());
+}
+
 TEST_F(StoreTest, QueueOrderIsPriorityThenAge) {
   auto store = Open();
-  store->CreateJob(Spec(0));  // 1
-  store->CreateJob(Spec(5));  // 2
-  store->CreateJob(Spec(5));  // 3
-  store->CreateJob(Spec(-1)); // 4
+  ASSERT_TRUE(store->CreateJob(Spec(0)).ok());  // 1
+  ASSERT_TRUE(store->CreateJob(Spec(5)).ok());  // 2
+  ASSERT_TRUE(store->CreateJob(Spec(5)).ok());  // 3
+  ASSERT_TRUE(store->CreateJob(Spec(-1)).ok()); // 4
   auto queued = store->QueuedJobs();
   ASSERT_TRUE(queued.ok());
   std::vector<int64_t> ids;
@@ -151,7 +172,7 @@ TEST_F(StoreTest, SweepsAndFilters) {
   EXPECT_EQ(sweep->job_ids_size(), 3);
   EXPECT_EQ(store->GetSweep(sweep->id())->job_ids_size(), 3);
   EXPECT_EQ(store->GetJob(sweep->job_ids(1))->sweep_id(), sweep->id());
-  store->CreateJob(Spec());
+  ASSERT_TRUE(store->CreateJob(Spec()).ok());
   Store::JobFilter by_sweep;
   by_sweep.sweep_id = sweep->id();
   EXPECT_EQ(store->ListJobs(by_sweep, 0, 10)->size(), 3u);

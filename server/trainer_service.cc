@@ -63,9 +63,9 @@ TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
 
 template <typename Work>
 grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* context,
-                                                  Work work) {
+                                                  const char* method, Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<Caller> caller = access_->Authenticate(*context);  // cheap: no I/O
+  absl::StatusOr<Caller> caller = access_->Admit(*context, method);  // cheap: no I/O
   if (!caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
     return reactor;
@@ -80,7 +80,7 @@ grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* c
   return reactor;
 }
 
-absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
+absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& caller) const {
   ApplyDefaults(&spec);
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   if (spec.has_debug() && !enable_fault_injection_) {
@@ -114,7 +114,7 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec) const {
         device->amp_dtypes().empty() ? "none" : absl::StrJoin(device->amp_dtypes(), ", ")));
   }
   if (spec.has_benchmark() && spec.benchmark().kind() == "matmul") return spec;
-  RETURN_IF_ERROR(ResolveFiles(&spec));
+  RETURN_IF_ERROR(ResolveFiles(&spec, caller));
   return spec;
 }
 
@@ -144,9 +144,9 @@ absl::StatusOr<std::string> TrainerService::UnderDataRoot(const char* field,
   return resolved;
 }
 
-absl::Status TrainerService::ResolveFiles(JobSpec* spec) const {
+absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) const {
   if (!spec->model_file().empty()) {
-    absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(spec->model_file());
+    absl::StatusOr<trainer::v1::Blob> blob = UsableBlob(caller, spec->model_file());
     if (!blob.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "model_file: ", spec->model_file(), " is not stored on this daemon; upload it first "
@@ -160,7 +160,7 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec) const {
   if (!spec->init_from().empty()) {
     ASSIGN_OR_RETURN(InitFrom init, ParseInitFrom(spec->init_from()));
     if (!init.digest.empty()) {
-      if (!files_.blobs->Get(init.digest).ok()) {
+      if (!UsableBlob(caller, init.digest).ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "init_from: ", init.digest, " is not stored on this daemon; upload it first "
             "(trainctl submit --init-from-file FILE does)"));
@@ -170,6 +170,9 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec) const {
       if (!source.ok()) {
         return absl::InvalidArgumentError(
             absl::StrCat("init_from: job ", init.job_id, " not found"));
+      }
+      if (!caller.MayActFor(source->owner())) {
+        return NotYours(caller, absl::StrCat("init_from: job ", init.job_id));
       }
       const auto& artifacts = source->result().artifacts();
       if (std::none_of(artifacts.begin(), artifacts.end(),
@@ -185,7 +188,7 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec) const {
   if (dataset == nullptr) return absl::OkStatus();  // validated before: unreachable
   if (dataset->source == DatasetInfo::Source::kFile) {
     if (absl::StartsWith(spec->data_file(), "sha256:")) {
-      if (!files_.blobs->Get(spec->data_file()).ok()) {
+      if (!UsableBlob(caller, spec->data_file()).ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "data_file: ", spec->data_file(), " is not stored on this daemon; upload it first "
             "(trainctl submit --data-file FILE --upload)"));
@@ -223,12 +226,15 @@ absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request
                                     const Caller& caller, Job* response) {
   Job job;
   job.set_owner(caller.owner);
-  ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(request.spec()));
+  ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(request.spec(), caller));
   job.set_priority(request.priority());
   for (int64_t after : request.after()) {
     absl::StatusOr<Job> dependency = store_->GetJob(after);
     if (!dependency.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("after: job ", after, " not found"));
+    }
+    if (!caller.MayActFor(dependency->owner())) {
+      return NotYours(caller, absl::StrCat("after: job ", after));
     }
     job.add_after(after);
   }
@@ -249,7 +255,7 @@ absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request
 
 absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
                                    const Caller& caller, Job* response) {
-  ASSIGN_OR_RETURN(Job old, store_->GetJob(request.id()));
+  ASSIGN_OR_RETURN(Job old, OwnJob(caller, request.id()));
   if (!IsTerminal(old.state())) {
     return absl::FailedPreconditionError(absl::StrCat("job ", old.id(), " is still ",
                                                       Job::State_Name(old.state())));
@@ -272,7 +278,7 @@ absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& 
   std::vector<Job> members;
   const bool exclusive = request.spec().has_exclusive() ? request.spec().exclusive() : true;
   for (size_t i = 0; i < specs.size(); ++i) {
-    absl::StatusOr<JobSpec> prepared = PrepareSpec(specs[i]);
+    absl::StatusOr<JobSpec> prepared = PrepareSpec(specs[i], caller);
     if (!prepared.ok()) {
       return absl::Status(prepared.status().code(),
                           absl::StrCat("member ", i + 1, " of ", specs.size(), ": ",
@@ -292,9 +298,37 @@ absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& 
   return absl::OkStatus();
 }
 
+absl::StatusOr<trainer::v1::Sweep> TrainerService::OwnSweep(const Caller& caller,
+                                                            int64_t id) const {
+  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, store_->GetSweep(id));
+  std::string owner = sweep.owner();
+  if (owner.empty() && !sweep.job_ids().empty()) {  // stored before sweeps named their owner
+    ASSIGN_OR_RETURN(Job first, store_->GetJob(sweep.job_ids(0)));
+    owner = first.owner();
+  }
+  if (!caller.MayActFor(owner)) return NotYours(caller, absl::StrCat("sweep ", id));
+  return sweep;
+}
+
+absl::StatusOr<Job> TrainerService::OwnJob(const Caller& caller, int64_t id) const {
+  ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+  if (!caller.MayActFor(job.owner())) return NotYours(caller, absl::StrCat("job ", id));
+  return job;
+}
+
+absl::StatusOr<trainer::v1::Blob> TrainerService::UsableBlob(const Caller& caller,
+                                                             const std::string& digest) const {
+  ASSIGN_OR_RETURN(trainer::v1::Blob blob, files_.blobs->Get(digest));
+  // Someone else's upload is as good as absent: a digest seen in a log is not the content.
+  if (!caller.is_admin() && !IsBlobOwner(blob, caller.owner)) {
+    return absl::NotFoundError(absl::StrCat("blob ", digest, " is not stored on this daemon"));
+  }
+  return blob;
+}
+
 absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& request,
-                                    trainer::v1::SweepReport* response) {
-  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, store_->GetSweep(request.id()));
+                                    const Caller& caller, trainer::v1::SweepReport* response) {
+  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, OwnSweep(caller, request.id()));
   std::vector<Job> jobs;
   std::map<int64_t, JobTrace> traces;
   for (int64_t id : sweep.job_ids()) {
@@ -344,7 +378,7 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
 grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::SubmitJobRequest* request,
                                                     Job* response) {
-  return Offload(context, [this, request, response](const Caller& caller) {
+  return Offload(context, "SubmitJob", [this, request, response](const Caller& caller) {
     return Submit(*request, caller, response);
   });
 }
@@ -352,14 +386,14 @@ grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* context,
                                                  const trainer::v1::GetJobRequest* request,
                                                  Job* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(*response, store_->GetJob(request->id()));
+  return Offload(context, "GetJob", [this, request, response](const Caller& caller) -> absl::Status {
+    ASSIGN_OR_RETURN(*response, OwnJob(caller, request->id()));
     response->set_disk_bytes(JobDiskBytes(files_.jobs_dir, response->id()));
     return absl::OkStatus();
   });
 }
 
-absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
+absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, const Caller& caller,
                                   trainer::v1::ListJobsResponse* response) {
   int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
   if (page_size < 0 || page_size > kMaxPageSize) {
@@ -381,6 +415,7 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
   filter.sweep_id = request.sweep_id();
   filter.model = request.model();
   filter.device = request.device() == "cuda" ? "cuda:0" : request.device();
+  if (!caller.is_admin()) filter.owner = caller.owner;
   ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(filter, before_id, page_size + 1));
   if (static_cast<int>(jobs.size()) > page_size) {
     jobs.resize(page_size);
@@ -396,13 +431,16 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request,
 grpc::ServerUnaryReactor* TrainerService::ListJobs(grpc::CallbackServerContext* context,
                                                    const trainer::v1::ListJobsRequest* request,
                                                    trainer::v1::ListJobsResponse* response) {
-  return Offload(context, [this, request, response] { return List(*request, response); });
+  return Offload(context, "ListJobs", [this, request, response](const Caller& caller) {
+    return List(*request, caller, response);
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::CancelJobRequest* request,
                                                     Job* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
+  return Offload(context, "CancelJob", [this, request, response](const Caller& caller) -> absl::Status {
+    RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
     ASSIGN_OR_RETURN(*response, scheduler_->Cancel(request->id()));
     return absl::OkStatus();
   });
@@ -410,24 +448,28 @@ grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext*
 
 grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
     grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
-  absl::StatusOr<Caller> caller = access_->Authenticate(*context);
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "WatchJob");
   if (!caller.ok()) return new RejectedWatch(ToGrpcStatus(caller.status()));
   absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> lease = access_->AcquireWatch(*caller);
   if (!lease.ok()) return new RejectedWatch(ToGrpcStatus(lease.status()));
   return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq(),
-                             *std::move(lease));
+                             *std::move(lease), [caller = *caller](const Job& job) {
+                               return caller.MayActFor(job.owner())
+                                          ? absl::OkStatus()
+                                          : NotYours(caller, absl::StrCat("job ", job.id()));
+                             });
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
     grpc::CallbackServerContext* context, const trainer::v1::ListJobEventsRequest* request,
     trainer::v1::ListJobEventsResponse* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
+  return Offload(context, "ListJobEvents", [this, request, response](const Caller& caller) -> absl::Status {
     const int page_size = request->page_size() == 0 ? kDefaultEventPage : request->page_size();
     if (page_size < 0 || page_size > kMaxEventPage) {
       return absl::InvalidArgumentError(
           absl::StrCat("page_size: must be between 1 and ", kMaxEventPage, ", got ", page_size));
     }
-    ASSIGN_OR_RETURN(Job job, store_->GetJob(request->id()));
+    ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
     const int64_t from_seq = std::max<int64_t>(request->from_seq(), 1);
     ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
                      store_->ReadEvents(job.id(), from_seq, page_size));
@@ -442,7 +484,7 @@ grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
 grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* context,
                                                    const trainer::v1::RetryJobRequest* request,
                                                    Job* response) {
-  return Offload(context, [this, request, response](const Caller& caller) {
+  return Offload(context, "RetryJob", [this, request, response](const Caller& caller) {
     return Retry(*request, caller, response);
   });
 }
@@ -450,7 +492,7 @@ grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
     grpc::CallbackServerContext* context, const trainer::v1::SubmitSweepRequest* request,
     trainer::v1::Sweep* response) {
-  return Offload(context, [this, request, response](const Caller& caller) {
+  return Offload(context, "SubmitSweep", [this, request, response](const Caller& caller) {
     return CreateSweep(*request, caller, response);
   });
 }
@@ -458,8 +500,8 @@ grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
 grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* context,
                                                    const trainer::v1::GetSweepRequest* request,
                                                    trainer::v1::Sweep* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(*response, store_->GetSweep(request->id()));
+  return Offload(context, "GetSweep", [this, request, response](const Caller& caller) -> absl::Status {
+    ASSIGN_OR_RETURN(*response, OwnSweep(caller, request->id()));
     return absl::OkStatus();
   });
 }
@@ -467,14 +509,21 @@ grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
     grpc::CallbackServerContext* context, const trainer::v1::GetSweepReportRequest* request,
     trainer::v1::SweepReport* response) {
-  return Offload(context, [this, request, response] { return Report(*request, response); });
+  return Offload(context, "GetSweepReport", [this, request, response](const Caller& caller) {
+    return Report(*request, caller, response);
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::SetQueueState(
     grpc::CallbackServerContext* context, const trainer::v1::SetQueueStateRequest* request,
     trainer::v1::QueueState* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
+  return Offload(context, "SetQueueState", [this, request, response](const Caller& caller) -> absl::Status {
     using Action = trainer::v1::SetQueueStateRequest;
+    if (request->action() != Action::GET && !caller.is_admin()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "action: ", Action::Action_Name(request->action()), " changes the queue for everyone "
+          "and needs an admin token; '", caller.owner, "' is a user (GET is allowed)"));
+    }
     absl::StatusOr<trainer::v1::QueueState> state;
     switch (request->action()) {
       case Action::PAUSE:
@@ -499,9 +548,10 @@ grpc::ServerUnaryReactor* TrainerService::ListDevices(
     grpc::CallbackServerContext* context, const trainer::v1::ListDevicesRequest* request,
     trainer::v1::ListDevicesResponse* response) {
   (void)request;
-  *response = devices_;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "ListDevices");
+  if (caller.ok()) *response = devices_;
+  reactor->Finish(ToGrpcStatus(caller.status()));
   return reactor;
 }
 
@@ -531,7 +581,7 @@ absl::Status ValidateArtifactName(const std::string& name) {
 
 grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadBlob(
     grpc::CallbackServerContext* context, trainer::v1::Blob* response) {
-  absl::StatusOr<Caller> caller = access_->Authenticate(*context);
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "UploadBlob");
   if (!caller.ok()) return new RejectedUpload(ToGrpcStatus(caller.status()));
   UploadReactor::Options options{files_.worker_path, files_.max_upload_bytes, caller->owner};
   if (caller->limited) {
@@ -546,8 +596,8 @@ grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadB
 grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* context,
                                                   const trainer::v1::GetBlobRequest* request,
                                                   trainer::v1::Blob* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(*response, files_.blobs->Get(request->digest()));
+  return Offload(context, "GetBlob", [this, request, response](const Caller& caller) -> absl::Status {
+    ASSIGN_OR_RETURN(*response, UsableBlob(caller, request->digest()));
     return absl::OkStatus();
   });
 }
@@ -555,7 +605,8 @@ grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::DeleteJobRequest* request,
                                                     trainer::v1::DeleteJobResponse* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
+  return Offload(context, "DeleteJob", [this, request, response](const Caller& caller) -> absl::Status {
+    RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
     const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
     ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteJob(request->id()));
     // The job is gone from the store (committed); its files follow. A crash in between leaves
@@ -578,8 +629,8 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
     grpc::CallbackServerContext* context, const trainer::v1::ListArtifactsRequest* request,
     trainer::v1::ListArtifactsResponse* response) {
-  return Offload(context, [this, request, response]() -> absl::Status {
-    ASSIGN_OR_RETURN(Job job, store_->GetJob(request->id()));
+  return Offload(context, "ListArtifacts", [this, request, response](const Caller& caller) -> absl::Status {
+    ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
     *response->mutable_artifacts() = job.result().artifacts();
     return absl::OkStatus();
   });
@@ -587,7 +638,7 @@ grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
 
 grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService::DownloadArtifact(
     grpc::CallbackServerContext* context, const trainer::v1::DownloadArtifactRequest* request) {
-  absl::StatusOr<Caller> caller = access_->Authenticate(*context);
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "DownloadArtifact");
   if (!caller.ok()) {
     return DownloadReactor::Start(executor_, [status = caller.status()]()
                                                  -> absl::StatusOr<DownloadReactor::Source> {
@@ -596,11 +647,11 @@ grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService:
   }
   return DownloadReactor::Start(
       executor_,
-      [this, id = request->id(),
+      [this, id = request->id(), caller = *caller,
        name = request->name().empty() ? std::string("best") : request->name()]()
           -> absl::StatusOr<DownloadReactor::Source> {
         RETURN_IF_ERROR(ValidateArtifactName(name));
-        ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+        ASSIGN_OR_RETURN(Job job, OwnJob(caller, id));
         std::vector<std::string> names;
         for (const trainer::v1::Artifact& artifact : job.result().artifacts()) {
           if (artifact.name() == name) {

@@ -1,6 +1,7 @@
 // The Trainer gRPC service (callback API). Unary handlers hand their work to the executor and
 // finish from there; WatchJob is a WatchReactor. No reaction touches SQLite or blocks. Every call
-// is authenticated first (AccessControl); jobs record their submitter as Job.owner.
+// is admitted first (AccessControl::Admit: token and the RPC's row in rpc_policy.cc); jobs,
+// sweeps and uploads record their submitter as owner, and a user token acts only on its own.
 // Thread-safe.
 #ifndef TRAIND_SERVER_TRAINER_SERVICE_H_
 #define TRAIND_SERVER_TRAINER_SERVICE_H_
@@ -83,12 +84,22 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
       grpc::CallbackServerContext* context,
       const trainer::v1::DownloadArtifactRequest* request) override;
 
-  // Validation and resolution of a submitted spec (defaults, device, data directory).
-  absl::StatusOr<trainer::v1::JobSpec> PrepareSpec(trainer::v1::JobSpec spec) const;
+  // Validation and resolution of a submitted spec (defaults, device, data directory, and the
+  // jobs and uploads it names, which must be `caller`'s).
+  absl::StatusOr<trainer::v1::JobSpec> PrepareSpec(trainer::v1::JobSpec spec,
+                                                   const Caller& caller) const;
 
  private:
+  // Admits the caller for `method` (AccessControl::Admit), then runs `work` on the executor.
   template <typename Work>
-  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, Work work);
+  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, const char* method,
+                                    Work work);
+  // The job, sweep or blob if `caller` may act on it: PERMISSION_DENIED for someone else's job
+  // or sweep; NOT_FOUND for someone else's blob (its digest alone proves nothing).
+  absl::StatusOr<trainer::v1::Job> OwnJob(const Caller& caller, int64_t id) const;
+  absl::StatusOr<trainer::v1::Sweep> OwnSweep(const Caller& caller, int64_t id) const;
+  absl::StatusOr<trainer::v1::Blob> UsableBlob(const Caller& caller,
+                                               const std::string& digest) const;
 
   absl::Status Submit(const trainer::v1::SubmitJobRequest& request, const Caller& caller,
                       trainer::v1::Job* response);
@@ -98,12 +109,12 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                            trainer::v1::Sweep* response);
   // The queued-jobs limit that applies to `caller` (0: none).
   int QueueLimitFor(const Caller& caller) const;
-  absl::Status Report(const trainer::v1::GetSweepReportRequest& request,
+  absl::Status Report(const trainer::v1::GetSweepReportRequest& request, const Caller& caller,
                       trainer::v1::SweepReport* response);
-  absl::Status List(const trainer::v1::ListJobsRequest& request,
+  absl::Status List(const trainer::v1::ListJobsRequest& request, const Caller& caller,
                     trainer::v1::ListJobsResponse* response);
-  // model_file / data_file: a stored blob's digest, or (data_file) a path under a data root.
-  absl::Status ResolveFiles(trainer::v1::JobSpec* spec) const;
+  // model_file / data_file: a blob `caller` uploaded, or (data_file) a path under a data root.
+  absl::Status ResolveFiles(trainer::v1::JobSpec* spec, const Caller& caller) const;
   // The canonical path of `path` if it lies under a data root; INVALID_ARGUMENT naming `field`.
   absl::StatusOr<std::string> UnderDataRoot(const char* field, const std::string& path) const;
 

@@ -12,9 +12,11 @@ using trainer::v1::JobEvent;
 
 WatchReactor* WatchReactor::Start(Store* store, EventHub* hub, Executor* executor, int64_t job_id,
                                   int64_t from_seq,
-                                  std::unique_ptr<AccessControl::WatchLease> lease) {
+                                  std::unique_ptr<AccessControl::WatchLease> lease,
+                                  Admit admit) {
   auto* reactor = new WatchReactor(store, hub, executor, job_id, from_seq);
   reactor->lease_ = std::move(lease);
+  reactor->admit_ = std::move(admit);
   reactor->SchedulePump();
   return reactor;
 }
@@ -69,6 +71,14 @@ void WatchReactor::Unref() {
   if (last) delete this;
 }
 
+absl::Status WatchReactor::AdmitOnce() {
+  if (!admit_) return absl::OkStatus();
+  Admit admit = std::move(admit_);
+  admit_ = nullptr;
+  absl::StatusOr<Job> job = store_->GetJob(job_id_);
+  return job.ok() ? admit(*job) : job.status();
+}
+
 void WatchReactor::Pump() {
   while (true) {
     bool cancelled, write_failed, in_flight;
@@ -86,6 +96,9 @@ void WatchReactor::Pump() {
     } else if (cancelled || write_failed) {
       finish = true;
       finish_with = grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+    } else if (absl::Status admitted = AdmitOnce(); !admitted.ok()) {
+      finish = true;
+      finish_with = ToGrpcStatus(admitted);
     } else if (!pending_.empty()) {
       start_write = true;
     } else if (saw_terminal_) {

@@ -9,6 +9,7 @@
 #define TRAIND_SERVER_WATCH_REACTOR_H_
 
 #include <deque>
+#include <functional>
 #include <memory>
 
 #include <grpcpp/grpcpp.h>
@@ -27,11 +28,16 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
  public:
   static constexpr int kBatch = 256;
 
+  // Decides, from the stored job, whether the caller may watch it (its owner).
+  using Admit = std::function<absl::Status(const trainer::v1::Job&)>;
+
   // Starts streaming; returns the reactor gRPC should own. `lease` (may be null) is the caller's
-  // watch slot, given back when the reactor is gone.
+  // watch slot, given back when the reactor is gone. `admit` (may be empty) runs on the executor
+  // before the first event is read; its error ends the stream.
   static WatchReactor* Start(Store* store, EventHub* hub, Executor* executor, int64_t job_id,
                              int64_t from_seq,
-                             std::unique_ptr<AccessControl::WatchLease> lease = nullptr);
+                             std::unique_ptr<AccessControl::WatchLease> lease = nullptr,
+                             Admit admit = nullptr);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -41,6 +47,8 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
   WatchReactor(Store* store, EventHub* hub, Executor* executor, int64_t job_id, int64_t from_seq);
   void SchedulePump();
   void Pump();
+  // The first time: whether `admit_` lets the caller watch (inside Pump only).
+  absl::Status AdmitOnce();
   void Unref();
 
   Store* const store_;
@@ -48,6 +56,7 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
   Executor* const executor_;
   const int64_t job_id_;
   std::unique_ptr<AccessControl::WatchLease> lease_;
+  Admit admit_;  // cleared once passed
 
   absl::Mutex mu_;
   int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone

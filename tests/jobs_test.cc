@@ -48,9 +48,9 @@ TEST_F(JobsTest, CancelRunningAndQueuedJobs) {
 
   // watch of a cancelled job: exit code 1.
   EXPECT_EQ(Trainctl({"watch", std::to_string(running)}).exit_code, 1);
-  // Cancelling again, or an unknown job: exit code 2.
+  // Cancelling again is not a usage error (exit 1, saying why); an unknown job is (exit 2).
   Result again = Trainctl({"cancel", std::to_string(running)});
-  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.err.find("already CANCELLED"), std::string::npos) << again.err;
   EXPECT_EQ(Trainctl({"cancel", "9999"}).exit_code, 2);
 

@@ -146,5 +146,33 @@ TEST_F(SubmitTest, UnreachableDaemonIsExitCode3WithAHint) {
   StartDaemon();
 }
 
+TEST_F(SubmitTest, UserTextCannotForgeRowsOrDriveTheTerminal) {
+  ASSERT_EQ(Trainctl({"pause"}).exit_code, 0);
+  // Straight from a raw gRPC client: trainctl's own flags are not in the way.
+  for (const std::string name : {std::string("mine\n999999 SUCCEEDED  lenet5  forged"),
+                                 std::string("\x1b[2J\x1b]0;owned\x07title"),
+                                 std::string("back\rspace\xc2\x9b" "31m")}) {
+    trainer::v1::SubmitJobRequest request;
+    request.mutable_spec()->set_model("mlp");
+    request.mutable_spec()->set_dataset("fake");
+    request.mutable_spec()->set_name(name);
+    trainer::v1::Job job;
+    grpc::ClientContext context;
+    const grpc::Status status = stub().SubmitJob(&context, request, &job);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    const Result show = Trainctl({"show", std::to_string(job.id())});
+    EXPECT_EQ(show.out.find('\x1b'), std::string::npos) << show.out;
+    EXPECT_EQ(show.out.find('\r'), std::string::npos) << show.out;
+  }
+  const Result list = Trainctl({"list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 4) << list.out;  // header + 3
+  EXPECT_EQ(list.out.find("\n999999"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("mine\\n999999"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("\\x1b[2J"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("\\u009b31m"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find('\x1b'), std::string::npos);
+}
+
 }  // namespace
 }  // namespace traind

@@ -3,6 +3,7 @@
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/rpc.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -35,10 +36,11 @@ void AddArtifactsCommand(CLI::App& app, Context& ctx, int* exit_code) {
     ctx.out() << absl::StrFormat("%-8s %-12s %12s  %-6s %-9s %s\n", "NAME", "FORMAT", "BYTES",
                                  "EPOCH", "VAL ACC", "SHA-256");
     for (const trainer::v1::Artifact& a : response.artifacts()) {
-      ctx.out() << absl::StrFormat("%-8s %-12s %12d  %-6d %-9s %s\n", a.name(), a.format(),
+      ctx.out() << absl::StrFormat("%-8s %-12s %12d  %-6d %-9s %s\n", TerminalSafe(a.name()),
+                                   TerminalSafe(a.format()),
                                    a.size_bytes(), a.epoch(),
                                    a.name() == "final" ? "" : absl::StrFormat("%.2f%%", a.validation_accuracy() * 100),
-                                   a.sha256());
+                                   TerminalSafe(a.sha256()));
     }
   });
 }

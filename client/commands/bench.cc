@@ -9,6 +9,7 @@
 #include "client/exit_codes.h"
 #include "client/rpc.h"
 #include "client/spec_flags.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -30,12 +31,14 @@ void PrintResult(Context& ctx, const trainer::v1::Job& job) {
   const auto& r = job.result().bench();
   if (r.kind() == "matmul") {
     ctx.out() << absl::StrFormat("matmul %dx%d %s on %s: %.4f s per product, %.3f TFLOP/s (%d timed)\n",
-                                 r.size(), r.size(), r.dtype(), r.device(), r.seconds(),
+                                 r.size(), r.size(), TerminalSafe(r.dtype()),
+                                 TerminalSafe(r.device()), r.seconds(),
                                  r.tflops(), r.repeat());
   } else {
     ctx.out() << absl::StrFormat(
         "train %s on %s, batch %d: %.2f steps/s, %.1f samples/s, %.4f s per step (%d timed)\n",
-        job.spec().model(), r.device(), job.spec().batch_size(), r.steps_per_second(),
+        TerminalSafe(job.spec().model()), TerminalSafe(r.device()), job.spec().batch_size(),
+        r.steps_per_second(),
         r.samples_per_second(), r.seconds(), r.repeat());
   }
 }

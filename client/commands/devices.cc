@@ -4,6 +4,7 @@
 #include "client/exit_codes.h"
 #include "client/rpc.h"
 #include "common/log_format.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -20,13 +21,13 @@ int RunDevices(Context& ctx) {
   }
   ctx.out() << absl::StrFormat("%-8s %-12s %-12s %s\n", "DEVICE", "MEMORY", "FREE", "DESCRIPTION");
   for (const auto& d : response.devices()) {
-    std::string description = d.description();
-    if (!d.capability().empty()) description += " (compute " + d.capability() + ")";
-    ctx.out() << absl::StrFormat("%-8s %-12s %-12s %s\n", d.name(),
+    std::string description = TerminalSafe(d.description());
+    if (!d.capability().empty()) description += " (compute " + TerminalSafe(d.capability()) + ")";
+    ctx.out() << absl::StrFormat("%-8s %-12s %-12s %s\n", TerminalSafe(d.name()),
                                  FormatBytes(d.total_memory_bytes()),
                                  FormatBytes(d.free_memory_bytes()), description);
   }
-  ctx.out() << "LibTorch " << response.torch_version() << "\n";
+  ctx.out() << "LibTorch " << TerminalSafe(response.torch_version()) << "\n";
   return kExitOk;
 }
 

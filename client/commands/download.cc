@@ -6,6 +6,7 @@
 #include "client/exit_codes.h"
 #include "client/file_transfer.h"
 #include "common/grpc_status.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -54,8 +55,9 @@ void AddDownloadCommand(CLI::App& app, Context& ctx, int* exit_code) {
       return;
     }
     ctx.out() << absl::StrFormat("%s: %s of job %d (%s, %d bytes, sha256 %s)\n", output,
-                                 artifact->name(), flags->id, artifact->format(),
-                                 artifact->size_bytes(), artifact->sha256().substr(0, 16));
+                                 TerminalSafe(artifact->name()), flags->id,
+                                 TerminalSafe(artifact->format()), artifact->size_bytes(),
+                                 TerminalSafe(artifact->sha256().substr(0, 16)));
   });
 }
 

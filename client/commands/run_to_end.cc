@@ -4,6 +4,7 @@
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/rpc.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -27,7 +28,8 @@ int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, cons
   if (!status.ok()) return ctx.Fail(status);
   if (job->state() != trainer::v1::Job::SUCCEEDED) {
     ctx.err() << "trainctl: " << what << " job " << job->id() << " "
-              << trainer::v1::Job::State_Name(job->state()) << ": " << job->result().error()
+              << trainer::v1::Job::State_Name(job->state()) << ": "
+              << TerminalSafe(job->result().error(), /*keep_newlines=*/true)
               << "\n";
     return kExitJobFailed;
   }

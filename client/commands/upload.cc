@@ -6,6 +6,7 @@
 #include "client/exit_codes.h"
 #include "client/file_transfer.h"
 #include "common/grpc_status.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -45,11 +46,11 @@ void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code) {
         ctx.PrintJson(result->blob, /*one_line=*/true);
         continue;
       }
-      ctx.out() << result->blob.digest() << "  " << file << "\n";
+      ctx.out() << TerminalSafe(result->blob.digest()) << "  " << file << "\n";
       ctx.err() << absl::StrFormat(
           "%s: %s (%.1f MB)%s\n", file, result->sent ? "uploaded" : "already on the daemon",
           result->blob.size_bytes() / 1e6,
-          result->blob.description().empty() ? "" : ", " + result->blob.description());
+          result->blob.description().empty() ? "" : ", " + TerminalSafe(result->blob.description()));
     }
     *exit_code = worst;
   });

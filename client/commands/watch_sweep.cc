@@ -5,11 +5,14 @@
 #include <map>
 #include <thread>
 
+#include <algorithm>
+
 #include "absl/strings/str_format.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/rpc.h"
 #include "common/log_format.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -39,10 +42,11 @@ std::optional<trainer::v1::StepMetrics> LatestStep(Context& ctx, const Job& job)
 std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetrics>& step) {
   const auto& s = job.spec();
   std::string what = s.has_benchmark() && s.benchmark().kind() == "matmul"
-                         ? absl::StrFormat("matmul %d %s", s.benchmark().size(), s.benchmark().dtype())
-                         : absl::StrFormat("%s bs %d", s.model(), s.batch_size());
+                         ? absl::StrFormat("matmul %d %s", s.benchmark().size(),
+                                           TerminalSafe(s.benchmark().dtype()))
+                         : absl::StrFormat("%s bs %d", TerminalSafe(s.model()), s.batch_size());
   std::string line = absl::StrFormat("%6d %-9s %-7s %-22s", job.id(), StateName(job.state()),
-                                     s.device(), what);
+                                     TerminalSafe(s.device()), what);
   if (job.state() == Job::RUNNING && step.has_value()) {
     absl::StrAppendFormat(&line, " epoch %d/%d batch %d/%d loss %.4f", step->epoch(),
                           step->epochs(), step->batch(), step->batches_per_epoch(), step->loss());
@@ -54,7 +58,10 @@ std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetr
                             job.result().epoch_seconds_no_eval(0), job.result().test_accuracy() * 100);
     }
   } else if (job.state() == Job::FAILED) {
-    line += " " + job.result().error().substr(0, 60);
+    // One line: this block is redrawn by moving the cursor up a counted number of lines.
+    std::string error = job.result().error();
+    std::replace(error.begin(), error.end(), '\n', ' ');
+    line += " " + TerminalSafe(error).substr(0, 60);
   }
   return line;
 }

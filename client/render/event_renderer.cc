@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/log_format.h"
 #include "google/protobuf/util/json_util.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -23,7 +24,7 @@ int TerminalWidth() {
 
 std::string StateLine(int64_t job_id, const trainer::v1::StateChange& change) {
   std::string line = absl::StrFormat("Job %d %s", job_id, StateName(change.state()));
-  if (!change.reason().empty()) line += ": " + change.reason();
+  if (!change.reason().empty()) line += ": " + TerminalSafe(change.reason(), /*keep_newlines=*/true);
   return line;
 }
 
@@ -35,7 +36,9 @@ class PlainRenderer : public EventRenderer {
     for (const std::string& line : FormatEventLines(event)) out_ << line << "\n";
     out_.flush();
   }
-  void OnNote(const std::string& note) override { out_ << note << "\n" << std::flush; }
+  void OnNote(const std::string& note) override {
+    out_ << TerminalSafe(note, /*keep_newlines=*/true) << "\n" << std::flush;
+  }
 
  private:
   const int64_t job_id_;
@@ -53,7 +56,9 @@ class JsonRenderer : public EventRenderer {
     out_ << json << "\n" << std::flush;
   }
   // Notes go to stderr: stdout stays a clean stream of events.
-  void OnNote(const std::string& note) override { err_ << note << "\n"; }
+  void OnNote(const std::string& note) override {
+    err_ << TerminalSafe(note, /*keep_newlines=*/true) << "\n";
+  }
 
  private:
   std::ostream& out_;
@@ -88,7 +93,7 @@ class ProgressBarRenderer : public EventRenderer {
   }
   void OnNote(const std::string& note) override {
     ClearLine();
-    out_ << note << "\n";
+    out_ << TerminalSafe(note, /*keep_newlines=*/true) << "\n";
     Redraw();
   }
   void Close() override {

@@ -2,9 +2,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "common/log_format.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -23,7 +26,7 @@ double SecondsBetween(const google::protobuf::Timestamp& a, const google::protob
 std::string Options(const trainer::v1::JobSpec& s) {
   std::vector<std::string> parts = {
       absl::StrCat("epochs ", s.epochs()), absl::StrCat("batch ", s.batch_size()),
-      absl::StrFormat("%s lr %g", s.optimizer(), s.learning_rate()),
+      absl::StrFormat("%s lr %g", TerminalSafe(s.optimizer()), s.learning_rate()),
       absl::StrCat("seed ", s.seed())};
   if (s.optimizer() == "sgd" && s.momentum() > 0) {
     parts.push_back(absl::StrFormat("momentum %g%s", s.momentum(), s.nesterov() ? " nesterov" : ""));
@@ -45,11 +48,13 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
 std::string DescribeJob(const Job& job) {
   const auto& spec = job.spec();
   const auto& result = job.result();
-  std::string out = absl::StrFormat("Job %d  %s%s\n", job.id(), StateName(job.state()),
-                                    spec.name().empty() ? "" : "  (" + spec.name() + ")");
-  absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", spec.model(), spec.dataset(),
-                        spec.data_dir());
-  absl::StrAppendFormat(&out, "  device    %s\n", spec.device());
+  // Every string below may come from another user or a job: escaped (TerminalSafe).
+  std::string out =
+      absl::StrFormat("Job %d  %s%s\n", job.id(), StateName(job.state()),
+                      spec.name().empty() ? "" : "  (" + TerminalSafe(spec.name()) + ")");
+  absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", TerminalSafe(spec.model()),
+                        TerminalSafe(spec.dataset()), TerminalSafe(spec.data_dir()));
+  absl::StrAppendFormat(&out, "  device    %s\n", TerminalSafe(spec.device()));
   absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
   absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
   if (job.has_start_time()) {
@@ -79,16 +84,21 @@ std::string DescribeJob(const Job& job) {
                           result.train_seconds() / 60, result.total_seconds() / 60);
   }
   if (result.peak_current_allocated_bytes() > 0) {
-    absl::StrAppendFormat(&out, "  memory    peak %s current / %s driver allocated\n",
-                          FormatBytes(result.peak_current_allocated_bytes()),
-                          FormatBytes(result.peak_driver_allocated_bytes()));
+    if (absl::StartsWith(spec.device(), "cpu")) {  // on a CPU both are the process's RSS
+      absl::StrAppendFormat(&out, "  memory    peak %s resident (RSS)\n",
+                            FormatBytes(result.peak_current_allocated_bytes()));
+    } else {
+      absl::StrAppendFormat(&out, "  memory    peak %s allocated / %s reserved by the driver\n",
+                            FormatBytes(result.peak_current_allocated_bytes()),
+                            FormatBytes(result.peak_driver_allocated_bytes()));
+    }
   }
   if (result.top_operators_size() > 0) {
     absl::StrAppendFormat(&out, "  profile   top operators by self time (trace: %s)\n",
-                          result.trace_path());
+                          TerminalSafe(result.trace_path()));
     for (const auto& op : result.top_operators()) {
       absl::StrAppendFormat(&out, "            %9.3f ms  %6d calls  %s\n", op.self_seconds() * 1000,
-                            op.calls(), op.name());
+                            op.calls(), TerminalSafe(op.name()));
     }
   }
   if (job.disk_bytes() > 0) {
@@ -96,17 +106,26 @@ std::string DescribeJob(const Job& job) {
                           FormatBytes(job.disk_bytes()));
   }
   for (const auto& a : result.artifacts()) {
-    absl::StrAppendFormat(&out, "  artifact  %-5s %s, %s, epoch %d, sha256 %s\n", a.name(), a.format(),
-                          FormatBytes(a.size_bytes()), a.epoch(), a.sha256().substr(0, 16));
+    absl::StrAppendFormat(&out, "  artifact  %-5s %s, %s, epoch %d, sha256 %s\n",
+                          TerminalSafe(a.name()), TerminalSafe(a.format()),
+                          FormatBytes(a.size_bytes()), a.epoch(),
+                          TerminalSafe(a.sha256().substr(0, 16)));
   }
   if (result.has_evaluation()) out += DescribeEvaluation(result.evaluation(), job.spec().dataset());
-  if (!result.error().empty()) absl::StrAppendFormat(&out, "  error     %s\n", result.error());
+  if (!result.error().empty()) {
+    // Its lines indented, so a job's output cannot pass for one of the lines above.
+    absl::StrAppendFormat(
+        &out, "  error     %s\n",
+        absl::StrReplaceAll(TerminalSafe(result.error(), /*keep_newlines=*/true),
+                            {{"\n", "\n            "}}));
+  }
   return out;
 }
 
 std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::string& dataset) {
   std::string out = absl::StrFormat("  evaluated %s on %s's test split (%d samples): accuracy %.2f%%, loss %.4f\n",
-                                    e.weights(), dataset, e.samples(), e.accuracy() * 100, e.loss());
+                                    TerminalSafe(e.weights()), TerminalSafe(dataset), e.samples(),
+                                    e.accuracy() * 100, e.loss());
   const int classes = e.classes();
   if (classes == 0) return out;
   out += "  per class ";
@@ -139,11 +158,11 @@ std::string JobTable(const std::vector<Job>& jobs) {
         job.state() == Job::SUCCEEDED ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
                                       : "-";
     absl::StrAppendFormat(&out, "%-6d %-10s %-11s %-14s %-7s %-6d %-19s %-8s %-9s %s\n", job.id(),
-                          StateName(job.state()), job.spec().model(), job.spec().dataset(),
-                          job.spec().device(), job.spec().epochs(),
-                          FormatTimestamp(job.create_time()), accuracy,
+                          StateName(job.state()), TerminalSafe(job.spec().model()),
+                          TerminalSafe(job.spec().dataset()), TerminalSafe(job.spec().device()),
+                          job.spec().epochs(), FormatTimestamp(job.create_time()), accuracy,
                           job.disk_bytes() > 0 ? FormatBytes(job.disk_bytes()) : "-",
-                          job.spec().name());
+                          TerminalSafe(job.spec().name()));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/log_format.h"
+#include "common/terminal_text.h"
 
 namespace traind {
 
@@ -30,9 +31,11 @@ constexpr Column kColumns[] = {
 constexpr size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
 
 std::string Caption(const SweepReport& report) {
-  const std::string name = report.name().empty() ? "" : absl::StrCat(" (", report.name(), ")");
+  const std::string name =
+      report.name().empty() ? "" : absl::StrCat(" (", TerminalSafe(report.name()), ")");
   return absl::StrFormat("Sweep %d%s: %d/%d jobs finished; speedup against %s", report.sweep_id(),
-                         name, report.jobs_finished(), report.jobs_total(), ReportBaseline(report));
+                         name, report.jobs_finished(), report.jobs_total(),
+                         TerminalSafe(ReportBaseline(report)));
 }
 
 // Medians and means of zero runs are zeros, not measurements; "-" keeps them from being read.
@@ -88,12 +91,13 @@ std::vector<std::string> Titles() {
   return titles;
 }
 
-// Flags carry error messages, which may span lines; one table row must stay one line.
+// Flags carry error messages, which may span lines; one table row must stay one line, and no
+// cell (a swept value, a job's error) may send the terminal an escape sequence.
 std::string OneLine(std::string s) {
   for (char& c : s) {
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
   }
-  return s;
+  return TerminalSafe(s);
 }
 
 // Terminal columns, counting each UTF-8 sequence once so that "µ" or "→" keep the table aligned.
@@ -138,7 +142,9 @@ std::string MarkdownSeparator() {
   return absl::StrCat("|", absl::StrJoin(parts, "|"), "|\n");
 }
 
-std::string CsvField(const std::string& s) {
+std::string CsvField(const std::string& raw) {
+  // Quoted newlines are valid CSV; other control characters are escaped like everywhere else.
+  const std::string s = TerminalSafe(raw, /*keep_newlines=*/true);
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {

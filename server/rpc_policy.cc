@@ -1,0 +1,35 @@
+#include "server/rpc_policy.h"
+
+namespace traind {
+
+const std::vector<RpcPolicy>& RpcPolicies() {
+  static const std::vector<RpcPolicy>* const policies = new std::vector<RpcPolicy>{
+      {"SubmitJob", RpcScope::kOwnResources},  // `after`, init_from and blobs must be its own
+      {"GetJob", RpcScope::kOwnResources},
+      {"ListJobs", RpcScope::kOwnResources},   // a user token lists its own jobs only
+      {"CancelJob", RpcScope::kOwnResources},
+      {"WatchJob", RpcScope::kOwnResources},
+      {"ListJobEvents", RpcScope::kOwnResources},
+      {"ListDevices", RpcScope::kAnyCaller},
+      {"RetryJob", RpcScope::kOwnResources},
+      {"SubmitSweep", RpcScope::kOwnResources},
+      {"GetSweep", RpcScope::kOwnResources},
+      {"GetSweepReport", RpcScope::kOwnResources},
+      {"SetQueueState", RpcScope::kAdminToChange},  // GET for all; PAUSE, RESUME, DRAIN: admins
+      {"UploadBlob", RpcScope::kOwnResources},      // counted against its storage quota
+      {"GetBlob", RpcScope::kOwnResources},         // only blobs it uploaded itself
+      {"ListArtifacts", RpcScope::kOwnResources},
+      {"DownloadArtifact", RpcScope::kOwnResources},
+      {"DeleteJob", RpcScope::kOwnResources},
+  };
+  return *policies;
+}
+
+const RpcPolicy* FindRpcPolicy(absl::string_view method) {
+  for (const RpcPolicy& policy : RpcPolicies()) {
+    if (method == policy.method) return &policy;
+  }
+  return nullptr;
+}
+
+}  // namespace traind
