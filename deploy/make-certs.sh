@@ -9,7 +9,8 @@
 #   ca.pem ca.key            self-signed CA, 10 years (ca.key is only needed to issue more certs)
 #   server.pem server.key    serverAuth, SAN DNS:HOSTNAME (+ localhost, 127.0.0.1, ::1) + IP:...
 #   client.pem client.key    clientAuth, for traind --tls-client-ca
-#   tokens.txt               for traind --token-file (one token per line)
+#   tokens.txt               for traind --token-file: "TOKEN admin admin" (TOKEN NAME ROLE; add
+#                            "TOKEN NAME user" lines for people who manage only their own jobs)
 #   token                    the same token, for trainctl --token-file
 # Keys are EC P-256; leaf certificates are valid 825 days. Private keys and token files are 0600.
 # Existing files are never overwritten without --force.
@@ -198,7 +199,7 @@ ossl verify -CAfile "$work/ca.pem" -purpose sslserver "$work/server.pem"
 ossl verify -CAfile "$work/ca.pem" -purpose sslclient "$work/client.pem"
 
 token=$(openssl rand -hex 32)
-printf '%s\n' "$token" >"$work/tokens.txt"
+printf '%s admin admin\n' "$token" >"$work/tokens.txt"  # TOKEN NAME ROLE
 printf '%s\n' "$token" >"$work/token"
 
 chmod 0600 "$work"/*.key "$work/tokens.txt" "$work/token"
@@ -213,7 +214,9 @@ cat <<EOF
 $prog: wrote $out/{ca.pem,ca.key,server.pem,server.key,client.pem,client.key,tokens.txt,token}
 server certificate: CN=$host, $san
 Copy ca.pem, client.pem, client.key and token to the client machine; ca.key issues certificates,
-keep it offline. Add tokens to tokens.txt (one a line) to let more clients in.
+keep it offline. The token is an admin's (it sees every job and may pause the queue); add a line
+"TOKEN NAME user" to tokens.txt for each person who should manage only their own jobs
+(e.g. TOKEN from \`openssl rand -hex 32\`), and restart traind.
 
 On the server:
   traind --listen $listen --tls-cert $q/server.pem --tls-key $q/server.key --tls-client-ca $q/ca.pem --token-file $q/tokens.txt

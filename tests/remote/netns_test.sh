@@ -26,6 +26,10 @@ cleanup() {
 trap cleanup EXIT
 ip netns add "$server_ns" 2>"$work/ns.err" || skip "cannot create network namespaces here: $(cat "$work/ns.err")"
 ip netns add "$laptop_ns" || skip "cannot create a second network namespace"
+# `ip netns exec` remounts / and /sys; in a chroot or container whose / is not a mount point it
+# cannot, and every check below would fail for that reason alone.
+ip netns exec "$server_ns" true 2>"$work/exec.err" \
+  || skip "ip netns exec does not work here (a chroot or container whose / is not a mount point?): $(head -1 "$work/exec.err")"
 ip link add "${tag}a" netns "$server_ns" type veth peer name "${tag}b" netns "$laptop_ns" \
   || skip "cannot create a veth pair"
 ip -n "$server_ns" addr add "$server_ip/24" dev "${tag}a"
@@ -66,6 +70,11 @@ grep -q -- "--tls-cert $certs/server.pem\|--tls-cert '$certs/server.pem'" "$work
 expect 1 "plaintext TCP on a non-loopback address is refused at start" "needs TLS" -- \
   on_server "$bin/traind" --state-dir "$work/refused" --listen "$server_ip:$port"
 
+# A second person, with a user token: manages only their own jobs.
+user_token=$(openssl rand -hex 24)
+echo "$user_token bob user" >>"$certs/tokens.txt"
+echo "$user_token" >"$work/bob-token"
+
 # Not through on_server: $! must be traind itself (ip netns exec execs it), for the cleanup.
 ip netns exec "$server_ns" "$bin/traind" --state-dir "$work/state" --listen "$server_ip:$port" \
   --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" \
@@ -82,7 +91,7 @@ small=(--model lenet5 --dataset fashion-mnist --epochs 1 --limit-train 2000 --li
 id=$(on_laptop "$bin/trainctl" "${auth[@]}" submit "${small[@]}" 2>"$work/submit.err")
 [ -n "$id" ] && pass "submit over TLS with a token: job $id" || { fail "submit: $(cat "$work/submit.err")"; id=0; }
 expect 0 "watch over TLS with a token" "Test accuracy" -- on_laptop "$bin/trainctl" "${auth[@]}" watch "$id"
-expect 0 "the job records which token submitted it" '"owner": "token-1"' -- \
+expect 0 "the job records which token submitted it" '"owner": "admin"' -- \
   on_laptop "$bin/trainctl" "${auth[@]}" show "$id" --output json
 expect 0 "artifacts over TLS with a token" "state_dict" -- \
   on_laptop "$bin/trainctl" "${auth[@]}" artifacts "$id"
@@ -92,6 +101,17 @@ expect 0 "an upload over TLS with a token" "sha256:" -- \
   on_laptop "$bin/trainctl" "${auth[@]}" upload "$work/remote-best.pt"
 expect 3 "a download without a token is UNAUTHENTICATED" "no bearer token" -- \
   on_laptop "$bin/trainctl" "${tls[@]}" download "$id" -o "$work/other-best.pt"
+
+bob=("${tls[@]}" --token-file "$work/bob-token")
+expect 3 "a user token cannot read another token's job (PERMISSION_DENIED)" "is not yours" -- \
+  on_laptop "$bin/trainctl" "${bob[@]}" show "$id"
+expect 3 "a user token cannot pause the queue" "needs an admin token" -- \
+  on_laptop "$bin/trainctl" "${bob[@]}" pause
+if on_laptop "$bin/trainctl" "${bob[@]}" list 2>&1 | grep -q "^$id "; then
+  fail "a user token lists only its own jobs"
+else
+  pass "a user token lists only its own jobs"
+fi
 
 echo "wrong-token-0123456789abcdef" >"$work/wrong-token"
 expect 3 "a wrong token is UNAUTHENTICATED (exit 3)" "wrong bearer token" -- \
