@@ -15,6 +15,7 @@
 #include "common/grpc_status.h"
 #include "common/catalog.h"
 #include "common/job_spec.h"
+#include "common/message_bounds.h"
 #include "common/paths.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
@@ -43,6 +44,8 @@ class RejectedWatch : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
 };
 
 constexpr int kMaxPageSize = 1000;
+// Replies stay under the 4 MiB that gRPC clients accept by default, whatever the page size asked.
+constexpr size_t kMaxReplyBytes = 3 << 20;
 constexpr int kDefaultEventPage = 1000;
 constexpr int kMaxEventPage = 10000;
 }  // namespace
@@ -63,11 +66,18 @@ TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
 
 template <typename Work>
 grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* context,
-                                                  const char* method, Work work) {
+                                                  const char* method,
+                                                  const google::protobuf::Message* request,
+                                                  Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::StatusOr<Caller> caller = access_->Admit(*context, method);  // cheap: no I/O
   if (!caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
+    return reactor;
+  }
+  // Before any work: every string and list of the request within its bound.
+  if (absl::Status bounded = CheckMessageBounds(*request); !bounded.ok()) {
+    reactor->Finish(ToGrpcStatus(bounded));
     return reactor;
   }
   executor_->Schedule([reactor, caller = *std::move(caller), work = std::move(work)]() mutable {
@@ -378,7 +388,7 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
 grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::SubmitJobRequest* request,
                                                     Job* response) {
-  return Offload(context, "SubmitJob", [this, request, response](const Caller& caller) {
+  return Offload(context, "SubmitJob", request, [this, request, response](const Caller& caller) {
     return Submit(*request, caller, response);
   });
 }
@@ -386,7 +396,7 @@ grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* context,
                                                  const trainer::v1::GetJobRequest* request,
                                                  Job* response) {
-  return Offload(context, "GetJob", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "GetJob", request, [this, request, response](const Caller& caller) -> absl::Status {
     ASSIGN_OR_RETURN(*response, OwnJob(caller, request->id()));
     response->set_disk_bytes(JobDiskBytes(files_.jobs_dir, response->id()));
     return absl::OkStatus();
@@ -417,13 +427,18 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, c
   filter.device = request.device() == "cuda" ? "cuda:0" : request.device();
   if (!caller.is_admin()) filter.owner = caller.owner;
   ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(filter, before_id, page_size + 1));
-  if (static_cast<int>(jobs.size()) > page_size) {
-    jobs.resize(page_size);
-    response->set_next_page_token(absl::StrCat(jobs.back().id()));
-  }
+  const bool more = static_cast<int>(jobs.size()) > page_size;
+  if (more) jobs.resize(page_size);
+  size_t reply_bytes = 0;
   for (Job& job : jobs) {
     job.set_disk_bytes(JobDiskBytes(files_.jobs_dir, job.id()));
+    // The page ends early rather than outgrow what any client accepts by default.
+    reply_bytes += job.ByteSizeLong() + 8;
+    if (response->jobs_size() > 0 && reply_bytes > kMaxReplyBytes) break;
     *response->add_jobs() = std::move(job);
+  }
+  if (more || response->jobs_size() < static_cast<int>(jobs.size())) {
+    response->set_next_page_token(absl::StrCat(response->jobs().rbegin()->id()));
   }
   return absl::OkStatus();
 }
@@ -431,7 +446,7 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, c
 grpc::ServerUnaryReactor* TrainerService::ListJobs(grpc::CallbackServerContext* context,
                                                    const trainer::v1::ListJobsRequest* request,
                                                    trainer::v1::ListJobsResponse* response) {
-  return Offload(context, "ListJobs", [this, request, response](const Caller& caller) {
+  return Offload(context, "ListJobs", request, [this, request, response](const Caller& caller) {
     return List(*request, caller, response);
   });
 }
@@ -439,7 +454,7 @@ grpc::ServerUnaryReactor* TrainerService::ListJobs(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::CancelJobRequest* request,
                                                     Job* response) {
-  return Offload(context, "CancelJob", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "CancelJob", request, [this, request, response](const Caller& caller) -> absl::Status {
     RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
     ASSIGN_OR_RETURN(*response, scheduler_->Cancel(request->id()));
     return absl::OkStatus();
@@ -450,6 +465,9 @@ grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
     grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
   absl::StatusOr<Caller> caller = access_->Admit(*context, "WatchJob");
   if (!caller.ok()) return new RejectedWatch(ToGrpcStatus(caller.status()));
+  if (absl::Status bounded = CheckMessageBounds(*request); !bounded.ok()) {
+    return new RejectedWatch(ToGrpcStatus(bounded));
+  }
   absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> lease = access_->AcquireWatch(*caller);
   if (!lease.ok()) return new RejectedWatch(ToGrpcStatus(lease.status()));
   return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq(),
@@ -463,7 +481,7 @@ grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
 grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
     grpc::CallbackServerContext* context, const trainer::v1::ListJobEventsRequest* request,
     trainer::v1::ListJobEventsResponse* response) {
-  return Offload(context, "ListJobEvents", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "ListJobEvents", request, [this, request, response](const Caller& caller) -> absl::Status {
     const int page_size = request->page_size() == 0 ? kDefaultEventPage : request->page_size();
     if (page_size < 0 || page_size > kMaxEventPage) {
       return absl::InvalidArgumentError(
@@ -473,10 +491,18 @@ grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
     const int64_t from_seq = std::max<int64_t>(request->from_seq(), 1);
     ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
                      store_->ReadEvents(job.id(), from_seq, page_size));
-    if (static_cast<int>(events.size()) == page_size && events.back().seq() < job.last_seq()) {
-      response->set_next_seq(events.back().seq() + 1);
+    size_t reply_bytes = 0;
+    for (auto& event : events) {
+      reply_bytes += event.ByteSizeLong() + 8;
+      if (response->events_size() > 0 && reply_bytes > kMaxReplyBytes) break;
+      *response->add_events() = std::move(event);
     }
-    for (auto& event : events) *response->add_events() = std::move(event);
+    const int64_t last = response->events().empty() ? 0 : response->events().rbegin()->seq();
+    if (!response->events().empty() && last < job.last_seq() &&
+        (static_cast<int>(events.size()) == page_size ||
+         response->events_size() < static_cast<int>(events.size()))) {
+      response->set_next_seq(last + 1);
+    }
     return absl::OkStatus();
   });
 }
@@ -484,7 +510,7 @@ grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
 grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* context,
                                                    const trainer::v1::RetryJobRequest* request,
                                                    Job* response) {
-  return Offload(context, "RetryJob", [this, request, response](const Caller& caller) {
+  return Offload(context, "RetryJob", request, [this, request, response](const Caller& caller) {
     return Retry(*request, caller, response);
   });
 }
@@ -492,7 +518,7 @@ grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
     grpc::CallbackServerContext* context, const trainer::v1::SubmitSweepRequest* request,
     trainer::v1::Sweep* response) {
-  return Offload(context, "SubmitSweep", [this, request, response](const Caller& caller) {
+  return Offload(context, "SubmitSweep", request, [this, request, response](const Caller& caller) {
     return CreateSweep(*request, caller, response);
   });
 }
@@ -500,7 +526,7 @@ grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
 grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* context,
                                                    const trainer::v1::GetSweepRequest* request,
                                                    trainer::v1::Sweep* response) {
-  return Offload(context, "GetSweep", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "GetSweep", request, [this, request, response](const Caller& caller) -> absl::Status {
     ASSIGN_OR_RETURN(*response, OwnSweep(caller, request->id()));
     return absl::OkStatus();
   });
@@ -509,7 +535,7 @@ grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
     grpc::CallbackServerContext* context, const trainer::v1::GetSweepReportRequest* request,
     trainer::v1::SweepReport* response) {
-  return Offload(context, "GetSweepReport", [this, request, response](const Caller& caller) {
+  return Offload(context, "GetSweepReport", request, [this, request, response](const Caller& caller) {
     return Report(*request, caller, response);
   });
 }
@@ -517,7 +543,7 @@ grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
 grpc::ServerUnaryReactor* TrainerService::SetQueueState(
     grpc::CallbackServerContext* context, const trainer::v1::SetQueueStateRequest* request,
     trainer::v1::QueueState* response) {
-  return Offload(context, "SetQueueState", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "SetQueueState", request, [this, request, response](const Caller& caller) -> absl::Status {
     using Action = trainer::v1::SetQueueStateRequest;
     if (request->action() != Action::GET && !caller.is_admin()) {
       return absl::PermissionDeniedError(absl::StrCat(
@@ -547,11 +573,12 @@ grpc::ServerUnaryReactor* TrainerService::SetQueueState(
 grpc::ServerUnaryReactor* TrainerService::ListDevices(
     grpc::CallbackServerContext* context, const trainer::v1::ListDevicesRequest* request,
     trainer::v1::ListDevicesResponse* response) {
-  (void)request;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::StatusOr<Caller> caller = access_->Admit(*context, "ListDevices");
-  if (caller.ok()) *response = devices_;
-  reactor->Finish(ToGrpcStatus(caller.status()));
+  absl::Status status = caller.status();
+  if (status.ok()) status = CheckMessageBounds(*request);
+  if (status.ok()) *response = devices_;
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
@@ -596,7 +623,7 @@ grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadB
 grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* context,
                                                   const trainer::v1::GetBlobRequest* request,
                                                   trainer::v1::Blob* response) {
-  return Offload(context, "GetBlob", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "GetBlob", request, [this, request, response](const Caller& caller) -> absl::Status {
     ASSIGN_OR_RETURN(*response, UsableBlob(caller, request->digest()));
     return absl::OkStatus();
   });
@@ -605,7 +632,7 @@ grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::DeleteJobRequest* request,
                                                     trainer::v1::DeleteJobResponse* response) {
-  return Offload(context, "DeleteJob", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "DeleteJob", request, [this, request, response](const Caller& caller) -> absl::Status {
     RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
     const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
     ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteJob(request->id()));
@@ -629,7 +656,7 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
     grpc::CallbackServerContext* context, const trainer::v1::ListArtifactsRequest* request,
     trainer::v1::ListArtifactsResponse* response) {
-  return Offload(context, "ListArtifacts", [this, request, response](const Caller& caller) -> absl::Status {
+  return Offload(context, "ListArtifacts", request, [this, request, response](const Caller& caller) -> absl::Status {
     ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
     *response->mutable_artifacts() = job.result().artifacts();
     return absl::OkStatus();
@@ -639,6 +666,9 @@ grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
 grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService::DownloadArtifact(
     grpc::CallbackServerContext* context, const trainer::v1::DownloadArtifactRequest* request) {
   absl::StatusOr<Caller> caller = access_->Admit(*context, "DownloadArtifact");
+  if (caller.ok()) {
+    if (absl::Status bounded = CheckMessageBounds(*request); !bounded.ok()) caller = bounded;
+  }
   if (!caller.ok()) {
     return DownloadReactor::Start(executor_, [status = caller.status()]()
                                                  -> absl::StatusOr<DownloadReactor::Source> {

@@ -92,8 +92,9 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
  private:
   // Admits the caller for `method` (AccessControl::Admit), then runs `work` on the executor.
   template <typename Work>
+  // Refuses a request with a field over its bound (CheckMessageBounds) before any work.
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, const char* method,
-                                    Work work);
+                                    const google::protobuf::Message* request, Work work);
   // The job, sweep or blob if `caller` may act on it: PERMISSION_DENIED for someone else's job
   // or sweep; NOT_FOUND for someone else's blob (its digest alone proves nothing).
   absl::StatusOr<trainer::v1::Job> OwnJob(const Caller& caller, int64_t id) const;

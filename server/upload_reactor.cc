@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/message_bounds.h"
 #include "common/status_macros.h"
 #include "server/model_inspector.h"
 
@@ -36,6 +37,7 @@ void UploadReactor::OnReadDone(bool ok) {
 absl::Status UploadReactor::Consume() {
   if (request_.has_header()) {
     if (upload_ != nullptr) return absl::InvalidArgumentError("header: only in the first message");
+    RETURN_IF_ERROR(CheckMessageBounds(request_));
     if (options_.admit) RETURN_IF_ERROR(options_.admit(request_.header().size_bytes()));
     ASSIGN_OR_RETURN(upload_,
                      blobs_->BeginUpload(request_.header(), options_.max_bytes, options_.owner));

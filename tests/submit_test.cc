@@ -146,6 +146,69 @@ TEST_F(SubmitTest, UnreachableDaemonIsExitCode3WithAHint) {
   StartDaemon();
 }
 
+TEST_F(SubmitTest, EveryPartOfARequestIsBoundedBeforeAnyWork) {
+  // The example: 1.2 million `after` ids, under the request size limit.
+  trainer::v1::SubmitJobRequest request;
+  request.mutable_spec()->set_model("mlp");
+  request.mutable_spec()->set_dataset("fake");
+  for (int i = 0; i < 1200000; ++i) request.add_after(i + 1);
+  trainer::v1::Job job;
+  grpc::ClientContext context;
+  grpc::Status status = stub().SubmitJob(&context, request, &job);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "after: at most 64 entries, got 1200000");
+  // Another: a 3 MB job name, and a list filter of a thousand states.
+  request.clear_after();
+  request.mutable_spec()->set_name(std::string(3 << 20, 'n'));
+  grpc::ClientContext context2;
+  status = stub().SubmitJob(&context2, request, &job);
+  EXPECT_EQ(status.error_message(), "spec.name: at most 256 bytes, got 3145728");
+  trainer::v1::ListJobsRequest list;
+  for (int i = 0; i < 1000; ++i) list.add_states(trainer::v1::Job::QUEUED);
+  trainer::v1::ListJobsResponse listed;
+  grpc::ClientContext context3;
+  status = stub().ListJobs(&context3, list, &listed);
+  EXPECT_EQ(status.error_message(), "states: at most 64 entries, got 1000");
+  // The daemon still answers at once.
+  EXPECT_EQ(Trainctl({"list"}).exit_code, 0);
+}
+
+TEST_F(SubmitTest, ListingJobsWithLargeFieldsFitsAnyClientsLimit) {
+  ASSERT_EQ(Trainctl({"pause"}).exit_code, 0);
+  // A data directory with a long (legal) path: 1000 jobs of it are over 4 MB in one page.
+  std::string dir = state_dir_;
+  while (dir.size() < 3800) dir += "/" + std::string(200, 'd');
+  std::filesystem::create_directories(dir);
+  for (int i = 0; i < 1000; ++i) {
+    trainer::v1::SubmitJobRequest request;
+    request.mutable_spec()->set_model("lenet5");
+    request.mutable_spec()->set_dataset("fashion-mnist");
+    request.mutable_spec()->set_data_dir(dir);
+    request.mutable_spec()->set_name(std::string(200, 'n'));
+    trainer::v1::Job job;
+    grpc::ClientContext context;
+    const grpc::Status status = stub().SubmitJob(&context, request, &job);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  // The fixture's stub has gRPC's default 4 MiB receive limit.
+  int seen = 0, pages = 0;
+  std::string token;
+  do {
+    trainer::v1::ListJobsRequest request;
+    request.set_page_size(1000);
+    request.set_page_token(token);
+    trainer::v1::ListJobsResponse response;
+    grpc::ClientContext context;
+    const grpc::Status status = stub().ListJobs(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    seen += response.jobs_size();
+    token = response.next_page_token();
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(seen, 1000);
+  EXPECT_GE(pages, 2);
+}
+
 TEST_F(SubmitTest, UserTextCannotForgeRowsOrDriveTheTerminal) {
   ASSERT_EQ(Trainctl({"pause"}).exit_code, 0);
   // Straight from a raw gRPC client: trainctl's own flags are not in the way.
