@@ -3,22 +3,23 @@
 # side for SECONDS each (default 600), one process per target. The corpus each run grows is kept in
 # build-fuzz/fuzz-work/corpus/TARGET (the next run starts from it), findings go to
 # build-fuzz/fuzz-work/artifacts/, logs to build-fuzz/fuzz-work/TARGET.log. docs/testing.md.
-#   fuzz/run.sh [SECONDS [TARGET...]]     TARGET: job_file, event_stream (default: both)
+#   fuzz/run.sh [SECONDS [TARGET...]]     TARGET: job_file, event_stream, request (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 [ $# -gt 0 ] && shift
-targets=${*:-job_file event_stream}
+targets=${*:-job_file event_stream request}
 build=${TRAIND_FUZZ_BUILD_DIR:-build-fuzz}
 
 cmake -S . -B "$build" -DTRAIND_FUZZ=ON -DCMAKE_CXX_COMPILER="${CXX:-clang++}" >/dev/null
 fuzzers=""
 for t in $targets; do fuzzers="$fuzzers ${t}_fuzzer"; done
-cmake --build "$build" -j"${TRAIND_BUILD_JOBS:-2}" --target event_stream_seeds $fuzzers
+cmake --build "$build" -j"${TRAIND_BUILD_JOBS:-2}" --target event_stream_seeds request_seeds $fuzzers
 
 work=$build/fuzz-work
 mkdir -p "$work/artifacts"
 "$build/bin/event_stream_seeds" "$work/seeds/event_stream"
+"$build/bin/request_seeds" "$work/seeds/request"
 pids=""
 for t in $targets; do
   seeds=fuzz/corpus/$t
