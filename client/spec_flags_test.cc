@@ -46,7 +46,12 @@ TEST(SpecFlagTableTest, FlagsReachTheSpecAndBadValuesNameTheField) {
   trainer::v1::JobSpec other;
   absl::Status status = ApplySpecFlags(bad, &other);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), "epochs: 'two' is not an integer");
+  EXPECT_EQ(status.message(), "epochs: 'two' is not an integer from -2147483648 to 2147483647");
+  // Out of range is refused, never truncated (4294967297 would wrap to 1).
+  trainer::v1::JobSpec big;
+  EXPECT_EQ(SetSpecField(&big, "epochs", "4294967297").message(),
+            "epochs: '4294967297' is not an integer from -2147483648 to 2147483647");
+  EXPECT_EQ(big.epochs(), 0);
 }
 
 TEST(SpecFlagTableTest, BenchMatmulTakesOnlyTheNamedFlags) {

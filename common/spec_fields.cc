@@ -46,7 +46,8 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
       spec->set_batch_size_auto(false);
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("batch_size: expected a number or 'auto', got '", value, "'"));
+          absl::StrCat("batch_size: expected 'auto' or an integer from 1 to 1048576, got '", value,
+                       "'"));
     }
     return absl::OkStatus();
   }
@@ -58,19 +59,19 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32: {
       int32_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer from -2147483648 to 2147483647");
       reflection->SetInt32(spec, f, v);
       break;
     }
     case FieldDescriptor::CPPTYPE_INT64: {
       int64_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      if (!absl::SimpleAtoi(value, &v)) return bad("a 64-bit integer");
       reflection->SetInt64(spec, f, v);
       break;
     }
     case FieldDescriptor::CPPTYPE_UINT64: {
       uint64_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("a non-negative integer");
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer from 0 to 18446744073709551615");
       reflection->SetUInt64(spec, f, v);
       break;
     }

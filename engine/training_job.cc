@@ -8,6 +8,7 @@
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
 #include "data/dataset.h"
@@ -80,9 +82,11 @@ struct Progress {
 
 class JobRun {
  public:
+  // `phase` says what the job is doing, for an error caught outside (out of memory).
   JobRun(const trainer::v1::WorkerRequest& request, const EventSink& emit,
-         const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device)
-      : spec_(request.spec()), job_dir_(request.job_dir()), model_path_(request.model_path()),
+         const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device,
+         const char** phase)
+      : phase_(phase), spec_(request.spec()), job_dir_(request.job_dir()), model_path_(request.model_path()),
         data_path_(request.data_path()), init_path_(request.init_path()), loss_(LossKindFromName(request.spec().loss())),
         emit_(emit), stop_(stop),
         suspend_(suspend), checkpoint_interval_(request.checkpoint_interval_seconds()),
@@ -105,6 +109,15 @@ class JobRun {
   // Restores model, optimizer, RNG states and progress from the job's checkpoint, if it has one.
   absl::StatusOr<Progress> LoadCheckpoint(torch::nn::AnyModule& model,
                                           torch::optim::Optimizer& optimizer, TrainStep& step);
+  // A NaN or infinite loss ruins the weights for good: fail now, saying when, rather than train
+  // on and report a "succeeded" job with NaN loss (unless the spec allows it).
+  absl::Status CheckLossIsFinite(double loss, int epoch, int64_t batch) const {
+    if (std::isfinite(loss) || spec_.allow_nonfinite_loss()) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "loss became %s at epoch %d, batch %d (learning rate %g): training diverged. Lower the "
+        "learning rate, or set allow_nonfinite_loss (--allow-nonfinite-loss) to train on",
+        std::isnan(loss) ? "NaN" : "infinite", epoch, batch, spec_.learning_rate()));
+  }
   void Emit(JobEvent event) {
     Stamp(&event);
     emit_(std::move(event));
@@ -124,6 +137,7 @@ class JobRun {
     peak_driver_ = std::max({peak_driver_, m.driver_allocated, m.peak_driver_allocated});
   }
 
+  const char** const phase_;
   const JobSpec& spec_;
   const std::string job_dir_;
   const std::string model_path_;  // torchscript jobs: the uploaded module
@@ -150,7 +164,9 @@ absl::Status JobRun::Run() {
   }
 
   const std::string settings = ConfigureDevice(device_, spec_.tf32());
+  *phase_ = "loading the dataset";
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
+  *phase_ = "copying the dataset to the device (--device-resident)";
   if (spec_.device_resident() && !device_.is_cpu()) {
     for (Split* split : {&data.train, &data.validation, &data.test}) {
       split->inputs = split->inputs.to(device_);
@@ -158,6 +174,7 @@ absl::Status JobRun::Run() {
     }
   }
   int64_t batch_size = spec_.batch_size();
+  *phase_ = "choosing the batch size";
   if (spec_.batch_size_auto()) {
     const ModelInput input{data.channels, data.height, data.width, data.num_classes};
     ASSIGN_OR_RETURN(BatchSizeChoice choice,
@@ -191,6 +208,7 @@ absl::StatusOr<torch::nn::AnyModule> JobRun::BuildModel(const Dataset& data) {
 absl::Status JobRun::EvaluateOnly(Dataset& data) {
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildModel(data));
+  *phase_ = "evaluating";
   const Evaluation test = Evaluate(model, data.test, device_, spec_.amp(), spec_.batch_size(),
                                    loss_, data.num_classes, /*with_confusion=*/true);
   ASSIGN_OR_RETURN(InitFrom init, ParseInitFrom(spec_.init_from()));
@@ -228,6 +246,7 @@ absl::Status JobRun::EvaluateOnly(Dataset& data) {
 
 absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string& settings) {
   const auto start = Clock::now();
+  *phase_ = "building the model";
   ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildModel(data));
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
@@ -286,6 +305,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   auto last_checkpoint = Clock::now();
   const int64_t accumulate = std::max(1, spec_.accumulate());
   for (int epoch = progress.epoch; epoch <= epochs; ++epoch) {
+    *phase_ = "training";
     const int64_t first_batch = epoch == progress.epoch ? progress.batch : 0;
     // One generator per epoch, derived from the seed, so a resumed job shuffles exactly as an
     // uninterrupted one would.
@@ -347,6 +367,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       if (batch % spec_.log_every() == 0) {
         // item() synchronises the device, so the window's timing below is honest.
         const double loss_value = loss.item<double>();
+        RETURN_IF_ERROR(CheckLossIsFinite(loss_value, epoch, batch));
         const double window_seconds = SecondsSince(window_start);
         const MemoryReading memory = ReadMemory(device_);
         TrackPeaks(memory);
@@ -379,8 +400,10 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     summary->set_epochs(epochs);
     summary->set_epoch_seconds_no_eval(epoch_seconds);
     summary->set_train_loss(loss_sum.item<double>() / batches);
+    RETURN_IF_ERROR(CheckLossIsFinite(summary->train_loss(), epoch, batches - 1));
     if (epoch % spec_.eval_every() == 0 || epoch == epochs) {
       const auto eval_start = Clock::now();
+      *phase_ = "evaluating";
       const Evaluation train_eval = Evaluate(model, data.train, device_, spec_.amp(), batch_size,
                                              loss_, data.num_classes);
       const Evaluation validation = Evaluate(model, data.validation, device_, spec_.amp(),
@@ -414,6 +437,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     }
   }
   const double training_seconds = SecondsSince(train_start);
+  *phase_ = "evaluating";
   const Evaluation test =
       Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes);
   TrackPeaks(ReadMemory(device_));
@@ -533,11 +557,12 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
                             const std::atomic<bool>& stop, const std::atomic<bool>* suspend) {
   const JobSpec& spec = request.spec();
   std::optional<torch::Device> device;  // for the out-of-memory message
+  const char* phase = "starting";
   try {
     absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
     if (!resolved.ok()) return resolved.status();
     device = *resolved;
-    absl::Status status = JobRun(request, emit, stop, suspend, *device).Run();
+    absl::Status status = JobRun(request, emit, stop, suspend, *device, &phase).Run();
     ReleaseCachedMemory(*device);
     return status;
   } catch (const c10::Error& e) {
@@ -549,9 +574,11 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
         in_use = absl::StrCat(" with ", memory.current_allocated >> 20, " MiB in use (",
                               memory.driver_allocated >> 20, " MiB reserved)");
       }
-      return absl::ResourceExhaustedError(absl::StrCat("out of memory on ", spec.device(),
-                                                       " at batch size ", spec.batch_size(),
-                                                       in_use, ": ", what));
+      // Name what ran out: the batch size is the remedy only while training or evaluating.
+      const bool stepping = std::string(phase) == "training" || std::string(phase) == "evaluating";
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "out of memory on ", spec.device(), " while ", phase,
+          stepping ? absl::StrCat(" at batch size ", spec.batch_size()) : "", in_use, ": ", what));
     }
     return absl::InternalError(absl::StrCat("LibTorch error: ", what));
   } catch (const ModelContractError& e) {

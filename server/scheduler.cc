@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
+#include "common/worker_exit.h"
 
 namespace traind {
 
@@ -16,9 +17,6 @@ using trainer::v1::Job;
 using trainer::v1::JobEvent;
 
 namespace {
-// Exit codes of traind-worker (worker/main.cc).
-constexpr int kWorkerJobFailed = 1;
-constexpr int kWorkerCancelled = 3;
 constexpr char kPausedSetting[] = "paused";
 }  // namespace
 
@@ -314,11 +312,11 @@ void Scheduler::Supervise(Running* running) {
     shutting_down = shutting_down_;
   }
   absl::Status recorded;
-  if (exit.exit_code == 0 && exit.signal == 0 && got_result) {
+  if (exit.exit_code == kWorkerSucceeded && exit.signal == 0 && got_result) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
-  } else if (shutting_down && (exit.exit_code == kWorkerCancelled || exit.signal != 0)) {
+  } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
     recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
   } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
     recorded = Transition(job.id(), Job::FAILED, reported_error);

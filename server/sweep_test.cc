@@ -69,7 +69,7 @@ TEST(SweepExpansionTest, BadAxesNameTheField) {
   EXPECT_NE(ExpandSweep(spec).status().message().find("thread_count"), std::string::npos);
   spec = Grid();
   spec.mutable_axes(2)->set_values(0, "two");
-  EXPECT_EQ(ExpandSweep(spec).status().message(), "threads: 'two' is not an integer");
+  EXPECT_EQ(ExpandSweep(spec).status().message(), "threads: 'two' is not an integer from -2147483648 to 2147483647");
   spec = Grid();
   spec.set_repeat(5000);
   EXPECT_EQ(ExpandSweep(spec).status().code(), absl::StatusCode::kInvalidArgument);
@@ -92,7 +92,7 @@ TEST(SweepExpansionTest, BatchSizeAutoIsAValueLikeANumber) {
   EXPECT_EQ(GetSpecField((*members)[1], "batch_size"), "64");
   sizes->set_values(1, "big");
   EXPECT_EQ(ExpandSweep(spec).status().message(),
-            "batch_size: expected a number or 'auto', got 'big'");
+            "batch_size: expected 'auto' or an integer from 1 to 1048576, got 'big'");
 }
 
 TEST(SweepExpansionTest, MembersMayNotMultiplyALargeBaseIntoGigabytes) {

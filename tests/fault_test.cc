@@ -61,10 +61,36 @@ TEST_F(FaultTest, OutOfMemoryFailsTheJobWithResourceExhaustedAndTheQueueGoesOn) 
   const int64_t healthy = SubmitSmall();
   Job job = WaitForState(oom, Job::FAILED);
   const std::string& error = job.result().error();
-  EXPECT_NE(error.find("RESOURCE_EXHAUSTED: out of memory on cpu at batch size 128 with "),
+  EXPECT_NE(error.find("RESOURCE_EXHAUSTED: out of memory on cpu while training at batch size 128 "
+                       "with "),
             std::string::npos) << error;
   EXPECT_NE(error.find("MiB in use"), std::string::npos) << error;
   WaitForState(healthy, Job::SUCCEEDED);
+}
+
+TEST_F(FaultTest, RunningOutOfMemoryForTheDatasetDoesNotBlameTheBatchSize) {
+  // 10 million 3x1024x1024 images: about 120 TB, refused by the allocator while loading.
+  const Result submitted = Trainctl({"submit", "--model", "mlp", "--dataset", "fake", "--device",
+                                     "cpu", "--num-samples", "10000000", "--image-size", "1024"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  const int64_t id = std::stoll(submitted.out);
+  const std::string error = WaitForState(id, Job::FAILED).result().error();
+  EXPECT_NE(error.find("out of memory on cpu while loading the dataset"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("batch size"), std::string::npos) << error;
+}
+
+TEST_F(FaultTest, ADivergingLossFailsTheJobSayingWhen) {
+  // SGD with an absurd (finite, so accepted) learning rate: the weights blow up within steps.
+  const int64_t sgd = SubmitSmall("mlp", {"--optimizer", "sgd", "--lr", "1e30"});
+  Job failed = WaitForState(sgd, Job::FAILED);
+  EXPECT_NE(failed.result().error().find("training diverged"), std::string::npos)
+      << failed.result().error();
+  EXPECT_NE(failed.result().error().find("at epoch 1, batch"), std::string::npos);
+  // With the option the same job trains to the end (its loss NaN throughout).
+  const int64_t allowed =
+      SubmitSmall("mlp", {"--optimizer", "sgd", "--lr", "1e30", "--allow-nonfinite-loss"});
+  WaitForState(allowed, Job::SUCCEEDED);
 }
 
 TEST_F(FaultTest, AHungWorkerIsKilledOnCancel) {

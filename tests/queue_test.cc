@@ -235,7 +235,7 @@ TEST_F(QueueTest, SweepBatchSizeTakesAutoAlongsideNumbers) {
 
   Result bad = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--batch-size", "big"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("batch_size: expected a number or 'auto', got 'big'"), std::string::npos)
+  EXPECT_NE(bad.err.find("batch_size: expected 'auto' or an integer from 1 to 1048576, got 'big'"), std::string::npos)
       << bad.err;
 }
 

@@ -27,6 +27,7 @@
 #include "trainer/v1/worker.pb.h"
 #include "worker/event_pipe.h"
 #include "worker/heap_retention.h"
+#include "common/worker_exit.h"
 
 namespace {
 
@@ -54,18 +55,18 @@ int main(int argc, char** argv) {
   traind::EventPipeWriter pipe(events_fd);
 
   if (argc == 2 && std::strcmp(argv[1], "--list-devices") == 0) {
-    return pipe.Write(traind::DiscoverDevices()) ? 0 : 1;
+    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded : traind::kWorkerJobFailed;
   }
   if (argc != 1) {
     std::fprintf(stderr, "usage: traind-worker [--list-devices]  (started by traind)\n");
-    return 2;
+    return traind::kWorkerBadRequest;
   }
 
 #ifdef __linux__
   // If traind dies (even kill -9), checkpoint and stop: a new traind re-queues the job and it
   // resumes from there.
   prctl(PR_SET_PDEATHSIG, SIGUSR1);
-  if (getppid() == 1) return 3;  // it died before we got here
+  if (getppid() == 1) return traind::kWorkerStopped;  // it died before we got here
 #endif
   struct sigaction action {};
   action.sa_handler = OnTerminate;
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   bool clean_eof = false;
   if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
     std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
-    return 2;
+    return traind::kWorkerBadRequest;
   }
 
   if (!request.inspect_model().empty()) {
@@ -93,7 +94,8 @@ int main(int argc, char** argv) {
                                                         : trainer::v1::LogLine::ERROR);
     answer.mutable_log()->set_text(description.ok() ? *description
                                                     : std::string(description.status().message()));
-    return pipe.Write(answer) && description.ok() ? 0 : 1;
+    return pipe.Write(answer) && description.ok() ? traind::kWorkerSucceeded
+                                                  : traind::kWorkerJobFailed;
   }
 
   const absl::Status status = traind::RunTrainingJob(
@@ -103,8 +105,8 @@ int main(int argc, char** argv) {
         if (!pipe.Write(event)) g_stop.store(true);
       },
       g_stop, &g_suspend);
-  if (status.ok()) return 0;
-  if (absl::IsCancelled(status)) return 3;
+  if (status.ok()) return traind::kWorkerSucceeded;
+  if (absl::IsCancelled(status)) return traind::kWorkerStopped;
 
   trainer::v1::JobEvent error;
   error.mutable_log()->set_severity(trainer::v1::LogLine::ERROR);
@@ -112,5 +114,5 @@ int main(int argc, char** argv) {
   pipe.Write(error);
   std::fprintf(stderr, "traind-worker: job %lld failed: %s\n",
                static_cast<long long>(request.job_id()), status.ToString().c_str());
-  return 1;
+  return traind::kWorkerJobFailed;
 }

@@ -1,0 +1,17 @@
+// How traind-worker ends, as its exit status: the one list both sides use (worker/main.cc exits
+// with these; server/scheduler.cc reads them).
+#ifndef TRAIND_COMMON_WORKER_EXIT_H_
+#define TRAIND_COMMON_WORKER_EXIT_H_
+
+namespace traind {
+
+enum WorkerExit : int {
+  kWorkerSucceeded = 0,   // the job's result was written to the event pipe
+  kWorkerJobFailed = 1,   // the job failed; its error was written to the event pipe first
+  kWorkerBadRequest = 2,  // no (or an unreadable) WorkerRequest on stdin, or a usage error
+  kWorkerStopped = 3,     // stopped on request (SIGTERM/SIGINT) or because traind went away
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_COMMON_WORKER_EXIT_H_
