@@ -204,6 +204,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     }
   }
   RETURN_IF_ERROR(daemon->scheduler_->Start());
+  if (options.retain_finished_days > 0) {
+    daemon->retention_ = std::make_unique<Retention>(
+        daemon->store_.get(), daemon->blobs_.get(),
+        Retention::Options{absl::Seconds(options.retain_finished_days * 86400), absl::Hours(1),
+                           options.state_dir + "/jobs"});
+    daemon->retention_->Start();
+  }
   return daemon;
 }
 
@@ -212,6 +219,7 @@ void Daemon::Shutdown() {
   if (shut_down_.HasBeenNotified()) return;
   // Stop taking calls first (open watches are cancelled after a short grace), then the queue.
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  retention_.reset();  // a pass in progress ends after its batch
   if (scheduler_) scheduler_->Shutdown();
   executor_.reset();  // runs what is left: every reactor finishes
   for (const BoundSocket& socket : sockets_) RemoveBoundSocket(socket);

@@ -20,6 +20,7 @@
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/owned_paths.h"
+#include "server/retention.h"
 #include "server/scheduler.h"
 #include "server/store.h"
 #include "server/trainer_service.h"
@@ -44,6 +45,7 @@ struct DaemonOptions {
   std::string worker_path;               // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
   double checkpoint_minutes = 10;        // running jobs checkpoint at least this often; 0: off
+  double retain_finished_days = 0;       // delete what ended longer ago than this; 0: keep all
   int executor_threads = 4;
   std::map<std::string, int> slots;      // jobs at once per device; default 1
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
@@ -74,6 +76,7 @@ class Daemon {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<TrainerService> service_;
+  std::unique_ptr<Retention> retention_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::string> addresses_;
   std::vector<BoundSocket> sockets_;  // removed at shutdown if still ours

@@ -72,6 +72,11 @@ int main(int argc, char** argv) {
                  "job asks (--checkpoint-every)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--retain-finished", options.retain_finished_days,
+                 "Delete jobs (and whole sweeps) that ended more than DAYS ago: their events, "
+                 "files and the uploads nothing else uses; checked hourly. 0: keep everything")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   std::vector<std::string> slots;
   app.add_option("--slots", slots,
                  "Jobs at once on a device, e.g. --slots cpu=2 (repeatable; default 1 per device)");

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "absl/strings/match.h"
@@ -75,6 +76,12 @@ CREATE INDEX job_blobs_by_digest ON job_blobs(digest);
 DROP INDEX jobs_by_idempotency_key;
 CREATE UNIQUE INDEX jobs_by_owner_and_key ON jobs(owner, idempotency_key)
   WHERE idempotency_key IS NOT NULL;
+)sql",
+    // 5 -> 6: when each finished job ended (Unix seconds; 0 while it has not), for retention
+    // (traind --retain-finished). Filled from the job blobs after this runs (BackfillEndTimes).
+    R"sql(
+ALTER TABLE jobs ADD COLUMN end_seconds INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX jobs_by_end ON jobs(end_seconds) WHERE end_seconds > 0;
 )sql",
 };
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
@@ -158,6 +165,12 @@ absl::StatusOr<Job> ParseJob(const std::string& bytes, int64_t id) {
   return job;
 }
 
+// When a finished job ended (Unix seconds); its creation if it never recorded an end.
+int64_t EndSeconds(const Job& job) {
+  const int64_t end = job.end_time().seconds();
+  return end > 0 ? end : std::max<int64_t>(job.create_time().seconds(), 1);
+}
+
 // Every row of a `SELECT id, job ...` statement.
 absl::StatusOr<std::vector<Job>> ReadJobRows(sqlite3* db, Statement& select, const char* what) {
   std::vector<Job> jobs;
@@ -184,6 +197,21 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   std::unique_ptr<Store> store(new Store(db));
   absl::MutexLock lock(&store->mu_);
   sqlite3_busy_timeout(db, 5000);
+  // Pages freed by retention go back to the file system a few at a time (Compact), never by a
+  // VACUUM that would hold the store for as long as it takes to copy the database.
+  int64_t auto_vacuum = 0;
+  {
+    Statement mode(db, "PRAGMA auto_vacuum");
+    RETURN_IF_ERROR(mode.status("auto_vacuum"));
+    if (mode.Step() == SQLITE_ROW) auto_vacuum = mode.Int(0);
+  }
+  {
+    if (auto_vacuum != 2) {
+      // A new database takes it at once; an older one once, through one VACUUM at start-up.
+      RETURN_IF_ERROR(store->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
+      RETURN_IF_ERROR(store->Exec("VACUUM"));
+    }
+  }
   RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
   RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   {
@@ -208,6 +236,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
     absl::Status status = store->Exec(kMigrations[from]);
     if (status.ok() && from == 1) status = store->BackfillJobColumns();
+    if (status.ok() && from == 5) status = store->BackfillEndTimes();
     if (status.ok()) status = store->Exec(absl::StrCat("PRAGMA user_version=", from + 1).c_str());
     if (status.ok()) status = store->Exec("COMMIT");
     if (!status.ok()) {
@@ -405,6 +434,28 @@ absl::Status Store::BackfillJobColumns() {
   return absl::OkStatus();
 }
 
+absl::Status Store::BackfillEndTimes() {
+  std::vector<std::pair<int64_t, int64_t>> ends;
+  {
+    Statement select(db_, "SELECT id, job FROM jobs");
+    RETURN_IF_ERROR(select.status("backfill end times"));
+    int rc;
+    while ((rc = select.Step()) == SQLITE_ROW) {
+      ASSIGN_OR_RETURN(Job job, ParseJob(select.Blob(1), select.Int(0)));
+      if (IsTerminal(job.state())) ends.emplace_back(select.Int(0), EndSeconds(job));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(db_, "backfill end times");
+  }
+  for (const auto& [id, end] : ends) {
+    Statement update(db_, "UPDATE jobs SET end_seconds = ? WHERE id = ?");
+    RETURN_IF_ERROR(update.status("backfill end times"));
+    update.Bind(1, end);
+    update.Bind(2, id);
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "backfill end times");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobEvent> Store::AppendEvent(int64_t job_id, JobEvent event,
                                             std::optional<Job::State> expected_state) {
   absl::MutexLock lock(&mu_);
@@ -431,11 +482,12 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
   insert.Bind(3, event.SerializeAsString());
   if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert event");
 
-  Statement update(db_, "UPDATE jobs SET state = ?, job = ? WHERE id = ?");
+  Statement update(db_, "UPDATE jobs SET state = ?, job = ?, end_seconds = ? WHERE id = ?");
   RETURN_IF_ERROR(update.status("update job"));
   update.Bind(1, static_cast<int64_t>(job.state()));
   update.Bind(2, job.SerializeAsString());
-  update.Bind(3, job_id);
+  update.Bind(3, IsTerminal(job.state()) ? EndSeconds(job) : int64_t{0});
+  update.Bind(4, job_id);
   if (update.Step() != SQLITE_DONE) return SqliteError(db_, "update job");
   return event;
 }
@@ -456,31 +508,94 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {
     ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
-    if (!IsTerminal(job.state())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_id, " is ", Job::State_Name(job.state()), "; cancel it first"));
-    }
     if (job.sweep_id() != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", job_id, " is a member of sweep ", job.sweep_id(), ", whose report needs it"));
     }
-    for (const char* sql : {"DELETE FROM events WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?",
-                            "DELETE FROM job_blobs WHERE job_id = ?"}) {
-      Statement remove(db_, sql);
-      RETURN_IF_ERROR(remove.status("delete job"));
-      remove.Bind(1, job_id);
-      if (remove.Step() != SQLITE_DONE) return SqliteError(db_, "delete job");
-    }
     std::vector<std::string> unused;
-    for (const std::string& digest : BlobsOf(job.spec())) {
-      Statement users(db_, "SELECT COUNT(*) FROM job_blobs WHERE digest = ?");
-      RETURN_IF_ERROR(users.status("count blob users"));
-      users.BindText(1, digest);
-      if (users.Step() != SQLITE_ROW) return SqliteError(db_, "count blob users");
-      if (users.Int(0) == 0) unused.push_back(digest);
-    }
+    RETURN_IF_ERROR(DeleteJobLocked(job, &unused));
     return unused;
   });
+}
+
+absl::Status Store::DeleteJobLocked(const Job& job, std::vector<std::string>* unused_blobs) {
+  if (!IsTerminal(job.state())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job.id(), " is ", Job::State_Name(job.state()), "; cancel it first"));
+  }
+  for (const char* sql : {"DELETE FROM events WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?",
+                          "DELETE FROM job_blobs WHERE job_id = ?"}) {
+    Statement remove(db_, sql);
+    RETURN_IF_ERROR(remove.status("delete job"));
+    remove.Bind(1, job.id());
+    if (remove.Step() != SQLITE_DONE) return SqliteError(db_, "delete job");
+  }
+  for (const std::string& digest : BlobsOf(job.spec())) {
+    Statement users(db_, "SELECT COUNT(*) FROM job_blobs WHERE digest = ?");
+    RETURN_IF_ERROR(users.status("count blob users"));
+    users.BindText(1, digest);
+    if (users.Step() != SQLITE_ROW) return SqliteError(db_, "count blob users");
+    if (users.Int(0) == 0 &&
+        std::find(unused_blobs->begin(), unused_blobs->end(), digest) == unused_blobs->end()) {
+      unused_blobs->push_back(digest);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Store::DeleteSweep(int64_t sweep_id,
+                                                            std::vector<int64_t>* deleted_jobs) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {
+    Statement members(db_, "SELECT id, job FROM jobs WHERE sweep_id = ?");
+    RETURN_IF_ERROR(members.status("read sweep members"));
+    members.Bind(1, sweep_id);
+    ASSIGN_OR_RETURN(std::vector<Job> jobs, ReadJobRows(db_, members, "read sweep members"));
+    std::vector<std::string> unused;
+    for (const Job& job : jobs) {
+      RETURN_IF_ERROR(DeleteJobLocked(job, &unused));
+      if (deleted_jobs != nullptr) deleted_jobs->push_back(job.id());
+    }
+    Statement remove(db_, "DELETE FROM sweeps WHERE id = ?");
+    RETURN_IF_ERROR(remove.status("delete sweep"));
+    remove.Bind(1, sweep_id);
+    if (remove.Step() != SQLITE_DONE) return SqliteError(db_, "delete sweep");
+    return unused;
+  });
+}
+
+absl::StatusOr<Store::Expired> Store::FinishedBefore(int64_t end_seconds, int limit) {
+  absl::MutexLock lock(&mu_);
+  Expired expired;
+  {
+    Statement jobs(db_,
+                   "SELECT id FROM jobs WHERE end_seconds > 0 AND end_seconds < ? AND sweep_id = 0 "
+                   "ORDER BY end_seconds LIMIT ?");
+    RETURN_IF_ERROR(jobs.status("find finished jobs"));
+    jobs.Bind(1, end_seconds);
+    jobs.Bind(2, static_cast<int64_t>(limit));
+    int rc;
+    while ((rc = jobs.Step()) == SQLITE_ROW) expired.job_ids.push_back(jobs.Int(0));
+    if (rc != SQLITE_DONE) return SqliteError(db_, "find finished jobs");
+  }
+  // A sweep goes whole, once every member has ended before the cutoff: its report needs them all.
+  Statement sweeps(db_,
+                   "SELECT sweep_id FROM jobs WHERE sweep_id > 0 GROUP BY sweep_id "
+                   "HAVING MIN(end_seconds) > 0 AND MAX(end_seconds) < ? LIMIT ?");
+  RETURN_IF_ERROR(sweeps.status("find finished sweeps"));
+  sweeps.Bind(1, end_seconds);
+  sweeps.Bind(2, static_cast<int64_t>(limit));
+  int rc;
+  while ((rc = sweeps.Step()) == SQLITE_ROW) expired.sweep_ids.push_back(sweeps.Int(0));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "find finished sweeps");
+  return expired;
+}
+
+absl::Status Store::Compact(int max_pages) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec(absl::StrCat("PRAGMA incremental_vacuum(", max_pages, ")").c_str()));
+  // The WAL keeps its high-water size until truncated; a busy reader just makes this a no-op.
+  return Exec("PRAGMA wal_checkpoint(TRUNCATE)");
 }
 
 absl::StatusOr<Job> Store::GetJob(int64_t job_id) {

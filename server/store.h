@@ -69,6 +69,22 @@ class Store {
   // is not finished, or belongs to a sweep. Returns the blobs it used that no job uses any more
   // (their files are the caller's to remove).
   absl::StatusOr<std::vector<std::string>> DeleteJob(int64_t job_id);
+  // Removes a sweep and all its members (each must have ended) in one transaction; the blobs
+  // nothing uses any more, as DeleteJob. `deleted_jobs` (may be null) gets the members' ids.
+  absl::StatusOr<std::vector<std::string>> DeleteSweep(int64_t sweep_id,
+                                                       std::vector<int64_t>* deleted_jobs);
+
+  // What ended before `end_seconds` (Unix time), at most `limit` of each, oldest first: jobs not
+  // in a sweep, and sweeps whose members have all ended before it. Retention deletes these.
+  struct Expired {
+    std::vector<int64_t> job_ids;
+    std::vector<int64_t> sweep_ids;
+  };
+  absl::StatusOr<Expired> FinishedBefore(int64_t end_seconds, int limit);
+
+  // Gives up to `max_pages` free pages back to the file system and truncates the WAL: cheap
+  // (milliseconds), so retention runs it after each batch instead of a blocking VACUUM.
+  absl::Status Compact(int max_pages);
 
   struct JobFilter {
     std::vector<trainer::v1::Job::State> states;  // empty: any
@@ -109,6 +125,10 @@ class Store {
   absl::Status CheckQueueQuotaLocked(const std::string& owner, int adding, int max_queued)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BackfillJobColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status BackfillEndTimes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes a finished job's row, events and blob uses; appends blobs nobody uses any more.
+  absl::Status DeleteJobLocked(const trainer::v1::Job& job, std::vector<std::string>* unused_blobs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(
       int64_t job_id, trainer::v1::JobEvent event,
       std::optional<trainer::v1::Job::State> expected_state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

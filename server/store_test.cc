@@ -217,7 +217,21 @@ TEST_F(StoreTest, UnknownJobIsNotFound) {
 TEST_F(StoreTest, NotADatabaseIsDataLoss) {
   { std::ofstream(path_) << std::string(8192, 'x'); }
   auto store = Store::Open(path_);
-  EXPECT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
+  EXPECT_NE(store.status().message().find("not a database"), std::string::npos) << store.status();
+  // And the file is left as it was, for whoever wants to look at it.
+  EXPECT_EQ(std::filesystem::file_size(path_), 8192u);
+}
+
+TEST_F(StoreTest, ADatabaseCutShortIsDataLoss) {
+  {
+    auto store = Open();
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(store->CreateJob(Spec()).ok());
+  }
+  std::filesystem::resize_file(path_, 4096 + 100);  // the header page and a torn second page
+  std::filesystem::remove(path_ + "-wal");
+  auto store = Store::Open(path_);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kDataLoss) << store.status();
 }
 
 }  // namespace

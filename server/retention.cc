@@ -1,0 +1,90 @@
+#include "server/retention.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/job_files.h"
+
+namespace traind {
+
+namespace {
+constexpr int kBatch = 50;            // jobs or sweeps per query; each deleted in its own transaction
+constexpr int kCompactPages = 2048;   // pages given back per batch (8 MiB at 4 KiB pages)
+}  // namespace
+
+Retention::Retention(Store* store, BlobStore* blobs, Options options)
+    : store_(store), blobs_(blobs), options_(std::move(options)) {}
+
+Retention::~Retention() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Retention::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void Retention::Loop() {
+  while (true) {
+    absl::StatusOr<Pruned> pruned = PruneOnce(absl::Now());
+    if (!pruned.ok()) {
+      std::cerr << "traind: retention: " << pruned.status() << "\n";
+    } else if (pruned->jobs + pruned->sweeps > 0) {
+      std::cerr << "traind: retention: deleted " << pruned->jobs << " jobs (" << pruned->sweeps
+                << " whole sweeps) that ended over " << absl::FormatDuration(options_.keep)
+                << " ago, and " << pruned->blobs << " uploads nothing used any more\n";
+    }
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.every)) return;
+  }
+}
+
+absl::Status Retention::RemoveFiles(int64_t job_id, const std::vector<std::string>& unused_blobs,
+                                    Pruned* pruned) {
+  // The rows are gone (committed); files follow. A crash in between leaves files no job names,
+  // never a job without its files (as DeleteJob).
+  RETURN_IF_ERROR(RemoveJobFiles(options_.jobs_dir, job_id));
+  for (const std::string& digest : unused_blobs) {
+    RETURN_IF_ERROR(blobs_->Remove(digest));
+    ++pruned->blobs;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Retention::Pruned> Retention::PruneOnce(absl::Time now) {
+  const int64_t cutoff = absl::ToUnixSeconds(now - options_.keep);
+  Pruned pruned;
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) break;
+    }
+    ASSIGN_OR_RETURN(Store::Expired expired, store_->FinishedBefore(cutoff, kBatch));
+    if (expired.job_ids.empty() && expired.sweep_ids.empty()) break;
+    for (int64_t id : expired.job_ids) {
+      absl::StatusOr<std::vector<std::string>> unused = store_->DeleteJob(id);
+      if (absl::IsNotFound(unused.status())) continue;  // deleted meanwhile (trainctl delete)
+      RETURN_IF_ERROR(unused.status());
+      ++pruned.jobs;
+      RETURN_IF_ERROR(RemoveFiles(id, *unused, &pruned));
+    }
+    for (int64_t sweep : expired.sweep_ids) {
+      std::vector<int64_t> members;
+      ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteSweep(sweep, &members));
+      ++pruned.sweeps;
+      pruned.jobs += static_cast<int>(members.size());
+      for (size_t i = 0; i < members.size(); ++i) {
+        // The blobs once, with the last member's files.
+        RETURN_IF_ERROR(RemoveFiles(members[i], i + 1 == members.size() ? unused
+                                                                        : std::vector<std::string>{},
+                                    &pruned));
+      }
+    }
+    RETURN_IF_ERROR(store_->Compact(kCompactPages));
+  }
+  return pruned;
+}
+
+}  // namespace traind
