@@ -4,13 +4,16 @@
 
 #include <fstream>
 
+#include "common/temp_dir_for_tests.h"
 #include "gtest/gtest.h"
 
 namespace traind {
 namespace {
 
+// In one temporary directory, removed when the test program exits (nothing left in /tmp).
 std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = "/tmp/job_file_test_" + std::to_string(getpid()) + "_" + name;
+  static TempDirForTests dir;
+  const std::string path = dir / name;
   std::ofstream(path) << text;
   return path;
 }

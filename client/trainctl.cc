@@ -70,6 +70,7 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   AddEvaluateCommand(app, ctx, &exit_code);
   AddDeleteCommand(app, ctx, &exit_code);
   AddQueueCommands(app, ctx, &exit_code);
+  AddShutdownCommand(app, ctx, &exit_code);
   AddContextCommand(app, ctx, &exit_code);
 
   std::vector<char*> argv;

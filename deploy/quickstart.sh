@@ -32,6 +32,10 @@ Next:
   trainctl show ID              # one job's result (add --output json for scripts)
   trainctl logs ID              # its log in the reference scripts' format
   trainctl submit --model mlp --dataset fashion-mnist --epochs 10 --watch
-  kill \$(pgrep -x traind)       # stop the daemon (queued jobs stay queued)
+
+traind keeps running after this script (pid $(cat "$state_dir/traind.pid" 2>/dev/null || echo "in $state_dir/traind.pid"),
+log in $state_dir/traind.log). Stop this one, and no other user's:
+  $bin/trainctl shutdown        # running jobs checkpoint; queued jobs stay queued
+To run it as a user service that starts at login and restarts on failure: deploy/traind.service.
 MSG
 exit $status

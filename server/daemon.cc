@@ -167,6 +167,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
                             options.max_upload_bytes, options.max_storage_per_token},
       options.enable_fault_injection, DataRoots(options.data_roots));
 
+  daemon->service_->set_shutdown_hook(options.shutdown_hook);
   grpc::EnableDefaultHealthCheckService(true);
   // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
   // when every listener is a Unix socket.

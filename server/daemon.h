@@ -6,6 +6,7 @@
 #ifndef TRAIND_SERVER_DAEMON_H_
 #define TRAIND_SERVER_DAEMON_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,6 +50,8 @@ struct DaemonOptions {
   int executor_threads = 4;
   std::map<std::string, int> slots;      // jobs at once per device; default 1
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
+  // Called by the Shutdown RPC (trainctl shutdown); unset: that RPC is refused.
+  std::function<void()> shutdown_hook;
   // Jobs may read datasets only under these directories (plus the default Fashion-MNIST one).
   std::vector<std::string> data_roots;
 };

@@ -1,5 +1,8 @@
 // traind: parses flags and runs the Daemon in the foreground until SIGTERM or SIGINT.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <iostream>
 
@@ -10,7 +13,31 @@
 #include "common/paths.h"
 #include "server/daemon.h"
 
+namespace {
+
+// <state-dir>/traind.pid, so a user stops *this* traind (`kill $(cat ...)`, or `trainctl
+// shutdown`), not every traind on the machine. Written in traind's own 0700 directory, never
+// through a link; removed at exit only if it still names this process.
+std::string WritePidFile(const std::string& state_dir) {
+  const std::string path = state_dir + "/traind.pid";
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return "";
+  const std::string pid = std::to_string(getpid()) + "\n";
+  const bool written = write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+  close(fd);
+  return written ? path : "";
+}
+
+void RemovePidFile(const std::string& path) {
+  if (path.empty()) return;
+  auto text = traind::ReadTextFile(path);
+  if (text.ok() && *text == std::to_string(getpid()) + "\n") unlink(path.c_str());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  umask(077);  // everything traind creates (database, jobs, uploads, socket) is its user's alone
   // Debian's Abseil is built with mutex deadlock detection on, which records every lock
   // acquisition in a graph (it showed in profiles of the watch fan-out); the tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
@@ -104,17 +131,22 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  // `trainctl shutdown`: the same path as SIGTERM, handled by the sigwait below.
+  options.shutdown_hook = [] { kill(getpid(), SIGTERM); };
   auto daemon = traind::Daemon::Start(options);
   if (!daemon.ok()) {
     std::cerr << "traind: " << daemon.status().message() << "\n";
     return 1;
   }
+  const std::string pid_file = WritePidFile(options.state_dir);
   std::cerr << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ")
-            << " (state in " << options.state_dir << ")\n";
+            << " (state in " << options.state_dir << ", pid " << getpid() << " in " << pid_file
+            << "; stop it with `trainctl shutdown`)\n";
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::cerr << "traind: " << strsignal(signal_number) << ": shutting down\n";
   (*daemon)->Shutdown();
+  RemovePidFile(pid_file);
   std::cerr << "traind: stopped\n";
   return 0;
 }

@@ -21,6 +21,7 @@ const std::vector<RpcPolicy>& RpcPolicies() {
       {"ListArtifacts", RpcScope::kOwnResources},
       {"DownloadArtifact", RpcScope::kOwnResources},
       {"DeleteJob", RpcScope::kOwnResources},
+      {"Shutdown", RpcScope::kAdmin},
   };
   return *policies;
 }

@@ -1,6 +1,7 @@
 #include "server/trainer_service.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -649,6 +650,20 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
       response->add_removed_blobs(digest);
     }
     response->set_freed_bytes(freed);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TrainerService::Shutdown(grpc::CallbackServerContext* context,
+                                                   const trainer::v1::ShutdownRequest* request,
+                                                   trainer::v1::ShutdownResponse* response) {
+  return Offload(context, "Shutdown", request, [this, response]() -> absl::Status {
+    if (!shutdown_hook_) {
+      return absl::FailedPreconditionError(
+          "this traind is embedded in another program and cannot be stopped remotely");
+    }
+    response->set_pid(getpid());
+    shutdown_hook_();  // asynchronous: the reply goes out before the server stops
     return absl::OkStatus();
   });
 }

@@ -6,6 +6,8 @@
 #ifndef TRAIND_SERVER_TRAINER_SERVICE_H_
 #define TRAIND_SERVER_TRAINER_SERVICE_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
 #include "server/blob_store.h"
@@ -77,6 +79,13 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::DeleteJobRequest* request,
                                       trainer::v1::DeleteJobResponse* response) override;
+  grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
+                                     const trainer::v1::ShutdownRequest* request,
+                                     trainer::v1::ShutdownResponse* response) override;
+
+  // What the Shutdown RPC does (traind: raise SIGTERM, which its main thread waits for). Unset:
+  // the RPC is refused (a daemon embedded in another program, e.g. a test).
+  void set_shutdown_hook(std::function<void()> hook) { shutdown_hook_ = std::move(hook); }
   grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
                                           const trainer::v1::ListArtifactsRequest* request,
                                           trainer::v1::ListArtifactsResponse* response) override;
@@ -128,6 +137,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   const Files files_;
   const bool enable_fault_injection_;
   const std::vector<std::string> data_roots_;  // canonical paths
+  std::function<void()> shutdown_hook_;        // set before the server starts
 };
 
 }  // namespace traind

@@ -212,6 +212,10 @@ class AccessTest : public ::testing::Test {
       trainer::v1::DeleteJobResponse response;
       return tcp_->DeleteJob(context.get(), request, &response);
     }
+    if (method == "Shutdown") {
+      trainer::v1::ShutdownResponse response;
+      return tcp_->Shutdown(context.get(), {}, &response);
+    }
     ADD_FAILURE() << "the test does not know how to call " << method << ": add it to Call()";
     return grpc::Status(StatusCode::UNIMPLEMENTED, method);
   }
@@ -300,6 +304,15 @@ TEST_F(AccessTest, OnlyAdminsChangeTheQueue) {
   EXPECT_TRUE(tcp_->SetQueueState(As(kBob).get(), get, &state).ok());
   EXPECT_TRUE(state.paused());
   EXPECT_TRUE(Call("SetQueueState", kRoot).ok());
+}
+
+TEST_F(AccessTest, OnlyAdminsMayStopTheDaemon) {
+  const grpc::Status user = Call("Shutdown", kBob);
+  EXPECT_EQ(user.error_code(), StatusCode::PERMISSION_DENIED) << user.error_message();
+  EXPECT_NE(user.error_message().find("needs an admin token"), std::string::npos);
+  // An admin may; this daemon is embedded in the test, so it refuses to be stopped remotely.
+  const grpc::Status admin = Call("Shutdown", kRoot);
+  EXPECT_EQ(admin.error_code(), StatusCode::FAILED_PRECONDITION) << admin.error_message();
 }
 
 TEST_F(AccessTest, IdempotencyKeysDoNotCrossOwners) {

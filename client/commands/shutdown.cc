@@ -1,0 +1,43 @@
+// trainctl shutdown: stop the traind this connection reaches, as SIGTERM would: running jobs
+// checkpoint and are queued again for its next start. Admins only (the Unix socket's user is one).
+// It waits until the daemon stops answering, so a script can start another one right after.
+#include <chrono>
+#include <thread>
+
+#include "client/commands/commands.h"
+#include "client/exit_codes.h"
+#include "client/rpc.h"
+
+namespace traind {
+
+void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "shutdown", "Stop traind (running jobs checkpoint and resume at its next start)");
+  cmd->footer("Example:\n  trainctl shutdown\n  trainctl --context lab shutdown   # an admin token");
+  cmd->callback([&ctx, exit_code] {
+    trainer::v1::ShutdownResponse response;
+    auto call = UnaryCall();
+    grpc::Status status = ctx.stub().Shutdown(call.get(), {}, &response);
+    if (!status.ok()) {
+      *exit_code = ctx.Fail(status);
+      return;
+    }
+    // Until it stops answering (at most a minute: it waits for running jobs to checkpoint).
+    for (int i = 0; i < 600; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      trainer::v1::ListDevicesResponse devices;
+      auto ping = UnaryCall();
+      ping->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      if (!ctx.stub().ListDevices(ping.get(), {}, &devices).ok()) {
+        ctx.out() << "traind (pid " << response.pid() << ") stopped\n";
+        *exit_code = kExitOk;
+        return;
+      }
+    }
+    ctx.err() << "trainctl: traind (pid " << response.pid()
+              << ") is still answering a minute after it was asked to stop\n";
+    *exit_code = kExitJobFailed;
+  });
+}
+
+}  // namespace traind
