@@ -155,6 +155,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, ProbeDevices(options.worker_path));
 
   daemon->hub_ = std::make_unique<EventHub>();
+  daemon->store_->SetEventListener(
+      [hub = daemon->hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
   daemon->executor_ = std::make_unique<Executor>(options.executor_threads);
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),

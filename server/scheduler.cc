@@ -27,9 +27,7 @@ Scheduler::~Scheduler() { Shutdown(); }
 
 absl::StatusOr<JobEvent> Scheduler::Record(int64_t job_id, JobEvent event,
                                            std::optional<Job::State> expected_state) {
-  ASSIGN_OR_RETURN(JobEvent stored, store_->AppendEvent(job_id, std::move(event), expected_state));
-  hub_->Publish(job_id, stored.seq());
-  return stored;
+  return store_->AppendEvent(job_id, std::move(event), expected_state);  // tells the hub
 }
 
 absl::Status Scheduler::Transition(int64_t job_id, Job::State state, const std::string& reason,

@@ -277,8 +277,16 @@ absl::Status Store::CheckQueueQuotaLocked(const std::string& owner, int adding, 
 }
 
 absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed, int max_queued) {
+  bool found = false;
+  absl::StatusOr<Job> created = InsertOrFindJob(job, &found, max_queued);
+  if (existed != nullptr) *existed = found;
+  if (created.ok() && !found) Tell(created->id(), created->last_seq());
+  return created;
+}
+
+absl::StatusOr<Job> Store::InsertOrFindJob(const Job& job, bool* existed, int max_queued) {
   absl::MutexLock lock(&mu_);
-  if (existed != nullptr) *existed = false;
+  *existed = false;
   auto create = [&]() -> absl::StatusOr<Job> {
     if (!job.idempotency_key().empty()) {
       Statement find(db_, "SELECT id FROM jobs WHERE owner = ? AND idempotency_key = ?");
@@ -286,7 +294,7 @@ absl::StatusOr<Job> Store::CreateJob(const Job& job, bool* existed, int max_queu
       find.BindText(1, job.owner());
       find.BindText(2, job.idempotency_key());
       if (find.Step() == SQLITE_ROW) {
-        if (existed != nullptr) *existed = true;
+        *existed = true;
         return GetJobLocked(find.Int(0));
       }
     }
@@ -335,7 +343,20 @@ absl::StatusOr<int64_t> Store::InsertJobLocked(const Job& prototype) {
 absl::StatusOr<trainer::v1::Sweep> Store::CreateSweep(const trainer::v1::SweepSpec& spec,
                                                       const std::vector<Job>& members,
                                                       int max_queued) {
-  absl::MutexLock lock(&mu_);
+  absl::StatusOr<trainer::v1::Sweep> sweep;
+  {
+    absl::MutexLock lock(&mu_);
+    sweep = CreateSweepLocked(spec, members, max_queued);
+  }
+  if (sweep.ok()) {
+    for (int64_t id : sweep->job_ids()) Tell(id, 1);
+  }
+  return sweep;
+}
+
+absl::StatusOr<trainer::v1::Sweep> Store::CreateSweepLocked(const trainer::v1::SweepSpec& spec,
+                                                            const std::vector<Job>& members,
+                                                            int max_queued) {
   auto create = [&]() -> absl::StatusOr<trainer::v1::Sweep> {
     if (!members.empty()) {
       RETURN_IF_ERROR(CheckQueueQuotaLocked(members.front().owner(),
@@ -458,9 +479,18 @@ absl::Status Store::BackfillEndTimes() {
 
 absl::StatusOr<JobEvent> Store::AppendEvent(int64_t job_id, JobEvent event,
                                             std::optional<Job::State> expected_state) {
-  absl::MutexLock lock(&mu_);
-  return InTransaction(
-      [&] { return AppendEventLocked(job_id, std::move(event), expected_state); });
+  absl::StatusOr<JobEvent> stored;
+  {
+    absl::MutexLock lock(&mu_);
+    stored = InTransaction(
+        [&] { return AppendEventLocked(job_id, std::move(event), expected_state); });
+  }
+  if (stored.ok()) Tell(job_id, stored->seq());
+  return stored;
+}
+
+void Store::Tell(int64_t job_id, int64_t seq) {
+  if (listener_) listener_(job_id, seq);
 }
 
 absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event,

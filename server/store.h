@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -26,6 +27,13 @@ namespace traind {
 
 class Store {
  public:
+  // Told of every event once it is committed (AppendEvent, and the first event of each job
+  // CreateJob and CreateSweep insert), outside the store's lock: the one place that wakes
+  // watchers (the daemon passes EventHub::Publish), so no writer has to remember to.
+  using EventListener = std::function<void(int64_t job_id, int64_t seq)>;
+  // Before the store is shared; not synchronised with writers.
+  void SetEventListener(EventListener listener) { listener_ = std::move(listener); }
+
   // Opens or creates the database at `path`, checks its integrity and schema version.
   static absl::StatusOr<std::unique_ptr<Store>> Open(const std::string& path);
   ~Store();
@@ -133,6 +141,15 @@ class Store {
       int64_t job_id, trainer::v1::JobEvent event,
       std::optional<trainer::v1::Job::State> expected_state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  void Tell(int64_t job_id, int64_t seq);
+  absl::StatusOr<trainer::v1::Job> InsertOrFindJob(const trainer::v1::Job& job, bool* existed,
+                                                    int max_queued);
+  absl::StatusOr<trainer::v1::Sweep> CreateSweepLocked(const trainer::v1::SweepSpec& spec,
+                                                       const std::vector<trainer::v1::Job>& members,
+                                                       int max_queued)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  EventListener listener_;
   absl::Mutex mu_;
   sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
 };

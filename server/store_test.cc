@@ -128,6 +128,22 @@ TEST_F(StoreTest, IdempotencyKeyReturnsTheFirstJob) {
   EXPECT_EQ(store->CreateJob(Spec(0, "nightly-2"))->id(), first->id() + 1);
 }
 
+TEST_F(StoreTest, EveryCommittedEventIsToldOnceAndNothingElse) {
+  auto store = Open();
+  std::vector<std::pair<int64_t, int64_t>> told;
+  store->SetEventListener([&](int64_t id, int64_t seq) { told.emplace_back(id, seq); });
+  const int64_t id = store->CreateJob(Spec(0, "k"))->id();
+  JobEvent running;
+  running.mutable_state_change()->set_state(Job::RUNNING);
+  ASSERT_TRUE(store->AppendEvent(id, running).ok());
+  ASSERT_TRUE(store->CreateJob(Spec(0, "k")).ok());  // the same key: nothing new
+  EXPECT_FALSE(store->AppendEvent(id, running, Job::QUEUED).ok());  // refused: nothing told
+  auto sweep = store->CreateSweep(trainer::v1::SweepSpec(), {Spec(), Spec()});
+  ASSERT_TRUE(sweep.ok());
+  EXPECT_EQ(told, (std::vector<std::pair<int64_t, int64_t>>{
+                      {id, 1}, {id, 2}, {sweep->job_ids(0), 1}, {sweep->job_ids(1), 1}}));
+}
+
 TEST_F(StoreTest, IdempotencyKeysArePerOwner) {
   auto store = Open();
   Job alice = Spec(0, "nightly-1");

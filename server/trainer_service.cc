@@ -257,10 +257,7 @@ absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request
   job.set_exclusive(request.has_exclusive() ? request.exclusive() : job.spec().has_benchmark());
   bool existed = false;
   ASSIGN_OR_RETURN(*response, store_->CreateJob(job, &existed, QueueLimitFor(caller)));
-  if (!existed) {
-    hub_->Publish(response->id(), response->last_seq());
-    scheduler_->Wake();
-  }
+  if (!existed) scheduler_->Wake();  // the store told the hub (watchers) itself
   return absl::OkStatus();
 }
 
@@ -278,7 +275,6 @@ absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
   job.set_retry_of(old.id());
   job.set_owner(caller.owner);
   ASSIGN_OR_RETURN(*response, store_->CreateJob(job, nullptr, QueueLimitFor(caller)));
-  hub_->Publish(response->id(), response->last_seq());
   scheduler_->Wake();
   return absl::OkStatus();
 }
@@ -304,7 +300,6 @@ absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& 
   }
   ASSIGN_OR_RETURN(*response,
                    store_->CreateSweep(request.spec(), members, QueueLimitFor(caller)));
-  for (int64_t id : response->job_ids()) hub_->Publish(id, 1);
   scheduler_->Wake();
   return absl::OkStatus();
 }
