@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <stdlib.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "common/grpc_status.h"
 #include "common/paths.h"
 #include "common/sha256.h"
+#include "common/status_macros.h"
 
 namespace traind {
 
@@ -105,6 +108,75 @@ absl::StatusOr<UploadResult> UploadFile(trainer::v1::Trainer::Stub& stub, const 
   return result;
 }
 
+namespace {
+
+// The file a download is written to before it is known good: created next to OUTPUT with a
+// random name (mkstemp: O_EXCL, never through a link, nobody else's file), removed unless kept.
+class PartFile {
+ public:
+  explicit PartFile(const std::string& output) {
+    const size_t slash = output.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : output.substr(0, slash);
+    const std::string base = slash == std::string::npos ? output : output.substr(slash + 1);
+    std::string pattern = dir + "/." + base + ".XXXXXX";
+    fd_ = mkstemp(pattern.data());
+    if (fd_ >= 0) {
+      path_ = pattern;
+      const mode_t mask = umask(0);
+      umask(mask);
+      fchmod(fd_, 0666 & ~mask);  // what a plain create would give; mkstemp makes it 0600
+    }
+  }
+  ~PartFile() {
+    if (fd_ >= 0) close(fd_);
+    if (!path_.empty()) unlink(path_.c_str());  // ours: created above
+  }
+  bool ok() const { return fd_ >= 0; }
+  const std::string& path() const { return path_; }
+  bool Write(const std::string& bytes) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = write(fd_, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // Puts the file at `output`: replacing what is there with `force`, else only if nothing is
+  // there even now (link fails on an existing name; a plain rename would overwrite a file that
+  // appeared during the download).
+  absl::Status KeepAs(const std::string& output, bool force) {
+    if (fsync(fd_) != 0 || close(fd_) != 0) {
+      fd_ = -1;
+      return absl::DataLossError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
+    }
+    fd_ = -1;
+    if (force) {
+      if (std::rename(path_.c_str(), output.c_str()) != 0) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
+      }
+    } else if (link(path_.c_str(), output.c_str()) != 0) {
+      return errno == EEXIST
+                 ? absl::AlreadyExistsError(absl::StrCat(
+                       output, " appeared during the download; --force overwrites it"))
+                 : absl::PermissionDeniedError(
+                       absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
+    } else {
+      unlink(path_.c_str());
+    }
+    path_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+}  // namespace
+
 absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stub& stub,
                                                        int64_t id, const std::string& name,
                                                        const std::string& output, bool force,
@@ -119,50 +191,44 @@ absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stu
   request.set_name(name);
   std::unique_ptr<grpc::ClientReader<trainer::v1::DownloadArtifactResponse>> reader =
       stub.DownloadArtifact(&call, request);
-  const std::string temp = output + ".part";
-  std::ofstream out;
+  std::unique_ptr<PartFile> part;
   trainer::v1::DownloadArtifactResponse message;
   trainer::v1::Artifact artifact;
   Sha256 hash;
   int64_t received = 0;
+  bool written = true;
   std::unique_ptr<Progress> shown;
   while (reader->Read(&message)) {
     if (message.has_artifact()) {
       artifact = message.artifact();
-      out.open(temp, std::ios::binary | std::ios::trunc);
-      if (!out) {
+      part = std::make_unique<PartFile>(output);
+      if (!part->ok()) {
+        const int error = errno;
         call.TryCancel();
         (void)reader->Finish();
         return absl::PermissionDeniedError(
-            absl::StrCat("cannot write ", temp, ": ", std::strerror(errno)));
+            absl::StrCat("cannot write next to ", output, ": ", std::strerror(error)));
       }
       shown = std::make_unique<Progress>(progress, "downloaded", artifact.size_bytes());
       continue;
     }
     hash.Update(message.chunk());
-    out.write(message.chunk().data(), static_cast<std::streamsize>(message.chunk().size()));
+    if (part != nullptr) written = written && part->Write(message.chunk());
     received += static_cast<int64_t>(message.chunk().size());
     if (shown) shown->Update(received);
   }
   const grpc::Status status = reader->Finish();
-  out.close();
-  if (!status.ok()) {
-    std::remove(temp.c_str());
-    return FromGrpcStatus(status);
-  }
+  if (!status.ok()) return FromGrpcStatus(status);  // the part file (if any) goes with `part`
   const std::string actual = hash.HexDigest();
-  if (actual != artifact.sha256() || received != artifact.size_bytes() || !out) {
-    std::remove(temp.c_str());
+  if (part == nullptr || actual != artifact.sha256() || received != artifact.size_bytes() ||
+      !written) {
     return absl::DataLossError(absl::StrCat(
         "download of ", name, " is corrupt: ", received, " bytes with SHA-256 ", actual,
         "; expected ", artifact.size_bytes(), " bytes with ", artifact.sha256(),
-        " (the job may have written a newer file meanwhile: try again)"));
+        written ? " (the job may have written a newer file meanwhile: try again)"
+                : " (writing it failed: is the disk full?)"));
   }
-  if (std::rename(temp.c_str(), output.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
-  }
+  RETURN_IF_ERROR(part->KeepAs(output, force));
   if (shown) shown->Update(received, /*last=*/true);
   return artifact;
 }

@@ -1,5 +1,7 @@
 // trainctl cancel, show, list and devices, and what survives a daemon restart.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "google/protobuf/util/json_util.h"
@@ -118,6 +120,31 @@ TEST_F(JobsTest, ListPagesThroughManyJobs) {
   trainer::v1::ListJobsResponse response;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(all.out, &response).ok());
   EXPECT_EQ(response.jobs_size(), 25);
+}
+
+TEST_F(JobsTest, DownloadTouchesNoFileButItsOutput) {
+  const int64_t id = SubmitSmall();
+  WaitForState(id, Job::SUCCEEDED);
+  const std::string output = state_dir_ + "/weights.pt";
+  // A file of the user's where the old code kept its partial download (and removed it on error).
+  std::ofstream(output + ".part") << "mine";
+  Result missing = Trainctl({"download", std::to_string(id), "nope", "-o", output});
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("has no artifact 'nope'"), std::string::npos) << missing.err;
+  Result got = Trainctl({"download", std::to_string(id), "-o", output});
+  ASSERT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_GT(std::filesystem::file_size(output), 1000u);
+  std::ifstream part(output + ".part");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(part), {}), "mine");
+  // Again without --force: refused, the first download intact; no temporary file left behind.
+  const auto size = std::filesystem::file_size(output);
+  EXPECT_EQ(Trainctl({"download", std::to_string(id), "-o", output}).exit_code, 2);
+  EXPECT_EQ(std::filesystem::file_size(output), size);
+  int entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(state_dir_)) {
+    entries += entry.path().filename().string().rfind(".weights.pt.", 0) == 0;
+  }
+  EXPECT_EQ(entries, 0);
 }
 
 TEST_F(JobsTest, DevicesListsTheCpu) {
