@@ -89,6 +89,44 @@ absl::Status NotNegative(const char* field, double value) {
       absl::StrCat(field, ": must be 0 or more and finite, got ", value));
 }
 
+// lr_schedule and its parameters, label smoothing, clipping, stopping.
+absl::Status ValidateScheduleAndStopping(const JobSpec& spec) {
+  if (!spec.lr_schedule().empty()) {
+    RETURN_IF_ERROR(
+        OneOf("lr_schedule", spec.lr_schedule(), {"constant", "step", "cosine", "onecycle"}));
+  }
+  RETURN_IF_ERROR(NotNegative("warmup_epochs", spec.warmup_epochs()));
+  if (spec.epochs() > 0 && spec.warmup_epochs() > spec.epochs()) {
+    return absl::InvalidArgumentError(absl::StrCat("warmup_epochs: at most epochs (",
+                                                   spec.epochs(), "), got ",
+                                                   spec.warmup_epochs()));
+  }
+  RETURN_IF_ERROR(NotNegative("lr_step_epochs", spec.lr_step_epochs()));
+  if (spec.has_lr_step_gamma()) RETURN_IF_ERROR(Positive("lr_step_gamma", spec.lr_step_gamma()));
+  if ((spec.lr_step_epochs() > 0 || spec.has_lr_step_gamma()) && spec.lr_schedule() != "step") {
+    return absl::InvalidArgumentError("lr_step_epochs, lr_step_gamma: only with lr_schedule step");
+  }
+  RETURN_IF_ERROR(NotNegative("label_smoothing", spec.label_smoothing()));
+  if (spec.label_smoothing() >= 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("label_smoothing: must be less than 1, got ", spec.label_smoothing()));
+  }
+  if (spec.label_smoothing() > 0 && spec.loss() == "mse") {
+    return absl::InvalidArgumentError("label_smoothing: only with loss cross_entropy");
+  }
+  RETURN_IF_ERROR(NotNegative("clip_grad_norm", spec.clip_grad_norm()));
+  RETURN_IF_ERROR(NotNegative("stop_at_accuracy", spec.stop_at_accuracy()));
+  if (spec.stop_at_accuracy() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stop_at_accuracy: a fraction from 0 to 1 (0.89 for 89%), got ", spec.stop_at_accuracy()));
+  }
+  if (spec.stop_at_accuracy() > 0 && spec.loss() == "mse") {
+    return absl::InvalidArgumentError("stop_at_accuracy: only with loss cross_entropy");
+  }
+  RETURN_IF_ERROR(NotNegative("early_stop_patience", spec.early_stop_patience()));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateDeviceName(const std::string& device) {
@@ -280,6 +318,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
     return absl::InvalidArgumentError(
         "num_samples, channels, classes: only for dataset 'fake'");
   }
+  RETURN_IF_ERROR(ValidateScheduleAndStopping(spec));
   if (spec.cuda_graph()) {
     if (!spec.device().empty() && spec.device().rfind("cuda", 0) != 0) {
       return absl::InvalidArgumentError("cuda_graph: only on cuda devices");
@@ -291,6 +330,14 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
         spec.horizontal_flip()) {
       return absl::InvalidArgumentError(
           "cuda_graph: not with accumulate > 1, amp fp16, random_crop or hflip");
+    }
+    // The captured update has its learning rate and loss baked in (not yet a device tensor).
+    const bool scheduled = (!spec.lr_schedule().empty() && spec.lr_schedule() != "constant") ||
+                           spec.warmup_epochs() > 0;
+    if (scheduled || spec.label_smoothing() > 0 || spec.clip_grad_norm() > 0) {
+      return absl::InvalidArgumentError(
+          "cuda_graph: not yet with an lr_schedule other than constant, warmup_epochs, "
+          "label_smoothing or clip_grad_norm (the captured step fixes them)");
     }
   }
   if (spec.has_debug()) {

@@ -9,8 +9,14 @@ LossKind LossKindFromName(const std::string& name) {
   return name == "mse" ? LossKind::kMse : LossKind::kCrossEntropy;
 }
 
-torch::Tensor ComputeLoss(LossKind kind, const torch::Tensor& output, const torch::Tensor& target) {
+torch::Tensor ComputeLoss(LossKind kind, const torch::Tensor& output, const torch::Tensor& target,
+                          double label_smoothing) {
   if (kind == LossKind::kMse) return torch::mse_loss(output, target.to(output.scalar_type()));
+  if (label_smoothing > 0) {
+    return torch::nn::functional::cross_entropy(
+        output, target,
+        torch::nn::functional::CrossEntropyFuncOptions().label_smoothing(label_smoothing));
+  }
   return torch::nn::functional::cross_entropy(output, target);
 }
 

@@ -17,7 +17,10 @@ enum class LossKind { kCrossEntropy, kMse };
 // "mse" -> kMse; anything else (the default "cross_entropy") -> kCrossEntropy.
 LossKind LossKindFromName(const std::string& name);
 
-torch::Tensor ComputeLoss(LossKind kind, const torch::Tensor& output, const torch::Tensor& target);
+// `label_smoothing` (cross-entropy only; training passes the spec's, evaluation 0): the weight
+// spread over the other classes.
+torch::Tensor ComputeLoss(LossKind kind, const torch::Tensor& output, const torch::Tensor& target,
+                          double label_smoothing = 0);
 
 // Whether `output` of a batch of `batch` inputs fits the objective: [batch, classes] for
 // cross-entropy, the targets' shape for mse. INVALID_ARGUMENT with the expected and actual shapes.

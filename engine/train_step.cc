@@ -4,7 +4,8 @@ namespace traind {
 
 TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
                      const torch::Device& device, std::string amp, int accumulate,
-                     Augmentation augmentation, uint64_t seed, LossKind loss)
+                     Augmentation augmentation, uint64_t seed, LossKind loss,
+                     double label_smoothing, double clip_grad_norm)
     : model_(std::move(model)),
       optimizer_(optimizer),
       device_(device),
@@ -12,6 +13,8 @@ TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimi
       accumulate_(accumulate),
       augmentation_(augmentation),
       loss_(loss),
+      label_smoothing_(label_smoothing),
+      clip_grad_norm_(clip_grad_norm),
       rng_(at::detail::createCPUGenerator(seed + 7)),
       // fp16 needs loss scaling (its range underflows small gradients); bf16 does not.
       scaler_(device, amp_ == "fp16" && !device.is_cpu()) {
@@ -23,7 +26,7 @@ torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& l
   torch::Tensor loss;
   {
     AutocastScope autocast(device_, amp_);
-    loss = ComputeLoss(loss_, model_.forward(input), labels);
+    loss = ComputeLoss(loss_, model_.forward(input), labels, label_smoothing_);
   }
   torch::Tensor scaled = accumulate_ > 1 ? loss / accumulate_ : loss;
   scaler_.Scale(scaled).backward();
@@ -36,7 +39,13 @@ void TrainStep::Flush() {
 }
 
 void TrainStep::ApplyGradients() {
-  if (scaler_.UnscaleAndUpdate(model_.ptr()->parameters())) optimizer_->step();
+  if (scaler_.UnscaleAndUpdate(model_.ptr()->parameters())) {
+    // After unscaling, so the norm is the true gradients'.
+    if (clip_grad_norm_ > 0) {
+      torch::nn::utils::clip_grad_norm_(model_.ptr()->parameters(), clip_grad_norm_);
+    }
+    optimizer_->step();
+  }
   optimizer_->zero_grad();
   pending_ = 0;
 }

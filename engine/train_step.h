@@ -18,9 +18,11 @@ namespace traind {
 
 class TrainStep {
  public:
+  // `label_smoothing`, `clip_grad_norm` (0: none): JobSpec's fields of those names.
   TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
             const torch::Device& device, std::string amp, int accumulate,
-            Augmentation augmentation, uint64_t seed, LossKind loss = LossKind::kCrossEntropy);
+            Augmentation augmentation, uint64_t seed, LossKind loss = LossKind::kCrossEntropy,
+            double label_smoothing = 0, double clip_grad_norm = 0);
 
   // Forward and backward on one micro-batch (already on the device); steps the optimizer after
   // every `accumulate` micro-batches. Returns the unscaled loss (a device tensor: reading it
@@ -46,6 +48,8 @@ class TrainStep {
   int accumulate_;
   Augmentation augmentation_;
   LossKind loss_;
+  double label_smoothing_;
+  double clip_grad_norm_;
   torch::Generator rng_;
   GradScaler scaler_;
   int pending_ = 0;  // micro-batches since the last optimizer step

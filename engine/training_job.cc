@@ -30,6 +30,7 @@
 #include "engine/durable_file.h"
 #include "engine/evaluate.h"
 #include "engine/loss.h"
+#include "engine/lr_schedule.h"
 #include "engine/optimizer_factory.h"
 #include "engine/step_profiler.h"
 #include "engine/train_step.h"
@@ -66,6 +67,13 @@ void InjectFault(const std::string& kind) {
     while (true) pause();
   }
   raise(SIGSEGV);
+}
+
+// Every parameter group's learning rate (the schedule's value for this step).
+void SetLearningRate(torch::optim::Optimizer& optimizer, double learning_rate) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) {
+    group.options().set_lr(learning_rate);
+  }
 }
 
 // Where a training run stands; what a checkpoint records besides the model and optimizer.
@@ -163,7 +171,15 @@ absl::Status JobRun::Run() {
     return absl::OkStatus();
   }
 
-  const std::string settings = ConfigureDevice(device_, spec_.tf32());
+  std::string settings = ConfigureDevice(device_, spec_.tf32());
+  if (spec_.deterministic()) {
+    // After ConfigureDevice, which turns cuDNN autotuning on: deterministic turns it off.
+    at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+    at::globalContext().setDeterministicCuDNN(true);
+    at::globalContext().setBenchmarkCuDNN(false);
+    Log("Deterministic: LibTorch's deterministic algorithms, cuDNN autotuning off, seeded "
+        "generators");
+  }
   *phase_ = "loading the dataset";
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
   *phase_ = "copying the dataset to the device (--device-resident)";
@@ -260,7 +276,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   }
   TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
                  Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()}, spec_.seed(),
-                 loss_);
+                 loss_, spec_.label_smoothing(), spec_.clip_grad_norm());
 
   if (spec_.has_benchmark()) {  // kind "train"
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
@@ -289,6 +305,10 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     }
   }
   const int epochs = spec_.epochs();
+  // A function of the global step, so a resumed job continues on the same curve.
+  const LrSchedule schedule(spec_, batches);
+  double learning_rate = spec_.learning_rate();
+  std::optional<trainer::v1::Stopped> stopped;
   // A CUDA-graph step keeps its optimizer state inside the graph, out of the optimizer's reach.
   const bool checkpoints = !job_dir_.empty() && !graph_step;
   Progress progress;
@@ -350,6 +370,10 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         InjectFault(spec_.debug().crash_kind());
       }
       if (profile_steps > 0 && global_step == 1) profiler.Start();
+      if (schedule.varies()) {
+        learning_rate = schedule.At(global_step);
+        SetLearningRate(*optimizer, learning_rate);
+      }
       torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
       ++global_step;
       if (profiler.running() && global_step == 1 + profile_steps) {
@@ -378,7 +402,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         metrics->set_batch(static_cast<int32_t>(batch));
         metrics->set_batches_per_epoch(static_cast<int32_t>(batches));
         metrics->set_loss(loss_value);
-        metrics->set_learning_rate(spec_.learning_rate());
+        metrics->set_learning_rate(learning_rate);
         metrics->set_samples_per_second(window_batches * batch_size / std::max(window_seconds, 1e-9));
         metrics->set_step_seconds(window_seconds / window_batches);
         metrics->set_current_allocated_bytes(memory.current_allocated);
@@ -400,6 +424,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     summary->set_epochs(epochs);
     summary->set_epoch_seconds_no_eval(epoch_seconds);
     summary->set_train_loss(loss_sum.item<double>() / batches);
+    summary->set_learning_rate(learning_rate);
     RETURN_IF_ERROR(CheckLossIsFinite(summary->train_loss(), epoch, batches - 1));
     if (epoch % spec_.eval_every() == 0 || epoch == epochs) {
       const auto eval_start = Clock::now();
@@ -415,6 +440,11 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       summary->set_validation_accuracy(validation.accuracy);
       summary->set_validation_loss(validation.loss);
       summary->set_eval_seconds(SecondsSince(eval_start));
+      if (spec_.stop_at_accuracy() > 0 && validation.accuracy >= spec_.stop_at_accuracy()) {
+        stopped.emplace();
+        stopped->set_reason(absl::StrFormat("reached validation accuracy %.4f >= %g",
+                                            validation.accuracy, spec_.stop_at_accuracy()));
+      }
       if (score > best_validation) {
         best_validation = score;
         best_epoch = epoch;
@@ -424,6 +454,19 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     summary->set_best_validation_accuracy(loss_ == LossKind::kMse ? 0.0 : std::max(best_validation, 0.0));
     summary->set_best_epoch(best_epoch);
     summary->set_elapsed_seconds(SecondsSince(train_start));
+    // Evaluations since the best one, from the stored best epoch (so a resumed job counts on).
+    const int since_best = (epoch - best_epoch) / std::max(1, spec_.eval_every());
+    if (!stopped && spec_.early_stop_patience() > 0 && summary->evaluated() &&
+        since_best >= spec_.early_stop_patience()) {
+      stopped.emplace();
+      stopped->set_reason(absl::StrFormat("no better validation score in %d evaluations (best: "
+                                          "epoch %d)",
+                                          since_best, best_epoch));
+    }
+    if (stopped) {
+      stopped->set_epoch(epoch);
+      stopped->set_train_seconds(SecondsSince(train_start));
+    }
     Emit(std::move(event));
     if (checkpoints && ((spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) ||
                         (checkpoint_interval_ > 0 &&
@@ -435,13 +478,19 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches, ""));
       last_checkpoint = Clock::now();
     }
+    if (stopped) {
+      Log(absl::StrCat("Stopped after epoch ", epoch, " of ", epochs, ": ", stopped->reason()));
+      break;
+    }
   }
   const double training_seconds = SecondsSince(train_start);
   *phase_ = "evaluating";
   const Evaluation test =
       Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes);
   TrackPeaks(ReadMemory(device_));
-  if (!job_dir_.empty()) RETURN_IF_ERROR(KeepArtifact(model, "final", epochs, nullptr));
+  if (!job_dir_.empty()) {
+    RETURN_IF_ERROR(KeepArtifact(model, "final", stopped ? stopped->epoch() : epochs, nullptr));
+  }
 
   JobEvent event;
   auto* result = event.mutable_final_result();
@@ -452,6 +501,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   result->set_peak_current_allocated_bytes(peak_current_);
   result->set_peak_driver_allocated_bytes(peak_driver_);
   result->set_batch_size(static_cast<int32_t>(batch_size));
+  if (stopped) *result->mutable_stopped() = *stopped;
   Emit(std::move(event));
   return absl::OkStatus();
 }
@@ -558,6 +608,8 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
   const JobSpec& spec = request.spec();
   std::optional<torch::Device> device;  // for the out-of-memory message
   const char* phase = "starting";
+  // cuBLAS reads this when it creates its handle: before anything touches the device.
+  if (spec.deterministic()) setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   try {
     absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
     if (!resolved.ok()) return resolved.status();

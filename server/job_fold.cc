@@ -81,6 +81,7 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       result->set_batch_size(final_result.batch_size());
       result->set_test_accuracy(final_result.test_accuracy());
       result->set_test_loss(final_result.test_loss());
+      if (final_result.has_stopped()) *result->mutable_stopped() = final_result.stopped();
       result->set_train_seconds(final_result.total_training_seconds());
       result->set_total_seconds(final_result.total_seconds());
       result->set_peak_current_allocated_bytes(std::max(

@@ -152,7 +152,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     row->set_is_baseline(GetSpecField(spec, options.baseline_field) == options.baseline_value);
     row->set_runs(static_cast<int32_t>(members.size()));
 
-    std::vector<double> seconds, losses, samples;
+    std::vector<double> seconds, losses, samples, to_accuracy, wall_to_accuracy;
     double accuracy_sum = 0;
     std::vector<std::string> errors;
     for (const Job* job : members) {
@@ -173,6 +173,15 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
       accuracy_sum += job->result().test_accuracy();
       if (job->result().batch_size() > 0) row->set_batch_size(job->result().batch_size());
       auto it = traces.find(job->id());
+      if (options.time_to_accuracy > 0 && it != traces.end()) {
+        for (const JobTrace::Evaluated& e : it->second.evaluated) {
+          if (e.validation_accuracy >= options.time_to_accuracy) {
+            to_accuracy.push_back(e.train_seconds);
+            wall_to_accuracy.push_back(e.wall_seconds);
+            break;
+          }
+        }
+      }
       if (job->result().has_bench()) {
         samples.push_back(job->result().bench().samples_per_second());
       } else if (it != traces.end() && !it->second.steps.empty() && s > 0) {
@@ -199,6 +208,18 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
       double loss_sum = 0;
       for (double l : losses) loss_sum += l;
       row->set_final_loss(losses.empty() ? 0 : loss_sum / losses.size());
+    }
+    row->set_reached(static_cast<int32_t>(to_accuracy.size()));
+    if (!to_accuracy.empty()) {
+      row->set_time_to_accuracy_seconds(Median(to_accuracy));
+      row->set_time_to_accuracy_min(*std::min_element(to_accuracy.begin(), to_accuracy.end()));
+      row->set_time_to_accuracy_max(*std::max_element(to_accuracy.begin(), to_accuracy.end()));
+      row->set_wall_to_accuracy_seconds(Median(wall_to_accuracy));
+    }
+    if (options.time_to_accuracy > 0 && row->succeeded() > row->reached()) {
+      row->add_flags(absl::StrFormat("%d of %d runs never reached validation accuracy %g",
+                                     row->succeeded() - row->reached(), row->succeeded(),
+                                     options.time_to_accuracy));
     }
     if (!errors.empty()) {
       row->add_flags(absl::StrCat(errors.size(), " of ", members.size(), " runs did not succeed (",

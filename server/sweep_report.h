@@ -22,12 +22,21 @@ struct SweepReportOptions {
   std::string baseline_text = "cpu";   // as the user wrote it, for captions and flags
   double accuracy_tolerance = 0.02;  // absolute, on 0..1
   double loss_tolerance = 0.25;      // relative
+  double time_to_accuracy = 0;       // > 0: also the time each row took to reach it
 };
 
 // What the report needs of a job's event log.
 struct JobTrace {
   std::vector<trainer::v1::StepMetrics> steps;  // in order: loss curve, batches per epoch
   double final_train_loss = 0;                  // the last epoch's mean training loss
+  // Evaluated epochs, in order: validation accuracy, training time (EpochSummary's elapsed
+  // seconds) and wall time since the job was submitted, when it was reported.
+  struct Evaluated {
+    double validation_accuracy = 0;
+    double train_seconds = 0;
+    double wall_seconds = 0;
+  };
+  std::vector<Evaluated> evaluated;
 };
 
 // Reads a baseline as `trainctl report --baseline` takes it: a device ("cpu", "cuda:0") or

@@ -175,6 +175,40 @@ TEST(SweepReportTest, MediansSpeedupsAndFlags) {
   EXPECT_NE(mlp_gpu.flags(0).find("boom"), std::string::npos);
 }
 
+// --time-to-accuracy: from each run's evaluated epochs, the first that reached the threshold.
+TEST(SweepReportTest, TimeToAccuracyIsTheMedianOfTheRunsThatReachedIt) {
+  trainer::v1::Sweep sweep;
+  sweep.set_id(9);
+  *sweep.mutable_spec() = Grid();
+  sweep.mutable_spec()->mutable_axes()->RemoveLast();
+  std::vector<Job> jobs = {Finished(1, "lenet5", "cpu", 10, 0.9), Finished(2, "lenet5", "cpu", 10, 0.9),
+                           Finished(3, "lenet5", "cpu", 10, 0.9), Finished(4, "mlp", "cpu", 10, 0.8)};
+  std::map<int64_t, JobTrace> traces;
+  // Runs 1-3 reach 0.89 at their 3rd, 2nd and 4th evaluation; the mlp never does.
+  const std::vector<std::vector<double>> accuracy = {
+      {0.80, 0.88, 0.891, 0.90}, {0.85, 0.895, 0.9}, {0.8, 0.85, 0.87, 0.89}, {0.7, 0.8}};
+  for (int64_t id = 1; id <= 4; ++id) {
+    traces[id].final_train_loss = 0.4;
+    for (size_t e = 0; e < accuracy[id - 1].size(); ++e) {
+      traces[id].evaluated.push_back({accuracy[id - 1][e], 1.0 * (e + 1), 1.5 * (e + 1) + 0.5});
+    }
+  }
+  SweepReportOptions options;
+  options.time_to_accuracy = 0.89;
+  const auto report = BuildSweepReport(sweep, jobs, traces, options);
+  ASSERT_EQ(report.rows_size(), 2);
+  EXPECT_EQ(report.rows(0).reached(), 3);
+  EXPECT_DOUBLE_EQ(report.rows(0).time_to_accuracy_seconds(), 3.0);  // of 3, 2 and 4 s
+  EXPECT_DOUBLE_EQ(report.rows(0).time_to_accuracy_min(), 2.0);
+  EXPECT_DOUBLE_EQ(report.rows(0).time_to_accuracy_max(), 4.0);
+  EXPECT_DOUBLE_EQ(report.rows(0).wall_to_accuracy_seconds(), 5.0);  // of 5, 3.5 and 6.5
+  EXPECT_EQ(report.rows(1).reached(), 0);
+  EXPECT_DOUBLE_EQ(report.rows(1).time_to_accuracy_seconds(), 0);
+  ASSERT_FALSE(report.rows(1).flags().empty());
+  EXPECT_NE(report.rows(1).flags(0).find("never reached validation accuracy 0.89"),
+            std::string::npos);
+}
+
 // --baseline amp=: each bf16 row against the fp32 row of the same model and device, whatever the
 // device; the fp32 rows are the baselines. A field that does not exist is refused.
 TEST(SweepReportTest, BaselineByAnotherField) {

@@ -346,7 +346,17 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
                          store_->ReadEvents(id, from, 1000));
         for (const auto& e : events) {
           if (e.has_step()) traces[id].steps.push_back(e.step());
-          if (e.has_epoch_summary()) traces[id].final_train_loss = e.epoch_summary().train_loss();
+          if (e.has_epoch_summary()) {
+            const trainer::v1::EpochSummary& summary = e.epoch_summary();
+            traces[id].final_train_loss = summary.train_loss();
+            if (summary.evaluated()) {
+              const double wall =
+                  static_cast<double>(e.time().seconds() - job.create_time().seconds()) +
+                  (e.time().nanos() - job.create_time().nanos()) / 1e9;
+              traces[id].evaluated.push_back(
+                  {summary.validation_accuracy(), summary.elapsed_seconds(), wall});
+            }
+          }
         }
         if (events.size() < 1000) break;
         from = events.back().seq() + 1;
@@ -363,6 +373,11 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   }
   if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
   if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
+  if (!(request.time_to_accuracy() >= 0 && request.time_to_accuracy() <= 1)) {
+    return absl::InvalidArgumentError(
+        "time_to_accuracy: a fraction from 0 to 1 (0.89 for 89%)");
+  }
+  options.time_to_accuracy = request.time_to_accuracy();
   *response = BuildSweepReport(sweep, jobs, traces, options);
   // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
   // baseline of a sweep without cpu members has no baseline row either, and that is fine.)

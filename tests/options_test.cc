@@ -25,6 +25,78 @@ class OptionsTest : public DaemonTest {
   }
 };
 
+// Issue 17: schedules, label smoothing, clipping and stopping, each through a real job.
+TEST_F(OptionsTest, CosineScheduleWithWarmupDrivesTheLearningRate) {
+  Job job = SubmitAndWait({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cpu",
+                           "--epochs", "3", "--limit-train", "2000", "--limit-test", "200",
+                           "--batch-size", "50", "--log-every", "6", "--lr", "0.002",
+                           "--lr-schedule", "cosine", "--warmup-epochs", "1",
+                           "--label-smoothing", "0.1", "--clip-grad-norm", "1.0"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  // 36 steps an epoch (1800 training images): warmup over epoch 1, then cosine down to 0.
+  std::vector<double> rates;
+  std::vector<double> epoch_end_rates;
+  for (const auto& e : Events(job.id())) {
+    if (e.has_step()) rates.push_back(e.step().learning_rate());
+    if (e.has_epoch_summary()) epoch_end_rates.push_back(e.epoch_summary().learning_rate());
+  }
+  ASSERT_GE(rates.size(), 6u);
+  EXPECT_NEAR(rates.front(), 0.002 / 36, 1e-9);  // the first step of the warmup
+  ASSERT_EQ(epoch_end_rates.size(), 3u);
+  EXPECT_NEAR(epoch_end_rates[0], 0.002, 1e-9);  // warmup done
+  EXPECT_LT(epoch_end_rates[1], 0.002);
+  EXPECT_NEAR(epoch_end_rates[2], 0.0, 1e-9);  // annealed to zero
+  EXPECT_GT(job.result().test_accuracy(), 0.3);
+}
+
+TEST_F(OptionsTest, StopAtAccuracyEndsEarlyAndSaysWhen) {
+  Job job = SubmitAndWait({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cpu",
+                           "--epochs", "30", "--limit-train", "2000", "--limit-test", "200",
+                           "--stop-at-accuracy", "0.3"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  ASSERT_TRUE(job.result().has_stopped());
+  EXPECT_LT(job.result().stopped().epoch(), 30);
+  EXPECT_NE(job.result().stopped().reason().find("reached validation accuracy"),
+            std::string::npos) << job.result().stopped().reason();
+  EXPECT_EQ(job.result().epoch_seconds_no_eval_size(), job.result().stopped().epoch());
+  // The best weights are kept, and the final ones from the epoch it stopped at.
+  bool best = false;
+  for (const auto& a : job.result().artifacts()) best |= a.name() == "best";
+  EXPECT_TRUE(best);
+  Result show = Trainctl({"show", std::to_string(job.id())});
+  EXPECT_NE(show.out.find("stopped"), std::string::npos) << show.out;
+}
+
+TEST_F(OptionsTest, EarlyStopPatienceStopsWhenNothingImproves) {
+  // A learning rate too small to change anything: no evaluation after the first is better.
+  Job job = SubmitAndWait({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cpu",
+                           "--epochs", "20", "--limit-train", "1000", "--limit-test", "100",
+                           "--lr", "1e-12", "--early-stop-patience", "2"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  ASSERT_TRUE(job.result().has_stopped());
+  EXPECT_EQ(job.result().stopped().epoch(), 3);
+  EXPECT_NE(job.result().stopped().reason().find("no better validation score in 2 evaluations"),
+            std::string::npos) << job.result().stopped().reason();
+}
+
+TEST_F(OptionsTest, ScheduleAndStoppingValuesAreCheckedAtSubmit) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--lr-schedule", "linear"}, "lr_schedule: unknown value 'linear'"},
+      {{"--warmup-epochs", "5", "--epochs", "2"}, "warmup_epochs: at most epochs (2)"},
+      {{"--label-smoothing", "1"}, "label_smoothing: must be less than 1"},
+      {{"--stop-at-accuracy", "89"}, "stop_at_accuracy: a fraction from 0 to 1"},
+      {{"--lr-step-gamma", "0.5"}, "only with lr_schedule step"},
+      {{"--clip-grad-norm", "-1"}, "clip_grad_norm: must be 0 or more"},
+  };
+  for (const auto& [flags, message] : refused) {
+    std::vector<std::string> args = {"submit", "--model", "mlp", "--dataset", "fake"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Result r = Trainctl(args);
+    EXPECT_EQ(r.exit_code, 2) << flags.front();
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(OptionsTest, Vgg16OnFake32px) {
   Job job = SubmitAndWait({"--model", "vgg16", "--dataset", "fake", "--image-size", "32",
                            "--num-samples", "80", "--batch-size", "16", "--device", "cpu"});

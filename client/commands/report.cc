@@ -20,6 +20,7 @@ struct ReportFlags {
   std::string baseline = "cpu";
   double accuracy_tolerance = 0.02;
   double loss_tolerance = 0.25;
+  double time_to_accuracy = 0;
 };
 
 int RunReport(Context& ctx, const ReportFlags& flags) {
@@ -30,6 +31,7 @@ int RunReport(Context& ctx, const ReportFlags& flags) {
   if (flags.baseline.find('=') == std::string::npos) request.set_baseline_device(flags.baseline);
   request.set_accuracy_tolerance(flags.accuracy_tolerance);
   request.set_loss_tolerance(flags.loss_tolerance);
+  request.set_time_to_accuracy(flags.time_to_accuracy);
   trainer::v1::SweepReport report;
   auto call = UnaryCall();
   grpc::Status status = ctx.stub().GetSweepReport(call.get(), request, &report);
@@ -49,6 +51,9 @@ int RunReport(Context& ctx, const ReportFlags& flags) {
     ctx.out() << ReportMarkdown(report);
   } else {
     ctx.out() << ReportTable(report);
+  }
+  if (flags.time_to_accuracy > 0 && (format == "table" || format == "markdown")) {
+    ctx.out() << ReportTimeToAccuracy(report, flags.time_to_accuracy);
   }
   return kExitOk;
 }
@@ -73,6 +78,15 @@ void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("--loss-tolerance", flags->loss_tolerance,
                   "Flag rows whose final loss differs from the baseline's by more (relative)")
       ->capture_default_str();
+  cmd->add_option("--time-to-accuracy", flags->time_to_accuracy,
+                  "Also how long each configuration took until validation accuracy first "
+                  "reached this fraction (training and wall time, medians over repeats)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->footer(
+      "Examples:\n"
+      "  trainctl report 3\n"
+      "  trainctl report 3 --baseline amp=fp32 --format markdown\n"
+      "  trainctl report 3 --time-to-accuracy 0.89   # seconds until 89% validation accuracy");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunReport(ctx, *flags); });
 }
 

@@ -73,6 +73,12 @@ std::string DescribeJob(const Job& job) {
                           result.test_accuracy() * 100, result.best_validation_accuracy() * 100,
                           result.best_epoch());
   }
+  if (result.has_stopped()) {
+    absl::StrAppendFormat(&out, "  stopped   after epoch %d of %d, %.2f s of training: %s\n",
+                          result.stopped().epoch(), spec.epochs(),
+                          result.stopped().train_seconds(),
+                          TerminalSafe(result.stopped().reason()));
+  }
   if (result.epoch_seconds_no_eval_size() > 0) {
     std::vector<std::string> epochs;
     for (double s : result.epoch_seconds_no_eval()) epochs.push_back(absl::StrFormat("%.2f", s / 60));

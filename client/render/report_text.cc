@@ -191,6 +191,25 @@ std::string ReportBaseline(const SweepReport& report) {
   return report.baseline();
 }
 
+std::string ReportTimeToAccuracy(const SweepReport& report, double threshold) {
+  std::string out = absl::StrFormat(
+      "\nTime to validation accuracy %.2f%% (median of the runs that reached it, min-max):\n",
+      threshold * 100);
+  for (const ReportRow& row : report.rows()) {
+    const std::string what =
+        absl::StrCat(OneLine(row.config()), " on ", OneLine(row.device()));
+    if (row.reached() == 0) {
+      absl::StrAppendFormat(&out, "  %-40s never (0 of %d runs)\n", what, row.succeeded());
+      continue;
+    }
+    absl::StrAppendFormat(&out, "  %-40s training %.2f s (%.2f-%.2f), wall %.2f s from submit, %d of %d runs\n",
+                          what, row.time_to_accuracy_seconds(), row.time_to_accuracy_min(),
+                          row.time_to_accuracy_max(), row.wall_to_accuracy_seconds(),
+                          row.reached(), row.succeeded());
+  }
+  return out;
+}
+
 std::string ReportTable(const SweepReport& report) {
   std::vector<std::vector<std::string>> lines = {Titles()};
   for (const ReportRow& row : report.rows()) {

@@ -24,6 +24,10 @@ std::string ReportBaseline(const trainer::v1::SweepReport& report);
 // RFC 4180 CSV (CRLF line ends) with unformatted values, one record per row after the header.
 std::string ReportCsv(const trainer::v1::SweepReport& report);
 
+// With `report --time-to-accuracy X`: per row, the median training and wall time until
+// validation accuracy first reached X (min-max over the runs that did).
+std::string ReportTimeToAccuracy(const trainer::v1::SweepReport& report, double threshold);
+
 }  // namespace traind
 
 #endif  // TRAIND_CLIENT_RENDER_REPORT_TEXT_H_
