@@ -266,6 +266,13 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   absl::Status status;
   if (spec.has_benchmark() && spec.benchmark().kind() == "matmul") {
     if (!spec.device().empty()) RETURN_IF_ERROR(ValidateDeviceName(spec.device()));
+    // It reads nothing: a file named here would be recorded as used (and removed with the job)
+    // without ever being checked as the caller's.
+    if (!spec.model_file().empty() || !spec.data_file().empty() || !spec.init_from().empty() ||
+        !spec.data_dir().empty()) {
+      return absl::InvalidArgumentError(
+          "model_file, data_file, init_from, data_dir: not for a matmul benchmark");
+    }
     return ValidateBenchmark(spec);
   }
   status.Update(OneOf("model", spec.model(), ModelNames()));

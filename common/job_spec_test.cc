@@ -115,6 +115,23 @@ TEST(JobSpecTest, JsonJobFile) {
 }
 
 // Issue "hostile input": values that cannot train are refused at submit, not at run time.
+// A matmul benchmark reads no files: naming one (someone else's upload, to have it removed with
+// this job) is refused.
+TEST(JobSpecTest, AMatmulBenchmarkNamesNoFiles) {
+  JobSpec spec;
+  spec.mutable_benchmark()->set_kind("matmul");
+  spec.mutable_benchmark()->set_size(64);
+  spec.mutable_benchmark()->set_dtype("fp32");
+  ApplyDefaults(&spec);
+  ASSERT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  spec.set_model_file("sha256:" + std::string(64, 'a'));
+  EXPECT_EQ(ValidateJobSpec(spec).message(),
+            "model_file, data_file, init_from, data_dir: not for a matmul benchmark");
+  spec.clear_model_file();
+  spec.set_init_from("7:best");
+  EXPECT_FALSE(ValidateJobSpec(spec).ok());
+}
+
 TEST(JobSpecTest, NonFiniteAndNegativeTrainingValuesAreRefused) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -86,6 +86,11 @@ struct Progress {
   // The best validation result so far: accuracy (cross-entropy) or minus the loss (mse).
   double best_validation = -1e300;
   int best_epoch = 0;
+  double train_seconds = 0;  // training time before this run (a resumed job counts on from it)
+  // Set when stop_at_accuracy or early_stop_patience ended training: a resumed job goes straight
+  // to its final evaluation and still says why it stopped.
+  int stopped_epoch = 0;
+  std::string stopped_reason;
 };
 
 class JobRun {
@@ -119,12 +124,13 @@ class JobRun {
                                           torch::optim::Optimizer& optimizer, TrainStep& step);
   // A NaN or infinite loss ruins the weights for good: fail now, saying when, rather than train
   // on and report a "succeeded" job with NaN loss (unless the spec allows it).
-  absl::Status CheckLossIsFinite(double loss, int epoch, int64_t batch) const {
+  absl::Status CheckLossIsFinite(double loss, int epoch, int64_t batch,
+                                 double learning_rate) const {
     if (std::isfinite(loss) || spec_.allow_nonfinite_loss()) return absl::OkStatus();
     return absl::FailedPreconditionError(absl::StrFormat(
         "loss became %s at epoch %d, batch %d (learning rate %g): training diverged. Lower the "
         "learning rate, or set allow_nonfinite_loss (--allow-nonfinite-loss) to train on",
-        std::isnan(loss) ? "NaN" : "infinite", epoch, batch, spec_.learning_rate()));
+        std::isnan(loss) ? "NaN" : "infinite", epoch, batch, learning_rate));
   }
   void Emit(JobEvent event) {
     Stamp(&event);
@@ -321,7 +327,15 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   StepProfiler profiler;
   int64_t& global_step = progress.global_step;
   const int64_t profile_steps = spec_.profile_steps();
-  const auto train_start = Clock::now();
+  const auto train_start =
+      Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(progress.train_seconds));
+  if (progress.stopped_epoch > 0) {
+    stopped.emplace();
+    stopped->set_epoch(progress.stopped_epoch);
+    stopped->set_reason(progress.stopped_reason);
+    stopped->set_train_seconds(progress.train_seconds);
+  }
   auto last_checkpoint = Clock::now();
   const int64_t accumulate = std::max(1, spec_.accumulate());
   for (int epoch = progress.epoch; epoch <= epochs; ++epoch) {
@@ -351,6 +365,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         progress.batch = batch;
         progress.loss_sum = loss_sum.item<double>();
         progress.epoch_seconds = SecondsSince(epoch_start);
+        progress.train_seconds = SecondsSince(train_start);
         RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches,
                                        suspending ? "before stopping" : "on schedule"));
         last_checkpoint = Clock::now();
@@ -391,7 +406,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       if (batch % spec_.log_every() == 0) {
         // item() synchronises the device, so the window's timing below is honest.
         const double loss_value = loss.item<double>();
-        RETURN_IF_ERROR(CheckLossIsFinite(loss_value, epoch, batch));
+        RETURN_IF_ERROR(CheckLossIsFinite(loss_value, epoch, batch, learning_rate));
         const double window_seconds = SecondsSince(window_start);
         const MemoryReading memory = ReadMemory(device_);
         TrackPeaks(memory);
@@ -425,7 +440,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     summary->set_epoch_seconds_no_eval(epoch_seconds);
     summary->set_train_loss(loss_sum.item<double>() / batches);
     summary->set_learning_rate(learning_rate);
-    RETURN_IF_ERROR(CheckLossIsFinite(summary->train_loss(), epoch, batches - 1));
+    RETURN_IF_ERROR(CheckLossIsFinite(summary->train_loss(), epoch, batches - 1, learning_rate));
     if (epoch % spec_.eval_every() == 0 || epoch == epochs) {
       const auto eval_start = Clock::now();
       *phase_ = "evaluating";
@@ -463,15 +478,20 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
                                           "epoch %d)",
                                           since_best, best_epoch));
     }
+    if (stopped && epoch == epochs) stopped.reset();  // it ran every epoch: nothing stopped early
     if (stopped) {
       stopped->set_epoch(epoch);
       stopped->set_train_seconds(SecondsSince(train_start));
     }
     Emit(std::move(event));
-    if (checkpoints && ((spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) ||
+    if (checkpoints && (stopped || (spec_.checkpoint_every() > 0 && epoch % spec_.checkpoint_every() == 0) ||
                         (checkpoint_interval_ > 0 &&
                          SecondsSince(last_checkpoint) >= checkpoint_interval_))) {
-      progress.epoch = epoch + 1;
+      // A stopped job's checkpoint says so: resumed, it evaluates instead of training on.
+      progress.epoch = stopped ? epochs + 1 : epoch + 1;
+      progress.train_seconds = SecondsSince(train_start);
+      progress.stopped_epoch = stopped ? stopped->epoch() : 0;
+      progress.stopped_reason = stopped ? stopped->reason() : "";
       progress.batch = 0;
       progress.loss_sum = 0;
       progress.epoch_seconds = 0;
@@ -534,6 +554,9 @@ absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::O
     archive.write("global_step", torch::tensor(progress.global_step));
     archive.write("best_validation", torch::tensor(progress.best_validation, torch::kFloat64));
     archive.write("best_epoch", torch::tensor(static_cast<int64_t>(progress.best_epoch)));
+    archive.write("train_seconds", torch::tensor(progress.train_seconds, torch::kFloat64));
+    archive.write("stopped_epoch", torch::tensor(static_cast<int64_t>(progress.stopped_epoch)));
+    archive.write("stopped_reason", c10::IValue(progress.stopped_reason));
     // Dropout and initialisation draw from the default generators, augmentation from the step's.
     archive.write("rng_cpu", at::detail::getDefaultCPUGenerator().get_state());
     if (!device_.is_cpu()) {
@@ -578,6 +601,15 @@ absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
     if (read("loss_sum", &loss_sum)) progress.loss_sum = loss_sum.item<double>();
     if (read("epoch_seconds", &epoch_seconds)) progress.epoch_seconds = epoch_seconds.item<double>();
     if (read("global_step", &global_step)) progress.global_step = global_step.item<int64_t>();
+    torch::Tensor train_seconds, stopped_epoch;
+    if (read("train_seconds", &train_seconds)) progress.train_seconds = train_seconds.item<double>();
+    if (read("stopped_epoch", &stopped_epoch)) {
+      progress.stopped_epoch = static_cast<int>(stopped_epoch.item<int64_t>());
+      c10::IValue reason;
+      if (archive.try_read("stopped_reason", reason) && reason.isString()) {
+        progress.stopped_reason = reason.toStringRef();
+      }
+    }
   } else {
     progress.epoch = static_cast<int>(epoch.item<int64_t>()) + 1;  // the first format: epochs done
   }

@@ -85,6 +85,35 @@ bool IsBlobOwner(const trainer::v1::Blob& blob, const std::string& owner) {
   return std::find(blob.owners().begin(), blob.owners().end(), owner) != blob.owners().end();
 }
 
+absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::string& owner) {
+  absl::MutexLock lock(&describe_mu_);
+  absl::StatusOr<trainer::v1::Blob> blob = Get(digest);
+  if (absl::IsNotFound(blob.status())) return true;  // gone already
+  if (!blob.ok()) return blob.status();
+  std::vector<std::string> others;
+  for (const std::string& o : blob->owners()) {
+    if (o != owner) others.push_back(o);
+  }
+  if (others.empty()) {
+    RETURN_IF_ERROR(Remove(digest));
+    return true;
+  }
+  blob->clear_owners();
+  for (const std::string& o : others) blob->add_owners(o);
+  const std::string path = PathOf(digest) + ".blob";
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << blob->SerializeAsString();
+    if (!out) return absl::InternalError(absl::StrCat("cannot rewrite ", path));
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    unlink(temp.c_str());
+    return absl::InternalError(absl::StrCat("cannot rewrite ", path, ": ", std::strerror(errno)));
+  }
+  return false;
+}
+
 int64_t BlobStore::BytesOwnedBy(const std::string& owner) const {
   int64_t bytes = 0;
   std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir((dir_ + "/sha256").c_str()), closedir);

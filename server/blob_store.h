@@ -33,6 +33,9 @@ class BlobStore {
   absl::StatusOr<trainer::v1::Blob> Get(const std::string& digest) const;
   // Removes the content and its description (a job deleted was its last user).
   absl::Status Remove(const std::string& digest);
+  // What deleting `owner`'s last job that used the blob does: removes it if nobody else uploaded
+  // it (true), else only takes `owner` off its owners (false): another token's upload stays.
+  absl::StatusOr<bool> Release(const std::string& digest, const std::string& owner);
 
   // One upload in progress. Not thread-safe; one caller at a time.
   class Upload {

@@ -62,6 +62,39 @@ TEST(BlobStoreTest, CommittedContentIsFoundByItsDigest) {
   EXPECT_EQ(FilesIn(temp.path() + "/blobs/incoming"), 0);
 }
 
+// The same content from two tokens: both own it; deleting one's last job leaves the other's.
+TEST(BlobStoreTest, SharedContentIsReleasedOwnerByOwner) {
+  TempDirForTests temp;
+  auto store = BlobStore::Open(temp.path() + "/blobs");
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string content = "weights both have";
+  for (const std::string owner : {"alice", "bob"}) {
+    auto upload = (*store)->BeginUpload(Header(content), 1 << 20, owner);
+    ASSERT_TRUE(upload.ok()) << upload.status();
+    ASSERT_TRUE((*upload)->Append(content).ok());
+    ASSERT_TRUE((*upload)->Verify().ok());
+    ASSERT_TRUE((*upload)->Commit("").ok());
+  }
+  const std::string digest = DigestOf(content);
+  auto blob = (*store)->Get(digest);
+  ASSERT_TRUE(blob.ok());
+  EXPECT_TRUE(IsBlobOwner(*blob, "alice"));
+  EXPECT_TRUE(IsBlobOwner(*blob, "bob"));
+  EXPECT_EQ((*store)->BytesOwnedBy("bob"), static_cast<int64_t>(content.size()));
+
+  absl::StatusOr<bool> removed = (*store)->Release(digest, "bob");
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_FALSE(*removed);  // alice's upload stays
+  blob = (*store)->Get(digest);
+  ASSERT_TRUE(blob.ok());
+  EXPECT_FALSE(IsBlobOwner(*blob, "bob"));
+  EXPECT_EQ((*store)->BytesOwnedBy("bob"), 0);
+  removed = (*store)->Release(digest, "alice");
+  ASSERT_TRUE(removed.ok());
+  EXPECT_TRUE(*removed);
+  EXPECT_FALSE((*store)->Get(digest).ok());
+}
+
 TEST(BlobStoreTest, AnAbandonedUploadLeavesNothing) {
   TempDirForTests temp;
   auto store = BlobStore::Open(temp.path() + "/blobs");

@@ -1,6 +1,8 @@
 #include "server/retention.h"
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -41,14 +43,14 @@ void Retention::Loop() {
   }
 }
 
-absl::Status Retention::RemoveFiles(int64_t job_id, const std::vector<std::string>& unused_blobs,
-                                    Pruned* pruned) {
+absl::Status Retention::RemoveFiles(int64_t job_id, const std::string& owner,
+                                    const std::vector<std::string>& unused_blobs, Pruned* pruned) {
   // The rows are gone (committed); files follow. A crash in between leaves files no job names,
   // never a job without its files (as DeleteJob).
   RETURN_IF_ERROR(RemoveJobFiles(options_.jobs_dir, job_id));
   for (const std::string& digest : unused_blobs) {
-    RETURN_IF_ERROR(blobs_->Remove(digest));
-    ++pruned->blobs;
+    ASSIGN_OR_RETURN(const bool removed, blobs_->Release(digest, owner));
+    if (removed) ++pruned->blobs;
   }
   return absl::OkStatus();
 }
@@ -56,29 +58,44 @@ absl::Status Retention::RemoveFiles(int64_t job_id, const std::vector<std::strin
 absl::StatusOr<Retention::Pruned> Retention::PruneOnce(absl::Time now) {
   const int64_t cutoff = absl::ToUnixSeconds(now - options_.keep);
   Pruned pruned;
+  // What queued or running jobs still need (dependencies, init_from weights) stays, however old.
+  ASSIGN_OR_RETURN(const std::set<int64_t> needed, store_->NeededByUnfinishedJobs());
+  std::set<int64_t> kept;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    ASSIGN_OR_RETURN(Store::Expired expired, store_->FinishedBefore(cutoff, kBatch));
+    ASSIGN_OR_RETURN(Store::Expired expired,
+                     store_->FinishedBefore(cutoff, kBatch + static_cast<int>(kept.size())));
+    expired.job_ids.erase(std::remove_if(expired.job_ids.begin(), expired.job_ids.end(),
+                                         [&](int64_t id) {
+                                           if (needed.count(id) == 0) return false;
+                                           kept.insert(id);
+                                           return true;
+                                         }),
+                          expired.job_ids.end());
     if (expired.job_ids.empty() && expired.sweep_ids.empty()) break;
     for (int64_t id : expired.job_ids) {
+      absl::StatusOr<trainer::v1::Job> job = store_->GetJob(id);
+      if (absl::IsNotFound(job.status())) continue;  // deleted meanwhile (trainctl delete)
+      RETURN_IF_ERROR(job.status());
       absl::StatusOr<std::vector<std::string>> unused = store_->DeleteJob(id);
-      if (absl::IsNotFound(unused.status())) continue;  // deleted meanwhile (trainctl delete)
+      if (absl::IsNotFound(unused.status())) continue;
       RETURN_IF_ERROR(unused.status());
       ++pruned.jobs;
-      RETURN_IF_ERROR(RemoveFiles(id, *unused, &pruned));
+      RETURN_IF_ERROR(RemoveFiles(id, job->owner(), *unused, &pruned));
     }
     for (int64_t sweep : expired.sweep_ids) {
+      ASSIGN_OR_RETURN(const trainer::v1::Sweep sweep_row, store_->GetSweep(sweep));
       std::vector<int64_t> members;
       ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteSweep(sweep, &members));
       ++pruned.sweeps;
       pruned.jobs += static_cast<int>(members.size());
       for (size_t i = 0; i < members.size(); ++i) {
         // The blobs once, with the last member's files.
-        RETURN_IF_ERROR(RemoveFiles(members[i], i + 1 == members.size() ? unused
-                                                                        : std::vector<std::string>{},
+        RETURN_IF_ERROR(RemoveFiles(members[i], sweep_row.owner(),
+                                    i + 1 == members.size() ? unused : std::vector<std::string>{},
                                     &pruned));
       }
     }

@@ -40,8 +40,9 @@ class Retention {
 
  private:
   void Loop();
-  absl::Status RemoveFiles(int64_t job_id, const std::vector<std::string>& unused_blobs,
-                           Pruned* pruned);
+  // After the rows are gone: the job's directory, and the blobs only `owner` held.
+  absl::Status RemoveFiles(int64_t job_id, const std::string& owner,
+                           const std::vector<std::string>& unused_blobs, Pruned* pruned);
 
   Store* const store_;
   BlobStore* const blobs_;

@@ -90,6 +90,27 @@ TEST_F(RetentionTest, DeletesWhatEndedBeforeTheCutoffAndKeepsTheRest) {
   EXPECT_EQ(retention.PruneOnce(now)->jobs, 0);
 }
 
+TEST_F(RetentionTest, WhatAnUnfinishedJobNeedsIsKept) {
+  const absl::Time now = absl::Now();
+  const int64_t dependency = store_->CreateJob(Spec())->id();
+  const int64_t weights = store_->CreateJob(Spec())->id();
+  const int64_t unneeded = store_->CreateJob(Spec())->id();
+  for (int64_t id : {dependency, weights, unneeded}) End(id, Job::SUCCEEDED, now - absl::Hours(24 * 30));
+  Job waiting = Spec();
+  waiting.add_after(dependency);
+  waiting.mutable_spec()->set_init_from(std::to_string(weights) + ":best");
+  const int64_t queued = store_->CreateJob(waiting)->id();
+
+  Retention retention(store_.get(), blobs_.get(), {absl::Hours(24), absl::Hours(1), jobs_dir_});
+  EXPECT_EQ(retention.PruneOnce(now)->jobs, 1);
+  EXPECT_FALSE(Exists(unneeded));
+  EXPECT_TRUE(Exists(dependency));
+  EXPECT_TRUE(HasFiles(weights));  // its best.pt is what the queued job starts from
+  // Once the queued job has ended, they go too.
+  End(queued, Job::CANCELLED, now - absl::Hours(24 * 2));
+  EXPECT_EQ(retention.PruneOnce(now)->jobs, 3);
+}
+
 TEST_F(RetentionTest, ManyJobsAreDeletedInBatchesAndTheFileShrinks) {
   const absl::Time long_ago = absl::Now() - absl::Hours(24 * 30);
   trainer::v1::JobEvent log;

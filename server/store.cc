@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
@@ -208,8 +210,15 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   {
     if (auto_vacuum != 2) {
       // A new database takes it at once; an older one once, through one VACUUM at start-up.
-      RETURN_IF_ERROR(store->Exec("PRAGMA auto_vacuum=INCREMENTAL"));
-      RETURN_IF_ERROR(store->Exec("VACUUM"));
+      // VACUUM copies the database: on a nearly full disk it fails, and traind runs on without
+      // giving pages back rather than refuse to start.
+      if (absl::Status converted = store->Exec("PRAGMA auto_vacuum=INCREMENTAL");
+          converted.ok()) {
+        if (absl::Status vacuumed = store->Exec("VACUUM"); !vacuumed.ok()) {
+          std::cerr << "traind: " << path << ": cannot convert to incremental vacuum ("
+                    << vacuumed.message() << "); retention will not shrink the file\n";
+        }
+      }
     }
   }
   RETURN_IF_ERROR(store->Exec("PRAGMA journal_mode=WAL"));
@@ -619,6 +628,25 @@ absl::StatusOr<Store::Expired> Store::FinishedBefore(int64_t end_seconds, int li
   while ((rc = sweeps.Step()) == SQLITE_ROW) expired.sweep_ids.push_back(sweeps.Int(0));
   if (rc != SQLITE_DONE) return SqliteError(db_, "find finished sweeps");
   return expired;
+}
+
+absl::StatusOr<std::set<int64_t>> Store::NeededByUnfinishedJobs() {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT id, job FROM jobs WHERE state IN (?, ?)");
+  RETURN_IF_ERROR(select.status("read unfinished jobs"));
+  select.Bind(1, static_cast<int64_t>(Job::QUEUED));
+  select.Bind(2, static_cast<int64_t>(Job::RUNNING));
+  ASSIGN_OR_RETURN(std::vector<Job> jobs, ReadJobRows(db_, select, "read unfinished jobs"));
+  std::set<int64_t> needed;
+  for (const Job& job : jobs) {
+    needed.insert(job.after().begin(), job.after().end());
+    const std::string& init = job.spec().init_from();
+    if (!init.empty() && !absl::StartsWith(init, "sha256:")) {
+      int64_t id = 0;
+      if (absl::SimpleAtoi(init.substr(0, init.find(':')), &id)) needed.insert(id);
+    }
+  }
+  return needed;
 }
 
 absl::Status Store::Compact(int max_pages) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -89,6 +90,9 @@ class Store {
     std::vector<int64_t> sweep_ids;
   };
   absl::StatusOr<Expired> FinishedBefore(int64_t end_seconds, int limit);
+  // Jobs that a queued or running job still needs: its `after` dependencies and its init_from
+  // source. Retention keeps them.
+  absl::StatusOr<std::set<int64_t>> NeededByUnfinishedJobs();
 
   // Gives up to `max_pages` free pages back to the file system and truncates the WAL: cheap
   // (milliseconds), so retention runs it after each batch instead of a blocking VACUUM.

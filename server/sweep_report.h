@@ -30,7 +30,7 @@ struct JobTrace {
   std::vector<trainer::v1::StepMetrics> steps;  // in order: loss curve, batches per epoch
   double final_train_loss = 0;                  // the last epoch's mean training loss
   // Evaluated epochs, in order: validation accuracy, training time (EpochSummary's elapsed
-  // seconds) and wall time since the job was submitted, when it was reported.
+  // seconds) and wall time since the job first started running, when it was reported.
   struct Evaluated {
     double validation_accuracy = 0;
     double train_seconds = 0;

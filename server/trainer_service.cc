@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <type_traits>
 
@@ -341,18 +342,26 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
     ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
     if (job.state() == Job::SUCCEEDED) {
       int64_t from = 1;
+      // Wall time counts from when the job first started running: sweep members run one after
+      // another, and time spent queued behind the others is not this configuration's.
+      std::optional<google::protobuf::Timestamp> started;
       while (true) {
         ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
                          store_->ReadEvents(id, from, 1000));
         for (const auto& e : events) {
           if (e.has_step()) traces[id].steps.push_back(e.step());
+          if (!started && e.has_state_change() && e.state_change().state() == Job::RUNNING) {
+            started = e.time();
+          }
           if (e.has_epoch_summary()) {
             const trainer::v1::EpochSummary& summary = e.epoch_summary();
             traces[id].final_train_loss = summary.train_loss();
             if (summary.evaluated()) {
+              const google::protobuf::Timestamp& from_time =
+                  started ? *started : job.create_time();
               const double wall =
-                  static_cast<double>(e.time().seconds() - job.create_time().seconds()) +
-                  (e.time().nanos() - job.create_time().nanos()) / 1e9;
+                  static_cast<double>(e.time().seconds() - from_time.seconds()) +
+                  (e.time().nanos() - from_time.nanos()) / 1e9;
               traces[id].evaluated.push_back(
                   {summary.validation_accuracy(), summary.elapsed_seconds(), wall});
             }
@@ -509,9 +518,8 @@ grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
       *response->add_events() = std::move(event);
     }
     const int64_t last = response->events().empty() ? 0 : response->events().rbegin()->seq();
-    if (!response->events().empty() && last < job.last_seq() &&
-        (static_cast<int>(events.size()) == page_size ||
-         response->events_size() < static_cast<int>(events.size()))) {
+    const bool cut = response->events_size() < static_cast<int>(events.size());
+    if (cut || (static_cast<int>(events.size()) == page_size && last < job.last_seq())) {
       response->set_next_seq(last + 1);
     }
     return absl::OkStatus();
@@ -644,7 +652,7 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
                                                     const trainer::v1::DeleteJobRequest* request,
                                                     trainer::v1::DeleteJobResponse* response) {
   return Offload(context, "DeleteJob", request, [this, request, response](const Caller& caller) -> absl::Status {
-    RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
+    ASSIGN_OR_RETURN(const Job job, OwnJob(caller, request->id()));
     const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
     ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteJob(request->id()));
     // The job is gone from the store (committed); its files follow. A crash in between leaves
@@ -653,10 +661,10 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
     int64_t freed = bytes;
     RETURN_IF_ERROR(RemoveJobFiles(files_.jobs_dir, request->id()));
     for (const std::string& digest : unused) {
-      if (absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(digest); blob.ok()) {
-        freed += blob->size_bytes();
-      }
-      RETURN_IF_ERROR(files_.blobs->Remove(digest));
+      absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(digest);
+      ASSIGN_OR_RETURN(const bool removed, files_.blobs->Release(digest, job.owner()));
+      if (!removed) continue;  // another token uploaded it too: theirs stays
+      if (blob.ok()) freed += blob->size_bytes();
       response->add_removed_blobs(digest);
     }
     response->set_freed_bytes(freed);

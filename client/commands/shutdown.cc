@@ -1,6 +1,9 @@
 // trainctl shutdown: stop the traind this connection reaches, as SIGTERM would: running jobs
 // checkpoint and are queued again for its next start. Admins only (the Unix socket's user is one).
 // It waits until the daemon stops answering, so a script can start another one right after.
+#include <signal.h>
+
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -22,9 +25,20 @@ void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
       *exit_code = ctx.Fail(status);
       return;
     }
-    // Until it stops answering (at most a minute: it waits for running jobs to checkpoint).
+    // On this machine (the Unix socket): until the process has exited, so its state directory is
+    // free for the next traind. Elsewhere: until it stops answering. At most a minute either
+    // way: running jobs checkpoint first.
+    const bool local = ctx.addr().rfind("unix:", 0) == 0 || ctx.addr().rfind("/", 0) == 0;
     for (int i = 0; i < 600; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (local) {
+        if (kill(response.pid(), 0) != 0 && errno == ESRCH) {
+          ctx.out() << "traind (pid " << response.pid() << ") stopped\n";
+          *exit_code = kExitOk;
+          return;
+        }
+        continue;
+      }
       trainer::v1::ListDevicesResponse devices;
       auto ping = UnaryCall();
       ping->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));

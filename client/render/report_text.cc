@@ -202,7 +202,7 @@ std::string ReportTimeToAccuracy(const SweepReport& report, double threshold) {
       absl::StrAppendFormat(&out, "  %-40s never (0 of %d runs)\n", what, row.succeeded());
       continue;
     }
-    absl::StrAppendFormat(&out, "  %-40s training %.2f s (%.2f-%.2f), wall %.2f s from submit, %d of %d runs\n",
+    absl::StrAppendFormat(&out, "  %-40s training %.2f s (%.2f-%.2f), wall %.2f s from its start, %d of %d runs\n",
                           what, row.time_to_accuracy_seconds(), row.time_to_accuracy_min(),
                           row.time_to_accuracy_max(), row.wall_to_accuracy_seconds(),
                           row.reached(), row.succeeded());
