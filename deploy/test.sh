@@ -15,6 +15,15 @@ main=0
 ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 2>&1 |
   tee "$logs/main" || main=$?
 status=$main
+# ctest prints "***Skipped" without the reason: print each skipped test's own words (GTEST_SKIP's
+# message, or a script's "SKIPPED: ..." line) from its log.
+skips() {
+  awk '/^[0-9]+\/[0-9]+ Testing: / {name = $3}
+       /: Skipped$/ {getline reason; printf "test.sh: skipped %s: %s\n", name, reason}
+       /^SKIPPED: / {sub(/^SKIPPED: /, ""); printf "test.sh: skipped %s: %s\n", name, $0}' \
+    "$1/Testing/Temporary/LastTest.log" 2>/dev/null
+}
+skips build
 verdict() { [ "$1" = 0 ] && echo "passed" || echo "FAILED (ctest exit $1; its failures are listed above)"; }
 # "N passed, M failed" over the suites' ctest summaries ("... M tests failed out of T").
 totals() {
@@ -44,6 +53,7 @@ ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 2>&1 |
   tee "$logs/sanitized" || sanitized=$?
 [ $sanitized = 0 ] || status=$sanitized
+skips build-asan
 # One summary of both parts, last, so a failure far up is not hidden by a green second part.
 echo "test.sh: main suite $(verdict $main); ASan/UBSan suite $(verdict $sanitized); exit $status"
 totals "$logs/main" "$logs/sanitized"
