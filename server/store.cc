@@ -297,6 +297,7 @@ absl::StatusOr<Job> Store::InsertOrFindJob(const Job& job, bool* existed, int ma
   absl::MutexLock lock(&mu_);
   *existed = false;
   auto create = [&]() -> absl::StatusOr<Job> {
+    mu_.AssertHeld();  // InTransaction runs it under the lock the caller holds
     if (!job.idempotency_key().empty()) {
       Statement find(db_, "SELECT id FROM jobs WHERE owner = ? AND idempotency_key = ?");
       RETURN_IF_ERROR(find.status("find job by key"));
@@ -367,6 +368,7 @@ absl::StatusOr<trainer::v1::Sweep> Store::CreateSweepLocked(const trainer::v1::S
                                                             const std::vector<Job>& members,
                                                             int max_queued) {
   auto create = [&]() -> absl::StatusOr<trainer::v1::Sweep> {
+    mu_.AssertHeld();
     if (!members.empty()) {
       RETURN_IF_ERROR(CheckQueueQuotaLocked(members.front().owner(),
                                             static_cast<int>(members.size()), max_queued));
@@ -491,8 +493,10 @@ absl::StatusOr<JobEvent> Store::AppendEvent(int64_t job_id, JobEvent event,
   absl::StatusOr<JobEvent> stored;
   {
     absl::MutexLock lock(&mu_);
-    stored = InTransaction(
-        [&] { return AppendEventLocked(job_id, std::move(event), expected_state); });
+    stored = InTransaction([&] {
+      mu_.AssertHeld();
+      return AppendEventLocked(job_id, std::move(event), expected_state);
+    });
   }
   if (stored.ok()) Tell(job_id, stored->seq());
   return stored;
@@ -546,6 +550,7 @@ absl::StatusOr<std::vector<int64_t>> Store::JobIdsOwnedBy(const std::string& own
 absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {
+    mu_.AssertHeld();
     ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
     if (job.sweep_id() != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -586,6 +591,7 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteSweep(int64_t sweep_id,
                                                             std::vector<int64_t>* deleted_jobs) {
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {
+    mu_.AssertHeld();
     Statement members(db_, "SELECT id, job FROM jobs WHERE sweep_id = ?");
     RETURN_IF_ERROR(members.status("read sweep members"));
     members.Bind(1, sweep_id);
