@@ -159,7 +159,7 @@ class YourModelTest(unittest.TestCase):
     def test_a_torchscript_model_takes_the_training_options_and_sweeps(self):
         model = self.script(Net(), "options.pt")
         job_id = self.submit("--model-file", model, "--dataset", "tensors", "--data-file",
-                             self.data, "--upload", "--epochs", "2", "--batch-size", "auto",
+                             self.data, "--upload", "--epochs", "6", "--batch-size", "auto",
                              "--accumulate", "2", "--checkpoint-every", "1", "--profile-steps",
                              "2", "--optimizer", "sgd", "--momentum", "0.9", "--lr", "0.05",
                              "--amp", "bf16").stdout.strip()
@@ -169,7 +169,9 @@ class YourModelTest(unittest.TestCase):
         self.assertIn("batch-size auto:", logs)
         self.assertIn("Checkpoint after epoch 1", logs)
         self.assertGreater(len(job["result"]["topOperators"]), 0)
-        # A few large steps only (batch-size auto, accumulation): it learns, not far.
+        # Few, large steps (batch-size auto takes up to a quarter of the data, accumulation
+        # halves the steps again): it learns, not far. Two epochs of that were too few to clear
+        # 0.3 reliably: under load the search chose a size that left 0.24 (session 7).
         self.assertGreater(job["result"]["testAccuracy"], 0.3)
 
         sweep = trainctl("sweep", "--model-file", model, "--dataset", "tensors", "--data-file",
