@@ -1,6 +1,8 @@
 #include "client/digest_cache.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -21,6 +23,14 @@ std::string KeyOf(const struct stat& st) {
                       st.st_mtim.tv_nsec);
 }
 
+// Whether `dir` is this user's own directory that nobody else can write: only then are its
+// entries believed (a planted entry would make trainctl send someone else's digest for a file).
+bool IsPrivateDir(const std::string& dir) {
+  struct stat st;
+  return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+         (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> CachedSha256OfFile(const std::string& path,
@@ -32,7 +42,7 @@ absl::StatusOr<std::string> CachedSha256OfFile(const std::string& path,
   const std::string key = KeyOf(st);
   const std::string cache = cache_dir + "/digests";
   std::string found;
-  {
+  if (IsPrivateDir(cache_dir)) {
     std::ifstream in(cache);
     std::string line;
     while (std::getline(in, line)) {  // "DEV INO SIZE MTIME HEX"; the last match wins
@@ -51,10 +61,18 @@ absl::StatusOr<std::string> CachedSha256OfFile(const std::string& path,
   if (stat(path.c_str(), &after) == 0 && KeyOf(after) == key) {
     mkdir(cache_dir.substr(0, cache_dir.rfind('/')).c_str(), 0700);
     mkdir(cache_dir.c_str(), 0700);
+    if (!IsPrivateDir(cache_dir)) return digest;  // not ours: no cache, just the digest
     struct stat cache_st;
-    const bool full = stat(cache.c_str(), &cache_st) == 0 && cache_st.st_size > kMaxCacheBytes;
-    std::ofstream out(cache, full ? std::ios::trunc : std::ios::app);
-    out << key << " " << *digest << "\n";
+    const bool full = lstat(cache.c_str(), &cache_st) == 0 && cache_st.st_size > kMaxCacheBytes;
+    // Never through a link: the file is written where it is, or not at all.
+    const int fd = open(cache.c_str(),
+                        O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (full ? O_TRUNC : O_APPEND),
+                        0600);
+    if (fd >= 0) {
+      const std::string line = absl::StrCat(key, " ", *digest, "\n");
+      (void)!write(fd, line.data(), line.size());
+      close(fd);
+    }
   }
   return digest;
 }

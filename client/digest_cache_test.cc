@@ -41,6 +41,19 @@ TEST(DigestCacheTest, RemembersAnUnchangedFileAndRehashesAChangedOne) {
   EXPECT_NE(*second, *first);
 
   EXPECT_TRUE(absl::IsNotFound(CachedSha256OfFile(temp.path() + "/none", cache).status()));
+
+  // A cache directory others can write to is not believed (or written): the planted digest for
+  // the current content is ignored.
+  {
+    std::ifstream in(cache + "/digests");
+    std::string line, last;
+    while (std::getline(in, line)) last = line;
+    std::ofstream(cache + "/digests", std::ios::app)
+        << last.substr(0, last.rfind(' ')) << " " << std::string(64, 'b') << "\n";
+  }
+  EXPECT_EQ(*CachedSha256OfFile(file, cache), std::string(64, 'b'));  // private: believed
+  ASSERT_EQ(chmod(cache.c_str(), 0777), 0);
+  EXPECT_EQ(*CachedSha256OfFile(file, cache), *Sha256OfFile(file));
 }
 
 }  // namespace
