@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/sha256.h"
+#include "common/write_all.h"
 
 namespace traind {
 
@@ -70,7 +71,7 @@ absl::StatusOr<std::string> CachedSha256OfFile(const std::string& path,
                         0600);
     if (fd >= 0) {
       const std::string line = absl::StrCat(key, " ", *digest, "\n");
-      (void)!write(fd, line.data(), line.size());
+      (void)WriteAll(fd, line);  // a cache entry that did not make it is just not cached
       close(fd);
     }
   }

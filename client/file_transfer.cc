@@ -19,6 +19,7 @@
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
+#include "common/write_all.h"
 
 namespace traind {
 
@@ -133,16 +134,7 @@ class PartFile {
   }
   bool ok() const { return fd_ >= 0; }
   const std::string& path() const { return path_; }
-  bool Write(const std::string& bytes) {
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = write(fd_, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      done += static_cast<size_t>(n);
-    }
-    return true;
-  }
+  bool Write(const std::string& bytes) { return WriteAll(fd_, bytes); }
   // Puts the file at `output`: replacing what is there with `force`, else only if nothing is
   // there even now (link fails on an existing name; a plain rename would overwrite a file that
   // appeared during the download).

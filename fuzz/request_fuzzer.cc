@@ -10,22 +10,12 @@
 #include <cstdint>
 #include <memory>
 
-#include "common/job_spec.h"
 #include "common/message_bounds.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
-#include "server/sweep_expansion.h"
+#include "fuzz/spec_checks.h"
 #include "server/sweep_report.h"
 #include "trainer/v1/trainer.pb.h"
-
-namespace {
-
-void Check(trainer::v1::JobSpec spec) {
-  traind::ApplyDefaults(&spec);
-  (void)traind::ValidateJobSpec(spec);
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -40,13 +30,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!traind::CheckMessageBounds(*request).ok()) return 0;
 
   if (auto* submit = dynamic_cast<trainer::v1::SubmitJobRequest*>(request.get())) {
-    Check(submit->spec());
+    traind::CheckSpec(submit->spec());
   } else if (auto* sweep = dynamic_cast<trainer::v1::SubmitSweepRequest*>(request.get())) {
-    absl::StatusOr<std::vector<trainer::v1::JobSpec>> members = traind::ExpandSweep(sweep->spec());
-    if (members.ok()) {
-      const size_t distinct = members->size() / std::max(1, sweep->spec().repeat());
-      for (size_t i = 0; i < distinct; ++i) Check((*members)[i]);
-    }
+    traind::CheckSweep(sweep->spec());
   } else if (auto* report = dynamic_cast<trainer::v1::GetSweepReportRequest*>(request.get())) {
     traind::SweepReportOptions options;
     (void)traind::ParseBaseline(report->baseline(), &options);

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/message_bounds.h"
 #include "common/status_macros.h"
 #include "common/terminal_text.h"
 #include "server/rpc_policy.h"
@@ -87,7 +88,8 @@ absl::Status NotYours(const Caller& caller, const std::string& what) {
 }
 
 absl::StatusOr<Caller> AccessControl::Admit(const grpc::ServerContextBase& context,
-                                            const std::string& method) const {
+                                            const std::string& method,
+                                            const google::protobuf::Message* request) const {
   ASSIGN_OR_RETURN(Caller caller, Authenticate(context));
   const RpcPolicy* policy = FindRpcPolicy(method);
   if (policy == nullptr) {
@@ -98,6 +100,8 @@ absl::StatusOr<Caller> AccessControl::Admit(const grpc::ServerContextBase& conte
     return absl::PermissionDeniedError(
         absl::StrCat(method, ": needs an admin token; '", caller.owner, "' is a user"));
   }
+  // Before any work: every string and list of the request within its bound.
+  if (request != nullptr) RETURN_IF_ERROR(CheckMessageBounds(*request));
   return caller;
 }
 

@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "google/protobuf/message.h"
 
 namespace traind {
 
@@ -60,9 +61,11 @@ class AccessControl {
   // The caller of `context` if it may call `method` (a method name of trainer.v1.Trainer, e.g.
   // "SubmitJob"): UNAUTHENTICATED without a valid token (logged to stderr with the peer's
   // address), PERMISSION_DENIED when its role may not call `method`, and PERMISSION_DENIED for a
-  // method the policy table does not know (a new RPC is refused until it is given a policy).
-  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& context,
-                               const std::string& method) const;
+  // method the policy table does not know (a new RPC is refused until it is given a policy); then
+  // INVALID_ARGUMENT when a field of `request` (null for a client stream, whose messages are
+  // checked as they come) is over its bound (CheckMessageBounds). No I/O: fit for a reaction.
+  absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& context, const std::string& method,
+                               const google::protobuf::Message* request) const;
 
   // Held by an open watch; gives the slot back when destroyed.
   class WatchLease {

@@ -85,6 +85,24 @@ bool IsBlobOwner(const trainer::v1::Blob& blob, const std::string& owner) {
   return std::find(blob.owners().begin(), blob.owners().end(), owner) != blob.owners().end();
 }
 
+absl::Status BlobStore::WriteDescription(const trainer::v1::Blob& blob,
+                                         const std::string& temp) const {
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << blob.SerializeAsString();
+    if (!out.flush()) {
+      unlink(temp.c_str());
+      return absl::InternalError(absl::StrCat("cannot write the description of ", blob.digest()));
+    }
+  }
+  if (std::rename(temp.c_str(), (PathOf(blob.digest()) + ".blob").c_str()) != 0) {
+    unlink(temp.c_str());
+    return absl::InternalError(absl::StrCat("cannot store the description of ", blob.digest(),
+                                            ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::string& owner) {
   absl::MutexLock lock(&describe_mu_);
   absl::StatusOr<trainer::v1::Blob> blob = Get(digest);
@@ -100,17 +118,7 @@ absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::st
   }
   blob->clear_owners();
   for (const std::string& o : others) blob->add_owners(o);
-  const std::string path = PathOf(digest) + ".blob";
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << blob->SerializeAsString();
-    if (!out) return absl::InternalError(absl::StrCat("cannot rewrite ", path));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot rewrite ", path, ": ", std::strerror(errno)));
-  }
+  RETURN_IF_ERROR(WriteDescription(*blob, PathOf(digest) + ".blob.tmp"));
   return false;
 }
 
@@ -237,16 +245,7 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
   }
   // The description first: content without one is still usable, a description without content
   // is never looked at.
-  const std::string meta_temp = temp_path_ + ".blob";
-  {
-    std::ofstream out(meta_temp, std::ios::binary | std::ios::trunc);
-    out << blob.SerializeAsString();
-  }
-  if (std::rename(meta_temp.c_str(), (path + ".blob").c_str()) != 0) {
-    unlink(meta_temp.c_str());
-    return absl::InternalError(absl::StrCat("upload: cannot store the description: ",
-                                            std::strerror(errno)));
-  }
+  RETURN_IF_ERROR(store_->WriteDescription(blob, temp_path_ + ".blob"));
   chmod(temp_path_.c_str(), 0400);
   if (std::rename(temp_path_.c_str(), path.c_str()) != 0) {
     return absl::InternalError(

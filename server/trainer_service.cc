@@ -17,7 +17,6 @@
 #include "common/grpc_status.h"
 #include "common/catalog.h"
 #include "common/job_spec.h"
-#include "common/message_bounds.h"
 #include "common/paths.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
@@ -72,14 +71,9 @@ grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* c
                                                   const google::protobuf::Message* request,
                                                   Work work) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<Caller> caller = access_->Admit(*context, method);  // cheap: no I/O
+  absl::StatusOr<Caller> caller = access_->Admit(*context, method, request);  // no I/O
   if (!caller.ok()) {
     reactor->Finish(ToGrpcStatus(caller.status()));
-    return reactor;
-  }
-  // Before any work: every string and list of the request within its bound.
-  if (absl::Status bounded = CheckMessageBounds(*request); !bounded.ok()) {
-    reactor->Finish(ToGrpcStatus(bounded));
     return reactor;
   }
   executor_->Schedule([reactor, caller = *std::move(caller), work = std::move(work)]() mutable {
@@ -483,11 +477,8 @@ grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext*
 
 grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
     grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
-  absl::StatusOr<Caller> caller = access_->Admit(*context, "WatchJob");
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "WatchJob", request);
   if (!caller.ok()) return new RejectedWatch(ToGrpcStatus(caller.status()));
-  if (absl::Status bounded = CheckMessageBounds(*request); !bounded.ok()) {
-    return new RejectedWatch(ToGrpcStatus(bounded));
-  }
   absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> lease = access_->AcquireWatch(*caller);
   if (!lease.ok()) return new RejectedWatch(ToGrpcStatus(lease.status()));
   return WatchReactor::Start(store_, hub_, executor_, request->id(), request->from_seq(),
@@ -593,11 +584,9 @@ grpc::ServerUnaryReactor* TrainerService::ListDevices(
     grpc::CallbackServerContext* context, const trainer::v1::ListDevicesRequest* request,
     trainer::v1::ListDevicesResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<Caller> caller = access_->Admit(*context, "ListDevices");
-  absl::Status status = caller.status();
-  if (status.ok()) status = CheckMessageBounds(*request);
-  if (status.ok()) *response = devices_;
-  reactor->Finish(ToGrpcStatus(status));
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "ListDevices", request);
+  if (caller.ok()) *response = devices_;
+  reactor->Finish(ToGrpcStatus(caller.status()));
   return reactor;
 }
 
@@ -627,7 +616,7 @@ absl::Status ValidateArtifactName(const std::string& name) {
 
 grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadBlob(
     grpc::CallbackServerContext* context, trainer::v1::Blob* response) {
-  absl::StatusOr<Caller> caller = access_->Admit(*context, "UploadBlob");
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "UploadBlob", nullptr);
   if (!caller.ok()) return new RejectedUpload(ToGrpcStatus(caller.status()));
   UploadReactor::Options options{files_.worker_path, files_.max_upload_bytes, caller->owner};
   if (caller->limited) {
@@ -698,10 +687,7 @@ grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
 
 grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService::DownloadArtifact(
     grpc::CallbackServerContext* context, const trainer::v1::DownloadArtifactRequest* request) {
-  absl::StatusOr<Caller> caller = access_->Admit(*context, "DownloadArtifact");
-  if (caller.ok()) {
-    if (absl::Status bounded = CheckMessageBounds(*request); !bounded.ok()) caller = bounded;
-  }
+  absl::StatusOr<Caller> caller = access_->Admit(*context, "DownloadArtifact", request);
   if (!caller.ok()) {
     return DownloadReactor::Start(executor_, [status = caller.status()]()
                                                  -> absl::StatusOr<DownloadReactor::Source> {

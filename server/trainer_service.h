@@ -99,9 +99,9 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                                                    const Caller& caller) const;
 
  private:
-  // Admits the caller for `method` (AccessControl::Admit), then runs `work` on the executor.
+  // Admits the caller and the request for `method` (AccessControl::Admit: token, policy,
+  // bounds), then runs `work` on the executor.
   template <typename Work>
-  // Refuses a request with a field over its bound (CheckMessageBounds) before any work.
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, const char* method,
                                     const google::protobuf::Message* request, Work work);
   // The job, sweep or blob if `caller` may act on it: PERMISSION_DENIED for someone else's job
