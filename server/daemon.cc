@@ -161,7 +161,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
-                         options.slots, options.checkpoint_minutes * 60, daemon->blobs_.get()});
+                         options.slots, options.checkpoint_minutes * 60, daemon->blobs_.get(),
+                         options.warm_workers});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),
@@ -225,6 +226,10 @@ void Daemon::Shutdown() {
   retention_.reset();  // a pass in progress ends after its batch
   if (scheduler_) scheduler_->Shutdown();
   executor_.reset();  // runs what is left: every reactor finishes
+  if (hub_) {
+    // How fast events reached watchers over this daemon's life (docs/benchmarks.md, soak).
+    std::cerr << hub_->latency().Summary("traind: ");
+  }
   for (const BoundSocket& socket : sockets_) RemoveBoundSocket(socket);
   shut_down_.Notify();
 }

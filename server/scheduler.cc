@@ -2,6 +2,7 @@
 
 #include "common/job_spec.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -106,8 +107,44 @@ void Scheduler::Shutdown() {
     }
   }
   for (std::thread& t : threads) t.join();
-  absl::MutexLock lock(&mu_);
-  running_.clear();
+  std::vector<std::unique_ptr<WorkerProcess>> warm;
+  {
+    absl::MutexLock lock(&mu_);
+    running_.clear();
+    warm.swap(warm_);
+  }
+  warm.clear();  // each is killed and reaped
+}
+
+void Scheduler::KeepWorkersWarm() {
+  // One that died while waiting (killed from outside, out of memory) is replaced.
+  warm_.erase(std::remove_if(warm_.begin(), warm_.end(),
+                             [](const std::unique_ptr<WorkerProcess>& w) { return w->HasExited(); }),
+              warm_.end());
+  while (!shutting_down_ && static_cast<int>(warm_.size()) < options_.warm_workers) {
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned = WorkerProcess::Spawn(options_.worker_path);
+    if (!spawned.ok()) {
+      std::cerr << "traind: cannot keep a worker warm: " << spawned.status() << "\n";
+      return;  // jobs start their own and say why that fails
+    }
+    warm_.push_back(std::move(*spawned));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> Scheduler::StartWorker(
+    const trainer::v1::WorkerRequest& request) {
+  std::unique_ptr<WorkerProcess> warm;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!warm_.empty()) {
+      warm = std::move(warm_.back());
+      warm_.pop_back();
+      wake_ = true;  // the loop starts its replacement
+    }
+  }
+  if (warm != nullptr && !warm->HasExited() && warm->Send(request).ok()) return warm;
+  warm.reset();
+  return WorkerProcess::Start(options_.worker_path, request);
 }
 
 absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
@@ -223,6 +260,7 @@ void Scheduler::Loop() {
         }
       }
       if (!paused_) StartEligible();
+      KeepWorkersWarm();
     }
     for (std::thread& t : finished) t.join();
   }
@@ -265,8 +303,7 @@ void Scheduler::Supervise(Running* running) {
     request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
   }
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
-  absl::StatusOr<std::unique_ptr<WorkerProcess>> started =
-      WorkerProcess::Start(options_.worker_path, request);
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorker(request);
   if (!started.ok()) {
     (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
     finish();
@@ -293,8 +330,13 @@ void Scheduler::Supervise(Running* running) {
       if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
         reported_error = event.log().text();
       }
-      if (absl::Status s = Record(job.id(), std::move(event)).status(); !s.ok()) {
-        std::cerr << "traind: job " << job.id() << ": cannot store event: " << s << "\n";
+      const bool step = event.has_step();
+      if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
+      if (absl::StatusOr<JobEvent> stored = Record(job.id(), std::move(event)); !stored.ok()) {
+        std::cerr << "traind: job " << job.id() << ": cannot store event: " << stored.status()
+                  << "\n";
+      } else if (step) {
+        hub_->latency().Record(EventLatency::kStored, stored->time());
       }
     }
     absl::MutexLock lock(&mu_);

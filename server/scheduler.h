@@ -8,6 +8,9 @@
 //   Paused (persisted): nothing new starts; running jobs finish.
 //   Cancel: a queued job ends at once; a running one gets SIGTERM, then SIGKILL after
 //   `cancel_grace`.
+//   Warm workers: `warm_workers` traind-worker processes are kept started and waiting, so a job
+//   starts without LibTorch's second of start-up; the loop thread spawns them (it outlives them,
+//   which the worker's parent-death signal needs) and a job's supervisor takes one.
 // Thread-safe. One loop thread plus one supervising thread per running job.
 #ifndef TRAIND_SERVER_SCHEDULER_H_
 #define TRAIND_SERVER_SCHEDULER_H_
@@ -18,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -40,6 +44,7 @@ class Scheduler {
     std::map<std::string, int> slots;                 // per device; absent: 1
     double checkpoint_interval_seconds = 600;         // WorkerRequest's; 0: spec only
     const BlobStore* blobs = nullptr;                 // where model_file / data_file digests live
+    int warm_workers = 1;                             // started ahead of need; 0: none
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
@@ -78,6 +83,11 @@ class Scheduler {
   void StartEligible() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CanStart(const trainer::v1::Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Supervise(Running* running);
+  // Spawns warm workers up to options_.warm_workers (the loop thread only).
+  void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A started worker with `request` sent: a warm one when one is alive, else a new one.
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorker(
+      const trainer::v1::WorkerRequest& request);
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
 
@@ -91,6 +101,7 @@ class Scheduler {
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace traind

@@ -44,6 +44,7 @@ void WatchReactor::SchedulePump() {
 }
 
 void WatchReactor::OnWriteDone(bool ok) {
+  if (ok && writing_live_step_) hub_->latency().Record(EventLatency::kWriteDone, writing_.time());
   {
     absl::MutexLock lock(&mu_);
     write_in_flight_ = false;
@@ -77,6 +78,10 @@ absl::Status WatchReactor::AdmitOnce() {
   admit_ = nullptr;
   absl::StatusOr<Job> job = store_->GetJob(job_id_);
   return job.ok() ? admit(*job) : job.status();
+}
+
+bool WatchReactor::IsLive(const JobEvent& event) const {
+  return event.has_step() && live_from_seq_ > 0 && event.seq() >= live_from_seq_;
 }
 
 void WatchReactor::Pump() {
@@ -123,6 +128,7 @@ void WatchReactor::Pump() {
       } else {
         for (JobEvent& event : *events) {
           next_seq_ = event.seq() + 1;
+          if (IsLive(event)) hub_->latency().Record(EventLatency::kWatcherRead, event.time());
           if (event.has_state_change() && IsTerminal(event.state_change().state())) {
             saw_terminal_ = true;
           }
@@ -138,12 +144,14 @@ void WatchReactor::Pump() {
     } else if (start_write) {
       writing_ = std::move(pending_.front());
       pending_.pop_front();
+      writing_live_step_ = IsLive(writing_);
       {
         absl::MutexLock lock(&mu_);
         write_in_flight_ = true;
       }
       StartWrite(&writing_);
     } else if (wait) {
+      if (live_from_seq_ == 0) live_from_seq_ = next_seq_;
       // The hub fires at once if the event we missed was published meanwhile.
       {
         absl::MutexLock lock(&mu_);

@@ -50,6 +50,8 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
   // The first time: whether `admit_` lets the caller watch (inside Pump only).
   absl::Status AdmitOnce();
   void Unref();
+  // A step event this watcher waited for (see live_from_seq_).
+  bool IsLive(const trainer::v1::JobEvent& event) const;
 
   Store* const store_;
   EventHub* const hub_;
@@ -71,6 +73,10 @@ class WatchReactor : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
   trainer::v1::JobEvent writing_;
   bool finished_ = false;
   bool saw_terminal_ = false;
+  // The first seq this watcher waited for: from it on, events are live deliveries (counted in
+  // the hub's latency figures); before it, backlog. 0 until it first waits.
+  int64_t live_from_seq_ = 0;
+  bool writing_live_step_ = false;  // set before StartWrite, read in OnWriteDone
 };
 
 }  // namespace traind

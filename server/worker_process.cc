@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/delimited_message_util.h"
+#include "common/status_macros.h"
 #include "common/write_all.h"
 
 extern char** environ;
@@ -31,6 +32,16 @@ absl::Status Errno(const std::string& what) {
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     const std::string& worker_path, const trainer::v1::WorkerRequest& request) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, Spawn(worker_path));
+  if (absl::Status sent = worker->Send(request); !sent.ok()) {
+    worker->Kill();
+    return absl::InternalError(absl::StrCat(sent.message(), ": ", worker->Wait().Describe()));
+  }
+  return worker;
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
+    const std::string& worker_path) {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0) return Errno("pipe");
   if (pipe2(out, O_CLOEXEC) != 0) {
@@ -70,21 +81,36 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     return absl::FailedPreconditionError(
         absl::StrCat("cannot start worker ", worker_path, ": ", std::strerror(rc)));
   }
-  std::unique_ptr<WorkerProcess> worker(new WorkerProcess(pid, out[0], err[0]));
-  // The request is small; a worker that dies before reading it shows up as an early EOF.
+  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, in[1], out[0], err[0]));
+}
+
+absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
+  if (request_fd_ < 0) return absl::FailedPreconditionError("the worker already has its request");
+  // The request is small (the pipe holds it); a worker that dies after reading it shows up as an
+  // early EOF on its events.
   std::string framed;
   {
     google::protobuf::io::StringOutputStream stream(&framed);
     google::protobuf::util::SerializeDelimitedToZeroCopyStream(request, &stream);
   }
   signal(SIGPIPE, SIG_IGN);
-  WriteAll(in[1], framed);
-  close(in[1]);
-  return worker;
+  const bool written = WriteAll(request_fd_, framed);
+  close(request_fd_);
+  request_fd_ = -1;
+  if (!written) return Errno("cannot send the worker its request");
+  return absl::OkStatus();
 }
 
-WorkerProcess::WorkerProcess(pid_t pid, int events_fd, int stderr_fd)
-    : pid_(pid), events_fd_(events_fd) {
+bool WorkerProcess::HasExited() const {
+  if (reaped_) return true;
+  siginfo_t info{};
+  // WNOWAIT: look, leaving the exit status for Wait.
+  if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return true;
+  return info.si_pid == pid_;
+}
+
+WorkerProcess::WorkerProcess(pid_t pid, int request_fd, int events_fd, int stderr_fd)
+    : pid_(pid), request_fd_(request_fd), events_fd_(events_fd) {
   stderr_thread_ = std::thread([this, stderr_fd] { DrainStderr(stderr_fd); });
 }
 
@@ -93,6 +119,7 @@ WorkerProcess::~WorkerProcess() {
     Kill();
     Wait();
   }
+  if (request_fd_ >= 0) close(request_fd_);
   close(events_fd_);
 }
 

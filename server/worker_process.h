@@ -1,6 +1,8 @@
 // WorkerProcess: one traind-worker child running one job. Starts it in its own process group (so a
 // Ctrl-C meant for traind does not reach it), sends the WorkerRequest on its stdin, decodes
 // JobEvents from its stdout and keeps the last lines of its stderr for error reports.
+// A worker may be spawned before its job is known (Spawn, later Send): LibTorch's start-up, about
+// a second of CPU, is then paid while the daemon is idle rather than by the job.
 // Owned and driven by one thread (the scheduler's); Terminate/Kill may be called from any thread.
 #ifndef TRAIND_SERVER_WORKER_PROCESS_H_
 #define TRAIND_SERVER_WORKER_PROCESS_H_
@@ -24,8 +26,16 @@ namespace traind {
 
 class WorkerProcess {
  public:
+  // Spawn + Send.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
       const std::string& worker_path, const trainer::v1::WorkerRequest& request);
+  // A worker waiting for its request. PR_SET_PDEATHSIG in the worker follows the *thread* that
+  // spawns it: spawn from a thread that outlives the worker.
+  static absl::StatusOr<std::unique_ptr<WorkerProcess>> Spawn(const std::string& worker_path);
+  // Hands the spawned worker its job (once). An error: it died while waiting (use another).
+  absl::Status Send(const trainer::v1::WorkerRequest& request);
+  // Whether the process has ended (without reaping it).
+  bool HasExited() const;
   // Kills and reaps the child if it is still running.
   ~WorkerProcess();
 
@@ -50,10 +60,11 @@ class WorkerProcess {
   pid_t pid() const { return pid_; }
 
  private:
-  WorkerProcess(pid_t pid, int events_fd, int stderr_fd);
+  WorkerProcess(pid_t pid, int request_fd, int events_fd, int stderr_fd);
   void DrainStderr(int fd);
 
   const pid_t pid_;
+  int request_fd_;  // -1 once the request was sent
   const int events_fd_;
   DelimitedReader reader_;
   bool reaped_ = false;

@@ -1,6 +1,8 @@
 // traind-worker: runs one job in its own process, so a crash, an abort or an out-of-memory kill
 // takes down only that job. Protocol (worker.proto): one length-delimited WorkerRequest on stdin;
 // length-delimited JobEvents on stdout; human-readable diagnostics on stderr.
+// traind may start a worker before it has a job for it (LibTorch's start-up is then paid while
+// idle): it waits on stdin, and ends quietly if stdin closes without a request.
 // Exit codes: 0 done (a FinalResult was sent), 1 the job failed (an ERROR LogLine says why),
 // 2 bad request, 3 cancelled or stopped. SIGTERM asks for a clean stop between batches (a
 // cancel); SIGUSR1 for a checkpoint first, then the stop (traind shutting down or gone).
@@ -83,6 +85,8 @@ int main(int argc, char** argv) {
   google::protobuf::io::FileInputStream in(STDIN_FILENO);
   bool clean_eof = false;
   if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
+    // A pre-started worker that traind no longer needs: it closed stdin without a request.
+    if (clean_eof) return traind::kWorkerStopped;
     std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
     return traind::kWorkerBadRequest;
   }
