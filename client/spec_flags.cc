@@ -80,6 +80,10 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
        false, false},
       {"--early-stop-patience", "early_stop_patience",
        "Stop after N evaluations without a better validation score", false, false},
+      {"--processes", "processes",
+       "Data parallel on the CPU: N ranks, one worker process each, gradients averaged over them "
+       "(Gloo); --batch-size is per rank",
+       false, false},
       {"--deterministic", "deterministic",
        "Deterministic algorithms and seeded device generators: repeatable on CUDA too (slower)",
        true, false},

@@ -127,6 +127,33 @@ absl::Status ValidateScheduleAndStopping(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateDataParallel(const JobSpec& spec) {
+  if (spec.processes() < 0 || spec.processes() > kMaxProcesses) {
+    return absl::InvalidArgumentError(absl::StrCat("processes: 0 to ", kMaxProcesses,
+                                                   " (ranks of a data-parallel job), got ",
+                                                   spec.processes()));
+  }
+  if (spec.processes() <= 1) return absl::OkStatus();
+  if (spec.device() == "mps") {
+    return absl::InvalidArgumentError(
+        "processes: MPS has no collective library (no NCCL); a Mac runs data-parallel jobs on "
+        "the CPU: --device cpu --processes N");
+  }
+  if (spec.device() != "cpu") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "processes: data-parallel jobs run on device cpu (Gloo) for now, got '",
+        spec.device().empty() ? "best available" : spec.device(),
+        "'; set --device cpu (several GPUs over NCCL are not built yet)"));
+  }
+  if (spec.has_benchmark() || spec.batch_size_auto() || spec.cuda_graph() ||
+      spec.evaluate_only()) {
+    return absl::InvalidArgumentError(
+        "processes: not with a benchmark, batch_size auto, cuda_graph or evaluate_only (those "
+        "run in one process)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateDeviceName(const std::string& device) {
@@ -326,6 +353,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
         "num_samples, channels, classes: only for dataset 'fake'");
   }
   RETURN_IF_ERROR(ValidateScheduleAndStopping(spec));
+  RETURN_IF_ERROR(ValidateDataParallel(spec));
   if (spec.cuda_graph()) {
     if (!spec.device().empty() && spec.device().rfind("cuda", 0) != 0) {
       return absl::InvalidArgumentError("cuda_graph: only on cuda devices");

@@ -26,6 +26,7 @@ inline constexpr char kDefaultOptimizer[] = "adam";
 inline constexpr unsigned kDefaultSeed = 123;
 inline constexpr int kDefaultLogEvery = 100;
 inline constexpr int kMaxEpochs = 100000;
+inline constexpr int kMaxProcesses = 64;  // ranks of a data-parallel job
 
 // Fills every unset field with its default. Leaves device and data_dir alone: those depend on the
 // daemon's machine and are resolved there.

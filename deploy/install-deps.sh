@@ -28,7 +28,7 @@ if [ "$(uname -s)" = Darwin ]; then
   exit 0
 fi
 
-packages="build-essential cmake pkg-config ccache libtorch-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
+packages="build-essential cmake pkg-config ccache libtorch-dev libgloo-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
 libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-pil
 openssl libssl-dev iproute2 clang libclang-rt-14-dev"

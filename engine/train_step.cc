@@ -29,6 +29,7 @@ torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& l
     loss = ComputeLoss(loss_, model_.forward(input), labels, label_smoothing_);
   }
   torch::Tensor scaled = accumulate_ > 1 ? loss / accumulate_ : loss;
+  if (before_backward_) before_backward_();
   scaler_.Scale(scaled).backward();
   if (++pending_ == accumulate_) ApplyGradients();
   return loss.detach();

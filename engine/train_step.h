@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,9 @@ class TrainStep {
   // every `accumulate` micro-batches. Returns the unscaled loss (a device tensor: reading it
   // synchronises, so callers read it only when they report it).
   torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels);
+
+  // Runs just before each backward pass (data parallel: the gradient reducer's preparation).
+  void set_before_backward(std::function<void()> hook) { before_backward_ = std::move(hook); }
 
   // Applies pending accumulated gradients (end of an epoch).
   void Flush();
@@ -53,6 +57,7 @@ class TrainStep {
   torch::Generator rng_;
   GradScaler scaler_;
   int pending_ = 0;  // micro-batches since the last optimizer step
+  std::function<void()> before_backward_;
 };
 
 }  // namespace traind

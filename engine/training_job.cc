@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/sha256.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
 #include "data/dataset.h"
@@ -26,6 +27,7 @@
 #include "engine/batch_size_search.h"
 #include "engine/benchmarks.h"
 #include "engine/cuda_graph_step.h"
+#include "engine/data_parallel.h"
 #include "engine/device.h"
 #include "engine/durable_file.h"
 #include "engine/evaluate.h"
@@ -76,6 +78,11 @@ void SetLearningRate(torch::optim::Optimizer& optimizer, double learning_rate) {
   }
 }
 
+// Data parallel: how long a collective (or the rendezvous) may wait for a rank before failing,
+// and how often the ranks agree on stopping and checkpointing.
+constexpr absl::Duration kCollectiveTimeout = absl::Minutes(2);
+constexpr int64_t kCoordinateEvery = 8;
+
 // Where a training run stands; what a checkpoint records besides the model and optimizer.
 struct Progress {
   int epoch = 1;           // the epoch to run next (or to continue)
@@ -98,12 +105,13 @@ class JobRun {
   // `phase` says what the job is doing, for an error caught outside (out of memory).
   JobRun(const trainer::v1::WorkerRequest& request, const EventSink& emit,
          const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device,
-         const char** phase)
+         std::optional<RankPlacement> placement, const char** phase)
       : phase_(phase), spec_(request.spec()), job_dir_(request.job_dir()), model_path_(request.model_path()),
         data_path_(request.data_path()), init_path_(request.init_path()), loss_(LossKindFromName(request.spec().loss())),
         emit_(emit), stop_(stop),
         suspend_(suspend), checkpoint_interval_(request.checkpoint_interval_seconds()),
-        device_(device) {}
+        device_(device),
+        placement_(std::move(placement)) {}
 
   absl::Status Run();
 
@@ -132,10 +140,20 @@ class JobRun {
         "learning rate, or set allow_nonfinite_loss (--allow-nonfinite-loss) to train on",
         std::isnan(loss) ? "NaN" : "infinite", epoch, batch, learning_rate));
   }
+  // In a data-parallel job rank 0 speaks for all; the other ranks report only their errors
+  // (worker/main.cc writes those itself).
   void Emit(JobEvent event) {
+    if (dp_ != nullptr && dp_->rank() != 0) return;
     Stamp(&event);
     emit_(std::move(event));
   }
+  // Data parallel: the ranks' flags OR-ed (one collective); alone: as they are.
+  std::vector<bool> AnyRank(std::vector<bool> flags) {
+    return dp_ != nullptr ? dp_->Any(flags) : flags;
+  }
+  double MeanOverRanks(double value) { return dp_ != nullptr ? dp_->Mean(value) : value; }
+  // Collective: each rank's digest of its weights, logged by rank 0 (they must all be equal).
+  absl::Status CheckRanksAgree(torch::nn::AnyModule& model);
   void Log(const std::string& text) {
     JobEvent event;
     event.mutable_log()->set_text(text);
@@ -163,6 +181,8 @@ class JobRun {
   const std::atomic<bool>* const suspend_;
   const double checkpoint_interval_;
   const torch::Device device_;
+  const std::optional<RankPlacement> placement_;  // set: this worker is one rank of several
+  std::unique_ptr<DataParallel> dp_;              // joined in Run when placement_ is set
   int64_t peak_current_ = 0;
   int64_t peak_driver_ = 0;
 };
@@ -185,6 +205,16 @@ absl::Status JobRun::Run() {
     at::globalContext().setBenchmarkCuDNN(false);
     Log("Deterministic: LibTorch's deterministic algorithms, cuDNN autotuning off, seeded "
         "generators");
+  }
+  if (placement_.has_value()) {
+    if (spec_.has_benchmark() || spec_.batch_size_auto() || spec_.cuda_graph() ||
+        spec_.evaluate_only()) {
+      return absl::InvalidArgumentError(
+          "processes: data-parallel jobs train; benchmarks, --batch-size auto, --cuda-graph and "
+          "evaluate_only run in one process");
+    }
+    *phase_ = "joining the other ranks";
+    ASSIGN_OR_RETURN(dp_, DataParallel::Join(*placement_, device_, kCollectiveTimeout));
   }
   *phase_ = "loading the dataset";
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
@@ -280,9 +310,12 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
                          ? "; fused bf16 batch norm"
                          : ""));
   }
+  const int world = dp_ != nullptr ? dp_->world_size() : 1;
+  const int rank = dp_ != nullptr ? dp_->rank() : 0;
   TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
-                 Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()}, spec_.seed(),
-                 loss_, spec_.label_smoothing(), spec_.clip_grad_norm());
+                 Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()},
+                 spec_.seed() + static_cast<uint64_t>(rank), loss_, spec_.label_smoothing(),
+                 spec_.clip_grad_norm());
 
   if (spec_.has_benchmark()) {  // kind "train"
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
@@ -292,10 +325,13 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     return absl::OkStatus();
   }
 
-  const int64_t batches = data.train.size() / batch_size;  // the last partial batch is dropped
+  // A step takes a global batch of world * batch_size from the shuffled order; rank r trains on
+  // its r-th slice. The last partial global batch is dropped.
+  const int64_t batches = data.train.size() / (batch_size * world);
   if (batches == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("batch_size: ", batch_size, " is larger than the ",
-                                                   data.train.size(), " training images"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch_size: ", batch_size, world > 1 ? absl::StrCat(" x ", world, " ranks") : "",
+                     " is larger than the ", data.train.size(), " training images"));
   }
   std::unique_ptr<CudaGraphTrainStep> graph_step;
   if (spec_.cuda_graph()) {
@@ -320,6 +356,17 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   Progress progress;
   if (checkpoints) {
     ASSIGN_OR_RETURN(progress, LoadCheckpoint(model, *optimizer, step));
+  }
+  // After the checkpoint (and init_from's weights) are loaded: loading replaces the parameters'
+  // storage, which a reducer attached before would no longer see.
+  if (dp_ != nullptr) {
+    dp_->BroadcastFromRankZero(*model.ptr());
+    dp_->AttachReducer(model.ptr()->parameters());
+    step.set_before_backward([this] { dp_->PrepareForBackward(); });
+    Log(absl::StrFormat("Data parallel: %d ranks (%s on %s), batch %d per rank, global batch %d; "
+                        "gradients averaged in %d MiB buckets during the backward pass",
+                        world, dp_->backend(), device_.str(), batch_size, batch_size * world,
+                        static_cast<int>(DataParallel::kBucketBytes >> 20)));
   }
   double& best_validation = progress.best_validation;
   int& best_epoch = progress.best_epoch;
@@ -356,25 +403,38 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
                                          torch::TensorOptions().device(device_));
     for (int64_t batch = first_batch; batch < batches; ++batch) {
       // Checkpoints fall between optimizer steps, so no accumulated gradient is lost.
-      const bool suspending = suspend_ != nullptr && suspend_->load(std::memory_order_relaxed);
+      bool suspending = suspend_ != nullptr && suspend_->load(std::memory_order_relaxed);
+      bool stopping = stop_.load(std::memory_order_relaxed);
+      bool checkpoint_due =
+          checkpoint_interval_ > 0 && SecondsSince(last_checkpoint) >= checkpoint_interval_;
+      if (dp_ != nullptr) {
+        // Ranks decide together (every kCoordinateEvery steps), or one would stop while the
+        // others wait for it in the next all-reduce.
+        if (batch % kCoordinateEvery == 0) {
+          const std::vector<bool> any = AnyRank({suspending, stopping, checkpoint_due});
+          suspending = any[0], stopping = any[1], checkpoint_due = any[2];
+        } else {
+          suspending = stopping = checkpoint_due = false;
+        }
+      }
       if (checkpoints && batch % accumulate == 0 && batch > first_batch &&
-          (suspending || (checkpoint_interval_ > 0 &&
-                          SecondsSince(last_checkpoint) >= checkpoint_interval_))) {
+          (suspending || checkpoint_due)) {
         Synchronize(device_);
         progress.epoch = epoch;
         progress.batch = batch;
         progress.loss_sum = loss_sum.item<double>();
         progress.epoch_seconds = SecondsSince(epoch_start);
         progress.train_seconds = SecondsSince(train_start);
-        RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches,
-                                       suspending ? "before stopping" : "on schedule"));
+        if (rank == 0) {
+          RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches,
+                                         suspending ? "before stopping" : "on schedule"));
+        }
         last_checkpoint = Clock::now();
         if (suspending) return absl::CancelledError("stopped after a checkpoint; it will resume");
       }
-      if (stop_.load(std::memory_order_relaxed) && !(suspending && checkpoints)) {
-        return absl::CancelledError("cancelled");
-      }
-      torch::Tensor index = order.slice(0, batch * batch_size, (batch + 1) * batch_size);
+      if (stopping && !(suspending && checkpoints)) return absl::CancelledError("cancelled");
+      const int64_t first = (batch * world + rank) * batch_size;
+      torch::Tensor index = order.slice(0, first, first + batch_size);
       torch::Tensor images = data.train.inputs.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
       if (spec_.has_debug() && global_step == spec_.debug().crash_at_step()) {
@@ -404,8 +464,9 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       ++window_batches;
 
       if (batch % spec_.log_every() == 0) {
-        // item() synchronises the device, so the window's timing below is honest.
-        const double loss_value = loss.item<double>();
+        // item() synchronises the device, so the window's timing below is honest. Data
+        // parallel: the global batch's loss, the mean of the ranks'.
+        const double loss_value = MeanOverRanks(loss.item<double>());
         RETURN_IF_ERROR(CheckLossIsFinite(loss_value, epoch, batch, learning_rate));
         const double window_seconds = SecondsSince(window_start);
         const MemoryReading memory = ReadMemory(device_);
@@ -418,7 +479,8 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         metrics->set_batches_per_epoch(static_cast<int32_t>(batches));
         metrics->set_loss(loss_value);
         metrics->set_learning_rate(learning_rate);
-        metrics->set_samples_per_second(window_batches * batch_size / std::max(window_seconds, 1e-9));
+        metrics->set_samples_per_second(window_batches * batch_size * world /
+                                        std::max(window_seconds, 1e-9));
         metrics->set_step_seconds(window_seconds / window_batches);
         metrics->set_current_allocated_bytes(memory.current_allocated);
         metrics->set_driver_allocated_bytes(memory.driver_allocated);
@@ -438,7 +500,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     summary->set_epoch(epoch);
     summary->set_epochs(epochs);
     summary->set_epoch_seconds_no_eval(epoch_seconds);
-    summary->set_train_loss(loss_sum.item<double>() / batches);
+    summary->set_train_loss(MeanOverRanks(loss_sum.item<double>()) / batches);
     summary->set_learning_rate(learning_rate);
     RETURN_IF_ERROR(CheckLossIsFinite(summary->train_loss(), epoch, batches - 1, learning_rate));
     if (epoch % spec_.eval_every() == 0 || epoch == epochs) {
@@ -463,7 +525,9 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       if (score > best_validation) {
         best_validation = score;
         best_epoch = epoch;
-        if (!job_dir_.empty()) RETURN_IF_ERROR(KeepArtifact(model, "best", epoch, &validation));
+        if (!job_dir_.empty() && rank == 0) {
+          RETURN_IF_ERROR(KeepArtifact(model, "best", epoch, &validation));
+        }
       }
     }
     summary->set_best_validation_accuracy(loss_ == LossKind::kMse ? 0.0 : std::max(best_validation, 0.0));
@@ -477,6 +541,11 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       stopped->set_reason(absl::StrFormat("no better validation score in %d evaluations (best: "
                                           "epoch %d)",
                                           since_best, best_epoch));
+    }
+    // Every rank evaluates the same weights on the same data, but a stop must be unanimous.
+    if (dp_ != nullptr && AnyRank({stopped.has_value()})[0] && !stopped) {
+      stopped.emplace();
+      stopped->set_reason("another rank's evaluation stopped training");
     }
     if (stopped && epoch == epochs) stopped.reset();  // it ran every epoch: nothing stopped early
     if (stopped) {
@@ -495,7 +564,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       progress.batch = 0;
       progress.loss_sum = 0;
       progress.epoch_seconds = 0;
-      RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches, ""));
+      if (rank == 0) RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches, ""));
       last_checkpoint = Clock::now();
     }
     if (stopped) {
@@ -508,7 +577,8 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   const Evaluation test =
       Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes);
   TrackPeaks(ReadMemory(device_));
-  if (!job_dir_.empty()) {
+  if (dp_ != nullptr) RETURN_IF_ERROR(CheckRanksAgree(model));
+  if (!job_dir_.empty() && rank == 0) {
     RETURN_IF_ERROR(KeepArtifact(model, "final", stopped ? stopped->epoch() : epochs, nullptr));
   }
 
@@ -523,6 +593,32 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   result->set_batch_size(static_cast<int32_t>(batch_size));
   if (stopped) *result->mutable_stopped() = *stopped;
   Emit(std::move(event));
+  return absl::OkStatus();
+}
+
+absl::Status JobRun::CheckRanksAgree(torch::nn::AnyModule& model) {
+  Sha256 sha;
+  for (const auto& item : model.ptr()->named_parameters()) {
+    const torch::Tensor bytes = item.value().detach().to(torch::kCPU).contiguous();
+    sha.Update(absl::string_view(static_cast<const char*>(bytes.data_ptr()), bytes.nbytes()));
+  }
+  for (const auto& item : model.ptr()->named_buffers()) {
+    const torch::Tensor bytes = item.value().detach().to(torch::kCPU).contiguous();
+    sha.Update(absl::string_view(static_cast<const char*>(bytes.data_ptr()), bytes.nbytes()));
+  }
+  const std::vector<std::string> digests = dp_->AllGather(sha.HexDigest());
+  std::string listed;
+  for (size_t r = 0; r < digests.size(); ++r) {
+    absl::StrAppend(&listed, r == 0 ? "" : ", ", r, " ", digests[r].substr(0, 16));
+  }
+  for (const std::string& digest : digests) {
+    if (digest != digests[0]) {
+      return absl::InternalError(
+          absl::StrCat("data parallel: the ranks' weights differ (sha256 by rank: ", listed, ")"));
+    }
+  }
+  Log(absl::StrCat("Data parallel: every rank ends with the same weights (sha256 by rank: ",
+                   listed, ")"));
   return absl::OkStatus();
 }
 
@@ -646,7 +742,11 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
     absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
     if (!resolved.ok()) return resolved.status();
     device = *resolved;
-    absl::Status status = JobRun(request, emit, stop, suspend, *device, &phase).Run();
+    // A data-parallel job's ranks are started with torchrun's environment (RANK, WORLD_SIZE...).
+    absl::StatusOr<std::optional<RankPlacement>> placement = RankFromEnvironment();
+    if (!placement.ok()) return placement.status();
+    absl::Status status =
+        JobRun(request, emit, stop, suspend, *device, *std::move(placement), &phase).Run();
     ReleaseCachedMemory(*device);
     return status;
   } catch (const c10::Error& e) {

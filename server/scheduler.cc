@@ -2,15 +2,20 @@
 
 #include "common/job_spec.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
 #include "common/worker_exit.h"
+#include "server/free_port.h"
 
 namespace traind {
 
@@ -95,7 +100,7 @@ void Scheduler::Shutdown() {
     shutting_down_ = true;
     for (auto& [id, running] : running_) {
       // Checkpoint, then stop: the job is re-queued and resumes when traind starts again.
-      if (running->worker != nullptr) running->worker->Suspend();
+      for (WorkerProcess* worker : running->workers) worker->Suspend();
       running->kill_deadline = std::min(running->kill_deadline, absl::Now() + options_.cancel_grace);
     }
   }
@@ -147,6 +152,50 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> Scheduler::StartWorker(
   return WorkerProcess::Start(options_.worker_path, request);
 }
 
+absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRanks(
+    const trainer::v1::WorkerRequest& request) {
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  const int ranks = std::max(1, request.spec().processes());
+  if (ranks == 1) {
+    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(request));
+    workers.push_back(std::move(worker));
+    return workers;
+  }
+  // torchrun's contract; rank 0 serves the rendezvous store on a free loopback port.
+  ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
+  for (int r = 0; r < ranks; ++r) {
+    const std::vector<std::string> environment = {
+        absl::StrCat("RANK=", r), absl::StrCat("LOCAL_RANK=", r),
+        absl::StrCat("WORLD_SIZE=", ranks), "MASTER_ADDR=127.0.0.1",
+        absl::StrCat("MASTER_PORT=", port)};
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+        WorkerProcess::Start(options_.worker_path, request, environment);
+    if (!worker.ok()) {
+      return absl::Status(worker.status().code(),
+                          absl::StrCat("rank ", r, ": ", worker.status().message()));
+    }
+    workers.push_back(*std::move(worker));  // on failure the started ones are killed and reaped
+  }
+  return workers;
+}
+
+std::optional<std::string> Scheduler::ResumeAfterRankFailure(const Job& job,
+                                                             const std::string& job_dir,
+                                                             const WorkerProcess::Exit& exit,
+                                                             int ranks) {
+  // A rank that was killed or crashed (not one that reported an error of the job's own) is a
+  // fault of the machine or of one process: start all ranks again from rank 0's checkpoint.
+  if (ranks <= 1 || exit.signal == 0) return std::nullopt;
+  if (access((job_dir + "/checkpoint.pt").c_str(), F_OK) != 0) return std::nullopt;
+  absl::MutexLock lock(&mu_);
+  int& restarts = rank_restarts_[job.id()];
+  if (restarts >= kMaxRankRestarts) return std::nullopt;
+  ++restarts;
+  return absl::StrCat("worker killed by signal ", exit.signal, " (", strsignal(exit.signal),
+                      "); every rank restarts from the last checkpoint (restart ", restarts, " of ",
+                      kMaxRankRestarts, ")");
+}
+
 absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
   ASSIGN_OR_RETURN(Job job, store_->GetJob(job_id));
   {
@@ -166,7 +215,7 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
         running.cancel_requested = true;
         running.kill_deadline = absl::Now() + options_.cancel_grace;
         // No worker yet: Supervise stops it as soon as it starts.
-        if (running.worker != nullptr) running.worker->Terminate();
+        for (WorkerProcess* worker : running.workers) worker->Terminate();
       }
       return store_->GetJob(job_id);
     }
@@ -183,10 +232,15 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
 
 bool Scheduler::CanStart(const Job& job) const {
   int on_device = 0;
+  // A data-parallel job has its device to itself (all its ranks start together, or none).
+  const bool gang = job.spec().processes() > 1;
   for (const auto& [id, running] : running_) {
     if (running->done) continue;
     if (running->job.exclusive() || job.exclusive()) return false;
-    if (running->job.spec().device() == job.spec().device()) ++on_device;
+    if (running->job.spec().device() == job.spec().device()) {
+      if (gang || running->job.spec().processes() > 1) return false;
+      ++on_device;
+    }
   }
   auto slots = options_.slots.find(job.spec().device());
   return on_device < (slots == options_.slots.end() ? 1 : slots->second);
@@ -270,7 +324,7 @@ void Scheduler::Supervise(Running* running) {
   const Job& job = running->job;
   auto finish = [&] {
     absl::MutexLock lock(&mu_);
-    running->worker = nullptr;
+    running->workers.clear();
     running->done = true;
     wake_ = true;
   };
@@ -303,65 +357,109 @@ void Scheduler::Supervise(Running* running) {
     request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
   }
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
-  absl::StatusOr<std::unique_ptr<WorkerProcess>> started = StartWorker(request);
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started = StartRanks(request);
   if (!started.ok()) {
     (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
     finish();
     return;
   }
-  WorkerProcess& worker = **started;
+  std::vector<std::unique_ptr<WorkerProcess>>& workers = *started;
+  const int ranks = static_cast<int>(workers.size());
+  if (ranks > 1) {
+    std::vector<std::string> pids;
+    for (const auto& worker : workers) pids.push_back(absl::StrCat(worker->pid()));
+    JobEvent started_ranks;
+    started_ranks.mutable_log()->set_text(absl::StrCat(
+        "Started ", ranks, " ranks (data parallel, one worker each): pids ",
+        absl::StrJoin(pids, ", "), " for ranks 0..", ranks - 1));
+    (void)Record(job.id(), std::move(started_ranks));
+  }
   {
     absl::MutexLock lock(&mu_);
-    running->worker = &worker;
-    if (shutting_down_ || running->cancel_requested) worker.Terminate();
+    for (auto& worker : workers) running->workers.push_back(worker.get());
+    if (shutting_down_ || running->cancel_requested) {
+      for (auto& worker : workers) worker->Terminate();
+    }
   }
 
+  // Rank 0 reports for the job; the others write only their errors. When a rank ends badly the
+  // others are killed at once: they would wait for it in their next collective.
   bool got_result = false;
   std::string reported_error;
-  while (true) {
-    JobEvent event;
-    const WorkerProcess::ReadResult read = worker.ReadEvent(&event, absl::Milliseconds(200));
-    if (read == WorkerProcess::ReadResult::kEnd) break;
-    if (read == WorkerProcess::ReadResult::kEvent) {
-      // The daemon owns seq and state: a worker may not forge either.
-      event.clear_seq();
-      if (event.has_state_change()) continue;
-      if (event.has_final_result() || event.has_bench()) got_result = true;
-      if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
-        reported_error = event.log().text();
-      }
-      const bool step = event.has_step();
-      if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
-      if (absl::StatusOr<JobEvent> stored = Record(job.id(), std::move(event)); !stored.ok()) {
-        std::cerr << "traind: job " << job.id() << ": cannot store event: " << stored.status()
-                  << "\n";
-      } else if (step) {
-        hub_->latency().Record(EventLatency::kStored, stored->time());
+  std::vector<std::optional<WorkerProcess::Exit>> exits(ranks);
+  int failed_rank = -1;
+  int alive = ranks;
+  while (alive > 0) {
+    bool waited = false;
+    for (int r = 0; r < ranks; ++r) {
+      if (exits[r].has_value()) continue;
+      WorkerProcess& worker = *workers[r];
+      JobEvent event;
+      // One blocking wait per round (on the first rank still running); the others are looked at
+      // without waiting, so a rank's death is seen within the round.
+      const WorkerProcess::ReadResult read =
+          worker.ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
+      waited = true;
+      if (read == WorkerProcess::ReadResult::kEvent) {
+        // The daemon owns seq and state: a worker may not forge either.
+        event.clear_seq();
+        if (event.has_state_change()) continue;
+        if (event.has_final_result() || event.has_bench()) got_result = true;
+        if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
+          if (ranks > 1) event.mutable_log()->set_text(absl::StrCat("rank ", r, ": ", event.log().text()));
+          if (reported_error.empty()) reported_error = event.log().text();
+        }
+        const bool step = event.has_step();
+        if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
+        if (absl::StatusOr<JobEvent> stored = Record(job.id(), std::move(event)); !stored.ok()) {
+          std::cerr << "traind: job " << job.id() << ": cannot store event: " << stored.status()
+                    << "\n";
+        } else if (step) {
+          hub_->latency().Record(EventLatency::kStored, stored->time());
+        }
+      } else if (read == WorkerProcess::ReadResult::kEnd) {
+        exits[r] = worker.Wait();
+        --alive;
+        const bool clean = exits[r]->signal == 0 && exits[r]->exit_code == kWorkerSucceeded;
+        if (!clean && failed_rank < 0) {
+          failed_rank = r;
+          for (int other = 0; other < ranks; ++other) {
+            if (!exits[other].has_value()) workers[other]->Kill();
+          }
+        }
       }
     }
     absl::MutexLock lock(&mu_);
-    if (absl::Now() >= running->kill_deadline) worker.Kill();
+    if (absl::Now() >= running->kill_deadline) {
+      for (int r = 0; r < ranks; ++r) {
+        if (!exits[r].has_value()) workers[r]->Kill();
+      }
+    }
   }
-  const WorkerProcess::Exit exit = worker.Wait();
+  const WorkerProcess::Exit exit = *exits[failed_rank >= 0 ? failed_rank : 0];
+  const std::string who = ranks > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
 
   bool cancelled, shutting_down;
   {
     absl::MutexLock lock(&mu_);
-    running->worker = nullptr;
+    running->workers.clear();
     cancelled = running->cancel_requested;
     shutting_down = shutting_down_;
   }
   absl::Status recorded;
-  if (exit.exit_code == kWorkerSucceeded && exit.signal == 0 && got_result) {
+  if (failed_rank < 0 && got_result) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
   } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
     recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
+  } else if (std::optional<std::string> resume = ResumeAfterRankFailure(job, job_dir, exit, ranks);
+             resume.has_value()) {
+    recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
   } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
     recorded = Transition(job.id(), Job::FAILED, reported_error);
   } else {
-    recorded = Transition(job.id(), Job::FAILED, exit.Describe());
+    recorded = Transition(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
   }
   if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";
   finish();

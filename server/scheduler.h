@@ -6,6 +6,9 @@
 //   side. An exclusive job (benchmarks, sweep members) runs with nothing else on any device, and
 //   when it is next in line nothing new starts until it can — it cannot be starved.
 //   Paused (persisted): nothing new starts; running jobs finish.
+//   Data parallel (spec.processes > 1): one worker per rank, all started together on a device
+//   nothing else uses; a rank that dies takes the others down with it, and a rank killed by a
+//   signal restarts the job from its checkpoint (kMaxRankRestarts times).
 //   Cancel: a queued job ends at once; a running one gets SIGTERM, then SIGKILL after
 //   `cancel_grace`.
 //   Warm workers: `warm_workers` traind-worker processes are kept started and waiting, so a job
@@ -71,7 +74,7 @@ class Scheduler {
  private:
   struct Running {
     trainer::v1::Job job;
-    WorkerProcess* worker = nullptr;  // set once started
+    std::vector<WorkerProcess*> workers;  // set once started: one per rank
     bool cancel_requested = false;
     absl::Time kill_deadline = absl::InfiniteFuture();
     bool done = false;
@@ -88,6 +91,16 @@ class Scheduler {
   // A started worker with `request` sent: a warm one when one is alive, else a new one.
   absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorker(
       const trainer::v1::WorkerRequest& request);
+  // The job's workers: one (warm when possible), or one per rank of a data-parallel job, each
+  // with torchrun's environment.
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
+      const trainer::v1::WorkerRequest& request);
+  // When a rank of a data-parallel job died of a signal and rank 0 left a checkpoint: the reason
+  // to re-queue the job with (at most kMaxRankRestarts times per job and daemon).
+  std::optional<std::string> ResumeAfterRankFailure(const trainer::v1::Job& job,
+                                                    const std::string& job_dir,
+                                                    const WorkerProcess::Exit& exit, int ranks);
+  static constexpr int kMaxRankRestarts = 3;
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
 
@@ -102,6 +115,7 @@ class Scheduler {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, int> rank_restarts_ ABSL_GUARDED_BY(mu_);  // by job id
 };
 
 }  // namespace traind

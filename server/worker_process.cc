@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -31,8 +33,9 @@ absl::Status Errno(const std::string& what) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
-    const std::string& worker_path, const trainer::v1::WorkerRequest& request) {
-  ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, Spawn(worker_path));
+    const std::string& worker_path, const trainer::v1::WorkerRequest& request,
+    const std::vector<std::string>& environment) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, Spawn(worker_path, environment));
   if (absl::Status sent = worker->Send(request); !sent.ok()) {
     worker->Kill();
     return absl::InternalError(absl::StrCat(sent.message(), ": ", worker->Wait().Describe()));
@@ -41,7 +44,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
-    const std::string& worker_path) {
+    const std::string& worker_path, const std::vector<std::string>& environment) {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0) return Errno("pipe");
   if (pipe2(out, O_CLOEXEC) != 0) {
@@ -68,9 +71,22 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 
+  // traind's environment, with `environment`'s variables replacing any of the same name.
+  std::vector<char*> envp;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view name(*entry, std::strcspn(*entry, "="));
+    bool replaced = false;
+    for (const std::string& extra : environment) {
+      replaced = replaced || extra.compare(0, name.size() + 1, std::string(name) + "=") == 0;
+    }
+    if (!replaced) envp.push_back(*entry);
+  }
+  for (const std::string& extra : environment) envp.push_back(const_cast<char*>(extra.c_str()));
+  envp.push_back(nullptr);
+
   pid_t pid = 0;
   char* argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
-  const int rc = posix_spawn(&pid, worker_path.c_str(), &actions, &attr, argv, environ);
+  const int rc = posix_spawn(&pid, worker_path.c_str(), &actions, &attr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in[0]);
@@ -157,8 +173,8 @@ WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
       return ReadResult::kEnd;
     }
     if (got_one) return ReadResult::kEvent;
-    const int64_t wait_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-    if (wait_ms <= 0) return ReadResult::kTimeout;
+    // Past the deadline (or a zero timeout) still looks once without waiting.
+    const int64_t wait_ms = std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()));
     pollfd pfd{events_fd_, POLLIN, 0};
     const int ready = poll(&pfd, 1, static_cast<int>(wait_ms));
     if (ready < 0 && errno == EINTR) continue;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -28,10 +29,13 @@ class WorkerProcess {
  public:
   // Spawn + Send.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
-      const std::string& worker_path, const trainer::v1::WorkerRequest& request);
-  // A worker waiting for its request. PR_SET_PDEATHSIG in the worker follows the *thread* that
+      const std::string& worker_path, const trainer::v1::WorkerRequest& request,
+      const std::vector<std::string>& environment = {});
+  // A worker waiting for its request, with traind's environment plus `environment` ("NAME=value",
+  // e.g. a rank's RANK and WORLD_SIZE). PR_SET_PDEATHSIG in the worker follows the *thread* that
   // spawns it: spawn from a thread that outlives the worker.
-  static absl::StatusOr<std::unique_ptr<WorkerProcess>> Spawn(const std::string& worker_path);
+  static absl::StatusOr<std::unique_ptr<WorkerProcess>> Spawn(
+      const std::string& worker_path, const std::vector<std::string>& environment = {});
   // Hands the spawned worker its job (once). An error: it died while waiting (use another).
   absl::Status Send(const trainer::v1::WorkerRequest& request);
   // Whether the process has ended (without reaping it).
@@ -40,7 +44,7 @@ class WorkerProcess {
   ~WorkerProcess();
 
   enum class ReadResult { kEvent, kTimeout, kEnd };
-  // Waits up to `timeout` for the next event. kEnd: the worker closed its stdout (exited) or sent
+  // Waits up to `timeout` (zero: only what has arrived) for the next event. kEnd: the worker closed its stdout (exited) or sent
   // bytes that do not decode (then its process is killed).
   ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
 

@@ -1,0 +1,15 @@
+// A TCP port on the loopback interface that nothing listens on right now (the kernel's pick), for
+// a data-parallel job's rendezvous store. Another process could take it before the job's rank 0
+// binds it; that rank then fails to start and says so.
+#ifndef TRAIND_SERVER_FREE_PORT_H_
+#define TRAIND_SERVER_FREE_PORT_H_
+
+#include "absl/status/statusor.h"
+
+namespace traind {
+
+absl::StatusOr<int> FreeLoopbackPort();
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_FREE_PORT_H_
