@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -189,7 +190,14 @@ class JobRun {
 
 absl::Status JobRun::Run() {
   torch::manual_seed(spec_.seed());
-  if (spec_.has_threads()) torch::set_num_threads(spec_.threads());
+  if (spec_.has_threads()) {
+    torch::set_num_threads(spec_.threads());
+  } else if (placement_.has_value()) {
+    // Ranks share the machine's cores, as torchrun's OMP_NUM_THREADS does (it uses 1); each
+    // taking them all would oversubscribe them.
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    torch::set_num_threads(std::max(1, cores / placement_->world_size));
+  }
   if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
                      RunMatmulBenchmark(spec_.benchmark(), device_, stop_));
@@ -363,9 +371,12 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     dp_->BroadcastFromRankZero(*model.ptr());
     dp_->AttachReducer(model.ptr()->parameters());
     step.set_before_backward([this] { dp_->PrepareForBackward(); });
-    Log(absl::StrFormat("Data parallel: %d ranks (%s on %s), batch %d per rank, global batch %d; "
-                        "gradients averaged in %d MiB buckets during the backward pass",
+    const int threads = torch::get_num_threads();
+    Log(absl::StrFormat("Data parallel: %d ranks (%s on %s), batch %d per rank, global batch %d, "
+                        "%d CPU thread%s per rank; gradients averaged in %d MiB buckets during "
+                        "the backward pass",
                         world, dp_->backend(), device_.str(), batch_size, batch_size * world,
+                        threads, threads == 1 ? "" : "s",
                         static_cast<int>(DataParallel::kBucketBytes >> 20)));
   }
   double& best_validation = progress.best_validation;

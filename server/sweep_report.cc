@@ -186,7 +186,10 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
         samples.push_back(job->result().bench().samples_per_second());
       } else if (it != traces.end() && !it->second.steps.empty() && s > 0) {
         const auto& last = it->second.steps.back();
-        samples.push_back(static_cast<double>(last.batches_per_epoch()) * row->batch_size() / s);
+        // A data-parallel step trains every rank's batch.
+        const int ranks = std::max(1, job->spec().processes());
+        samples.push_back(static_cast<double>(last.batches_per_epoch()) * row->batch_size() *
+                          ranks / s);
         losses.push_back(it->second.final_train_loss > 0 ? it->second.final_train_loss
                                                          : last.loss());
         if (row->loss_curve().empty()) {
@@ -240,6 +243,12 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     if (baseline.succeeded() == 0 || row->succeeded() == 0) continue;
     if (row->epoch_seconds_median() > 0) {
       row->set_speedup(baseline.epoch_seconds_median() / row->epoch_seconds_median());
+    }
+    if (options.baseline_field == "processes" && row->speedup() > 0) {
+      // Ranks of one process count as one, as the job runs them.
+      const double ranks = std::max(1, groups[key].front()->spec().processes());
+      const double baseline_ranks = std::max(1, probe.processes());
+      row->set_scaling_efficiency(row->speedup() * baseline_ranks / ranks);
     }
     if (row->is_baseline()) continue;
     const bool is_training = baseline.final_loss() > 0;

@@ -3,10 +3,12 @@
 #include <signal.h>
 
 #include <cmath>
+#include <iostream>
 #include <map>
 #include <regex>
 #include <thread>
 
+#include "google/protobuf/util/json_util.h"
 #include "tests/daemon_fixture.h"
 
 namespace traind {
@@ -83,13 +85,13 @@ TEST_F(DataParallelJobTest, LossCurveMatchesOneProcessWithTheSameGlobalBatch) {
   ASSERT_GE(curve_one.size(), 20u);  // 6000 * 0.9 / 128 = 42 steps, every second one logged
   // The same samples in every step, the gradient averaged over two halves instead of computed
   // over the whole: equal up to float rounding, which the steps compound a little. Stated
-  // tolerance: 0.5% of the loss (docs/jobs.md).
+  // tolerance: 0.01% of the loss (docs/jobs.md; measured: about 2e-7).
   double worst = 0;
   for (const auto& [step, loss] : curve_one) {
     ASSERT_TRUE(curve_two.count(step));
     worst = std::max(worst, std::abs(curve_two.at(step) - loss) / loss);
   }
-  EXPECT_LT(worst, 0.005) << "largest relative difference of a step's loss";
+  EXPECT_LT(worst, 1e-4) << "largest relative difference of a step's loss";
   EXPECT_NEAR(two.result().test_accuracy(), one.result().test_accuracy(), 0.01);
   RecordProperty("worst_relative_loss_difference", std::to_string(worst));
   std::cout << "worst relative loss difference, 2 ranks vs 1 process: " << worst << "\n";
@@ -162,6 +164,32 @@ TEST_F(DataParallelJobTest, ARestartedDaemonResumesADataParallelJob) {
   EXPECT_NE(logs.find("Resumed from the checkpoint at epoch 2, batch "), std::string::npos) << logs;
   EXPECT_NE(logs.find("every rank ends with the same weights"), std::string::npos) << logs;
   EXPECT_GT(job.result().test_accuracy(), 0.6);
+}
+
+TEST_F(DataParallelJobTest, ASweepOverProcessesReportsScalingEfficiency) {
+  Result sweep = Trainctl({"sweep", "--model", "lenet5", "--dataset", "fashion-mnist", "--device",
+                           "cpu", "--processes", "1,2", "--epochs", "1", "--limit-train", "6000",
+                           "--limit-test", "300"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  const std::string id = sweep.out.substr(0, sweep.out.size() - 1);
+  Result watch = Trainctl({"watch", "--sweep", id});
+  Result list = Trainctl({"list", "--sweep", id, "-o", "json"});
+  if (list.out.find("without data-parallel support") != std::string::npos) {
+    GTEST_SKIP() << "this worker has no data-parallel support";
+  }
+  EXPECT_EQ(watch.exit_code, 0) << watch.out;
+  Result json = Trainctl({"report", id, "--baseline", "processes=1", "-o", "json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  trainer::v1::SweepReport report;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &report).ok()) << json.out;
+  ASSERT_EQ(report.rows_size(), 2);
+  const trainer::v1::ReportRow& two = report.rows(1);
+  EXPECT_EQ(two.options(), "processes=2");
+  ASSERT_GT(two.speedup(), 0);
+  EXPECT_DOUBLE_EQ(two.scaling_efficiency(), two.speedup() / 2);  // of 1 rank's, doubled
+  Result table = Trainctl({"report", id, "--baseline", "processes=1"});
+  EXPECT_NE(table.out.find("% scaling)"), std::string::npos) << table.out;
+  std::cout << table.out;  // the figures, for the record (ctest's log)
 }
 
 TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {

@@ -183,18 +183,19 @@ TEST(ReportCsvTest, HeaderQuotingAndRecordCount) {
   EXPECT_EQ(records[0],
             "model,dataset,device,batch_size,options,runs,succeeded,epoch_seconds_median,"
             "epoch_seconds_min,epoch_seconds_max,samples_per_second,test_accuracy,final_loss,"
-            "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids");
+            "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids,"
+            "scaling_efficiency");
   EXPECT_EQ(records[1],
             "lenet5,mnist,cpu,256,threads=2,3,3,5.49,5.4,5.6,10929.4,0.9874,0.0412,"
-            "0,0,1,,1 2 3");
+            "0,0,1,,1 2 3,0");
   EXPECT_EQ(records[2],
             "lenet5,mnist,cuda:0,256,amp=bf16 & channels_last,3,3,2.3766,2.3,2.41,"
-            "25245.8,0.9869,0.0433,125829120,314572800,2.31,,4 5 6");
+            "25245.8,0.9869,0.0433,125829120,314572800,2.31,,4 5 6,0");
   EXPECT_TRUE(absl::EndsWith(records[3],
                              ",0.62,\"accuracy 0.91 vs 0.97, below tolerance;loss | diverged;"
-                             "job 7 said \"\"CUDA out of memory\"\"\",7"))
+                             "job 7 said \"\"CUDA out of memory\"\"\",7,0"))
       << records[3];
-  EXPECT_EQ(records[4], "resnet18,mnist,cuda:1,256,,1,0,0,0,0,0,0,0,0,0,0,all runs failed,8");
+  EXPECT_EQ(records[4], "resnet18,mnist,cuda:1,256,,1,0,0,0,0,0,0,0,0,0,0,all runs failed,8,0");
   EXPECT_EQ(records[5], "");
 }
 
@@ -273,6 +274,30 @@ TEST(ReportSvgTest, ShortenedLabelsCutBetweenUtf8Characters) {
   for (int i = 0; i < 35; ++i) shown += "\u00e9";
   EXPECT_TRUE(absl::StrContains(svg, ">mlp " + shown + "\u2026 @ cpu</text>")) << svg;
   EXPECT_TRUE(absl::StrContains(svg, ">no loss curves recorded</text>"));
+}
+
+TEST(ReportTextTest, DataParallelRowsShowTheirScalingEfficiency) {
+  trainer::v1::SweepReport report;
+  report.set_baseline("processes=1");
+  trainer::v1::ReportRow* one = report.add_rows();
+  one->set_model("lenet5");
+  one->set_device("cpu");
+  one->set_options("processes=1");
+  one->set_is_baseline(true);
+  one->set_speedup(1);
+  one->set_scaling_efficiency(1);
+  trainer::v1::ReportRow* two = report.add_rows();
+  two->set_model("lenet5");
+  two->set_device("cpu");
+  two->set_options("processes=2");
+  two->set_speedup(1.94);
+  two->set_scaling_efficiency(0.97);
+  const std::string table = ReportTable(report);
+  EXPECT_NE(table.find("1.00x (baseline)"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.94x (97% scaling)"), std::string::npos) << table;
+  const std::vector<std::string> records = absl::StrSplit(ReportCsv(report), "\r\n");
+  ASSERT_GE(records.size(), 3u);
+  EXPECT_TRUE(absl::EndsWith(records[2], ",0.97")) << records[2];
 }
 
 }  // namespace

@@ -65,6 +65,9 @@ std::string Speedup(const ReportRow& row, const std::string& baseline_device) {
     return "1.00x (baseline)";
   }
   if (row.speedup() == 0) return "-";
+  if (row.scaling_efficiency() > 0) {
+    return absl::StrFormat("%.2fx (%.0f%% scaling)", row.speedup(), row.scaling_efficiency() * 100);
+  }
   return absl::StrFormat("%.2fx", row.speedup());
 }
 
@@ -176,13 +179,16 @@ std::vector<std::string> CsvFields(const ReportRow& row) {
       CsvNumber(row.speedup()),
       absl::StrJoin(row.flags(), ";"),
       absl::StrJoin(row.job_ids(), " "),
+      CsvNumber(row.scaling_efficiency()),
   };
 }
 
+// New columns go at the end, so scripts that read columns by position keep working.
 constexpr char kCsvHeader[] =
     "model,dataset,device,batch_size,options,runs,succeeded,epoch_seconds_median,"
     "epoch_seconds_min,epoch_seconds_max,samples_per_second,test_accuracy,final_loss,"
-    "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids";
+    "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids,"
+    "scaling_efficiency";
 
 }  // namespace
 
