@@ -83,7 +83,7 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
       {"--processes", "processes",
        "Data parallel on the CPU: N ranks, one worker process each, gradients averaged over them "
        "(Gloo); --batch-size is per rank",
-       false, false},
+       false, true},
       {"--deterministic", "deterministic",
        "Deterministic algorithms and seeded device generators: repeatable on CUDA too (slower)",
        true, false},
