@@ -250,7 +250,7 @@ def main():
           f" until ListJobs answers; `trainctl list` right after: {after_restart_list_ms:.0f} ms")
 
     missed = []
-    if rss_growth > max(10, 0.1 * warm[0]["rss_mib"]) if warm else False:
+    if warm and rss_growth > max(10, 0.1 * warm[0]["rss_mib"]):
         missed.append(f"memory grew {rss_growth:.1f} MiB after warm-up")
     if list_max >= 100:
         missed.append(f"`trainctl list` took {list_max:.0f} ms")

@@ -1,9 +1,8 @@
 #include "engine/data_parallel.h"
 
-#include <netinet/in.h>
+#include "common/free_port.h"
+
 #include <stdlib.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <thread>
 
@@ -11,18 +10,6 @@
 
 namespace traind {
 namespace {
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 class RankEnvironmentTest : public ::testing::Test {
  protected:
@@ -116,7 +103,7 @@ TEST(DataParallelTest, TwoRanksMatchOneProcessWithTheGlobalBatch) {
 
   // Rank 1 starts from different weights: the broadcast must replace them with rank 0's.
   std::vector<torch::nn::Sequential> models{problem.Model(1), problem.Model(2)};
-  const int port = FreePort();
+  const int port = *FreeLoopbackPort();
   std::vector<std::string> digests(2);
   std::vector<std::string> errors(2);
   std::vector<std::thread> ranks;
@@ -185,7 +172,7 @@ TEST(DataParallelTest, WeightsLoadedBeforeAttachingAgree) {
     archive.save_to(path);
   }
   std::vector<torch::nn::Sequential> models{problem.Model(1), problem.Model(1)};
-  const int port = FreePort();
+  const int port = *FreeLoopbackPort();
   std::vector<std::thread> ranks;
   for (int rank = 0; rank < 2; ++rank) {
     ranks.emplace_back([&, rank] {

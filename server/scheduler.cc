@@ -15,7 +15,7 @@
 #include "common/status_macros.h"
 #include "server/job_fold.h"
 #include "common/worker_exit.h"
-#include "server/free_port.h"
+#include "common/free_port.h"
 
 namespace traind {
 

@@ -34,6 +34,19 @@ class DataParallelJobTest : public DaemonTest {
     }
     return text;
   }
+  // The job once it reports batch 10 of epoch 2, or once it ended (RUNNING: it got there).
+  Job WaitForEpochTwo(int64_t id) {
+    for (int i = 0; i < 1200; ++i) {
+      const Job job = GetJob(id);
+      if (job.state() != Job::RUNNING && job.state() != Job::QUEUED) return job;
+      for (const JobEvent& e : Events(id)) {
+        if (e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 10) return job;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "job " << id << " did not reach epoch 2 in a minute";
+    return GetJob(id);
+  }
   // Skips the test where this worker cannot run data-parallel jobs (no Gloo headers at build).
   bool Unsupported(const Job& job) {
     return job.state() == Job::FAILED &&
@@ -104,24 +117,14 @@ TEST_F(DataParallelJobTest, AKilledRankRestartsEveryRankFromTheCheckpoint) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const int64_t id = std::stoll(r.out);
   // Mid-way through epoch 2: after the epoch-1 checkpoint and a few steps more.
-  pid_t rank1 = 0;
-  for (int i = 0; i < 1200 && rank1 == 0; ++i) {
-    const Job job = GetJob(id);
-    if (Unsupported(job)) GTEST_SKIP() << job.result().error();
-    ASSERT_NE(job.state(), Job::FAILED) << job.result().error();
-    const std::string logs = Logs(id);
-    std::smatch pids;
-    bool epoch2 = false;
-    for (const JobEvent& e : Events(id)) epoch2 |= e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 10;
-    if (epoch2 && logs.find("Checkpoint after epoch 1") != std::string::npos &&
-        std::regex_search(logs, pids, std::regex("pids ([0-9]+), ([0-9]+) for ranks"))) {
-      rank1 = static_cast<pid_t>(std::stol(pids[2].str()));
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  ASSERT_GT(rank1, 0) << "never reached epoch 2 after a checkpoint";
-  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  const Job running = WaitForEpochTwo(id);
+  if (Unsupported(running)) GTEST_SKIP() << running.result().error();
+  ASSERT_EQ(running.state(), Job::RUNNING) << running.result().error();
+  const std::string logs_before = Logs(id);
+  ASSERT_NE(logs_before.find("Checkpoint after epoch 1"), std::string::npos) << logs_before;
+  std::smatch pids;
+  ASSERT_TRUE(std::regex_search(logs_before, pids, std::regex("pids ([0-9]+), ([0-9]+) for ranks")));
+  ASSERT_EQ(kill(static_cast<pid_t>(std::stol(pids[2].str())), SIGKILL), 0);
 
   const Job job = WaitForState(id, Job::SUCCEEDED, absl::Seconds(240));
   bool requeued = false;
@@ -146,15 +149,9 @@ TEST_F(DataParallelJobTest, ARestartedDaemonResumesADataParallelJob) {
                        "--limit-test", "500", "--log-every", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const int64_t id = std::stoll(r.out);
-  bool epoch2 = false;
-  for (int i = 0; i < 1200 && !epoch2; ++i) {
-    const Job job = GetJob(id);
-    if (Unsupported(job)) GTEST_SKIP() << job.result().error();
-    ASSERT_NE(job.state(), Job::FAILED) << job.result().error();
-    for (const JobEvent& e : Events(id)) epoch2 |= e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 10;
-    if (!epoch2) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(epoch2);
+  const Job running = WaitForEpochTwo(id);
+  if (Unsupported(running)) GTEST_SKIP() << running.result().error();
+  ASSERT_EQ(running.state(), Job::RUNNING) << running.result().error();
   // Shutdown asks every rank to checkpoint; they agree on the step, rank 0 writes it.
   StopDaemon();
   StartDaemon();

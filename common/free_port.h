@@ -1,8 +1,8 @@
 // A TCP port on the loopback interface that nothing listens on right now (the kernel's pick), for
-// a data-parallel job's rendezvous store. Another process could take it before the job's rank 0
+// a data-parallel job's rendezvous store (and tests that need one). Another process could take it before the job's rank 0
 // binds it; that rank then fails to start and says so.
-#ifndef TRAIND_SERVER_FREE_PORT_H_
-#define TRAIND_SERVER_FREE_PORT_H_
+#ifndef TRAIND_COMMON_FREE_PORT_H_
+#define TRAIND_COMMON_FREE_PORT_H_
 
 #include "absl/status/statusor.h"
 
@@ -12,4 +12,4 @@ absl::StatusOr<int> FreeLoopbackPort();
 
 }  // namespace traind
 
-#endif  // TRAIND_SERVER_FREE_PORT_H_
+#endif  // TRAIND_COMMON_FREE_PORT_H_

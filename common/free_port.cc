@@ -1,4 +1,4 @@
-#include "server/free_port.h"
+#include "common/free_port.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
