@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/digest_cache.h"
+#include "client/part_file.h"
 #include "common/grpc_status.h"
 #include "common/paths.h"
 #include "common/sha256.h"
@@ -109,65 +110,6 @@ absl::StatusOr<UploadResult> UploadFile(trainer::v1::Trainer::Stub& stub, const 
   return result;
 }
 
-namespace {
-
-// The file a download is written to before it is known good: created next to OUTPUT with a
-// random name (mkstemp: O_EXCL, never through a link, nobody else's file), removed unless kept.
-class PartFile {
- public:
-  explicit PartFile(const std::string& output) {
-    const size_t slash = output.find_last_of('/');
-    const std::string dir = slash == std::string::npos ? "." : output.substr(0, slash);
-    const std::string base = slash == std::string::npos ? output : output.substr(slash + 1);
-    std::string pattern = dir + "/." + base + ".XXXXXX";
-    fd_ = mkstemp(pattern.data());
-    if (fd_ >= 0) {
-      path_ = pattern;
-      const mode_t mask = umask(0);
-      umask(mask);
-      fchmod(fd_, 0666 & ~mask);  // what a plain create would give; mkstemp makes it 0600
-    }
-  }
-  ~PartFile() {
-    if (fd_ >= 0) close(fd_);
-    if (!path_.empty()) unlink(path_.c_str());  // ours: created above
-  }
-  bool ok() const { return fd_ >= 0; }
-  const std::string& path() const { return path_; }
-  bool Write(const std::string& bytes) { return WriteAll(fd_, bytes); }
-  // Puts the file at `output`: replacing what is there with `force`, else only if nothing is
-  // there even now (link fails on an existing name; a plain rename would overwrite a file that
-  // appeared during the download).
-  absl::Status KeepAs(const std::string& output, bool force) {
-    if (fsync(fd_) != 0 || close(fd_) != 0) {
-      fd_ = -1;
-      return absl::DataLossError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
-    }
-    fd_ = -1;
-    if (force) {
-      if (std::rename(path_.c_str(), output.c_str()) != 0) {
-        return absl::PermissionDeniedError(
-            absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
-      }
-    } else if (link(path_.c_str(), output.c_str()) != 0) {
-      return errno == EEXIST
-                 ? absl::AlreadyExistsError(absl::StrCat(
-                       output, " appeared during the download; --force overwrites it"))
-                 : absl::PermissionDeniedError(
-                       absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
-    } else {
-      unlink(path_.c_str());
-    }
-    path_.clear();
-    return absl::OkStatus();
-  }
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
-
-}  // namespace
 
 absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stub& stub,
                                                        int64_t id, const std::string& name,

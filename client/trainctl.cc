@@ -71,6 +71,8 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   AddDeleteCommand(app, ctx, &exit_code);
   AddQueueCommands(app, ctx, &exit_code);
   AddShutdownCommand(app, ctx, &exit_code);
+  AddPriorityCommand(app, ctx, &exit_code);
+  AddExportCommand(app, ctx, &exit_code);
   AddContextCommand(app, ctx, &exit_code);
 
   std::vector<char*> argv;

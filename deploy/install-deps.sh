@@ -10,13 +10,17 @@
 # libstb-dev: stb_image, which decodes image-folder datasets (PNG, JPEG).
 # clang, libclang-rt-14-dev: the ASan/UBSan build deploy/test.sh runs and the fuzz targets
 # (libFuzzer), docs/testing.md.
+# libcpp-httplib-dev, prometheus-cpp-dev: traind --http (the dashboard, JSON API, /metrics);
+# nodejs + npm: the build fetches the dashboard's chart library (uPlot) with npm ci from
+# web/package-lock.json; chromium, python3-prometheus-client: the dashboard's tests (a headless
+# browser; Prometheus' own text-format parser).
 #   deploy/install-deps.sh [--with-bench]   (accepted for old scripts: PyTorch is always installed)
 set -euo pipefail
 
 
 if [ "$(uname -s)" = Darwin ]; then
   command -v brew >/dev/null || { echo "install Homebrew first: https://brew.sh" >&2; exit 1; }
-  formulas="cmake pkg-config ccache pytorch grpc protobuf abseil googletest sqlite cli11 yaml-cpp tomlplusplus"
+  formulas="cmake pkg-config ccache pytorch grpc protobuf abseil googletest sqlite cli11 yaml-cpp tomlplusplus cpp-httplib prometheus-cpp node"
   missing=""
   for f in $formulas; do brew list --versions "$f" >/dev/null 2>&1 || missing="$missing $f"; done
   if [ -n "$missing" ]; then
@@ -31,7 +35,12 @@ fi
 packages="build-essential cmake pkg-config ccache libtorch-dev libgloo-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
 libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-pil
-openssl libssl-dev iproute2 clang libclang-rt-14-dev"
+openssl libssl-dev iproute2 clang libclang-rt-14-dev
+libcpp-httplib-dev prometheus-cpp-dev nodejs chromium python3-prometheus-client"
+
+# npm: Debian's package, unless an npm is already there (NodeSource's nodejs ships its own and
+# conflicts with Debian's npm).
+command -v npm >/dev/null || packages="$packages npm"
 
 missing=""
 for p in $packages; do

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# From a fresh clone: install dependencies, build, start traind (unless one is running), train
-# LeNet5 on Fashion-MNIST for one epoch on the best device and follow it to the end.
+# From a fresh clone: install dependencies, build, start traind (unless one is running) with its
+# dashboard on 127.0.0.1:8471 (TRAIND_HTTP overrides; a free port if that one is taken), train
+# LeNet5 on Fashion-MNIST for one epoch on the best device, follow it to the end and print the
+# dashboard's login link.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
@@ -12,19 +14,30 @@ if "$bin/trainctl" devices >/dev/null 2>&1; then
   echo "quickstart: traind is already running"
 else
   mkdir -p "$state_dir"
-  echo "quickstart: starting traind (state and log in $state_dir)"
-  nohup "$bin/traind" --state-dir "$state_dir" >>"$state_dir/traind.log" 2>&1 &
-  for _ in $(seq 1 100); do
-    "$bin/trainctl" devices >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  start_traind() {
+    echo "quickstart: starting traind, dashboard on $1 (state and log in $state_dir)"
+    nohup "$bin/traind" --state-dir "$state_dir" --http "$1" >>"$state_dir/traind.log" 2>&1 &
+    traind_pid=$!
+    for _ in $(seq 1 100); do
+      "$bin/trainctl" devices >/dev/null 2>&1 && return 0
+      kill -0 "$traind_pid" 2>/dev/null || return 1
+      sleep 0.2
+    done
+  }
+  start_traind "${TRAIND_HTTP:-127.0.0.1:8471}" ||
+    { echo "quickstart: that port is taken; letting traind pick a free one"; start_traind 127.0.0.1:0; }
 fi
 "$bin/trainctl" devices
 echo
 echo "quickstart: training LeNet5 on Fashion-MNIST (1 epoch)"
 status=0
 "$bin/trainctl" submit --model lenet5 --dataset fashion-mnist --epochs 1 --watch || status=$?
+dashboard=$(sed -n 's/^traind: dashboard: \(http[^ ]*\)$/\1/p' "$state_dir/traind.log" 2>/dev/null | tail -1)
 cat <<MSG
+
+Dashboard (queue, live curves, sweeps): open this link once; it logs the browser in
+  ${dashboard:-(this traind runs without --http; restart it with --http 127.0.0.1:8471)}
+Used already? Log in with the token in $state_dir/http.token.
 
 Next:
   export PATH=$bin:\$PATH

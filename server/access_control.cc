@@ -110,19 +110,37 @@ absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase
   // The Unix socket is 0600 in a 0700 directory: whoever reaches it is the daemon's own user.
   if (absl::StartsWith(peer, "unix:")) return Caller{"local", false, Role::kAdmin};
 
-  std::string presented;
   const auto& metadata = context.client_metadata();
+  // An in-process call from the dashboard for a browser that logged in with the one-time link.
+  // The secret is what proves it (256 random bits that never leave the process); the peer check
+  // is a second fence: gRPC names in-process peers "inproc" or (1.51) "unknown", never an address.
+  const bool network_peer = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:");
+  if (!network_peer && !local_session_secret_.empty()) {
+    const auto session = metadata.find(kLocalSessionHeader);
+    if (session != metadata.end() &&
+        ConstantTimeEquals(std::string(session->second.data(), session->second.size()),
+                           local_session_secret_)) {
+      return Caller{"local", false, Role::kAdmin};
+    }
+  }
+  std::string presented;
   const auto it = metadata.find("authorization");
   if (it != metadata.end()) {
     const std::string value(it->second.data(), it->second.size());
     if (absl::StartsWith(value, "Bearer ")) presented = value.substr(7);
   }
+  return AuthenticateToken(presented, it != metadata.end(), peer);
+}
+
+absl::StatusOr<Caller> AccessControl::AuthenticateToken(const std::string& presented,
+                                                        bool presented_any,
+                                                        const std::string& peer) const {
   const Token* match = nullptr;
   for (const Token& token : tokens_) {  // no early exit: every token costs the same
     if (ConstantTimeEquals(presented, token.secret) && match == nullptr) match = &token;
   }
   if (match == nullptr) {
-    const char* why = it == metadata.end() ? "no bearer token" : "wrong bearer token";
+    const char* why = presented_any ? "wrong bearer token" : "no bearer token";
     std::cerr << "traind: refused a call from " << TerminalSafe(peer) << ": " << why << "\n";
     return absl::UnauthenticatedError(absl::StrCat(
         why, ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "

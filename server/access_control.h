@@ -67,6 +67,19 @@ class AccessControl {
   absl::StatusOr<Caller> Admit(const grpc::ServerContextBase& context, const std::string& method,
                                const google::protobuf::Message* request) const;
 
+  // The caller `presented` (a bearer token, without "Bearer ") belongs to, or UNAUTHENTICATED
+  // (logged with `peer`). The dashboard authenticates its own pages and logins with this, so an
+  // HTTP caller is judged by the same tokens as a gRPC one.
+  absl::StatusOr<Caller> AuthenticateToken(const std::string& presented, bool presented_any,
+                                           const std::string& peer) const;
+
+  // The dashboard (server/http/) calls the service on an in-process channel: with the caller's
+  // bearer token, or for a local browser session (one that logged in with traind's one-time
+  // link) with `x-traind-local-session: SECRET`, which makes the call local. Callers with a
+  // network address may not use it. Set once, before the server starts; empty (the default): none.
+  void set_local_session_secret(std::string secret) { local_session_secret_ = std::move(secret); }
+  static constexpr const char* kLocalSessionHeader = "x-traind-local-session";
+
   // Held by an open watch; gives the slot back when destroyed.
   class WatchLease {
    public:
@@ -98,6 +111,7 @@ class AccessControl {
 
   const std::vector<Token> tokens_;
   const Limits limits_;
+  std::string local_session_secret_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, int> watchers_ ABSL_GUARDED_BY(mu_);
 };

@@ -20,6 +20,8 @@
 #include "common/loopback.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
+#include "server/http/http_sessions.h"
+#include "server/http/prometheus_metrics.h"
 #include "server/owned_paths.h"
 #include "server/worker_process.h"
 
@@ -154,6 +156,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(daemon->blobs_, BlobStore::Open(options.state_dir + "/blobs"));
   ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, ProbeDevices(options.worker_path));
 
+  const trainer::v1::ListDevicesResponse devices_found = devices;
   daemon->hub_ = std::make_unique<EventHub>();
   daemon->store_->SetEventListener(
       [hub = daemon->hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
@@ -171,6 +174,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       options.enable_fault_injection, DataRoots(options.data_roots));
 
   daemon->service_->set_shutdown_hook(options.shutdown_hook);
+  // The dashboard's in-process calls for local browser sessions carry this secret.
+  const std::string local_session_secret = options.http.empty() ? "" : RandomSecret();
+  daemon->access_->set_local_session_secret(local_session_secret);
   grpc::EnableDefaultHealthCheckService(true);
   // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
   // when every listener is a Unix socket.
@@ -207,6 +213,21 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
           absl::StrCat(address.substr(0, address.rfind(':')), ":", ports[i]));
     }
   }
+  if (!options.http.empty()) {
+    DashboardServer::Options http;
+    http.address = options.http;
+    http.tls_cert = options.tls_cert;
+    http.tls_key = options.tls_key;
+    http.token_path = options.state_dir + "/http.token";
+    http.max_request_bytes = options.max_request_bytes;
+    ASSIGN_OR_RETURN(
+        daemon->dashboard_,
+        DashboardServer::Start(http, daemon->server_->InProcessChannel(grpc::ChannelArguments()),
+                               daemon->access_.get(), local_session_secret,
+                               std::make_unique<PrometheusMetrics>(
+                                   daemon->store_.get(), daemon->scheduler_.get(), devices_found,
+                                   options.state_dir)));
+  }
   RETURN_IF_ERROR(daemon->scheduler_->Start());
   if (options.retain_finished_days > 0) {
     daemon->retention_ = std::make_unique<Retention>(
@@ -221,7 +242,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
 void Daemon::Shutdown() {
   absl::MutexLock lock(&shutdown_mu_);
   if (shut_down_.HasBeenNotified()) return;
-  // Stop taking calls first (open watches are cancelled after a short grace), then the queue.
+  // Stop taking calls first (the dashboard's streams end within a second; open gRPC watches are
+  // cancelled after a short grace), then the queue.
+  if (dashboard_) dashboard_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   retention_.reset();  // a pass in progress ends after its batch
   if (scheduler_) scheduler_->Shutdown();

@@ -20,6 +20,7 @@
 #include "server/access_control.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
+#include "server/http/dashboard_server.h"
 #include "server/owned_paths.h"
 #include "server/retention.h"
 #include "server/scheduler.h"
@@ -55,6 +56,9 @@ struct DaemonOptions {
   std::function<void()> shutdown_hook;
   // Jobs may read datasets only under these directories (plus the default Fashion-MNIST one).
   std::vector<std::string> data_roots;
+  // HOST:PORT of the dashboard, JSON API and /metrics (server/http/); empty: nothing listens.
+  // Plain HTTP on loopback only; with tls_cert/tls_key it is HTTPS and may listen anywhere.
+  std::string http;
 };
 
 class Daemon {
@@ -67,6 +71,8 @@ class Daemon {
 
   // Where it listens, e.g. "unix:/tmp/x/traind.sock" or "127.0.0.1:43127" (the bound port).
   const std::vector<std::string>& addresses() const { return addresses_; }
+  // The dashboard (options.http), or null.
+  DashboardServer* dashboard() const { return dashboard_.get(); }
 
  private:
   Daemon() = default;
@@ -82,6 +88,7 @@ class Daemon {
   std::unique_ptr<TrainerService> service_;
   std::unique_ptr<Retention> retention_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<DashboardServer> dashboard_;
   std::vector<std::string> addresses_;
   std::vector<BoundSocket> sockets_;  // removed at shutdown if still ours
   absl::Notification shut_down_;

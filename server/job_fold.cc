@@ -33,6 +33,7 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       break;
     }
     case JobEvent::kStep:
+      *job->mutable_latest_step() = event.step();
       result->set_peak_current_allocated_bytes(std::max(
           result->peak_current_allocated_bytes(), event.step().peak_current_allocated_bytes()));
       result->set_peak_driver_allocated_bytes(std::max(

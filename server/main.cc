@@ -109,6 +109,11 @@ int main(int argc, char** argv) {
                  "LibTorch to load (about a second of CPU each, ~100 MiB resident); 0: none")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  app.add_option("--http", options.http,
+                 "Serve the dashboard, JSON API and /metrics on HOST:PORT (e.g. 127.0.0.1:8080; "
+                 "plain HTTP on loopback only, HTTPS with --tls-cert/--tls-key). traind prints "
+                 "a one-time login link; scripts send `Authorization: Bearer` with a "
+                 "--token-file token or <state-dir>/http.token");
   std::vector<std::string> slots;
   app.add_option("--slots", slots,
                  "Jobs at once on a device, e.g. --slots cpu=2 (repeatable; default 1 per device)");
@@ -147,6 +152,12 @@ int main(int argc, char** argv) {
   std::cerr << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ")
             << " (state in " << options.state_dir << ", pid " << getpid() << " in " << pid_file
             << "; stop it with `trainctl shutdown`)\n";
+  if (traind::DashboardServer* dashboard = (*daemon)->dashboard()) {
+    // The link works once (it becomes a cookie); <state-dir>/http.token stays valid for scripts.
+    std::cerr << "traind: dashboard: " << dashboard->NewLoginUrl() << "\n"
+              << "traind: dashboard API token (curl -H \"Authorization: Bearer $(cat "
+              << options.state_dir << "/http.token)\" " << dashboard->url() << "/metrics)\n";
+  }
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::cerr << "traind: " << strsignal(signal_number) << ": shutting down\n";

@@ -22,6 +22,7 @@ const std::vector<RpcPolicy>& RpcPolicies() {
       {"DownloadArtifact", RpcScope::kOwnResources},
       {"DeleteJob", RpcScope::kOwnResources},
       {"Shutdown", RpcScope::kAdmin},
+      {"SetJobPriority", RpcScope::kOwnResources},
   };
   return *policies;
 }

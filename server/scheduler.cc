@@ -455,10 +455,12 @@ void Scheduler::Supervise(Running* running) {
     recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
   } else if (std::optional<std::string> resume = ResumeAfterRankFailure(job, job_dir, exit, ranks);
              resume.has_value()) {
+    worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
   } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
     recorded = Transition(job.id(), Job::FAILED, reported_error);
   } else {
+    worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = Transition(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
   }
   if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";

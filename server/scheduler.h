@@ -19,6 +19,7 @@
 #define TRAIND_SERVER_SCHEDULER_H_
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <optional>
@@ -66,6 +67,10 @@ class Scheduler {
   // when the daemon next starts.
   void Shutdown();
 
+  // Workers that died without reporting an error (a signal, an unexpected exit) since start, not
+  // counting those stopped on request; for /metrics.
+  int64_t worker_crashes() const { return worker_crashes_.load(std::memory_order_relaxed); }
+
   // Appends an event through the store and publishes it. Used by the service too.
   absl::StatusOr<trainer::v1::JobEvent> Record(
       int64_t job_id, trainer::v1::JobEvent event,
@@ -110,6 +115,7 @@ class Scheduler {
   std::thread thread_;
 
   absl::Mutex mu_;
+  std::atomic<int64_t> worker_crashes_{0};
   bool wake_ ABSL_GUARDED_BY(mu_) = true;
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

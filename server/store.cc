@@ -535,6 +535,44 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
   return event;
 }
 
+absl::StatusOr<Job> Store::SetPriority(int64_t job_id, int32_t priority) {
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<Job> {
+    mu_.AssertHeld();
+    ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
+    if (job.state() != Job::QUEUED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", job_id, " is ", Job::State_Name(job.state()),
+          "; only a queued job's priority can change"));
+    }
+    job.set_priority(priority);
+    Statement update(db_, "UPDATE jobs SET priority = ?, job = ? WHERE id = ? AND state = ?");
+    RETURN_IF_ERROR(update.status("set priority"));
+    update.Bind(1, static_cast<int64_t>(priority));
+    update.Bind(2, job.SerializeAsString());
+    update.Bind(3, job_id);
+    update.Bind(4, static_cast<int64_t>(Job::QUEUED));
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "set priority");
+    return job;
+  });
+}
+
+absl::StatusOr<std::map<Job::State, int64_t>> Store::CountJobsByState() {
+  absl::MutexLock lock(&mu_);
+  Statement select(db_, "SELECT state, COUNT(*) FROM jobs GROUP BY state");
+  RETURN_IF_ERROR(select.status("count jobs"));
+  std::map<Job::State, int64_t> counts;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    const int64_t state = select.Int(0);
+    if (Job::State_IsValid(static_cast<int>(state))) {
+      counts[static_cast<Job::State>(state)] = select.Int(1);
+    }
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "count jobs");
+  return counts;
+}
+
 absl::StatusOr<std::vector<int64_t>> Store::JobIdsOwnedBy(const std::string& owner) {
   absl::MutexLock lock(&mu_);
   Statement select(db_, "SELECT id FROM jobs WHERE owner = ?");

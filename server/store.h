@@ -9,6 +9,7 @@
 #define TRAIND_SERVER_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <functional>
 #include <optional>
@@ -108,6 +109,13 @@ class Store {
   // Newest first; ids below `before_id` when it is > 0.
   absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(const JobFilter& filter,
                                                          int64_t before_id, int limit);
+
+  // Sets a QUEUED job's priority (the queue orders by it, then by age); FAILED_PRECONDITION for a
+  // job in any other state (compare-and-set, so a job the scheduler just claimed is not changed).
+  absl::StatusOr<trainer::v1::Job> SetPriority(int64_t job_id, int32_t priority);
+
+  // How many jobs are in each state (states with none are absent); for /metrics.
+  absl::StatusOr<std::map<trainer::v1::Job::State, int64_t>> CountJobsByState();
 
   // The oldest job in `state`, if any.
   absl::StatusOr<std::optional<trainer::v1::Job>> OldestInState(trainer::v1::Job::State state);

@@ -475,6 +475,18 @@ grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext*
   });
 }
 
+grpc::ServerUnaryReactor* TrainerService::SetJobPriority(
+    grpc::CallbackServerContext* context, const trainer::v1::SetJobPriorityRequest* request,
+    Job* response) {
+  return Offload(context, "SetJobPriority", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
+                   ASSIGN_OR_RETURN(*response, store_->SetPriority(request->id(), request->priority()));
+                   scheduler_->Wake();  // the new order may start it now
+                   return absl::OkStatus();
+                 });
+}
+
 grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
     grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) {
   absl::StatusOr<Caller> caller = access_->Admit(*context, "WatchJob", request);

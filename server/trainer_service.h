@@ -79,6 +79,9 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::DeleteJobRequest* request,
                                       trainer::v1::DeleteJobResponse* response) override;
+  grpc::ServerUnaryReactor* SetJobPriority(grpc::CallbackServerContext* context,
+                                           const trainer::v1::SetJobPriorityRequest* request,
+                                           trainer::v1::Job* response) override;
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
                                      const trainer::v1::ShutdownRequest* request,
                                      trainer::v1::ShutdownResponse* response) override;

@@ -212,6 +212,13 @@ class AccessTest : public ::testing::Test {
       trainer::v1::DeleteJobResponse response;
       return tcp_->DeleteJob(context.get(), request, &response);
     }
+    if (method == "SetJobPriority") {
+      trainer::v1::SetJobPriorityRequest request;
+      request.set_id(id);
+      request.set_priority(5);
+      trainer::v1::Job job;
+      return tcp_->SetJobPriority(context.get(), request, &job);
+    }
     if (method == "Shutdown") {
       trainer::v1::ShutdownResponse response;
       return tcp_->Shutdown(context.get(), {}, &response);

@@ -42,6 +42,8 @@ void DaemonTest::StartDaemon() {
   options.slots = slots_;
   options.enable_fault_injection = fault_injection_;
   options.data_roots = {state_dir_};  // tests write their datasets there
+  options.http = http_;
+  options.token_file = token_file_;
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

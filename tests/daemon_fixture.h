@@ -49,6 +49,8 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<trainer::v1::Trainer::Stub> stub_;
   std::map<std::string, int> slots_;  // set before StartDaemon to run jobs side by side
   bool fault_injection_ = true;       // the tests may crash workers on purpose
+  std::string http_;                  // DaemonOptions.http (the dashboard), e.g. "127.0.0.1:0"
+  std::string token_file_;            // DaemonOptions.token_file
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.

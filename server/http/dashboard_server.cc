@@ -1,0 +1,530 @@
+#include "server/http/dashboard_server.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <httplib.h>
+
+#include <cstring>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/loopback.h"
+#include "common/metric_rows.h"
+#include "common/write_all.h"
+#include "server/http/watch_bridge.h"
+#include "server/http/web_assets.h"
+
+namespace traind {
+namespace {
+
+constexpr const char* kCookie = "traind_session";
+constexpr const char* kJson = "application/json";
+// A quiet stream writes an SSE comment this often: the write is how a closed tab is noticed.
+constexpr absl::Duration kKeepAlive = absl::Seconds(10);
+constexpr int kExportPage = 2000;
+
+// HOST and PORT of "HOST:PORT" or "[V6]:PORT".
+absl::StatusOr<std::pair<std::string, int>> SplitAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http: '", address.substr(0, 64), "' is not HOST:PORT (e.g. 127.0.0.1:8080)"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return std::make_pair(host, port);
+}
+
+// The value of cookie `name` in a Cookie header, or "".
+std::string CookieValue(const std::string& header, const std::string& name) {
+  for (absl::string_view part : absl::StrSplit(header, ';')) {
+    part = absl::StripAsciiWhitespace(part);
+    if (absl::ConsumePrefix(&part, name) && absl::ConsumePrefix(&part, "=")) {
+      return std::string(part);
+    }
+  }
+  return "";
+}
+
+void ServeAsset(const std::string& path, httplib::Response& response, int status = 200) {
+  const WebAsset* asset = FindWebAsset(path);
+  if (asset == nullptr) {
+    response.status = 404;
+    response.set_content("not found\n", "text/plain");
+    return;
+  }
+  response.status = status;
+  response.set_content(reinterpret_cast<const char*>(asset->data), asset->size,
+                       asset->content_type);
+}
+
+void SendError(httplib::Response& response, const grpc::Status& status) {
+  response.status = RpcGateway::HttpStatusOf(status.error_code());
+  response.set_content(RpcGateway::ErrorJson(status), kJson);
+}
+
+// The id in a route's first capture; a 400 reply when it is not a positive 64-bit integer.
+std::optional<int64_t> IdFrom(const httplib::Request& request, httplib::Response& response) {
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(request.matches[1].str(), &id) || id <= 0) {
+    SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                     "id: must be a positive 64-bit integer"));
+    return std::nullopt;
+  }
+  return id;
+}
+
+}  // namespace
+
+DashboardServer::DashboardServer(Options options, std::shared_ptr<grpc::Channel> in_process,
+                                 AccessControl* access, std::string local_session_secret,
+                                 std::unique_ptr<PrometheusMetrics> metrics)
+    : options_(std::move(options)),
+      access_(access),
+      local_token_(RandomSecret()),
+      metrics_(std::move(metrics)),
+      gateway_(std::move(in_process), std::move(local_session_secret)) {}
+
+absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
+    Options options, std::shared_ptr<grpc::Channel> in_process, AccessControl* access,
+    std::string local_session_secret, std::unique_ptr<PrometheusMetrics> metrics) {
+  const bool tls = !options.tls_cert.empty();
+  if (tls != !options.tls_key.empty()) {
+    return absl::InvalidArgumentError("http: --tls-cert and --tls-key go together");
+  }
+  auto [host, port] = SplitAddress(options.address).value_or(std::make_pair(std::string(), -1));
+  if (port < 0) return SplitAddress(options.address).status();
+  if (!tls && !IsLoopbackAddress(options.address)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "http: ", options.address.substr(0, 64),
+        ": without TLS (--tls-cert, --tls-key) the dashboard listens only on loopback "
+        "(e.g. 127.0.0.1:8080); browse from elsewhere through TLS or an SSH tunnel"));
+  }
+  std::unique_ptr<DashboardServer> dashboard(new DashboardServer(
+      options, std::move(in_process), access, std::move(local_session_secret), std::move(metrics)));
+  if (tls) {
+    auto server = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(),
+                                                       options.tls_key.c_str());
+    if (!server->is_valid()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "http: cannot use the TLS certificate ", options.tls_cert, " and key ", options.tls_key));
+    }
+    dashboard->server_ = std::move(server);
+  } else {
+    dashboard->server_ = std::make_unique<httplib::Server>();
+  }
+
+  // The local user's API token: for curl, scripts and Prometheus on this machine. The state
+  // directory is 0700 and the file 0600, so it is as private as the Unix socket.
+  if (!options.token_path.empty()) {
+    unlink(options.token_path.c_str());  // a stale one (or a link someone put there)
+    const int fd =
+        open(options.token_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || !WriteAll(fd, dashboard->local_token_ + "\n")) {
+      if (fd >= 0) close(fd);
+      return absl::FailedPreconditionError(
+          absl::StrCat("http: cannot write ", options.token_path, ": ", std::strerror(errno)));
+    }
+    close(fd);
+  }
+
+  httplib::Server& server = *dashboard->server_;
+  const int threads = options.threads;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server.set_payload_max_length(options.max_request_bytes);
+  server.set_default_headers({
+      {"X-Content-Type-Options", "nosniff"},
+      {"X-Frame-Options", "DENY"},
+      {"Referrer-Policy", "no-referrer"},  // the login link's token never leaves in a Referer
+      {"Cache-Control", "no-store"},
+      {"Content-Security-Policy",
+       "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"},
+  });
+  dashboard->Route();
+  const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("http: cannot listen on ", options.address, " (in use?)"));
+  }
+  const bool v6 = host.find(':') != std::string::npos;
+  dashboard->url_ = absl::StrCat(tls ? "https://" : "http://", v6 ? "[" : "", host, v6 ? "]" : "",
+                                 ":", bound);
+  dashboard->listener_ = std::thread([&server] { server.listen_after_bind(); });
+  return dashboard;
+}
+
+DashboardServer::~DashboardServer() { Stop(); }
+
+void DashboardServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (server_) server_->stop();  // open streams see stopping_ within a second and end
+  if (listener_.joinable()) listener_.join();
+  if (!options_.token_path.empty()) unlink(options_.token_path.c_str());
+}
+
+std::string DashboardServer::NewLoginUrl() {
+  return absl::StrCat(url_, "/login?token=", sessions_.NewLoginToken());
+}
+
+std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request& request,
+                                                          httplib::Response& response) {
+  const std::string authorization = request.get_header_value("Authorization");
+  if (!authorization.empty()) {
+    absl::string_view token = authorization;
+    if (!absl::ConsumePrefix(&token, "Bearer ")) {
+      SendError(response, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                       "Authorization: expected 'Bearer TOKEN'"));
+      return std::nullopt;
+    }
+    // No CSRF check: a bearer token is never sent by a browser on its own.
+    if (ConstantTimeEquals(std::string(token), local_token_)) {
+      return HttpIdentity{true, "", "local", true};
+    }
+    const absl::StatusOr<Caller> caller = access_->AuthenticateToken(
+        std::string(token), true, absl::StrCat("http:", request.remote_addr));
+    if (!caller.ok()) {
+      SendError(response, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                       std::string(caller.status().message())));
+      return std::nullopt;
+    }
+    return HttpIdentity{false, std::string(token), caller->owner, caller->is_admin()};
+  }
+  const std::optional<HttpSession> session =
+      sessions_.Find(CookieValue(request.get_header_value("Cookie"), kCookie));
+  if (!session.has_value()) {
+    SendError(response,
+              grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                           "log in first: open the link traind printed, or send "
+                           "`Authorization: Bearer TOKEN` (--token-file, or the state "
+                           "directory's http.token)"));
+    return std::nullopt;
+  }
+  if (request.method != "GET" && request.method != "HEAD" &&
+      !ConstantTimeEquals(request.get_header_value("X-CSRF-Token"), session->csrf)) {
+    SendError(response, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                     "X-CSRF-Token: missing or not this session's (GET "
+                                     "/api/v1/session gives it)"));
+    return std::nullopt;
+  }
+  return session->identity;
+}
+
+void DashboardServer::Route() {
+  httplib::Server& server = *server_;
+  const bool secure = !options_.tls_cert.empty();
+  auto set_cookie = [secure](httplib::Response& response, const std::string& value, int max_age) {
+    response.set_header("Set-Cookie", absl::StrCat(kCookie, "=", value,
+                                                   "; Path=/; HttpOnly; SameSite=Strict; Max-Age=",
+                                                   max_age, secure ? "; Secure" : ""));
+  };
+
+  // The page itself; without a session the login form, as a 401.
+  server.Get("/", [this](const httplib::Request& request, httplib::Response& response) {
+    httplib::Response refusal;
+    if (Authenticate(request, refusal).has_value()) {
+      ServeAsset("/index.html", response);
+    } else {
+      ServeAsset("/login.html", response, 401);
+    }
+  });
+  // Scripts and styles hold no data: served to anyone, so the login form has its styles.
+  server.Get(R"(/([A-Za-z0-9_.-]+\.(js|css|svg)))",
+             [](const httplib::Request& request, httplib::Response& response) {
+               ServeAsset(request.path, response);
+             });
+  server.Get("/login", [this, set_cookie](const httplib::Request& request,
+                                          httplib::Response& response) {
+    const std::optional<HttpSession> session =
+        sessions_.RedeemLoginToken(request.get_param_value("token"));
+    if (!session.has_value()) {
+      std::cerr << "traind: dashboard: refused a login link from " << request.remote_addr
+                << " (unknown, used or expired)\n";
+      ServeAsset("/login.html", response, 401);
+      return;
+    }
+    set_cookie(response, session->id, 7 * 24 * 3600);
+    response.set_redirect("/", 303);  // off the URL that held the token
+  });
+  server.Post("/login", [this, set_cookie](const httplib::Request& request,
+                                           httplib::Response& response) {
+    const std::string token = request.get_param_value("token");
+    std::optional<HttpIdentity> identity;
+    if (ConstantTimeEquals(token, local_token_)) {
+      identity = HttpIdentity{true, "", "local", true};
+    } else if (const absl::StatusOr<Caller> caller = access_->AuthenticateToken(
+                   token, !token.empty(), absl::StrCat("http:", request.remote_addr));
+               caller.ok()) {
+      identity = HttpIdentity{false, token, caller->owner, caller->is_admin()};
+    }
+    if (!identity.has_value()) {
+      ServeAsset("/login.html", response, 401);
+      return;
+    }
+    set_cookie(response, sessions_.Create(*identity).id, 7 * 24 * 3600);
+    response.set_redirect("/", 303);
+  });
+  server.Post("/logout", [this, set_cookie](const httplib::Request& request,
+                                            httplib::Response& response) {
+    if (!Authenticate(request, response)) return;
+    sessions_.Remove(CookieValue(request.get_header_value("Cookie"), kCookie));
+    set_cookie(response, "", 0);
+    response.status = 204;
+  });
+  server.Get("/api/v1/session", [this](const httplib::Request& request,
+                                       httplib::Response& response) {
+    const std::optional<HttpIdentity> who = Authenticate(request, response);
+    if (!who) return;
+    // The CSRF token belongs to a cookie session; a bearer caller needs none.
+    const std::optional<HttpSession> session =
+        request.has_header("Authorization")
+            ? std::nullopt
+            : sessions_.Find(CookieValue(request.get_header_value("Cookie"), kCookie));
+    response.set_content(
+        absl::StrCat("{\"owner\":", RpcGateway::JsonQuote(who->owner),
+                     ",\"admin\":", who->admin ? "true" : "false",
+                     ",\"csrfToken\":\"", session ? session->csrf : "", "\"}"),
+        kJson);
+  });
+  server.Post(R"(/api/v1/([A-Za-z]+))", [this](const httplib::Request& request,
+                                               httplib::Response& response) {
+    const std::optional<HttpIdentity> who = Authenticate(request, response);
+    if (!who) return;
+    const JsonReply reply = gateway_.CallJson(*who, request.matches[1].str(), request.body);
+    response.status = reply.http_status;
+    response.set_content(reply.body, kJson);
+  });
+  server.Get(R"(/api/v1/jobs/(\d+)/events)", [this](const httplib::Request& request,
+                                                    httplib::Response& response) {
+    const std::optional<HttpIdentity> who = Authenticate(request, response);
+    if (!who) return;
+    const std::optional<int64_t> id = IdFrom(request, response);
+    if (!id) return;
+    // A reconnecting EventSource says where it stopped; otherwise ?from_seq= (default: all).
+    int64_t from_seq = 1;
+    int64_t last_seen = 0;
+    if (absl::SimpleAtoi(request.get_header_value("Last-Event-ID"), &last_seen) && last_seen >= 0) {
+      from_seq = last_seen + 1;
+    } else if (request.has_param("from_seq") &&
+               (!absl::SimpleAtoi(request.get_param_value("from_seq"), &from_seq) ||
+                from_seq < 0)) {
+      SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                       "from_seq: must be a non-negative integer"));
+      return;
+    }
+    ServeEvents(*who, *id, from_seq, response);
+  });
+  server.Get(R"(/api/v1/(jobs|sweeps)/(\d+)/export)", [this](const httplib::Request& request,
+                                                             httplib::Response& response) {
+    const std::optional<HttpIdentity> who = Authenticate(request, response);
+    if (!who) return;
+    int64_t id = 0;
+    if (!absl::SimpleAtoi(request.matches[2].str(), &id) || id <= 0) {
+      SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                       "id: must be a positive 64-bit integer"));
+      return;
+    }
+    std::vector<int64_t> ids = {id};
+    std::string name = absl::StrCat("job", id);
+    if (request.matches[1].str() == "sweeps") {
+      trainer::v1::GetSweepRequest get;
+      get.set_id(id);
+      trainer::v1::Sweep sweep;
+      const grpc::Status status = gateway_.stub().GetSweep(gateway_.ContextFor(*who).get(), get, &sweep);
+      if (!status.ok()) return SendError(response, status);
+      ids.assign(sweep.job_ids().begin(), sweep.job_ids().end());
+      name = absl::StrCat("sweep", id);
+    }
+    const std::string format =
+        request.has_param("format") ? request.get_param_value("format") : "csv";
+    ServeExport(*who, std::move(ids), format, name, response);
+  });
+  server.Get(R"(/api/v1/jobs/(\d+)/artifacts/([A-Za-z0-9_-]{1,64}))",
+             [this](const httplib::Request& request, httplib::Response& response) {
+               const std::optional<HttpIdentity> who = Authenticate(request, response);
+               if (!who) return;
+               const std::optional<int64_t> id = IdFrom(request, response);
+               if (!id) return;
+               ServeArtifact(*who, *id, request.matches[2].str(), response);
+             });
+  server.Get("/metrics", [this](const httplib::Request& request, httplib::Response& response) {
+    const std::optional<HttpIdentity> who = Authenticate(request, response);
+    if (!who) return;
+    if (!who->admin) {
+      return SendError(response, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                                              "/metrics: describes everyone's jobs; needs an "
+                                              "admin token or the local user"));
+    }
+    const absl::StatusOr<std::string> text = metrics_->Render();
+    if (!text.ok()) {
+      return SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                              std::string(text.status().message())));
+    }
+    response.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64_t from_seq,
+                                  httplib::Response& response) {
+  // Refusals (no such job, someone else's) as real HTTP statuses, before the stream starts.
+  trainer::v1::GetJobRequest get;
+  get.set_id(job_id);
+  trainer::v1::Job job;
+  const grpc::Status found = gateway_.stub().GetJob(gateway_.ContextFor(who).get(), get, &job);
+  if (!found.ok()) return SendError(response, found);
+  if (open_streams_.fetch_add(1) >= options_.max_streams) {
+    open_streams_.fetch_sub(1);
+    return SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                            "too many open event streams; try again later"));
+  }
+  trainer::v1::WatchJobRequest watch;
+  watch.set_id(job_id);
+  watch.set_from_seq(from_seq);
+  std::shared_ptr<WatchBridge> bridge =
+      WatchBridge::Start(gateway_.stub(), gateway_.ContextFor(who), watch);
+  auto quiet_since = std::make_shared<absl::Time>(absl::Now());
+  response.set_header("X-Accel-Buffering", "no");  // proxies: do not hold events back
+  response.set_chunked_content_provider(
+      "text/event-stream",
+      [this, bridge, quiet_since](size_t, httplib::DataSink& sink) {
+        trainer::v1::JobEvent event;
+        grpc::Status status;
+        switch (bridge->Take(&event, &status, absl::Seconds(1))) {
+          case WatchBridge::kEvent: {
+            *quiet_since = absl::Now();
+            const std::string chunk =
+                absl::StrCat("id: ", event.seq(), "\ndata: ", RpcGateway::ToJson(event), "\n\n");
+            return sink.write(chunk.data(), chunk.size());
+          }
+          case WatchBridge::kEnd: {
+            // The job ended (OK) or the watch was refused: say so, so the page stops
+            // reconnecting.
+            const std::string chunk =
+                absl::StrCat("event: end\ndata: ", RpcGateway::ErrorJson(status), "\n\n");
+            sink.write(chunk.data(), chunk.size());
+            sink.done();
+            return true;
+          }
+          case WatchBridge::kTimeout:
+            if (stopping_) return false;
+            if (absl::Now() - *quiet_since >= kKeepAlive) {
+              *quiet_since = absl::Now();
+              return sink.write(": keep-alive\n\n", 14);
+            }
+            return true;
+        }
+        return false;
+      },
+      [this, bridge](bool) {
+        bridge->Stop();
+        open_streams_.fetch_sub(1);
+      });
+}
+
+void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> job_ids,
+                                  const std::string& format_name, const std::string& name,
+                                  httplib::Response& response) {
+  const absl::StatusOr<RowFormat> format = ParseRowFormat("format", format_name);
+  if (!format.ok()) {
+    return SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                            std::string(format.status().message())));
+  }
+  // The first page decides the status (someone else's job: 403), then the rest streams.
+  struct Cursor {
+    std::vector<int64_t> ids;
+    size_t index = 0;
+    int64_t from_seq = 1;
+    std::string pending;
+  };
+  auto cursor = std::make_shared<Cursor>();
+  cursor->ids = std::move(job_ids);
+  cursor->pending = MetricRowsHeader(*format);
+  auto next_page = [this, who, cursor, format = *format]() -> grpc::Status {
+    trainer::v1::ListJobEventsRequest request;
+    request.set_id(cursor->ids[cursor->index]);
+    request.set_from_seq(cursor->from_seq);
+    request.set_page_size(kExportPage);
+    trainer::v1::ListJobEventsResponse page;
+    grpc::Status status =
+        gateway_.stub().ListJobEvents(gateway_.ContextFor(who).get(), request, &page);
+    if (!status.ok()) return status;
+    for (const auto& event : page.events()) {
+      AppendMetricRow(request.id(), event, format, &cursor->pending);
+    }
+    cursor->from_seq = page.next_seq();
+    if (cursor->from_seq == 0) {
+      ++cursor->index;
+      cursor->from_seq = 1;
+    }
+    return grpc::Status::OK;
+  };
+  if (!cursor->ids.empty()) {
+    const grpc::Status first = next_page();
+    if (!first.ok()) return SendError(response, first);
+  }
+  response.set_header("Content-Disposition",
+                      absl::StrCat("attachment; filename=\"", name,
+                                   *format == RowFormat::kCsv ? ".csv" : ".jsonl", "\""));
+  response.set_chunked_content_provider(
+      *format == RowFormat::kCsv ? "text/csv; charset=utf-8" : "application/x-ndjson",
+      [cursor, next_page](size_t, httplib::DataSink& sink) {
+        if (!cursor->pending.empty()) {
+          const bool written = sink.write(cursor->pending.data(), cursor->pending.size());
+          cursor->pending.clear();
+          return written;
+        }
+        if (cursor->index >= cursor->ids.size()) {
+          sink.done();
+          return true;
+        }
+        // A job deleted meanwhile ends the transfer early, visibly (no final chunk).
+        return next_page().ok();
+      });
+}
+
+void DashboardServer::ServeArtifact(const HttpIdentity& who, int64_t job_id,
+                                    const std::string& name, httplib::Response& response) {
+  struct Download {
+    std::unique_ptr<grpc::ClientContext> context;
+    std::unique_ptr<grpc::ClientReader<trainer::v1::DownloadArtifactResponse>> reader;
+    std::string pending;
+  };
+  auto download = std::make_shared<Download>();
+  download->context = gateway_.ContextFor(who);
+  trainer::v1::DownloadArtifactRequest request;
+  request.set_id(job_id);
+  request.set_name(name);
+  download->reader = gateway_.stub().DownloadArtifact(download->context.get(), request);
+  trainer::v1::DownloadArtifactResponse first;
+  if (!download->reader->Read(&first) || !first.has_artifact()) {
+    const grpc::Status status = download->reader->Finish();
+    return SendError(response, status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL,
+                                                          "the artifact stream was empty")
+                                           : status);
+  }
+  const trainer::v1::Artifact artifact = first.artifact();
+  response.set_header("Content-Disposition",
+                      absl::StrCat("attachment; filename=\"job", job_id, "-", name, ".pt\""));
+  response.set_header("X-Checksum-Sha256", artifact.sha256());
+  response.set_content_provider(
+      static_cast<size_t>(artifact.size_bytes()), "application/octet-stream",
+      [download](size_t, size_t, httplib::DataSink& sink) {
+        trainer::v1::DownloadArtifactResponse part;
+        if (!download->reader->Read(&part)) return false;  // cut short: the client sees it
+        return sink.write(part.chunk().data(), part.chunk().size());
+      },
+      [download](bool) {
+        download->context->TryCancel();
+        (void)download->reader->Finish();
+      });
+}
+
+}  // namespace traind

@@ -1,0 +1,134 @@
+// The dashboard in a real browser: headless Chromium (Debian's) driven by puppeteer-core against
+// a real traind (tests/dashboard/with_dashboard.sh), real jobs submitted with trainctl.
+//   node page_test.cjs NODE_MODULES [SCREENSHOT_DIR]
+// Checks: a page without the token gets 401; the queue lists a submitted job; on the job page the
+// loss curve's point count grows while the job runs; Cancel on the page cancels it; the sweep page
+// renders its report; no JavaScript error is logged. With SCREENSHOT_DIR, saves the queue, job and
+// sweep pages there (docs/img/ holds the ones in the docs). Exit 77 (skip) without Chromium.
+'use strict';
+const { execFileSync } = require('child_process');
+const fs = require('fs');
+const path = require('path');
+
+const [modules, screenshots] = process.argv.slice(2);
+const puppeteer = require(path.resolve(modules, 'puppeteer-core'));
+const base = process.env.TRAIND_DASHBOARD_URL;
+const login = process.env.TRAIND_DASHBOARD_LOGIN_URL;
+const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
+
+function trainctl(...args) {
+  return execFileSync('trainctl', args, { encoding: 'utf8' }).trim();
+}
+function jobState(id) {
+  return JSON.parse(trainctl('--output', 'json', 'show', id)).state;
+}
+async function until(what, predicate, seconds = 90) {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await predicate();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('timed out waiting for ' + what);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+function check(condition, message) {
+  if (!condition) throw new Error('FAILED: ' + message);
+  console.log('ok: ' + message);
+}
+
+async function main() {
+  if (!fs.existsSync(chromium)) {
+    console.log('SKIP: no Chromium at ' + chromium + ' (deploy/install-deps.sh installs chromium)');
+    process.exit(77);
+  }
+  let browser;
+  try {
+    browser = await puppeteer.launch({
+      executablePath: chromium,
+      headless: true,
+      // Chromium's sandbox needs user namespaces, which root in a container or chroot lacks.
+      args: (process.getuid() === 0 ? ['--no-sandbox'] : []).concat(['--disable-gpu', '--disable-dev-shm-usage']),
+    });
+  } catch (error) {
+    console.log('SKIP: Chromium does not start here: ' + error.message.split('\n')[0]);
+    process.exit(77);
+  }
+  try {
+    // A browser without the login token: 401 (the login form).
+    const stranger = await (await browser.createBrowserContext()).newPage();
+    const refused = await stranger.goto(base + '/');
+    check(refused.status() === 401, 'a page without the token gets 401');
+    await stranger.close();
+
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1280, height: 900 });
+    const errors = [];
+    page.on('pageerror', (error) => errors.push('page error: ' + error.message));
+    page.on('console', (message) => { if (message.type() === 'error') errors.push('console: ' + message.text()); });
+    page.on('response', (response) => { if (response.status() >= 400) errors.push('HTTP ' + response.status() + ' ' + response.url()); });
+    const landed = await page.goto(login);
+    check(landed.status() === 200 && page.url() === base + '/', 'the one-time link logs in and lands on the queue');
+
+    // Long enough to watch it grow: 3 epochs of 25,600 images (about 3 s each here).
+    const running = trainctl('submit', '--model', 'mlp', '--dataset', 'fashion-mnist', '--device', 'cpu',
+      '--epochs', '3', '--limit-train', '25600', '--batch-size', '64', '--log-every', '5');
+    await page.waitForSelector(`tr[data-job="${running}"]`, { timeout: 15000 });
+    check(true, 'the queue table lists submitted job ' + running);
+    await until('job ' + running + ' to run', () => jobState(running) === 'RUNNING');
+    await page.waitForFunction((id) => {
+      const row = document.querySelector(`tr[data-job="${id}"]`);
+      return row && row.textContent.includes('ETA');
+    }, { timeout: 30000 }, running);
+    if (screenshots) await page.screenshot({ path: path.join(screenshots, 'dashboard-queue.png') });
+
+    await page.goto(base + '/#/job/' + running);
+    const points = () => page.$eval('#loss-chart', (box) => Number(box.dataset.points));
+    const first = await until('the first loss points', async () => { const n = await points(); return n > 0 && n; }, 60);
+    const later = await until('more loss points', async () => { const n = await points(); return n > first && n; }, 60);
+    check(later > first && jobState(running) === 'RUNNING',
+      `the loss curve grows while the job runs (${first} -> ${later} points)`);
+    await until('memory and speed points', async () =>
+      (await page.$eval('#memory-chart', (b) => Number(b.dataset.points))) > 1 &&
+      (await page.$eval('#speed-chart', (b) => Number(b.dataset.points))) > 1 &&
+      (await page.$eval('#accuracy-chart', (b) => Number(b.dataset.points))) > 0, 60);
+    if (screenshots) await page.screenshot({ path: path.join(screenshots, 'dashboard-job.png'), fullPage: true });
+
+    await page.click('#cancel');
+    await until('job ' + running + ' to end cancelled', () => jobState(running) === 'CANCELLED', 60);
+    check(true, 'Cancel on the job page cancelled job ' + running);
+    await page.waitForFunction(() => document.querySelector('h1 .state.CANCELLED'), { timeout: 15000 });
+
+    // A small sweep for its page: two batch sizes, two short epochs each.
+    const sweep = trainctl('sweep', '--model', 'mlp', '--dataset', 'fashion-mnist', '--device', 'cpu',
+      '--epochs', '2', '--limit-train', '6400', '--limit-test', '500', '--log-every', '5',
+      '--batch-size', '64,128');
+    await until('the sweep to finish', () => {
+      const jobs = JSON.parse(trainctl('--output', 'json', 'list')).jobs || [];
+      const mine = jobs.filter((j) => j.sweepId === sweep);
+      return mine.length === 2 && mine.every((j) => j.state === 'SUCCEEDED');
+    }, 180);
+    await page.goto(base + '/#/sweep/' + sweep);
+    await page.waitForSelector('#report tbody tr', { timeout: 15000 }).catch(async (error) => {
+      throw new Error(error.message + '; the page says: ' + await banner(page));
+    });
+    const rows = await page.$$eval('#report tbody tr', (r) => r.length);
+    check(rows === 2, 'the sweep page shows its report (' + rows + ' rows)');
+    await page.waitForFunction(() => Number(document.querySelector('#sweep-chart').dataset.points) > 0, { timeout: 15000 });
+    if (screenshots) await page.screenshot({ path: path.join(screenshots, 'dashboard-sweep.png'), fullPage: true });
+
+    await page.goto(base + '/#/devices');
+    await page.waitForSelector('tr[data-device="cpu"]', { timeout: 15000 });
+    check(true, 'the devices page lists the CPU');
+
+    check(errors.length === 0, 'no JavaScript error was logged' + (errors.length ? ': ' + errors.join(' | ') : ''));
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch((error) => { console.error(error.stack || String(error)); process.exit(1); });
+
+// What the page's error banner said, for a failure's message.
+async function banner(page) {
+  return page.$eval('#error', (box) => (box.hidden ? '' : box.textContent)).catch(() => '');
+}

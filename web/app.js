@@ -1,0 +1,483 @@
+// traind's dashboard: one page, four views chosen by the URL's hash.
+//   #/              the queue: live job table, filters, cancel / retry / priority, pause / resume
+//   #/job/ID        one job: live curves (loss, accuracy, memory, speed), log tail, spec, result
+//   #/sweep/ID      a sweep's report, speedups and overlaid loss curves
+//   #/compare/1,2   2-8 jobs' curves on one chart
+//   #/devices       each device and the memory its running jobs hold now
+// Everything comes from /api/v1 (the Trainer service in protobuf's JSON mapping: int64 values are
+// strings, enums names). A job's events arrive as Server-Sent Events; EventSource reconnects by
+// itself and the server resumes after the Last-Event-ID, so nothing is missed or repeated.
+// Text from the server is only ever set as textContent (el() below), never parsed as HTML.
+'use strict';
+
+const state = { csrf: '', owner: '', admin: false, dispose: [] };
+
+// --- small helpers ---------------------------------------------------------------------------
+
+// el('td', {class: 'num'}, 'text', childNode...): a DOM element; strings become text nodes.
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else if (key === 'class') node.className = value;
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function showError(message) {
+  const box = document.getElementById('error');
+  box.textContent = message;
+  box.hidden = !message;
+}
+
+// POST /api/v1/METHOD with a JSON body; the reply's JSON, or an Error carrying the server's message.
+async function api(method, body) {
+  const response = await fetch('/api/v1/' + method, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': state.csrf },
+    body: JSON.stringify(body || {}),
+    credentials: 'same-origin',
+  });
+  const reply = await response.json().catch(() => ({ message: response.statusText }));
+  if (response.status === 401) { location.reload(); throw new Error('logged out'); }
+  if (!response.ok) throw new Error(reply.message || response.statusText);
+  return reply;
+}
+
+// Runs an action from a button, showing its error (e.g. "job 7 is RUNNING; ...") if it fails.
+async function act(fn) {
+  try { showError(''); await fn(); } catch (error) { showError(error.message); }
+}
+
+const seconds = (timestamp) => (timestamp ? Date.parse(timestamp) / 1000 : 0);
+
+function duration(s) {
+  if (!isFinite(s) || s < 0) return '';
+  if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' m ' + Math.round(s % 60) + ' s';
+  return Math.floor(s / 3600) + ' h ' + Math.round((s % 3600) / 60) + ' m';
+}
+
+function bytes(n) {
+  n = Number(n) || 0;
+  if (n >= 1 << 30) return (n / (1 << 30)).toFixed(2) + ' GiB';
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + ' MiB';
+  return (n / 1024).toFixed(0) + ' KiB';
+}
+
+// Fraction done (0..1) of a job from its newest step, or null when unknown.
+function progress(job) {
+  if (job.state === 'SUCCEEDED') return 1;
+  const step = job.latestStep;
+  if (!step || !step.epochs || !step.batchesPerEpoch) return null;
+  const done = (step.epoch - 1) * step.batchesPerEpoch + step.batch + 1;
+  return Math.min(1, done / (step.epochs * step.batchesPerEpoch));
+}
+
+function elapsed(job) {
+  const start = seconds(job.startTime);
+  if (!start) return NaN;
+  const end = job.endTime ? seconds(job.endTime) : Date.now() / 1000;
+  return end - start;
+}
+
+function stateBadge(job) { return el('span', { class: 'state ' + job.state }, job.state); }
+
+// Refreshes every `ms` while the view is open.
+function every(ms, fn) {
+  fn();
+  const timer = setInterval(fn, ms);
+  state.dispose.push(() => clearInterval(timer));
+}
+
+// --- charts ------------------------------------------------------------------------------------
+
+// A uPlot chart that grows as data arrives, redrawn at most four times a second. A zoom (drag to
+// select) is kept while it grows; a double click returns to the whole curve.
+class LiveChart {
+  constructor(container, title, series, options = {}) {
+    this.box = el('div', { class: 'card chart', id: options.id });
+    this.box.append(el('h3', {}, title));
+    container.append(this.box);
+    this.columns = [[]].concat(series.map(() => []));
+    this.zoomed = false;
+    this.pending = false;
+    const width = Math.max(320, this.box.clientWidth - 20);
+    this.plot = new uPlot({
+      width, height: 220,
+      scales: { x: { time: !!options.time } },
+      axes: options.axes || [{}, { size: 64 }],
+      series: [{ label: options.xLabel || 'x' }].concat(series),
+      cursor: { drag: { x: true, y: false } },
+      hooks: { setSelect: [(u) => { if (u.select.width > 0) this.zoomed = true; }] },
+    }, this.columns, this.box);
+    this.plot.over.addEventListener('dblclick', () => { this.zoomed = false; });
+    const resize = () => this.plot.setSize({ width: Math.max(320, this.box.clientWidth - 20), height: 220 });
+    window.addEventListener('resize', resize);
+    state.dispose.push(() => { window.removeEventListener('resize', resize); this.plot.destroy(); });
+    this.box.dataset.points = '0';
+  }
+
+  // Adds one point: x, then one value (or null) per series.
+  add(x, ...values) {
+    this.columns[0].push(x);
+    values.forEach((v, i) => this.columns[i + 1].push(v === undefined ? null : v));
+    this.schedule();
+  }
+
+  set(columns) { this.columns = columns; this.schedule(); }
+
+  schedule() {
+    if (this.pending) return;
+    this.pending = true;
+    setTimeout(() => {
+      this.pending = false;
+      this.plot.setData(this.columns, !this.zoomed);
+      this.box.dataset.points = String(this.columns[0].length);
+    }, 250);
+  }
+}
+
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#be185d', '#4d7c0f'];
+const line = (label, i, extra = {}) => Object.assign({ label, stroke: PALETTE[i % 8], width: 1.5, spanGaps: true }, extra);
+
+// --- queue -------------------------------------------------------------------------------------
+
+function renderQueue(page) {
+  const selected = new Set();
+  const filters = { state: '', text: '' };
+  const stateSelect = el('select', { 'aria-label': 'state', onchange: (e) => { filters.state = e.target.value; refresh(); } },
+    ['', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'].map((s) => el('option', { value: s }, s || 'all states')));
+  const textFilter = el('input', { type: 'search', placeholder: 'model, dataset, device, owner', oninput: (e) => { filters.text = e.target.value.toLowerCase(); draw(); } });
+  const queueLabel = el('span', { class: 'muted' });
+  const pauseButton = el('button', { type: 'button', id: 'pause' });
+  const compareButton = el('button', { type: 'button', disabled: true, onclick: () => { location.hash = '#/compare/' + [...selected].join(','); } }, 'Compare selected');
+  const body = el('tbody', { id: 'jobs' });
+  page.append(
+    el('h1', {}, 'Queue'),
+    el('div', { class: 'toolbar' }, stateSelect, textFilter, compareButton, el('span', { class: 'spacer' }), queueLabel, pauseButton),
+    el('div', { class: 'table-wrap' }, el('table', {},
+      el('thead', {}, el('tr', {}, ['', 'Job', 'State', 'Model', 'Dataset', 'Device', 'Progress', 'Duration', 'Owner', 'Priority', ''].map((h) => el('th', {}, h)))),
+      body)));
+
+  let jobs = [];
+  let paused = false;
+  pauseButton.addEventListener('click', () => act(async () => {
+    const reply = await api('SetQueueState', { action: paused ? 'RESUME' : 'PAUSE' });
+    paused = !!reply.paused;
+    drawQueueState();
+  }));
+  function drawQueueState() {
+    queueLabel.textContent = paused ? 'queue paused: nothing new starts' : 'queue running';
+    pauseButton.textContent = paused ? 'Resume queue' : 'Pause queue';
+    pauseButton.disabled = !state.admin;
+  }
+
+  function row(job) {
+    const fraction = progress(job);
+    const time = elapsed(job);
+    let progressCell = '';
+    if (fraction !== null) {
+      const eta = job.state === 'RUNNING' && fraction > 0 ? time / fraction * (1 - fraction) : NaN;
+      progressCell = [el('span', { class: 'bar' }, el('span', { style: 'width:' + (fraction * 100).toFixed(1) + '%' })),
+        (fraction * 100).toFixed(0) + '%', isFinite(eta) ? ' · ETA ' + duration(eta) : ''];
+    }
+    const actions = [];
+    if (job.state === 'QUEUED' || job.state === 'RUNNING') {
+      actions.push(el('button', { type: 'button', class: 'danger', 'data-action': 'cancel', onclick: () => act(async () => { await api('CancelJob', { id: job.id }); refresh(); }) }, 'Cancel'));
+    } else if (job.state === 'FAILED' || job.state === 'CANCELLED') {
+      actions.push(el('button', { type: 'button', 'data-action': 'retry', onclick: () => act(async () => { await api('RetryJob', { id: job.id }); refresh(); }) }, 'Retry'));
+    }
+    const priority = job.state === 'QUEUED'
+      ? el('input', { class: 'priority', type: 'number', value: job.priority, 'aria-label': 'priority of job ' + job.id,
+        onchange: (e) => act(async () => { await api('SetJobPriority', { id: job.id, priority: Number(e.target.value) }); refresh(); }) })
+      : String(job.priority);
+    const box = el('input', { type: 'checkbox', checked: selected.has(job.id), 'aria-label': 'select job ' + job.id,
+      onchange: (e) => { e.target.checked ? selected.add(job.id) : selected.delete(job.id); compareButton.disabled = selected.size < 2 || selected.size > 8; } });
+    const sweep = job.sweepId !== '0' ? el('a', { href: '#/sweep/' + job.sweepId, class: 'muted' }, ' sweep ' + job.sweepId) : '';
+    return el('tr', { 'data-job': job.id },
+      el('td', {}, box),
+      el('td', {}, el('a', { href: '#/job/' + job.id }, job.id), sweep),
+      el('td', {}, stateBadge(job)),
+      el('td', {}, job.spec.model),
+      el('td', {}, job.spec.dataset),
+      el('td', {}, job.spec.device),
+      el('td', {}, progressCell),
+      el('td', { class: 'num' }, duration(time)),
+      el('td', {}, job.owner),
+      el('td', { class: 'num' }, priority),
+      el('td', {}, actions));
+  }
+
+  function draw() {
+    // Leave the table alone while someone types a priority, or the refresh would eat the edit.
+    if (document.activeElement && document.activeElement.classList.contains('priority')) return;
+    const shown = jobs.filter((job) => !filters.text ||
+      [job.spec.model, job.spec.dataset, job.spec.device, job.owner].join(' ').toLowerCase().includes(filters.text));
+    body.replaceChildren(...shown.map(row));
+    if (shown.length === 0) body.append(el('tr', {}, el('td', { colspan: 11, class: 'muted' }, 'No jobs. Submit one: trainctl submit --model lenet5 --epochs 1')));
+  }
+
+  async function refresh() {
+    try {
+      const request = { pageSize: 200 };
+      if (filters.state) request.states = [filters.state];
+      const [list, queue] = await Promise.all([api('ListJobs', request), api('SetQueueState', { action: 'GET' })]);
+      jobs = list.jobs;
+      paused = !!queue.paused;
+      drawQueueState();
+      draw();
+      showError('');
+    } catch (error) { showError(error.message); }
+  }
+  every(2000, refresh);
+}
+
+// --- one job -----------------------------------------------------------------------------------
+
+function renderJob(page, id) {
+  const title = el('h1', {}, 'Job ' + id);
+  const actions = el('div', { class: 'toolbar' });
+  const facts = el('dl', { class: 'kv card' });
+  const charts = el('div', { class: 'charts' });
+  const logBox = el('pre', { class: 'log', id: 'log' });
+  const specBox = el('pre', { id: 'spec' });
+  const resultBox = el('pre', { id: 'result' });
+  const artifactList = el('ul', { id: 'artifacts' });
+  page.append(title, actions, facts, el('h2', {}, 'Curves'), charts,
+    el('div', { class: 'grid2' },
+      el('div', {}, el('h2', {}, 'Log'), logBox),
+      el('div', {}, el('h2', {}, 'Result'), resultBox, el('h2', {}, 'Artifacts'), artifactList)),
+    el('h2', {}, 'Spec'), specBox);
+
+  const lossChart = new LiveChart(charts, 'Loss (by step; epoch means at epoch ends)',
+    [line('batch loss', 0, { width: 1 }), line('train (epoch)', 1, { points: { show: true } }), line('validation (epoch)', 2, { points: { show: true } })],
+    { id: 'loss-chart', xLabel: 'step' });
+  const accuracyChart = new LiveChart(charts, 'Accuracy by epoch',
+    [line('train', 1, { points: { show: true } }), line('validation', 2, { points: { show: true } })], { id: 'accuracy-chart', xLabel: 'epoch' });
+  const memoryChart = new LiveChart(charts, 'Device memory (MiB): current and driver allocated, by seconds of training',
+    [line('current', 3), line('driver', 4)], { id: 'memory-chart', xLabel: 's' });
+  const speedChart = new LiveChart(charts, 'Speed: samples/s and step time (ms), by seconds of training',
+    [line('samples/s', 0), line('step ms', 5, { scale: 'ms' })],
+    { id: 'speed-chart', xLabel: 's', axes: [{}, { size: 64 }, { scale: 'ms', side: 1, size: 50, grid: { show: false } }] });
+
+  const logLines = [];
+  function log(text) {
+    logLines.push(text);
+    if (logLines.length > 500) logLines.shift();
+    scheduleLog();
+  }
+  let logPending = false;
+  function scheduleLog() {
+    if (logPending) return;
+    logPending = true;
+    setTimeout(() => {
+      logPending = false;
+      const atBottom = logBox.scrollTop + logBox.clientHeight >= logBox.scrollHeight - 4;
+      logBox.textContent = logLines.join('\n');
+      if (atBottom) logBox.scrollTop = logBox.scrollHeight;
+    }, 250);
+  }
+
+  let job = null;
+  async function loadJob() {
+    try {
+      job = await api('GetJob', { id });
+    } catch (error) { showError(error.message); return; }
+    title.replaceChildren('Job ' + job.id + ' ', stateBadge(job));
+    const spec = job.spec;
+    facts.replaceChildren(...[
+      ['model', spec.model], ['dataset', spec.dataset], ['device', spec.device],
+      ['epochs', spec.epochs], ['batch size', spec.batchSize], ['owner', job.owner],
+      ['priority', job.priority], ['duration', duration(elapsed(job))],
+      ['sweep', job.sweepId !== '0' ? el('a', { href: '#/sweep/' + job.sweepId }, job.sweepId) : '-'],
+    ].flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v === undefined ? '' : v)]));
+    const buttons = [];
+    if (job.state === 'QUEUED' || job.state === 'RUNNING') {
+      buttons.push(el('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => act(async () => { await api('CancelJob', { id }); loadJob(); }) }, 'Cancel'));
+    }
+    if (job.state === 'FAILED' || job.state === 'CANCELLED') {
+      buttons.push(el('button', { type: 'button', id: 'retry', onclick: () => act(async () => { const next = await api('RetryJob', { id }); location.hash = '#/job/' + next.id; }) }, 'Retry'));
+    }
+    buttons.push(el('a', { href: '/api/v1/jobs/' + id + '/export?format=csv', download: true }, 'Export CSV'),
+      el('a', { href: '/api/v1/jobs/' + id + '/export?format=jsonl', download: true }, 'JSON lines'));
+    actions.replaceChildren(...buttons);
+    specBox.textContent = JSON.stringify(job.spec, null, 2);
+    resultBox.textContent = JSON.stringify(job.result, null, 2);
+    artifactList.replaceChildren(...(job.result.artifacts || []).map((a) =>
+      el('li', {}, el('a', { href: '/api/v1/jobs/' + id + '/artifacts/' + a.name, download: true }, a.name),
+        ' ' + bytes(a.sizeBytes) + ', epoch ' + a.epoch + ', sha256 ' + a.sha256.slice(0, 12) + '…')));
+    if ((job.result.artifacts || []).length === 0) artifactList.append(el('li', { class: 'muted' }, 'none yet'));
+  }
+
+  let batchesPerEpoch = 0;
+  let firstStep = 0;  // time of the first step: x of the memory and speed charts counts from it
+  function onEvent(event) {
+    const time = seconds(event.time);
+    if (event.step) {
+      if (!firstStep) firstStep = time;
+      const s = event.step;
+      batchesPerEpoch = s.batchesPerEpoch;
+      lossChart.add((s.epoch - 1) * s.batchesPerEpoch + s.batch + 1, s.loss, null, null);
+      memoryChart.add(time - firstStep, Number(s.currentAllocatedBytes) / 1048576, Number(s.driverAllocatedBytes) / 1048576);
+      speedChart.add(time - firstStep, s.samplesPerSecond, s.stepSeconds * 1000);
+    } else if (event.epochSummary) {
+      const e = event.epochSummary;
+      const x = e.epoch * (batchesPerEpoch || 1);
+      lossChart.add(x, null, e.trainLoss, e.evaluated ? e.validationLoss : null);
+      accuracyChart.add(e.epoch, e.trainAccuracy, e.evaluated ? e.validationAccuracy : null);
+      log('epoch ' + e.epoch + '/' + e.epochs + ': train loss ' + e.trainLoss.toFixed(4) + ', accuracy ' + (e.trainAccuracy * 100).toFixed(2) + '%' +
+        (e.evaluated ? ', validation ' + (e.validationAccuracy * 100).toFixed(2) + '%' : '') + ', ' + e.epochSecondsNoEval.toFixed(2) + ' s');
+    } else if (event.log) {
+      log((event.log.severity !== 'INFO' ? event.log.severity + ': ' : '') + event.log.text);
+    } else if (event.stateChange) {
+      log('state: ' + event.stateChange.state + (event.stateChange.reason ? ' (' + event.stateChange.reason + ')' : ''));
+      loadJob();
+    } else if (event.finalResult) {
+      log('test accuracy ' + (event.finalResult.testAccuracy * 100).toFixed(2) + '%, ' + event.finalResult.totalSeconds.toFixed(1) + ' s in all');
+    } else if (event.bench) {
+      log('bench: ' + JSON.stringify(event.bench));
+    } else if (event.artifact) {
+      log('kept ' + event.artifact.name + ' (' + bytes(event.artifact.sizeBytes) + ')');
+      loadJob();
+    }
+  }
+
+  loadJob();
+  const source = new EventSource('/api/v1/jobs/' + id + '/events?from_seq=1');
+  source.onmessage = (message) => onEvent(JSON.parse(message.data));
+  source.addEventListener('end', (message) => {
+    source.close();
+    const status = JSON.parse(message.data);
+    if (status.code !== 'OK') showError(status.message);
+    loadJob();
+  });
+  const timer = setInterval(() => { if (job && job.state === 'RUNNING') facts.querySelector('dd:nth-of-type(8)').textContent = duration(elapsed(job)); }, 1000);
+  state.dispose.push(() => { source.close(); clearInterval(timer); });
+}
+
+// --- sweeps and comparisons --------------------------------------------------------------------
+
+async function renderSweep(page, id) {
+  page.append(el('h1', {}, 'Sweep ' + id));
+  let report;
+  try { report = await api('GetSweepReport', { id }); } catch (error) { showError(error.message); return; }
+  page.append(el('p', { class: 'muted' }, [report.name, report.jobsFinished + ' of ' + report.jobsTotal + ' jobs finished',
+    'speedup against ' + (report.baseline || report.baselineDevice || 'none')].filter((x) => x).join(' · ')),
+  el('a', { href: '/api/v1/sweeps/' + id + '/export?format=csv', download: true }, 'Export every member\'s metrics (CSV)'));
+  const best = Math.max(1, ...report.rows.map((r) => r.speedup || 0));
+  const rows = report.rows.map((r) => el('tr', {},
+    el('td', {}, r.config), el('td', {}, r.device), el('td', { class: 'num' }, r.batchSize), el('td', {}, r.options),
+    el('td', { class: 'num' }, r.runs + (r.succeeded !== r.runs ? ' (' + r.succeeded + ' ok)' : '')),
+    el('td', { class: 'num' }, r.epochSecondsMedian ? r.epochSecondsMedian.toFixed(2) : ''),
+    el('td', { class: 'num' }, r.samplesPerSecond ? r.samplesPerSecond.toFixed(0) : ''),
+    el('td', { class: 'num' }, r.testAccuracy ? (r.testAccuracy * 100).toFixed(2) + '%' : ''),
+    el('td', {}, r.speedup ? [el('span', { class: 'speedbar', style: 'width:' + (80 * r.speedup / best).toFixed(0) + 'px' }), r.speedup.toFixed(2) + 'x'] : ''),
+    el('td', {}, bytes(r.peakDriverAllocatedBytes)),
+    el('td', {}, r.jobIds.map((j) => el('a', { href: '#/job/' + j }, j + ' '))),
+    el('td', { class: 'muted' }, (r.flags || []).join('; '))));
+  page.append(el('h2', {}, 'Report'), el('div', { class: 'table-wrap' }, el('table', { id: 'report' },
+    el('thead', {}, el('tr', {}, ['Config', 'Device', 'Batch', 'Options', 'Runs', 'Epoch s', 'Samples/s', 'Test acc.', 'Speedup', 'Peak memory', 'Jobs', 'Flags'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows))));
+  const charts = el('div', { class: 'charts' });
+  page.append(el('h2', {}, 'Loss curves (first successful run of each row)'), charts);
+  const curves = report.rows.filter((r) => (r.lossCurve || []).length > 0);
+  const chart = new LiveChart(charts, 'Training loss by epoch', curves.map((r, i) => line([r.config, r.device, 'batch ' + r.batchSize, r.options].filter((x) => x).join(' '), i)), { id: 'sweep-chart', xLabel: 'epoch' });
+  chart.set(uPlot.join(curves.map((r) => [r.lossCurve.map((p) => p.epoch), r.lossCurve.map((p) => p.loss)])));
+}
+
+// Rows of /api/v1/jobs/ID/export?format=jsonl (common/metric_rows.h).
+async function exportRows(id) {
+  const response = await fetch('/api/v1/jobs/' + id + '/export?format=jsonl', { credentials: 'same-origin' });
+  if (!response.ok) throw new Error((await response.json().catch(() => ({}))).message || response.statusText);
+  return (await response.text()).split('\n').filter((l) => l).map((l) => JSON.parse(l));
+}
+
+async function renderCompare(page, ids) {
+  page.append(el('h1', {}, 'Compare jobs ' + ids.join(', ')));
+  if (ids.length < 2 || ids.length > 8) { showError('compare 2 to 8 jobs (got ' + ids.length + ')'); return; }
+  let all;
+  try { all = await Promise.all(ids.map(exportRows)); } catch (error) { showError(error.message); return; }
+  const charts = el('div', { class: 'charts' });
+  page.append(charts);
+  // x in epochs (fractional within an epoch) so jobs of different batch sizes line up.
+  const stepTables = all.map((rows) => {
+    const steps = rows.filter((r) => r.kind === 'step');
+    const perEpoch = {};
+    for (const r of steps) perEpoch[r.epoch] = Math.max(perEpoch[r.epoch] || 0, r.batch + 1);
+    return [steps.map((r) => r.epoch - 1 + (r.batch + 1) / perEpoch[r.epoch]), steps.map((r) => r.loss)];
+  });
+  new LiveChart(charts, 'Batch loss by epoch', ids.map((id, i) => line('job ' + id, i)), { id: 'compare-loss', xLabel: 'epoch' })
+    .set(uPlot.join(stepTables));
+  const epochTables = all.map((rows) => {
+    const epochs = rows.filter((r) => r.kind === 'epoch' && r.validation_accuracy !== undefined);
+    return [epochs.map((r) => r.epoch), epochs.map((r) => r.validation_accuracy)];
+  });
+  new LiveChart(charts, 'Validation accuracy by epoch', ids.map((id, i) => line('job ' + id, i, { points: { show: true } })), { id: 'compare-accuracy', xLabel: 'epoch' })
+    .set(uPlot.join(epochTables));
+}
+
+// --- devices -----------------------------------------------------------------------------------
+
+function renderDevices(page) {
+  const body = el('tbody', { id: 'devices' });
+  page.append(el('h1', {}, 'Devices'), el('div', { class: 'table-wrap' }, el('table', {},
+    el('thead', {}, el('tr', {}, ['Device', 'Description', 'Total memory', 'In use now (current)', 'Driver allocated', 'Running jobs'].map((h) => el('th', {}, h)))), body)));
+  every(2000, async () => {
+    try {
+      const [devices, running] = await Promise.all([api('ListDevices'), api('ListJobs', { states: ['RUNNING'], pageSize: 1000 })]);
+      // A job asking for "cuda" runs on cuda:0; memory is summed over the device's running jobs.
+      const onDevice = (name) => running.jobs.filter((j) => j.spec.device === name || (name === 'cuda:0' && j.spec.device === 'cuda'));
+      body.replaceChildren(...devices.devices.map((d) => {
+        const jobs = onDevice(d.name);
+        const sum = (key) => jobs.reduce((total, j) => total + Number((j.latestStep || {})[key] || 0), 0);
+        return el('tr', { 'data-device': d.name },
+          el('td', {}, d.name), el('td', {}, d.description),
+          el('td', { class: 'num' }, Number(d.totalMemoryBytes) ? bytes(d.totalMemoryBytes) : ''),
+          el('td', { class: 'num' }, bytes(sum('currentAllocatedBytes'))),
+          el('td', { class: 'num' }, bytes(sum('driverAllocatedBytes'))),
+          el('td', {}, jobs.map((j) => el('a', { href: '#/job/' + j.id }, j.id + ' '))));
+      }));
+      showError('');
+    } catch (error) { showError(error.message); }
+  });
+}
+
+// --- routing -----------------------------------------------------------------------------------
+
+function route() {
+  for (const dispose of state.dispose.splice(0)) dispose();
+  showError('');
+  const page = document.getElementById('page');
+  page.replaceChildren();
+  const hash = location.hash || '#/';
+  let match;
+  document.querySelectorAll('header nav a').forEach((a) => a.classList.toggle('active', a.getAttribute('href') === hash));
+  if ((match = hash.match(/^#\/job\/(\d+)$/))) renderJob(page, match[1]);
+  else if ((match = hash.match(/^#\/sweep\/(\d+)$/))) renderSweep(page, match[1]);
+  else if ((match = hash.match(/^#\/compare\/([\d,]+)$/))) renderCompare(page, match[1].split(',').filter((x) => x));
+  else if (hash === '#/devices') renderDevices(page);
+  else renderQueue(page);
+}
+
+async function start() {
+  const response = await fetch('/api/v1/session', { credentials: 'same-origin' });
+  if (!response.ok) { location.reload(); return; }
+  const session = await response.json();
+  Object.assign(state, { csrf: session.csrfToken, owner: session.owner, admin: session.admin });
+  document.getElementById('who').textContent = session.owner + (session.admin ? ' (admin)' : '');
+  document.getElementById('logout').addEventListener('click', () => act(async () => {
+    await fetch('/logout', { method: 'POST', headers: { 'X-CSRF-Token': state.csrf }, credentials: 'same-origin' });
+    location.href = '/';
+  }));
+  window.addEventListener('hashchange', route);
+  route();
+}
+
+start();
