@@ -56,17 +56,33 @@ class Tab:
         self.csrf = json.loads(conn.getresponse().read())["csrfToken"]
         conn.close()
         self.seqs = []
+        self.error = None
 
     def api(self, conn, method, body):
-        conn.request("POST", "/api/v1/" + method, body=json.dumps(body),
-                     headers={"Cookie": self.cookie, "X-CSRF-Token": self.csrf,
-                              "Content-Type": "application/json"})
-        response = conn.getresponse()
-        data = response.read()
+        # The server closes an idle keep-alive connection after 5 s (and after 5 requests); like
+        # a browser, open a new one and send again.
+        for attempt in (1, 2):
+            try:
+                conn.request("POST", "/api/v1/" + method, body=json.dumps(body),
+                             headers={"Cookie": self.cookie, "X-CSRF-Token": self.csrf,
+                                      "Content-Type": "application/json"})
+                response = conn.getresponse()
+                data = response.read()
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                conn.close()
+                if attempt == 2:
+                    raise
         assert response.status == 200, (response.status, data)
         return json.loads(data)
 
     def follow(self, job, stop):
+        try:
+            self._follow(job, stop)
+        except Exception as error:  # reported with the round, as a tab that missed events
+            self.error = repr(error)
+
+    def _follow(self, job, stop):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=300)
         api_conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
         poller = None
@@ -154,6 +170,10 @@ def main():
         shown = json.loads(trainctl("show", job, "-o", "json").stdout)
         last_seq = int(shown["lastSeq"])
         complete = sum(t.seqs == list(range(1, last_seq + 1)) for t in tabs)
+        for t in tabs:
+            if t.seqs != list(range(1, last_seq + 1)):
+                print(f"  a tab got {len(t.seqs)} of {last_seq} events"
+                      f"{' (' + t.error + ')' if t.error else ''}", file=sys.stderr)
         return shown["result"]["epochSecondsNoEval"][0], complete, len(tabs), last_seq, daemon_cpu
 
     quiet, loaded, misses, quiet_cpu, loaded_cpu, ratios = [], [], 0, [], [], []

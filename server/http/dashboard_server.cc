@@ -15,7 +15,7 @@
 #include "common/loopback.h"
 #include "common/metric_rows.h"
 #include "common/write_all.h"
-#include "server/http/watch_bridge.h"
+#include "server/http/job_feeds.h"
 #include "server/http/web_assets.h"
 
 namespace traind {
@@ -140,6 +140,11 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   const int threads = options.threads;
   server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server.set_payload_max_length(options.max_request_bytes);
+  // One request per connection. cpp-httplib waits for a keep-alive connection's next request by
+  // polling it every 10 ms, so 50 idle browser connections cost thousands of wake-ups a second
+  // next to the training they watch (bench/dashboard_load.py); a new loopback or LAN connection per
+  // API call costs less. Event streams are one long response each and are not affected.
+  server.set_keep_alive_max_count(1);
   server.set_default_headers({
       {"X-Content-Type-Options", "nosniff"},
       {"X-Frame-Options", "DENY"},
@@ -385,35 +390,27 @@ void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64
     return SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                             "too many open event streams; try again later"));
   }
-  trainer::v1::WatchJobRequest watch;
-  watch.set_id(job_id);
-  watch.set_from_seq(from_seq);
-  std::shared_ptr<WatchBridge> bridge =
-      WatchBridge::Start(gateway_.stub(), gateway_.ContextFor(who), watch);
+  std::shared_ptr<JobFeed> feed = feeds_.Attach(job_id);
+  // Where this tab is in the job's events: index i is seq i + 1.
+  auto next = std::make_shared<size_t>(static_cast<size_t>(std::max<int64_t>(from_seq, 1) - 1));
   auto quiet_since = std::make_shared<absl::Time>(absl::Now());
   response.set_header("X-Accel-Buffering", "no");  // proxies: do not hold events back
   response.set_chunked_content_provider(
       "text/event-stream",
-      [this, bridge, quiet_since](size_t, httplib::DataSink& sink) {
-        trainer::v1::JobEvent event;
-        grpc::Status status;
-        switch (bridge->Take(&event, &status, absl::Seconds(1))) {
-          case WatchBridge::kEvent: {
+      [this, feed, next, quiet_since](size_t, httplib::DataSink& sink) {
+        std::string chunk;
+        switch (feed->Take(*next, &chunk, absl::Seconds(1))) {
+          case JobFeed::kChunk:
+            ++*next;
             *quiet_since = absl::Now();
-            const std::string chunk =
-                absl::StrCat("id: ", event.seq(), "\ndata: ", RpcGateway::ToJson(event), "\n\n");
             return sink.write(chunk.data(), chunk.size());
-          }
-          case WatchBridge::kEnd: {
+          case JobFeed::kEnd:
             // The job ended (OK) or the watch was refused: say so, so the page stops
             // reconnecting.
-            const std::string chunk =
-                absl::StrCat("event: end\ndata: ", RpcGateway::ErrorJson(status), "\n\n");
             sink.write(chunk.data(), chunk.size());
             sink.done();
             return true;
-          }
-          case WatchBridge::kTimeout:
+          case JobFeed::kTimeout:
             if (stopping_) return false;
             if (absl::Now() - *quiet_since >= kKeepAlive) {
               *quiet_since = absl::Now();
@@ -423,10 +420,7 @@ void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64
         }
         return false;
       },
-      [this, bridge](bool) {
-        bridge->Stop();
-        open_streams_.fetch_sub(1);
-      });
+      [this, feed](bool) { open_streams_.fetch_sub(1); });
 }
 
 void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> job_ids,

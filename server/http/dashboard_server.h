@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
 #include "server/http/http_sessions.h"
+#include "server/http/job_feeds.h"
 #include "server/http/prometheus_metrics.h"
 #include "server/http/rpc_gateway.h"
 
@@ -83,6 +84,7 @@ class DashboardServer {
   const std::string local_token_;  // http.token's content: acts as the local user
   std::unique_ptr<PrometheusMetrics> metrics_;
   RpcGateway gateway_;
+  JobFeeds feeds_{&gateway_};  // after gateway_, which it uses
   HttpSessions sessions_;
   std::unique_ptr<httplib::Server> server_;
   std::thread listener_;
