@@ -44,6 +44,7 @@ void DaemonTest::StartDaemon() {
   options.data_roots = {state_dir_};  // tests write their datasets there
   options.http = http_;
   options.token_file = token_file_;
+  options.limits = limits_;
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

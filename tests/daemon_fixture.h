@@ -51,6 +51,7 @@ class DaemonTest : public ::testing::Test {
   bool fault_injection_ = true;       // the tests may crash workers on purpose
   std::string http_;                  // DaemonOptions.http (the dashboard), e.g. "127.0.0.1:0"
   std::string token_file_;            // DaemonOptions.token_file
+  AccessControl::Limits limits_;      // DaemonOptions.limits
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.

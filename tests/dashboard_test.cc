@@ -26,6 +26,7 @@ class DashboardTest : public DaemonTest {
  protected:
   void SetUp() override {
     http_ = "127.0.0.1:0";
+    limits_.max_watchers = 2;
     const std::string tokens = "/tmp/traind-dashboard-tokens-" + std::to_string(getpid());
     std::ofstream(tokens) << kUser << " carol user\n" << kAdmin << " dave admin\n";
     token_file_ = tokens;
@@ -248,6 +249,41 @@ TEST_F(DashboardTest, UserTokensActOnTheirOwnJobsOnlyAndMetricsNeedAnAdmin) {
   EXPECT_EQ(login->status, 303);
   auto wrong = Client().Post("/login", "token=not-a-token", "application/x-www-form-urlencoded");
   EXPECT_EQ(wrong->status, 401);
+}
+
+TEST_F(DashboardTest, ATokensOpenEventStreamsCountAgainstItsWatcherLimit) {
+  ASSERT_EQ(Trainctl({"pause"}).exit_code, 0);
+  auto submitted = Post("SubmitJob", R"({"spec": {"model": "mlp", "dataset": "fake"}})",
+                        Bearer(kUser));
+  ASSERT_EQ(submitted->status, 200) << submitted->body;
+  const size_t at = submitted->body.find("\"id\":\"") + 6;
+  const std::string id = submitted->body.substr(at, submitted->body.find('"', at) - at);
+  const std::string path = "/api/v1/jobs/" + id + "/events";
+  std::atomic<int> opened{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> streams;
+  for (int i = 0; i < 2; ++i) {  // the limit (limits_.max_watchers)
+    streams.emplace_back([&] {
+      httplib::Client client = Client();
+      bool counted = false;
+      client.Get(path.c_str(), Bearer(kUser), [&](const char*, size_t) {
+        if (!counted) opened += counted = true;
+        return !stop;
+      });
+    });
+  }
+  while (opened < 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto third = Client().Get(path.c_str(), Bearer(kUser));
+  EXPECT_EQ(third->status, 429) << third->body;
+  EXPECT_TRUE(absl::StrContains(third->body, "--max-watchers-per-token")) << third->body;
+  // The local user is not limited.
+  EXPECT_EQ(Client().Get(path.c_str(), Bearer(local_token_),
+                         [](const char*, size_t) { return false; })
+                .error(),
+            httplib::Error::Canceled);
+  stop = true;
+  StopDaemon();  // ends the two streams
+  for (auto& stream : streams) stream.join();
 }
 
 TEST_F(DashboardTest, PriorityChangesAQueuedJobAndRefusesAStartedOne) {

@@ -390,6 +390,22 @@ void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64
     return SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
                                             "too many open event streams; try again later"));
   }
+  // A token's open streams count against --max-watchers-per-token, as its gRPC watches do (its
+  // tabs share the daemon's reading of the job, but each holds one of this server's threads).
+  const std::string owner = who.local ? "" : who.owner;
+  if (!owner.empty()) {
+    absl::MutexLock lock(&streams_mu_);
+    int& open = streams_by_owner_[owner];
+    if (open >= access_->limits().max_watchers) {
+      open_streams_.fetch_sub(1);
+      return SendError(response, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                              absl::StrCat("watchers: '", owner, "' already has ",
+                                                           open, " open streams; the limit is ",
+                                                           access_->limits().max_watchers,
+                                                           " (traind --max-watchers-per-token)")));
+    }
+    ++open;
+  }
   std::shared_ptr<JobFeed> feed = feeds_.Attach(job_id);
   // Where this tab is in the job's events: index i is seq i + 1.
   auto next = std::make_shared<size_t>(static_cast<size_t>(std::max<int64_t>(from_seq, 1) - 1));
@@ -420,7 +436,12 @@ void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64
         }
         return false;
       },
-      [this, feed](bool) { open_streams_.fetch_sub(1); });
+      [this, feed, owner](bool) {
+        open_streams_.fetch_sub(1);
+        if (owner.empty()) return;
+        absl::MutexLock lock(&streams_mu_);
+        if (--streams_by_owner_[owner] == 0) streams_by_owner_.erase(owner);
+      });
 }
 
 void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> job_ids,

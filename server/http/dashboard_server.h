@@ -16,6 +16,7 @@
 #define TRAIND_SERVER_HTTP_DASHBOARD_SERVER_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,6 +24,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "server/access_control.h"
 #include "server/http/http_sessions.h"
 #include "server/http/job_feeds.h"
@@ -90,6 +92,8 @@ class DashboardServer {
   std::thread listener_;
   std::string url_;
   std::atomic<int> open_streams_{0};
+  absl::Mutex streams_mu_;
+  std::map<std::string, int> streams_by_owner_ ABSL_GUARDED_BY(streams_mu_);  // token holders'
   std::atomic<bool> stopping_{false};
 };
 
