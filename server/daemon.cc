@@ -219,7 +219,9 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     http.tls_cert = options.tls_cert;
     http.tls_key = options.tls_key;
     http.token_path = options.state_dir + "/http.token";
-    http.max_request_bytes = options.max_request_bytes;
+    // Bodies are read before the caller is known: at most 1 MiB (a JSON sweep of a few thousand
+    // configurations), or less with a smaller --max-request-bytes.
+    http.max_request_bytes = std::min(options.max_request_bytes, 1 << 20);
     ASSIGN_OR_RETURN(
         daemon->dashboard_,
         DashboardServer::Start(http, daemon->server_->InProcessChannel(grpc::ChannelArguments()),

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/paths.h"
+#include "common/sha256.h"
 #include "tests/daemon_fixture.h"
 
 namespace traind {
@@ -139,6 +140,11 @@ TEST_F(DashboardTest, ACookieSessionNeedsItsCsrfTokenToPost) {
   EXPECT_EQ(listed->status, 200) << listed->body;
   EXPECT_TRUE(absl::StrContains(listed->body, "\"jobs\"")) << listed->body;
 
+  // A page of another origin cannot use the session even with its token (it could not read it).
+  EXPECT_EQ(Post("ListJobs", "{}",
+                 {{"Cookie", cookie}, {"X-CSRF-Token", csrf}, {"Origin", "http://evil.example"}})
+                ->status,
+            403);
   auto logout = Client().Post("/logout", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}}, "", "");
   EXPECT_EQ(logout->status, 204);
   EXPECT_EQ(Post("ListJobs", "{}", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}})->status, 401);
@@ -221,6 +227,18 @@ TEST_F(DashboardTest, ExportIsTheSameFileAsTrainctlExport) {
                          Bearer(local_token_))
                 ->status,
             400);
+  // The job's weights, whole and as announced, even when a Range is asked for.
+  auto final_pt = Client().Get(("/api/v1/jobs/" + std::to_string(id) + "/artifacts/final").c_str(),
+                               {{"Authorization", "Bearer " + local_token_}, {"Range", "bytes=10-"}});
+  ASSERT_EQ(final_pt->status, 200) << final_pt->body;
+  Sha256 hash;
+  hash.Update(final_pt->body);
+  EXPECT_EQ(hash.HexDigest(), final_pt->get_header_value("X-Checksum-Sha256"));
+  EXPECT_EQ(std::to_string(final_pt->body.size()), final_pt->get_header_value("X-Content-Size"));
+  EXPECT_EQ(Client().Get(("/api/v1/jobs/" + std::to_string(id) + "/artifacts/nope").c_str(),
+                         Bearer(local_token_))
+                ->status,
+            404);
   const Result bad = Trainctl({"export", std::to_string(id), "--format", "xml"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(absl::StrContains(bad.err, "--format: 'xml' is not one of: csv, jsonl")) << bad.err;
@@ -249,6 +267,11 @@ TEST_F(DashboardTest, UserTokensActOnTheirOwnJobsOnlyAndMetricsNeedAnAdmin) {
   EXPECT_EQ(login->status, 303);
   auto wrong = Client().Post("/login", "token=not-a-token", "application/x-www-form-urlencoded");
   EXPECT_EQ(wrong->status, 401);
+  // Another site's form may not log this browser in as someone (login CSRF); nor may a URL.
+  auto forged = Client().Post("/login", {{"Origin", "http://evil.example"}},
+                              "token=" + std::string(kUser), "application/x-www-form-urlencoded");
+  EXPECT_EQ(forged->status, 403);
+  EXPECT_EQ(Client().Post(("/login?token=" + std::string(kUser)).c_str(), "", "")->status, 403);
 }
 
 TEST_F(DashboardTest, ATokensOpenEventStreamsCountAgainstItsWatcherLimit) {
@@ -339,6 +362,57 @@ TEST(DashboardStartTest, PlainHttpListensOnlyOnLoopback) {
   daemon = Daemon::Start(options);
   ASSERT_FALSE(daemon.ok());
   EXPECT_TRUE(absl::StrContains(daemon.status().message(), "is not HOST:PORT")) << daemon.status();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace traind
+
+namespace traind {
+namespace {
+
+// With the TLS certificate of the gRPC listeners the dashboard is HTTPS, may listen beyond
+// loopback, and its session cookie is marked Secure.
+TEST(DashboardTlsTest, HttpsListensBeyondLoopbackAndMarksTheCookieSecure) {
+  const std::string dir = "/tmp/traind-dashboard-tls-" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string make_cert =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "
+      "/CN=localhost -addext subjectAltName=IP:127.0.0.1 -keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem >/dev/null 2>&1";
+  if (std::system(make_cert.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a certificate";
+  DaemonOptions options;
+  options.state_dir = dir + "/state";
+  options.worker_path = TRAIND_WORKER_PATH;
+  options.http = "0.0.0.0:0";
+  options.tls_cert = dir + "/cert.pem";
+  options.tls_key = dir + "/key.pem";
+  auto daemon = Daemon::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  const std::string url = (*daemon)->dashboard()->url();
+  ASSERT_TRUE(absl::StartsWith(url, "https://0.0.0.0:")) << url;
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(url.substr(url.rfind(':') + 1), &port));
+
+  httplib::SSLClient client("127.0.0.1", port);
+  client.set_ca_cert_path((dir + "/cert.pem").c_str());
+  client.enable_server_certificate_verification(true);
+  auto page = client.Get("/");
+  ASSERT_TRUE(page) << httplib::to_string(page.error());
+  EXPECT_EQ(page->status, 401);
+  const std::string link = (*daemon)->dashboard()->NewLoginUrl();
+  auto login = client.Get(link.substr(link.find("/login")).c_str());
+  ASSERT_TRUE(login);
+  EXPECT_EQ(login->status, 303);
+  EXPECT_TRUE(absl::StrContains(login->get_header_value("Set-Cookie"), "; Secure"))
+      << login->get_header_value("Set-Cookie");
+  // Plain HTTP gets no page from a TLS port.
+  httplib::Client plain("127.0.0.1", port);
+  plain.set_read_timeout(5, 0);
+  auto refused = plain.Get("/");
+  EXPECT_TRUE(!refused || refused->status != 200);
+  daemon->reset();
   std::filesystem::remove_all(dir);
 }
 

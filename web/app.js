@@ -352,6 +352,11 @@ function renderJob(page, id) {
   loadJob();
   const source = new EventSource('/api/v1/jobs/' + id + '/events?from_seq=1');
   source.onmessage = (message) => onEvent(JSON.parse(message.data));
+  // EventSource retries by itself after a dropped connection (resuming after the last event it
+  // saw); a refused one (429: too many streams for this token, 503: for the server) it gives up.
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) showError('the live event stream was refused or lost; reload to try again');
+  };
   source.addEventListener('end', (message) => {
     source.close();
     const status = JSON.parse(message.data);
@@ -468,7 +473,8 @@ function route() {
 
 async function start() {
   const response = await fetch('/api/v1/session', { credentials: 'same-origin' });
-  if (!response.ok) { location.reload(); return; }
+  if (response.status === 401) { location.reload(); return; }  // logged out: the login form
+  if (!response.ok) { showError('traind answered ' + response.status + '; reload to try again'); return; }
   const session = await response.json();
   Object.assign(state, { csrf: session.csrfToken, owner: session.owner, admin: session.admin });
   document.getElementById('who').textContent = session.owner + (session.admin ? ' (admin)' : '');

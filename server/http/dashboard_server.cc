@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <cstring>
+#include <limits>
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -83,6 +84,40 @@ std::optional<int64_t> IdFrom(const httplib::Request& request, httplib::Response
 }
 
 }  // namespace
+
+struct DashboardServer::StreamSlot {
+  explicit StreamSlot(std::atomic<int>* open) : open_streams(open) {}
+  ~StreamSlot() { open_streams->fetch_sub(1); }
+  std::atomic<int>* const open_streams;
+  std::unique_ptr<AccessControl::WatchLease> lease;  // null: not limited (the local user)
+};
+
+std::shared_ptr<DashboardServer::StreamSlot> DashboardServer::AcquireStream(
+    const HttpIdentity& who, httplib::Response& response) {
+  if (open_streams_.fetch_add(1) >= options_.max_streams) {
+    open_streams_.fetch_sub(1);
+    SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                     "too many open streams and downloads; try again later"));
+    return nullptr;
+  }
+  auto slot = std::make_shared<StreamSlot>(&open_streams_);
+  absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> lease = access_->AcquireWatch(
+      Caller{who.owner, /*limited=*/!who.local, who.admin ? Role::kAdmin : Role::kUser});
+  if (!lease.ok()) {
+    SendError(response, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                     std::string(lease.status().message())));
+    return nullptr;  // the slot gives its place back
+  }
+  slot->lease = *std::move(lease);
+  return slot;
+}
+
+bool DashboardServer::SameOrigin(const httplib::Request& request) const {
+  const std::string origin = request.get_header_value("Origin");
+  if (origin.empty()) return true;  // not a browser's cross-site request: browsers send Origin
+  const bool tls = !options_.tls_cert.empty();
+  return origin == absl::StrCat(tls ? "https://" : "http://", request.get_header_value("Host"));
+}
 
 DashboardServer::DashboardServer(Options options, std::shared_ptr<grpc::Channel> in_process,
                                  AccessControl* access, std::string local_session_secret,
@@ -164,6 +199,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   dashboard->url_ = absl::StrCat(tls ? "https://" : "http://", v6 ? "[" : "", host, v6 ? "]" : "",
                                  ":", bound);
   dashboard->listener_ = std::thread([&server] { server.listen_after_bind(); });
+  // cpp-httplib's stop() does nothing until the listener runs: wait for it, so that a Stop() right
+  // after Start() (a daemon failing to start) cannot wait forever for the thread.
+  for (int i = 0; i < 5000 && !server.is_running(); ++i) absl::SleepFor(absl::Milliseconds(1));
   return dashboard;
 }
 
@@ -214,7 +252,8 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
     return std::nullopt;
   }
   if (request.method != "GET" && request.method != "HEAD" &&
-      !ConstantTimeEquals(request.get_header_value("X-CSRF-Token"), session->csrf)) {
+      (!SameOrigin(request) ||
+       !ConstantTimeEquals(request.get_header_value("X-CSRF-Token"), session->csrf))) {
     SendError(response, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                                      "X-CSRF-Token: missing or not this session's (GET "
                                      "/api/v1/session gives it)"));
@@ -261,6 +300,12 @@ void DashboardServer::Route() {
   });
   server.Post("/login", [this, set_cookie](const httplib::Request& request,
                                            httplib::Response& response) {
+    // A login from another site's form would log this browser in as someone else (login CSRF);
+    // a token in the URL would end up in logs and history.
+    if (!SameOrigin(request) || request.target.find('?') != std::string::npos) {
+      ServeAsset("/login.html", response, 403);
+      return;
+    }
     const std::string token = request.get_param_value("token");
     std::optional<HttpIdentity> identity;
     if (ConstantTimeEquals(token, local_token_)) {
@@ -316,7 +361,8 @@ void DashboardServer::Route() {
     // A reconnecting EventSource says where it stopped; otherwise ?from_seq= (default: all).
     int64_t from_seq = 1;
     int64_t last_seen = 0;
-    if (absl::SimpleAtoi(request.get_header_value("Last-Event-ID"), &last_seen) && last_seen >= 0) {
+    if (absl::SimpleAtoi(request.get_header_value("Last-Event-ID"), &last_seen) && last_seen >= 0 &&
+        last_seen < std::numeric_limits<int64_t>::max()) {
       from_seq = last_seen + 1;
     } else if (request.has_param("from_seq") &&
                (!absl::SimpleAtoi(request.get_param_value("from_seq"), &from_seq) ||
@@ -385,35 +431,19 @@ void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64
   trainer::v1::Job job;
   const grpc::Status found = gateway_.stub().GetJob(gateway_.ContextFor(who).get(), get, &job);
   if (!found.ok()) return SendError(response, found);
-  if (open_streams_.fetch_add(1) >= options_.max_streams) {
-    open_streams_.fetch_sub(1);
-    return SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                            "too many open event streams; try again later"));
-  }
-  // A token's open streams count against --max-watchers-per-token, as its gRPC watches do (its
-  // tabs share the daemon's reading of the job, but each holds one of this server's threads).
-  const std::string owner = who.local ? "" : who.owner;
-  if (!owner.empty()) {
-    absl::MutexLock lock(&streams_mu_);
-    int& open = streams_by_owner_[owner];
-    if (open >= access_->limits().max_watchers) {
-      open_streams_.fetch_sub(1);
-      return SendError(response, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                              absl::StrCat("watchers: '", owner, "' already has ",
-                                                           open, " open streams; the limit is ",
-                                                           access_->limits().max_watchers,
-                                                           " (traind --max-watchers-per-token)")));
-    }
-    ++open;
-  }
+  // Each tab holds a thread: counted like a gRPC watch (--max-watchers-per-token), though the
+  // tabs on one job share the daemon's reading of it.
+  std::shared_ptr<StreamSlot> slot = AcquireStream(who, response);
+  if (slot == nullptr) return;
   std::shared_ptr<JobFeed> feed = feeds_.Attach(job_id);
   // Where this tab is in the job's events: index i is seq i + 1.
   auto next = std::make_shared<size_t>(static_cast<size_t>(std::max<int64_t>(from_seq, 1) - 1));
   auto quiet_since = std::make_shared<absl::Time>(absl::Now());
   response.set_header("X-Accel-Buffering", "no");  // proxies: do not hold events back
+  response.status = 200;  // a whole stream even if a Range was asked for (cpp-httplib: 206)
   response.set_chunked_content_provider(
       "text/event-stream",
-      [this, feed, next, quiet_since](size_t, httplib::DataSink& sink) {
+      [this, feed, slot, next, quiet_since](size_t, httplib::DataSink& sink) {
         std::string chunk;
         switch (feed->Take(*next, &chunk, absl::Seconds(1))) {
           case JobFeed::kChunk:
@@ -436,12 +466,7 @@ void DashboardServer::ServeEvents(const HttpIdentity& who, int64_t job_id, int64
         }
         return false;
       },
-      [this, feed, owner](bool) {
-        open_streams_.fetch_sub(1);
-        if (owner.empty()) return;
-        absl::MutexLock lock(&streams_mu_);
-        if (--streams_by_owner_[owner] == 0) streams_by_owner_.erase(owner);
-      });
+      [feed, slot](bool) {});  // both are released with the last copy of this lambda
 }
 
 void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> job_ids,
@@ -459,6 +484,8 @@ void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> 
     int64_t from_seq = 1;
     std::string pending;
   };
+  std::shared_ptr<StreamSlot> slot = AcquireStream(who, response);
+  if (slot == nullptr) return;
   auto cursor = std::make_shared<Cursor>();
   cursor->ids = std::move(job_ids);
   cursor->pending = MetricRowsHeader(*format);
@@ -488,9 +515,10 @@ void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> 
   response.set_header("Content-Disposition",
                       absl::StrCat("attachment; filename=\"", name,
                                    *format == RowFormat::kCsv ? ".csv" : ".jsonl", "\""));
+  response.status = 200;  // a whole stream even if a Range was asked for (cpp-httplib: 206)
   response.set_chunked_content_provider(
       *format == RowFormat::kCsv ? "text/csv; charset=utf-8" : "application/x-ndjson",
-      [cursor, next_page](size_t, httplib::DataSink& sink) {
+      [cursor, next_page, slot](size_t, httplib::DataSink& sink) {
         if (!cursor->pending.empty()) {
           const bool written = sink.write(cursor->pending.data(), cursor->pending.size());
           cursor->pending.clear();
@@ -512,6 +540,8 @@ void DashboardServer::ServeArtifact(const HttpIdentity& who, int64_t job_id,
     std::unique_ptr<grpc::ClientReader<trainer::v1::DownloadArtifactResponse>> reader;
     std::string pending;
   };
+  std::shared_ptr<StreamSlot> slot = AcquireStream(who, response);
+  if (slot == nullptr) return;
   auto download = std::make_shared<Download>();
   download->context = gateway_.ContextFor(who);
   trainer::v1::DownloadArtifactRequest request;
@@ -529,14 +559,24 @@ void DashboardServer::ServeArtifact(const HttpIdentity& who, int64_t job_id,
   response.set_header("Content-Disposition",
                       absl::StrCat("attachment; filename=\"job", job_id, "-", name, ".pt\""));
   response.set_header("X-Checksum-Sha256", artifact.sha256());
-  response.set_content_provider(
-      static_cast<size_t>(artifact.size_bytes()), "application/octet-stream",
-      [download](size_t, size_t, httplib::DataSink& sink) {
+  // Chunked, without a length: with one, cpp-httplib would answer Range requests from this provider,
+  // which streams from the first byte only. The size and digest are in headers for the client.
+  response.set_header("X-Content-Size", std::to_string(artifact.size_bytes()));
+  response.status = 200;  // a whole stream even if a Range was asked for (cpp-httplib: 206)
+  response.set_chunked_content_provider(
+      "application/octet-stream",
+      [download, slot](size_t, httplib::DataSink& sink) {
         trainer::v1::DownloadArtifactResponse part;
-        if (!download->reader->Read(&part)) return false;  // cut short: the client sees it
+        if (!download->reader->Read(&part)) {
+          // The end: complete only if the daemon says so; else cut short, visibly (no last chunk).
+          if (!download->reader->Finish().ok()) return false;
+          sink.done();
+          return true;
+        }
         return sink.write(part.chunk().data(), part.chunk().size());
       },
-      [download](bool) {
+      [download](bool success) {
+        if (success) return;  // Finish() was called
         download->context->TryCancel();
         (void)download->reader->Finish();
       });

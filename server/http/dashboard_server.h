@@ -46,7 +46,7 @@ class DashboardServer {
     std::string tls_cert;   // PEM files; both or neither
     std::string tls_key;
     std::string token_path;  // where the local user's API token is written (0600)
-    int max_request_bytes = 4 << 20;
+    int max_request_bytes = 1 << 20;  // bodies are read before authentication: keep them small
     int threads = 128;       // each open event stream holds one
     int max_streams = 100;   // open event streams; past it 503 (keeps threads for other requests)
   };
@@ -74,6 +74,14 @@ class DashboardServer {
   // without its session's CSRF token).
   std::optional<HttpIdentity> Authenticate(const httplib::Request& request,
                                            httplib::Response& response);
+  // One of the server's long responses (an event stream, an export, a download): it holds a thread
+  // for as long as it lasts, so it counts against max_streams and, for a token holder, against its
+  // --max-watchers-per-token like a gRPC watch. Null, with `response` set to the refusal (503,
+  // 429), when there is no room.
+  struct StreamSlot;
+  std::shared_ptr<StreamSlot> AcquireStream(const HttpIdentity& who, httplib::Response& response);
+  // Whether a browser request's Origin (when it has one) is this server's own.
+  bool SameOrigin(const httplib::Request& request) const;
   void ServeEvents(const HttpIdentity& who, int64_t job_id, int64_t from_seq,
                    httplib::Response& response);
   void ServeExport(const HttpIdentity& who, std::vector<int64_t> job_ids, const std::string& format,
@@ -92,8 +100,6 @@ class DashboardServer {
   std::thread listener_;
   std::string url_;
   std::atomic<int> open_streams_{0};
-  absl::Mutex streams_mu_;
-  std::map<std::string, int> streams_by_owner_ ABSL_GUARDED_BY(streams_mu_);  // token holders'
   std::atomic<bool> stopping_{false};
 };
 

@@ -55,6 +55,13 @@ HttpSession HttpSessions::Create(HttpIdentity identity) {
       ++it;
     }
   }
+  if (sessions_.size() >= kMaxSessions) {
+    auto oldest = sessions_.begin();
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it) {
+      if (it->second.expires < oldest->second.expires) oldest = it;
+    }
+    sessions_.erase(oldest);
+  }
   sessions_[session.id] = session;
   return session;
 }

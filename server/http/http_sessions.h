@@ -43,6 +43,9 @@ class HttpSessions {
   // The session a one-time token opens (the token is spent), or nullopt.
   std::optional<HttpSession> RedeemLoginToken(const std::string& token);
 
+  // At most kMaxSessions live at once: past it the one closest to expiry is dropped (its browser
+  // logs in again), so logging in in a loop cannot grow traind's memory.
+  static constexpr size_t kMaxSessions = 1000;
   HttpSession Create(HttpIdentity identity);
   // The live session `id` names, or nullopt (unknown or expired).
   std::optional<HttpSession> Find(const std::string& id);

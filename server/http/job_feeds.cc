@@ -50,6 +50,7 @@ void JobFeed::Pump() {
     }
     end_chunk_ = absl::StrCat("event: end\ndata: ", RpcGateway::ErrorJson(status), "\n\n");
     ended_ = true;
+    failed_ = !status.ok();
     return;
   }
 }
@@ -71,6 +72,11 @@ JobFeed::Next JobFeed::Take(size_t index, std::string* chunk, absl::Duration wai
   return kTimeout;
 }
 
+bool JobFeed::Failed() {
+  absl::MutexLock lock(&mu_);
+  return failed_;
+}
+
 std::shared_ptr<JobFeed> JobFeeds::Attach(int64_t job_id) {
   absl::MutexLock lock(&mu_);
   // Forget feeds whose last tab left (their memory went with them).
@@ -82,7 +88,7 @@ std::shared_ptr<JobFeed> JobFeeds::Attach(int64_t job_id) {
     }
   }
   std::shared_ptr<JobFeed> feed = feeds_[job_id].lock();
-  if (feed == nullptr) {
+  if (feed == nullptr || feed->Failed()) {  // a failed one stays with the tabs that saw it end
     feed = std::make_shared<JobFeed>(gateway_, job_id);
     feeds_[job_id] = feed;
   }

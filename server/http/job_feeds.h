@@ -27,8 +27,10 @@ namespace traind {
 
 class JobFeed {
  public:
-  // More events than this and the feed ends its tabs' streams (RESOURCE_EXHAUSTED): ~60 MB.
-  static constexpr size_t kMaxEvents = 200000;
+  // More events than this and the feed ends its tabs' streams (RESOURCE_EXHAUSTED, naming trainctl
+  // watch and the export): about 25 MB of rendered events. A 100-epoch run logging every 10 of
+  // 470 batches has about 5,000.
+  static constexpr size_t kMaxEvents = 50000;
   enum Next { kChunk, kEnd, kTimeout };
 
   JobFeed(RpcGateway* gateway, int64_t job_id);
@@ -37,6 +39,8 @@ class JobFeed {
   // The SSE chunk of event number `index` (seq index + 1): kChunk; once the stream ended and every
   // event was taken, its closing chunk (`event: end`): kEnd; else kTimeout after `wait`.
   Next Take(size_t index, std::string* chunk, absl::Duration wait);
+  // The stream ended with an error (refused, cancelled at shutdown, too long): not for new tabs.
+  bool Failed();
 
  private:
   void Pump();
@@ -46,6 +50,7 @@ class JobFeed {
   std::vector<std::string> chunks_ ABSL_GUARDED_BY(mu_);
   std::string end_chunk_ ABSL_GUARDED_BY(mu_);  // set when the stream ended
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;  // ended_ with a status other than OK
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread pump_;
 };

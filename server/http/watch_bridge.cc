@@ -23,7 +23,10 @@ void WatchBridge::OnReadDone(bool ok) {
   {
     absl::MutexLock lock(&mu_);
     reading_ = false;
-    if (!ok) return;  // the stream ended; OnDone follows with its status
+    if (!ok) {  // the stream ended; OnDone follows with its status
+      read_ended_ = true;
+      return;
+    }
     ready_.push_back(std::move(incoming_));
     incoming_.Clear();
     if (ready_.size() < kBuffered) read_more = reading_ = true;
@@ -51,7 +54,9 @@ WatchBridge::Next WatchBridge::Take(trainer::v1::JobEvent* event, grpc::Status* 
       *event = std::move(ready_.front());
       ready_.pop_front();
       // Reading stopped at the buffer's limit: resume once half of it is written.
-      if (!reading_ && !done_ && ready_.size() < kBuffered / 2) read_more = reading_ = true;
+      if (!reading_ && !read_ended_ && !done_ && ready_.size() < kBuffered / 2) {
+        read_more = reading_ = true;
+      }
       next = kEvent;
     } else if (done_) {
       *status = status_;

@@ -51,6 +51,7 @@ class WatchBridge : public grpc::ClientReadReactor<trainer::v1::JobEvent> {
   absl::Mutex mu_;
   std::deque<trainer::v1::JobEvent> ready_ ABSL_GUARDED_BY(mu_);
   bool reading_ ABSL_GUARDED_BY(mu_) = false;  // a read is outstanding
+  bool read_ended_ ABSL_GUARDED_BY(mu_) = false;  // a read failed: the stream has no more
   bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone ran: status_ is final
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };

@@ -3,7 +3,8 @@
 //   node page_test.cjs NODE_MODULES [SCREENSHOT_DIR]
 // Checks: a page without the token gets 401; the queue lists a submitted job; on the job page the
 // loss curve's point count grows while the job runs; Cancel on the page cancels it; the sweep page
-// renders its report; no JavaScript error is logged. With SCREENSHOT_DIR, saves the queue, job and
+// renders its report, the compare page both members, the devices page the CPU; no JavaScript error
+// or failed request is logged. With SCREENSHOT_DIR, saves the queue, job and
 // sweep pages there (docs/img/ holds the ones in the docs). Exit 77 (skip) without Chromium.
 'use strict';
 const { execFileSync } = require('child_process');
@@ -115,6 +116,17 @@ async function main() {
     check(rows === 2, 'the sweep page shows its report (' + rows + ' rows)');
     await page.waitForFunction(() => Number(document.querySelector('#sweep-chart').dataset.points) > 0, { timeout: 15000 });
     if (screenshots) await page.screenshot({ path: path.join(screenshots, 'dashboard-sweep.png'), fullPage: true });
+
+    // The sweep's two members on one chart.
+    const members = (JSON.parse(trainctl('--output', 'json', 'list')).jobs || [])
+      .filter((j) => j.sweepId === sweep).map((j) => j.id);
+    await page.goto(base + '/#/compare/' + members.join(','));
+    await page.waitForFunction(() => {
+      const chart = document.querySelector('#compare-loss');
+      return chart && Number(chart.dataset.points) > 0;
+    }, { timeout: 15000 });
+    const series = await page.$$eval('#compare-loss .u-legend .u-series', (s) => s.length);
+    check(series === 3, 'the compare page draws both jobs on one chart (' + (series - 1) + ' series)');
 
     await page.goto(base + '/#/devices');
     await page.waitForSelector('tr[data-device="cpu"]', { timeout: 15000 });
