@@ -4,11 +4,12 @@
 The twin of bench/watch_load.py over HTTP. Side by side in one run, alternating so machine noise
 hits both alike: the same training job (LeNet5 on Fashion-MNIST, one epoch, a step event every
 `--log-every` batches) with no dashboard open, and with `--tabs` clients that each do what the job
-page does: open the job's event stream (GET /api/v1/jobs/ID/events?from_seq=1, Server-Sent Events,
-with the session cookie of a login) and call GetJob when the job's state changes; every fifth
-client also polls the queue page's ListJobs every 2 s. Reports the median epoch time of each,
-their ratio, traind's CPU time, and checks that every client received the job's events
-1..last_seq exactly once.
+page (web/app.js) does: GetJob, then the job's event stream (GET /api/v1/jobs/ID/events?from_seq=1,
+Server-Sent Events) until its end, then GetJob again, all with the session cookie of one login (the
+tabs of one browser share it). `--queue-tabs N` makes N of them also poll ListJobs every 2 s, as
+the queue page does. Reports the median epoch time of each, the median of the per-round ratios,
+traind's CPU time, and checks that every client received the job's events 1..last_seq exactly
+once.
 
 Each client is a thread with its own HTTP connection in one Python process, pinned to the second
 half of the CPUs (traind and its worker to the first): 50 real Chromium tabs would measure
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 
 
 def cpu_seconds(pid):
@@ -41,20 +43,9 @@ def cpu_seconds(pid):
 class Tab:
     """One dashboard tab on the job page: logged in with its own session cookie."""
 
-    def __init__(self, host, port, login_token, queue_page):
+    def __init__(self, host, port, session, queue_page):
         self.host, self.port, self.queue_page = host, port, queue_page
-        self.local_token = login_token
-        # Log in with the local user's token, as the login form does: a session and its CSRF.
-        conn = http.client.HTTPConnection(host, port, timeout=60)
-        conn.request("POST", "/login", body="token=" + login_token,
-                     headers={"Content-Type": "application/x-www-form-urlencoded"})
-        response = conn.getresponse()
-        response.read()
-        assert response.status == 303, response.status
-        self.cookie = response.getheader("Set-Cookie").split(";")[0]
-        conn.request("GET", "/api/v1/session", headers={"Cookie": self.cookie})
-        self.csrf = json.loads(conn.getresponse().read())["csrfToken"]
-        conn.close()
+        self.cookie, self.csrf = session
         self.seqs = []
         self.error = None
 
@@ -79,8 +70,9 @@ class Tab:
     def follow(self, job, stop):
         try:
             self._follow(job, stop)
-        except Exception as error:  # reported with the round, as a tab that missed events
-            self.error = repr(error)
+        except Exception:  # reported with the round, as a tab that missed events
+            self.error = traceback.format_exc().strip().splitlines()
+            self.error = " / ".join(self.error[-3:])
 
     def _follow(self, job, stop):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=300)
@@ -103,11 +95,10 @@ class Tab:
             line = raw.decode().rstrip("\n")
             if line.startswith("id: "):
                 self.seqs.append(int(line[4:]))
-            elif line.startswith("data: ") and '"stateChange"' in line:
-                self.api(api_conn, "GetJob", {"id": job})  # the page refreshes its facts
             elif line == "event: end":
                 break
         conn.close()
+        self.api(api_conn, "GetJob", {"id": job})  # the page's final refresh
         api_conn.close()
         if poller:
             poller.join()
@@ -119,6 +110,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tabs", type=int, default=50)
     parser.add_argument("--log-every", type=int, default=5)
+    parser.add_argument("--queue-tabs", type=int, default=0,
+                        help="how many of the tabs also poll ListJobs every 2 s (the queue page)")
     parser.add_argument("--model", default="lenet5")
     args = parser.parse_args()
     bin_dir = os.path.abspath(args.bin)
@@ -151,6 +144,19 @@ def main():
     assert url, "traind printed no dashboard link"
     host, port = url.group(1), int(url.group(2))
     token = open(os.path.join(state, "http.token")).read().strip()
+    # One login, as a browser whose tabs share its cookie: the local user's token in the form.
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    conn.request("POST", "/login", body="token=" + token,
+                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    response = conn.getresponse()
+    response.read()
+    assert response.status == 303, response.status
+    cookie = response.getheader("Set-Cookie").split(";")[0]
+    conn.close()
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    conn.request("GET", "/api/v1/session", headers={"Cookie": cookie})
+    session = (cookie, json.loads(conn.getresponse().read())["csrfToken"])
+    conn.close()
 
     def train_once(loaded):
         job = trainctl("submit", "--model", args.model, "--dataset", "fashion-mnist", "--epochs",
@@ -158,7 +164,8 @@ def main():
         tabs, threads, stop = [], [], threading.Event()
         cpu_before = cpu_seconds(daemon.pid)
         if loaded:
-            tabs = [Tab(host, port, token, queue_page=(i % 5 == 0)) for i in range(args.tabs)]
+            tabs = [Tab(host, port, session, queue_page=(i < args.queue_tabs))
+                    for i in range(args.tabs)]
             threads = [threading.Thread(target=t.follow, args=(job, stop)) for t in tabs]
             for t in threads:
                 t.start()

@@ -285,11 +285,17 @@ function renderJob(page, id) {
     }, 250);
   }
 
+  // The job as GetJob gave it when the page opened and when its stream ended; in between, its
+  // state, times and artifacts follow the events (a request per event and tab would cost traind
+  // more than the events themselves with many tabs open).
   let job = null;
   async function loadJob() {
     try {
       job = await api('GetJob', { id });
     } catch (error) { showError(error.message); return; }
+    render();
+  }
+  function render() {
     title.replaceChildren('Job ' + job.id + ' ', stateBadge(job));
     const spec = job.spec;
     facts.replaceChildren(...[
@@ -300,7 +306,7 @@ function renderJob(page, id) {
     ].flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v === undefined ? '' : v)]));
     const buttons = [];
     if (job.state === 'QUEUED' || job.state === 'RUNNING') {
-      buttons.push(el('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => act(async () => { await api('CancelJob', { id }); loadJob(); }) }, 'Cancel'));
+      buttons.push(el('button', { type: 'button', class: 'danger', id: 'cancel', onclick: () => act(async () => { job = await api('CancelJob', { id }); render(); }) }, 'Cancel'));
     }
     if (job.state === 'FAILED' || job.state === 'CANCELLED') {
       buttons.push(el('button', { type: 'button', id: 'retry', onclick: () => act(async () => { const next = await api('RetryJob', { id }); location.hash = '#/job/' + next.id; }) }, 'Retry'));
@@ -338,14 +344,24 @@ function renderJob(page, id) {
       log((event.log.severity !== 'INFO' ? event.log.severity + ': ' : '') + event.log.text);
     } else if (event.stateChange) {
       log('state: ' + event.stateChange.state + (event.stateChange.reason ? ' (' + event.stateChange.reason + ')' : ''));
-      loadJob();
+      if (job) {
+        job.state = event.stateChange.state;
+        if (job.state === 'RUNNING') job.startTime = event.time;
+        if (job.state === 'QUEUED') job.startTime = undefined;
+        if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(job.state)) job.endTime = event.time;
+        render();
+      }
     } else if (event.finalResult) {
       log('test accuracy ' + (event.finalResult.testAccuracy * 100).toFixed(2) + '%, ' + event.finalResult.totalSeconds.toFixed(1) + ' s in all');
     } else if (event.bench) {
       log('bench: ' + JSON.stringify(event.bench));
     } else if (event.artifact) {
       log('kept ' + event.artifact.name + ' (' + bytes(event.artifact.sizeBytes) + ')');
-      loadJob();
+      if (job) {
+        const kept = (job.result.artifacts || []).filter((a) => a.name !== event.artifact.name);
+        job.result.artifacts = kept.concat([event.artifact]);
+        render();
+      }
     }
   }
 
