@@ -366,21 +366,42 @@ function renderJob(page, id) {
   }
 
   loadJob();
-  const source = new EventSource('/api/v1/jobs/' + id + '/events?from_seq=1');
-  source.onmessage = (message) => onEvent(JSON.parse(message.data));
-  // EventSource retries by itself after a dropped connection (resuming after the last event it
-  // saw); a refused one (429: too many streams for this token, 503: for the server) it gives up.
-  source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) showError('the live event stream was refused or lost; reload to try again');
-  };
-  source.addEventListener('end', (message) => {
-    source.close();
-    const status = JSON.parse(message.data);
-    if (status.code !== 'OK') showError(status.message);
-    loadJob();
-  });
+  // The stream is open only while the tab is visible: a browser allows 6 connections per host for
+  // all its tabs, so hidden tabs each holding one would leave none for the tab in front. A tab
+  // shown again resumes after the last event it has (from_seq), so its curves have no gap.
+  let source = null;
+  let lastSeq = 0;
+  let ended = false;
+  function openStream() {
+    if (source || ended) return;
+    source = new EventSource('/api/v1/jobs/' + id + '/events?from_seq=' + (lastSeq + 1));
+    source.onmessage = (message) => {
+      const event = JSON.parse(message.data);
+      lastSeq = Number(event.seq);
+      onEvent(event);
+    };
+    // EventSource retries by itself after a dropped connection (resuming after the last event it
+    // saw); a refused one (429: too many streams for this token, 503: for the server) it gives up.
+    source.onerror = () => {
+      if (source && source.readyState === EventSource.CLOSED) showError('the live event stream was refused or lost; reload to try again');
+    };
+    source.addEventListener('end', (message) => {
+      ended = true;
+      closeStream();
+      const status = JSON.parse(message.data);
+      if (status.code !== 'OK') showError(status.message);
+      loadJob();
+    });
+  }
+  function closeStream() {
+    if (source) source.close();
+    source = null;
+  }
+  const onVisibility = () => (document.hidden ? closeStream() : openStream());
+  document.addEventListener('visibilitychange', onVisibility);
+  openStream();
   const timer = setInterval(() => { if (job && job.state === 'RUNNING') facts.querySelector('dd:nth-of-type(8)').textContent = duration(elapsed(job)); }, 1000);
-  state.dispose.push(() => { source.close(); clearInterval(timer); });
+  state.dispose.push(() => { closeStream(); document.removeEventListener('visibilitychange', onVisibility); clearInterval(timer); });
 }
 
 // --- sweeps and comparisons --------------------------------------------------------------------
