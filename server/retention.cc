@@ -60,14 +60,16 @@ absl::StatusOr<Retention::Pruned> Retention::PruneOnce(absl::Time now) {
   Pruned pruned;
   // What queued or running jobs still need (dependencies, init_from weights) stays, however old.
   ASSIGN_OR_RETURN(const std::set<int64_t> needed, store_->NeededByUnfinishedJobs());
-  std::set<int64_t> kept;
+  std::set<int64_t> kept;         // needed jobs: skipped, so asked for again each batch
+  std::set<int64_t> kept_sweeps;  // sweeps with a needed member: they stay whole
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
     ASSIGN_OR_RETURN(Store::Expired expired,
-                     store_->FinishedBefore(cutoff, kBatch + static_cast<int>(kept.size())));
+                     store_->FinishedBefore(
+                         cutoff, kBatch + static_cast<int>(kept.size() + kept_sweeps.size())));
     expired.job_ids.erase(std::remove_if(expired.job_ids.begin(), expired.job_ids.end(),
                                          [&](int64_t id) {
                                            if (needed.count(id) == 0) return false;
@@ -75,7 +77,23 @@ absl::StatusOr<Retention::Pruned> Retention::PruneOnce(absl::Time now) {
                                            return true;
                                          }),
                           expired.job_ids.end());
-    if (expired.job_ids.empty() && expired.sweep_ids.empty()) break;
+    // A sweep goes whole or not at all (its report needs every member): it stays while a queued or
+    // running job depends on one of its members or starts from a member's weights.
+    std::vector<int64_t> sweeps;
+    for (int64_t sweep : expired.sweep_ids) {
+      if (kept_sweeps.count(sweep) > 0) continue;
+      absl::StatusOr<trainer::v1::Sweep> row = store_->GetSweep(sweep);
+      if (absl::IsNotFound(row.status())) continue;
+      RETURN_IF_ERROR(row.status());
+      const bool member_needed = std::any_of(row->job_ids().begin(), row->job_ids().end(),
+                                             [&](int64_t id) { return needed.count(id) > 0; });
+      if (member_needed) {
+        kept_sweeps.insert(sweep);
+      } else {
+        sweeps.push_back(sweep);
+      }
+    }
+    if (expired.job_ids.empty() && sweeps.empty()) break;
     for (int64_t id : expired.job_ids) {
       absl::StatusOr<trainer::v1::Job> job = store_->GetJob(id);
       if (absl::IsNotFound(job.status())) continue;  // deleted meanwhile (trainctl delete)
@@ -86,7 +104,7 @@ absl::StatusOr<Retention::Pruned> Retention::PruneOnce(absl::Time now) {
       ++pruned.jobs;
       RETURN_IF_ERROR(RemoveFiles(id, job->owner(), *unused, &pruned));
     }
-    for (int64_t sweep : expired.sweep_ids) {
+    for (int64_t sweep : sweeps) {
       ASSIGN_OR_RETURN(const trainer::v1::Sweep sweep_row, store_->GetSweep(sweep));
       std::vector<int64_t> members;
       ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteSweep(sweep, &members));

@@ -111,6 +111,36 @@ TEST_F(RetentionTest, WhatAnUnfinishedJobNeedsIsKept) {
   EXPECT_EQ(retention.PruneOnce(now)->jobs, 3);
 }
 
+TEST_F(RetentionTest, ASweepStaysWholeWhileAnUnfinishedJobNeedsOneOfItsMembers) {
+  const absl::Time now = absl::Now();
+  auto sweep = store_->CreateSweep(trainer::v1::SweepSpec(), {Spec(), Spec()});
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  for (int64_t id : sweep->job_ids()) End(id, Job::SUCCEEDED, now - absl::Hours(24 * 30));
+  auto other = store_->CreateSweep(trainer::v1::SweepSpec(), {Spec()});
+  ASSERT_TRUE(other.ok());
+  End(other->job_ids(0), Job::SUCCEEDED, now - absl::Hours(24 * 30));
+  Job fine_tune = Spec();  // starts from the second member's weights
+  fine_tune.mutable_spec()->set_init_from(std::to_string(sweep->job_ids(1)) + ":best");
+  const int64_t queued = store_->CreateJob(fine_tune)->id();
+
+  Retention retention(store_.get(), blobs_.get(), {absl::Hours(24), absl::Hours(1), jobs_dir_});
+  absl::StatusOr<Retention::Pruned> pruned = retention.PruneOnce(now);
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(pruned->sweeps, 1);  // the other sweep only
+  EXPECT_FALSE(store_->GetSweep(other->id()).ok());
+  EXPECT_TRUE(store_->GetSweep(sweep->id()).ok());
+  for (int64_t id : sweep->job_ids()) {
+    EXPECT_TRUE(Exists(id));
+    EXPECT_TRUE(HasFiles(id));
+  }
+  // Once the fine-tuning job has ended, the sweep goes whole.
+  End(queued, Job::SUCCEEDED, now - absl::Hours(24 * 2));
+  pruned = retention.PruneOnce(now);
+  ASSERT_TRUE(pruned.ok());
+  EXPECT_EQ(pruned->sweeps, 1);
+  EXPECT_FALSE(store_->GetSweep(sweep->id()).ok());
+}
+
 TEST_F(RetentionTest, ManyJobsAreDeletedInBatchesAndTheFileShrinks) {
   const absl::Time long_ago = absl::Now() - absl::Hours(24 * 30);
   trainer::v1::JobEvent log;
