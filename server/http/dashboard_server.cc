@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/grpc_status.h"
 #include "common/loopback.h"
+#include "common/status_macros.h"
 #include "common/metric_rows.h"
 #include "common/write_all.h"
 #include "server/http/job_feeds.h"
@@ -71,13 +73,16 @@ void SendError(httplib::Response& response, const grpc::Status& status) {
   response.status = RpcGateway::HttpStatusOf(status.error_code());
   response.set_content(RpcGateway::ErrorJson(status), kJson);
 }
+void SendError(httplib::Response& response, const absl::Status& status) {
+  SendError(response, ToGrpcStatus(status));
+}
 
-// The id in a route's first capture; a 400 reply when it is not a positive 64-bit integer.
-std::optional<int64_t> IdFrom(const httplib::Request& request, httplib::Response& response) {
+// The id in a route's capture `group`; a 400 reply when it is not a positive 64-bit integer.
+std::optional<int64_t> IdFrom(const httplib::Request& request, httplib::Response& response,
+                              int group = 1) {
   int64_t id = 0;
-  if (!absl::SimpleAtoi(request.matches[1].str(), &id) || id <= 0) {
-    SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                     "id: must be a positive 64-bit integer"));
+  if (!absl::SimpleAtoi(request.matches[group].str(), &id) || id <= 0) {
+    SendError(response, absl::InvalidArgumentError("id: must be a positive 64-bit integer"));
     return std::nullopt;
   }
   return id;
@@ -96,16 +101,14 @@ std::shared_ptr<DashboardServer::StreamSlot> DashboardServer::AcquireStream(
     const HttpIdentity& who, httplib::Response& response) {
   if (open_streams_.fetch_add(1) >= options_.max_streams) {
     open_streams_.fetch_sub(1);
-    SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                     "too many open streams and downloads; try again later"));
+    SendError(response, absl::UnavailableError("too many open streams and downloads; try again later"));
     return nullptr;
   }
   auto slot = std::make_shared<StreamSlot>(&open_streams_);
   absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> lease = access_->AcquireWatch(
       Caller{who.owner, /*limited=*/!who.local, who.admin ? Role::kAdmin : Role::kUser});
   if (!lease.ok()) {
-    SendError(response, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                     std::string(lease.status().message())));
+    SendError(response, lease.status());
     return nullptr;  // the slot gives its place back
   }
   slot->lease = *std::move(lease);
@@ -135,8 +138,9 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   if (tls != !options.tls_key.empty()) {
     return absl::InvalidArgumentError("http: --tls-cert and --tls-key go together");
   }
-  auto [host, port] = SplitAddress(options.address).value_or(std::make_pair(std::string(), -1));
-  if (port < 0) return SplitAddress(options.address).status();
+  ASSIGN_OR_RETURN(const auto address, SplitAddress(options.address));
+  const std::string& host = address.first;
+  const int port = address.second;
   if (!tls && !IsLoopbackAddress(options.address)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "http: ", options.address.substr(0, 64),
@@ -224,8 +228,7 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
   if (!authorization.empty()) {
     absl::string_view token = authorization;
     if (!absl::ConsumePrefix(&token, "Bearer ")) {
-      SendError(response, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                       "Authorization: expected 'Bearer TOKEN'"));
+      SendError(response, absl::UnauthenticatedError("Authorization: expected 'Bearer TOKEN'"));
       return std::nullopt;
     }
     // No CSRF check: a bearer token is never sent by a browser on its own.
@@ -235,8 +238,7 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
     const absl::StatusOr<Caller> caller = access_->AuthenticateToken(
         std::string(token), true, absl::StrCat("http:", request.remote_addr));
     if (!caller.ok()) {
-      SendError(response, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                       std::string(caller.status().message())));
+      SendError(response, caller.status());
       return std::nullopt;
     }
     return HttpIdentity{false, std::string(token), caller->owner, caller->is_admin()};
@@ -245,8 +247,7 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
       sessions_.Find(CookieValue(request.get_header_value("Cookie"), kCookie));
   if (!session.has_value()) {
     SendError(response,
-              grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                           "log in first: open the link traind printed, or send "
+              absl::UnauthenticatedError("log in first: open the link traind printed, or send "
                            "`Authorization: Bearer TOKEN` (--token-file, or the state "
                            "directory's http.token)"));
     return std::nullopt;
@@ -254,8 +255,7 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
   if (request.method != "GET" && request.method != "HEAD" &&
       (!SameOrigin(request) ||
        !ConstantTimeEquals(request.get_header_value("X-CSRF-Token"), session->csrf))) {
-    SendError(response, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                                     "X-CSRF-Token: missing or not this session's (GET "
+    SendError(response, absl::PermissionDeniedError("X-CSRF-Token: missing or not this session's (GET "
                                      "/api/v1/session gives it)"));
     return std::nullopt;
   }
@@ -367,8 +367,7 @@ void DashboardServer::Route() {
     } else if (request.has_param("from_seq") &&
                (!absl::SimpleAtoi(request.get_param_value("from_seq"), &from_seq) ||
                 from_seq < 0)) {
-      SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                       "from_seq: must be a non-negative integer"));
+      SendError(response, absl::InvalidArgumentError("from_seq: must be a non-negative integer"));
       return;
     }
     ServeEvents(*who, *id, from_seq, response);
@@ -377,22 +376,18 @@ void DashboardServer::Route() {
                                                              httplib::Response& response) {
     const std::optional<HttpIdentity> who = Authenticate(request, response);
     if (!who) return;
-    int64_t id = 0;
-    if (!absl::SimpleAtoi(request.matches[2].str(), &id) || id <= 0) {
-      SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                       "id: must be a positive 64-bit integer"));
-      return;
-    }
-    std::vector<int64_t> ids = {id};
-    std::string name = absl::StrCat("job", id);
+    const std::optional<int64_t> id = IdFrom(request, response, 2);
+    if (!id) return;
+    std::vector<int64_t> ids = {*id};
+    std::string name = absl::StrCat("job", *id);
     if (request.matches[1].str() == "sweeps") {
       trainer::v1::GetSweepRequest get;
-      get.set_id(id);
+      get.set_id(*id);
       trainer::v1::Sweep sweep;
       const grpc::Status status = gateway_.stub().GetSweep(gateway_.ContextFor(*who).get(), get, &sweep);
       if (!status.ok()) return SendError(response, status);
       ids.assign(sweep.job_ids().begin(), sweep.job_ids().end());
-      name = absl::StrCat("sweep", id);
+      name = absl::StrCat("sweep", *id);
     }
     const std::string format =
         request.has_param("format") ? request.get_param_value("format") : "csv";
@@ -410,14 +405,12 @@ void DashboardServer::Route() {
     const std::optional<HttpIdentity> who = Authenticate(request, response);
     if (!who) return;
     if (!who->admin) {
-      return SendError(response, grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                                              "/metrics: describes everyone's jobs; needs an "
+      return SendError(response, absl::PermissionDeniedError("/metrics: describes everyone's jobs; needs an "
                                               "admin token or the local user"));
     }
     const absl::StatusOr<std::string> text = metrics_->Render();
     if (!text.ok()) {
-      return SendError(response, grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                              std::string(text.status().message())));
+      return SendError(response, text.status());
     }
     response.set_content(*text, "text/plain; version=0.0.4; charset=utf-8");
   });
@@ -474,8 +467,7 @@ void DashboardServer::ServeExport(const HttpIdentity& who, std::vector<int64_t> 
                                   httplib::Response& response) {
   const absl::StatusOr<RowFormat> format = ParseRowFormat("format", format_name);
   if (!format.ok()) {
-    return SendError(response, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                            std::string(format.status().message())));
+    return SendError(response, format.status());
   }
   // The first page decides the status (someone else's job: 403), then the rest streams.
   struct Cursor {
@@ -551,9 +543,8 @@ void DashboardServer::ServeArtifact(const HttpIdentity& who, int64_t job_id,
   trainer::v1::DownloadArtifactResponse first;
   if (!download->reader->Read(&first) || !first.has_artifact()) {
     const grpc::Status status = download->reader->Finish();
-    return SendError(response, status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL,
-                                                          "the artifact stream was empty")
-                                           : status);
+    if (status.ok()) return SendError(response, absl::InternalError("the artifact stream was empty"));
+    return SendError(response, status);
   }
   const trainer::v1::Artifact artifact = first.artifact();
   response.set_header("Content-Disposition",
