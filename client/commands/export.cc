@@ -12,6 +12,7 @@
 #include "client/exit_codes.h"
 #include "client/part_file.h"
 #include "client/rpc.h"
+#include "client/stored_events.h"
 #include "common/metric_rows.h"
 
 namespace traind {
@@ -24,23 +25,6 @@ struct ExportFlags {
   std::string output;
   bool force = false;
 };
-
-// Appends job `id`'s metric rows to `rows`, a page of stored events at a time.
-grpc::Status AppendJobRows(Context& ctx, int64_t id, RowFormat format, std::string* rows) {
-  int64_t from_seq = 1;
-  do {
-    trainer::v1::ListJobEventsRequest request;
-    request.set_id(id);
-    request.set_from_seq(from_seq);
-    trainer::v1::ListJobEventsResponse response;
-    auto call = UnaryCall();
-    grpc::Status status = ctx.stub().ListJobEvents(call.get(), request, &response);
-    if (!status.ok()) return status;
-    for (const auto& event : response.events()) AppendMetricRow(id, event, format, rows);
-    from_seq = response.next_seq();
-  } while (from_seq > 0);
-  return grpc::Status::OK;
-}
 
 int RunExport(Context& ctx, ExportFlags flags) {
   const absl::StatusOr<RowFormat> format = ParseRowFormat("--format", flags.format);
@@ -63,7 +47,10 @@ int RunExport(Context& ctx, ExportFlags flags) {
   }
   std::string rows = MetricRowsHeader(*format);
   for (int64_t id : flags.ids) {
-    const grpc::Status status = AppendJobRows(ctx, id, *format, &rows);
+    const grpc::Status status =
+        ForEachStoredEvent(ctx.stub(), id, [&](const trainer::v1::JobEvent& event) {
+          AppendMetricRow(id, event, *format, &rows);
+        });
     if (!status.ok()) return ctx.Fail(status);
   }
   if (flags.output.empty()) {

@@ -3,7 +3,7 @@
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/render/event_renderer.h"
-#include "client/rpc.h"
+#include "client/stored_events.h"
 #include "common/log_format.h"
 
 namespace traind {
@@ -16,26 +16,17 @@ struct LogsFlags {
 };
 
 int RunLogs(Context& ctx, const LogsFlags& flags) {
-  int64_t from_seq = 1;
   int64_t last_seq = 0;
-  do {
-    trainer::v1::ListJobEventsRequest request;
-    request.set_id(flags.job_id);
-    request.set_from_seq(from_seq);
-    trainer::v1::ListJobEventsResponse response;
-    auto call = UnaryCall();
-    grpc::Status status = ctx.stub().ListJobEvents(call.get(), request, &response);
-    if (!status.ok()) return ctx.Fail(status);
-    for (const auto& event : response.events()) {
-      last_seq = event.seq();
-      if (ctx.json()) {
-        ctx.PrintJson(event, /*one_line=*/true);
-      } else {
-        for (const std::string& line : FormatEventLines(event)) ctx.out() << line << "\n";
-      }
-    }
-    from_seq = response.next_seq();
-  } while (from_seq > 0);
+  const grpc::Status status =
+      ForEachStoredEvent(ctx.stub(), flags.job_id, [&](const trainer::v1::JobEvent& event) {
+        last_seq = event.seq();
+        if (ctx.json()) {
+          ctx.PrintJson(event, /*one_line=*/true);
+        } else {
+          for (const std::string& line : FormatEventLines(event)) ctx.out() << line << "\n";
+        }
+      });
+  if (!status.ok()) return ctx.Fail(status);
   ctx.out().flush();
   if (flags.follow) {
     return WatchJob(ctx, flags.job_id, last_seq + 1,
