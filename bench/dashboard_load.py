@@ -33,11 +33,7 @@ import threading
 import time
 import traceback
 
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from alternating import Rounds, cpu_seconds, split_cpus
 
 
 class Tab:
@@ -120,9 +116,7 @@ def main():
                TRAINCTL_CONFIG=os.path.join(state, "none.toml"))
     log_path = os.path.join(state, "traind.log")
     log = open(log_path, "wb")
-    cpus = sorted(os.sched_getaffinity(0))
-    half = max(1, len(cpus) // 2)
-    daemon_cpus, client_cpus = set(cpus[:half]), set(cpus[half:] or cpus)
+    daemon_cpus, client_cpus = split_cpus()
     daemon = subprocess.Popen([os.path.join(bin_dir, "traind"), "--state-dir", state,
                                "--http", "127.0.0.1:0"], stdout=log, stderr=log,
                               preexec_fn=lambda: os.sched_setaffinity(0, daemon_cpus))
@@ -183,33 +177,21 @@ def main():
                       f"{' (' + t.error + ')' if t.error else ''}", file=sys.stderr)
         return shown["result"]["epochSecondsNoEval"][0], complete, len(tabs), last_seq, daemon_cpu
 
-    quiet, loaded, misses, quiet_cpu, loaded_cpu, ratios = [], [], 0, [], [], []
-    events = 0
     try:
-        for r in range(args.rounds):
-            seconds, _, _, _, cpu = train_once(False)
-            quiet.append(seconds)
-            quiet_cpu.append(cpu)
-            seconds, complete, total, events, cpu = train_once(True)
-            loaded.append(seconds)
-            loaded_cpu.append(cpu)
-            ratios.append(loaded[-1] / quiet[-1])
-            misses += total - complete
-            print(f"round {r + 1}: no tabs {quiet[-1]:.2f} s (traind CPU {quiet_cpu[-1]:.2f} s), "
-                  f"{total} tabs {seconds:.2f} s (traind CPU {cpu:.2f} s), "
-                  f"{complete}/{total} tabs saw all {events} events", file=sys.stderr)
+        rounds = Rounds(args.rounds, train_once, "tabs")
     finally:
         daemon.terminate()
         daemon.wait()
         subprocess.run(["rm", "-rf", state])
-    q, l = statistics.median(quiet), statistics.median(loaded)
+    q, l = statistics.median(rounds.quiet), statistics.median(rounds.loaded)
     print(f"| job | events | epoch s, alone | epoch s, {args.tabs} tabs | slowdown (median of "
           f"ratios) | traind CPU s, alone / loaded | tabs that missed an event |")
     print("|---|---|---|---|---|---|---|")
-    print(f"| {args.model} 1 epoch, log every {args.log_every} | {events} | {q:.2f} | {l:.2f} | "
-          f"{(statistics.median(ratios) - 1) * 100:+.1f}% | {statistics.median(quiet_cpu):.2f} / "
-          f"{statistics.median(loaded_cpu):.2f} | {misses} of {args.tabs * args.rounds} |")
-    sys.exit(1 if misses else 0)
+    print(f"| {args.model} 1 epoch, log every {args.log_every} | {rounds.events} | {q:.2f} | "
+          f"{l:.2f} | {(statistics.median(rounds.ratios) - 1) * 100:+.1f}% | "
+          f"{statistics.median(rounds.quiet_cpu):.2f} / {statistics.median(rounds.loaded_cpu):.2f} | "
+          f"{rounds.misses} of {rounds.clients} |")
+    sys.exit(1 if rounds.misses else 0)
 
 
 if __name__ == "__main__":

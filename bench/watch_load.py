@@ -31,15 +31,10 @@ GEN = tempfile.mkdtemp(prefix="traind-load-gen.")
 subprocess.run([os.path.join(HERE, "..", "examples", "python", "generate.sh"), GEN], check=True,
                stdout=subprocess.DEVNULL)
 sys.path.insert(0, GEN)
+from alternating import Rounds, cpu_seconds, split_cpus  # noqa: E402
 import grpc  # noqa: E402
 from trainer.v1 import trainer_pb2 as pb  # noqa: E402
 from trainer.v1 import trainer_pb2_grpc as pb_grpc  # noqa: E402
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main():
@@ -57,9 +52,7 @@ def main():
     env = dict(os.environ, TRAINCTL_ADDR=f"unix:{state}/traind.sock",
                TRAINCTL_CONFIG=os.path.join(state, "none.toml"))
     log = open(os.path.join(state, "traind.log"), "wb")
-    cpus = sorted(os.sched_getaffinity(0))
-    half = max(1, len(cpus) // 2)
-    daemon_cpus, client_cpus = set(cpus[:half]), set(cpus[half:] or cpus)
+    daemon_cpus, client_cpus = split_cpus()
     daemon = subprocess.Popen([os.path.join(bin_dir, "traind"), "--state-dir", state],
                               stdout=log, stderr=log,
                               preexec_fn=lambda: os.sched_setaffinity(0, daemon_cpus))
@@ -124,35 +117,22 @@ def main():
         trainctl("resume")
         return shown["result"]["epochSecondsNoEval"][0], complete, len(watchers), last_seq, daemon_cpu
 
-    quiet, loaded, misses = [], [], 0
-    quiet_cpu, loaded_cpu = [], []
-    events = 0
     try:
-        for r in range(args.rounds):
-            seconds, _, _, _, cpu = train_once(False)
-            quiet.append(seconds)
-            quiet_cpu.append(cpu)
-            seconds, complete, total, events, cpu = train_once(True)
-            loaded.append(seconds)
-            loaded_cpu.append(cpu)
-            misses += total - complete
-            print(f"round {r + 1}: no watchers {quiet[-1]:.2f} s (traind CPU {quiet_cpu[-1]:.2f} s), "
-                  f"{total} watchers {seconds:.2f} s (traind CPU {cpu:.2f} s), "
-                  f"{complete}/{total} watchers saw all {events} events", file=sys.stderr)
+        rounds = Rounds(args.rounds, train_once, "watchers")
     finally:
         daemon.terminate()
         daemon.wait()
         subprocess.run(["rm", "-rf", state, GEN])
-    q, l = statistics.median(quiet), statistics.median(loaded)
+    q, l = statistics.median(rounds.quiet), statistics.median(rounds.loaded)
     load = f"{args.watchers} watchers + 1 stalled" + (
         f" + a submission every {args.submit_every} s" if args.submit_every > 0 else "")
     print(f"| job | events | epoch s, alone | epoch s, {load} | slowdown | traind CPU s, alone "
           f"/ loaded | watchers that missed an event |")
     print("|---|---|---|---|---|---|---|")
-    print(f"| {args.model} 1 epoch, log every {args.log_every} | {events} | {q:.2f} | {l:.2f} | "
-          f"{(l / q - 1) * 100:+.1f}% | {statistics.median(quiet_cpu):.2f} / "
-          f"{statistics.median(loaded_cpu):.2f} | {misses} of {args.watchers * args.rounds} |")
-    sys.exit(1 if misses else 0)
+    print(f"| {args.model} 1 epoch, log every {args.log_every} | {rounds.events} | {q:.2f} | "
+          f"{l:.2f} | {(l / q - 1) * 100:+.1f}% | {statistics.median(rounds.quiet_cpu):.2f} / "
+          f"{statistics.median(rounds.loaded_cpu):.2f} | {rounds.misses} of {rounds.clients} |")
+    sys.exit(1 if rounds.misses else 0)
 
 
 if __name__ == "__main__":
