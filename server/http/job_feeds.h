@@ -4,7 +4,7 @@
 // under 2% on two cores (docs/benchmarks.md, "Dashboard load").
 // A tab is admitted by the service first (DashboardServer asks GetJob as that tab's caller); the
 // feed itself reads as the daemon's own user. A feed keeps the job's events from seq 1 in memory
-// while any tab follows it (a few hundred bytes each), so a tab may start anywhere, and stops when
+// while any tab follows it (a step event is about 390 bytes of JSON), so a tab may start anywhere, and stops when
 // the last tab leaves.
 //   std::shared_ptr<JobFeed> feed = feeds.Attach(job_id);
 //   feed->Take(from_seq - 1, &chunk, absl::Seconds(1));  // the chunk of seq from_seq
@@ -28,8 +28,9 @@ namespace traind {
 class JobFeed {
  public:
   // More events than this and the feed ends its tabs' streams (RESOURCE_EXHAUSTED, naming trainctl
-  // watch and the export): about 25 MB of rendered events. A 100-epoch run logging every 10 of
-  // 470 batches has about 5,000.
+  // watch and the export): about 16-20 MB of rendered events (320 bytes each on average over an
+  // MLP job's stream, 390 for a step event). A 100-epoch run logging every 10 of 470 batches has
+  // about 5,000.
   static constexpr size_t kMaxEvents = 50000;
   enum Next { kChunk, kEnd, kTimeout };
 

@@ -1,12 +1,10 @@
-// WatchBridge: one WatchJob stream, read by gRPC's callback API and handed to a thread that writes
-// it to an HTTP client (Server-Sent Events). The HTTP side waits with a timeout, so a stream of a
-// quiet job still notices within seconds that its browser went away (a keep-alive write fails)
-// instead of holding a thread until the job's next event.
-// At most kBuffered events wait here; past that the bridge stops reading until the HTTP side
-// catches up, so a slow browser holds a bounded amount of memory and, further back, the service's
-// watch reactor simply waits (as for a slow gRPC watcher).
+// WatchBridge: one WatchJob stream, read by gRPC's callback API and handed to a thread that waits
+// with a timeout (JobFeed's pump, which renders each event once for every tab on the job), so the
+// thread can look up between events (shutdown, a stopped feed) instead of blocking in a read.
+// At most kBuffered events wait here; past that the bridge stops reading until the taker catches
+// up, and further back the service's watch reactor simply waits (as for a slow gRPC watcher).
 //   auto bridge = WatchBridge::Start(stub, std::move(context), request);
-//   while (bridge->Next(&event, &status, absl::Seconds(1)) != WatchBridge::kEnd) ...
+//   while (bridge->Take(&event, &status, absl::Seconds(1)) != WatchBridge::kEnd) ...
 //   bridge->Stop();  // cancels if still open; waits for gRPC's last reaction
 #ifndef TRAIND_SERVER_HTTP_WATCH_BRIDGE_H_
 #define TRAIND_SERVER_HTTP_WATCH_BRIDGE_H_
