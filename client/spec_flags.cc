@@ -84,6 +84,16 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
        "Data parallel on the CPU: N ranks, one worker process each, gradients averaged over them "
        "(Gloo); --batch-size is per rank",
        false, true},
+      {"--gpus", "gpus",
+       "Data parallel on N GPUs (NCCL): any N free ones, one rank each, all at once; --batch-size "
+       "is per GPU. 1: one process on whichever GPU is free",
+       false, true},
+      {"--devices", "devices",
+       "Data parallel on these GPUs, one rank each: cuda:0,cuda:1 (as --gpus, but you choose)",
+       false, true},
+      {"--gradient-allreduce", "gradient_allreduce",
+       "Several GPUs: average gradients in fp32 (default) or bf16 (half the traffic; rounded sums)",
+       false, true},
       {"--deterministic", "deterministic",
        "Deterministic algorithms and seeded device generators: repeatable on CUDA too (slower)",
        true, false},

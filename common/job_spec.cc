@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "common/catalog.h"
 #include "common/status_macros.h"
@@ -24,6 +25,11 @@ const std::vector<std::string>& KnownOptimizers() {
 void ApplyDefaults(JobSpec* spec) {
   // "fp32" names no autocast, so that a sweep axis can list it beside bf16 (--amp fp32,bf16).
   if (spec->amp() == "fp32") spec->clear_amp();
+  if (spec->gradient_allreduce() == "fp32") spec->clear_gradient_allreduce();
+  // Several GPUs are CUDA devices; which ones is the daemon's choice (gpus) or the user's (devices).
+  if ((spec->gpus() > 0 || !spec->devices().empty()) && spec->device().empty()) {
+    spec->set_device("cuda");
+  }
   if (!spec->has_epochs()) spec->set_epochs(kDefaultEpochs);
   if (!spec->has_batch_size()) spec->set_batch_size(kDefaultBatchSize);
   if (!spec->has_learning_rate()) spec->set_learning_rate(kDefaultLearningRate);
@@ -133,28 +139,91 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
                                                    " (ranks of a data-parallel job), got ",
                                                    spec.processes()));
   }
-  if (spec.processes() <= 1) return absl::OkStatus();
-  if (spec.device() == "mps") {
-    return absl::InvalidArgumentError(
-        "processes: MPS has no collective library (no NCCL); a Mac runs data-parallel jobs on "
-        "the CPU: --device cpu --processes N");
-  }
-  if (spec.device() != "cpu") {
+  if (spec.gpus() < 0 || spec.gpus() > kMaxProcesses) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "processes: data-parallel jobs run on device cpu (Gloo) for now, got '",
-        spec.device().empty() ? "best available" : spec.device(),
-        "'; set --device cpu (several GPUs over NCCL are not built yet)"));
+        "gpus: 0 to ", kMaxProcesses, " (one rank per GPU), got ", spec.gpus()));
   }
+  const bool on_gpus = spec.gpus() > 0 || !spec.devices().empty();
+  if (on_gpus) {
+    ASSIGN_OR_RETURN(std::vector<std::string> listed, ParseDeviceList(spec.devices()));
+    if (spec.gpus() > 0 && !listed.empty() && static_cast<size_t>(spec.gpus()) != listed.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("gpus: ", spec.gpus(), ", but devices names ",
+                                                     listed.size(), " (give one or the other)"));
+    }
+    if (spec.processes() > 1) {
+      return absl::InvalidArgumentError(
+          "processes: for CPU ranks; on GPUs the ranks are gpus (or devices), one per GPU");
+    }
+    if (!spec.device().empty() && spec.device() != "cuda") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          spec.gpus() > 0 ? "gpus" : "devices", ": CUDA GPUs (NCCL), so device must be cuda or "
+          "unset, got '", spec.device(), "'",
+          spec.device() == "cpu" ? "; on the CPU use --processes N" : ""));
+    }
+  } else if (spec.processes() > 1) {
+    if (spec.device() == "mps") {
+      return absl::InvalidArgumentError(
+          "processes: MPS has no collective library (no NCCL); a Mac runs data-parallel jobs on "
+          "the CPU: --device cpu --processes N");
+    }
+    if (spec.device() != "cpu") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "processes: CPU ranks (Gloo), so device must be cpu, got '",
+          spec.device().empty() ? "best available" : spec.device(),
+          "'; on GPUs use --gpus N or --devices cuda:0,cuda:1"));
+    }
+  }
+  if (!spec.gradient_allreduce().empty() && spec.gradient_allreduce() != "bf16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gradient_allreduce: fp32 (default) or bf16, got '", spec.gradient_allreduce(), "'"));
+  }
+  if (spec.gradient_allreduce() == "bf16" && !on_gpus) {
+    return absl::InvalidArgumentError(
+        "gradient_allreduce: bf16 is for jobs on several GPUs (NCCL): with --gpus N or --devices");
+  }
+  if (RankCount(spec) <= 1) return absl::OkStatus();
   if (spec.has_benchmark() || spec.batch_size_auto() || spec.cuda_graph() ||
       spec.evaluate_only()) {
-    return absl::InvalidArgumentError(
-        "processes: not with a benchmark, batch_size auto, cuda_graph or evaluate_only (those "
-        "run in one process)");
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.processes() > 1 ? "processes" : spec.gpus() > 0 ? "gpus" : "devices",
+        ": not with a benchmark, batch_size auto, cuda_graph or evaluate_only (those run in one "
+        "process)"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParseDeviceList(const std::string& devices) {
+  std::vector<std::string> listed;
+  if (devices.empty()) return listed;
+  for (absl::string_view part : absl::StrSplit(devices, ',')) {
+    const std::string name(absl::StripAsciiWhitespace(part));
+    int index = -1;
+    if (!absl::StartsWith(name, "cuda:") || !absl::SimpleAtoi(name.substr(5), &index) ||
+        index < 0 || name != absl::StrCat("cuda:", index)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "devices: CUDA devices separated by commas, e.g. cuda:0,cuda:1; got '", name, "'"));
+    }
+    if (std::find(listed.begin(), listed.end(), name) != listed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("devices: ", name, " is listed twice"));
+    }
+    if (listed.size() == static_cast<size_t>(kMaxProcesses)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("devices: at most ", kMaxProcesses, " (one rank per GPU)"));
+    }
+    listed.push_back(name);
+  }
+  return listed;
+}
+
+int RankCount(const JobSpec& spec) {
+  if (spec.gpus() > 0) return spec.gpus();
+  if (!spec.devices().empty()) {
+    return static_cast<int>(std::count(spec.devices().begin(), spec.devices().end(), ',')) + 1;
+  }
+  return std::max(1, spec.processes());
+}
 
 absl::Status ValidateDeviceName(const std::string& device) {
   if (device == "cpu" || device == "mps" || device == "cuda") return absl::OkStatus();

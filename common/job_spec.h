@@ -39,6 +39,13 @@ absl::Status ValidateJobSpec(const trainer::v1::JobSpec& spec);
 // "cpu", "mps", "cuda" or "cuda:N". Availability is the daemon's business.
 absl::Status ValidateDeviceName(const std::string& device);
 
+// JobSpec.devices ("cuda:0,cuda:1") as names, in order; INVALID_ARGUMENT naming devices when an
+// entry is no "cuda:N", is repeated, or there are more than kMaxProcesses. Empty: none.
+absl::StatusOr<std::vector<std::string>> ParseDeviceList(const std::string& devices);
+
+// A job's ranks (worker processes): gpus, the devices listed, or processes; at least 1.
+int RankCount(const trainer::v1::JobSpec& spec);
+
 // "sha256:" and 64 lowercase hex digits: how a spec names an uploaded blob.
 absl::Status ValidateBlobDigest(const char* field, const std::string& digest);
 

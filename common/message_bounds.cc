@@ -24,6 +24,7 @@ constexpr Bound kStringBounds[] = {
     {"data_dir", 4096},   // a path (PATH_MAX)
     {"data_file", 4096},  // a path or a blob digest
     {"values", 4096},     // a sweep axis value may be a path
+    {"devices", 1024},    // up to kMaxProcesses "cuda:N," entries
     {"chunk", 4 << 20},   // an upload's piece (UploadReactor also checks it)
 };
 constexpr Bound kRepeatedBounds[] = {

@@ -1,7 +1,7 @@
 // DataParallel: this worker as one rank of a data-parallel job, on PyTorch's own distributed
 // engine (c10d), the way DistributedDataParallel works:
 //   rendezvous  a TCPStore at MASTER_ADDR:MASTER_PORT (rank 0 serves it), as torchrun sets up;
-//   group       Gloo (CPU tensors); NCCL for CUDA where the LibTorch build has it;
+//   group       Gloo for CPU ranks; NCCL for GPU ranks (a CUDA LibTorch 2.x), one GPU each;
 //   start       rank 0's parameters and buffers broadcast to every rank;
 //   gradients   c10d's Reducer — DDP's own engine — all-reduces them in ~25 MB buckets as the
 //               backward pass produces them (overlapped with it), averaged over the ranks.
@@ -54,10 +54,14 @@ class DataParallel {
 
   // Every rank starts from rank 0's parameters and buffers.
   void BroadcastFromRankZero(torch::nn::Module& module);
+  // Collective: rank 0's buffers (batch norm's running statistics, which follow each rank's own
+  // slice of the data) to every rank, as DDP's broadcast_buffers does.
+  void BroadcastBuffersFromRankZero(torch::nn::Module& module);
   // Averages `parameters`' gradients over the ranks during each backward pass from now on. Load
   // any weights first: Module::load replaces a parameter's storage, and a reducer attached before
   // then averages gradients the parameter no longer receives (the ranks drift apart).
-  void AttachReducer(const std::vector<torch::Tensor>& parameters);
+  // `bf16_gradients` (NCCL only): buckets travel as bf16, as DDP's bf16_compress_hook.
+  void AttachReducer(const std::vector<torch::Tensor>& parameters, bool bf16_gradients = false);
   // Call before each backward pass (DDP's forward does this).
   void PrepareForBackward();
 
@@ -73,6 +77,8 @@ class DataParallel {
 
  private:
   struct Groups;
+  // Where the helpers' small collectives (Any, AllGather, Mean) keep their tensors.
+  torch::Device collective_device() const;
   DataParallel(RankPlacement placement, torch::Device device, std::unique_ptr<Groups> groups,
                std::string backend);
 

@@ -79,6 +79,12 @@ absl::StatusOr<torch::Device> ResolveDevice(const std::string& name) {
       return absl::FailedPreconditionError(
           absl::StrCat("device: ", name, " is not available here (", count, " CUDA devices)"));
     }
+#ifdef TRAIND_HAVE_CUDA
+    // The worker's current device from now on: kernels, streams, graphs and NCCL calls that do
+    // not name a device would otherwise use cuda:0, and a rank of a multi-GPU job would create a
+    // second context there.
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#endif
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
   return absl::InvalidArgumentError(absl::StrCat("device: unknown device '", name, "'"));

@@ -15,6 +15,7 @@
 namespace traind {
 
 // "cpu", "cuda", "cuda:N", "mps" -> a device that exists here; FAILED_PRECONDITION otherwise.
+// A CUDA device also becomes this process's current one.
 absl::StatusOr<torch::Device> ResolveDevice(const std::string& name);
 
 // Every device this process can use, best first (cuda:0.., mps, cpu).

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -153,6 +154,25 @@ class JobRun {
     return dp_ != nullptr ? dp_->Any(flags) : flags;
   }
   double MeanOverRanks(double value) { return dp_ != nullptr ? dp_->Mean(value) : value; }
+  // Collective: every rank's memory into `metrics` (rank 0 reports them).
+  void AddRankMemory(const MemoryReading& mine, trainer::v1::StepMetrics* metrics) {
+    if (dp_ == nullptr) return;
+    const int64_t packed[3] = {mine.current_allocated, mine.driver_allocated,
+                               device_.has_index() ? device_.index() : -1};
+    const std::vector<std::string> all =
+        dp_->AllGather(std::string(reinterpret_cast<const char*>(packed), sizeof(packed)));
+    for (size_t r = 0; r < all.size(); ++r) {
+      int64_t theirs[3] = {0, 0, -1};
+      std::memcpy(theirs, all[r].data(), std::min(all[r].size(), sizeof(theirs)));
+      trainer::v1::RankMemory* rank = metrics->add_ranks();
+      rank->set_rank(static_cast<int32_t>(r));
+      rank->set_device(theirs[2] >= 0
+                           ? absl::StrCat(c10::DeviceTypeName(device_.type(), true), ":", theirs[2])
+                           : c10::DeviceTypeName(device_.type(), true));
+      rank->set_current_allocated_bytes(theirs[0]);
+      rank->set_driver_allocated_bytes(theirs[1]);
+    }
+  }
   // Collective: each rank's digest of its weights, logged by rank 0 (they must all be equal).
   absl::Status CheckRanksAgree(torch::nn::AnyModule& model);
   void Log(const std::string& text) {
@@ -369,14 +389,15 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   // storage, which a reducer attached before would no longer see.
   if (dp_ != nullptr) {
     dp_->BroadcastFromRankZero(*model.ptr());
-    dp_->AttachReducer(model.ptr()->parameters());
+    dp_->AttachReducer(model.ptr()->parameters(), spec_.gradient_allreduce() == "bf16");
     step.set_before_backward([this] { dp_->PrepareForBackward(); });
     const int threads = torch::get_num_threads();
     Log(absl::StrFormat("Data parallel: %d ranks (%s on %s), batch %d per rank, global batch %d, "
-                        "%d CPU thread%s per rank; gradients averaged in %d MiB buckets during "
-                        "the backward pass",
+                        "%d CPU thread%s per rank; gradients averaged in %s, in %d MiB buckets "
+                        "during the backward pass",
                         world, dp_->backend(), device_.str(), batch_size, batch_size * world,
                         threads, threads == 1 ? "" : "s",
+                        spec_.gradient_allreduce() == "bf16" ? "bf16" : "fp32",
                         static_cast<int>(DataParallel::kBucketBytes >> 20)));
   }
   double& best_validation = progress.best_validation;
@@ -497,6 +518,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         metrics->set_driver_allocated_bytes(memory.driver_allocated);
         metrics->set_peak_current_allocated_bytes(peak_current_);
         metrics->set_peak_driver_allocated_bytes(peak_driver_);
+        AddRankMemory(memory, metrics);
         Emit(std::move(event));
         window_start = Clock::now();
         window_batches = 0;
@@ -505,6 +527,9 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     step.Flush();
     Synchronize(device_);
     const double epoch_seconds = SecondsSince(epoch_start);
+    // Batch norm's running statistics follow each rank's own slice: rank 0's are the model's (as
+    // with DDP's broadcast_buffers), so every rank evaluates, and ends with, the same weights.
+    if (dp_ != nullptr) dp_->BroadcastBuffersFromRankZero(*model.ptr());
 
     JobEvent event;
     auto* summary = event.mutable_epoch_summary();

@@ -157,6 +157,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, ProbeDevices(options.worker_path));
 
   const trainer::v1::ListDevicesResponse devices_found = devices;
+  std::vector<std::string> gpus;
+  for (const auto& device : devices.devices()) {
+    if (absl::StartsWith(device.name(), "cuda:")) gpus.push_back(device.name());
+  }
   daemon->hub_ = std::make_unique<EventHub>();
   daemon->store_->SetEventListener(
       [hub = daemon->hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
@@ -165,7 +169,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
                          options.slots, options.checkpoint_minutes * 60, daemon->blobs_.get(),
-                         options.warm_workers});
+                         options.warm_workers, std::move(gpus)});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),

@@ -27,7 +27,10 @@ constexpr char kPausedSetting[] = "paused";
 }  // namespace
 
 Scheduler::Scheduler(Store* store, EventHub* hub, Options options)
-    : store_(store), hub_(hub), options_(std::move(options)) {}
+    : store_(store),
+      hub_(hub),
+      options_(std::move(options)),
+      plan_(options_.gpus, options_.slots) {}
 
 Scheduler::~Scheduler() { Shutdown(); }
 
@@ -153,11 +156,17 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> Scheduler::StartWorker(
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRanks(
-    const trainer::v1::WorkerRequest& request) {
+    const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) {
   std::vector<std::unique_ptr<WorkerProcess>> workers;
-  const int ranks = std::max(1, request.spec().processes());
+  const int ranks = static_cast<int>(devices.size());
+  // The spec names "cuda" for a job on GPUs the plan chose: each worker is told its own.
+  auto on_device = [&](const std::string& device) {
+    trainer::v1::WorkerRequest placed = request;
+    placed.mutable_spec()->set_device(device);
+    return placed;
+  };
   if (ranks == 1) {
-    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(request));
+    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(on_device(devices[0])));
     workers.push_back(std::move(worker));
     return workers;
   }
@@ -169,7 +178,7 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
         absl::StrCat("WORLD_SIZE=", ranks), "MASTER_ADDR=127.0.0.1",
         absl::StrCat("MASTER_PORT=", port)};
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
-        WorkerProcess::Start(options_.worker_path, request, environment);
+        WorkerProcess::Start(options_.worker_path, on_device(devices[r]), environment);
     if (!worker.ok()) {
       return absl::Status(worker.status().code(),
                           absl::StrCat("rank ", r, ": ", worker.status().message()));
@@ -230,20 +239,15 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
 }
 
-bool Scheduler::CanStart(const Job& job) const {
-  int on_device = 0;
-  // A data-parallel job has its device to itself (all its ranks start together, or none).
-  const bool gang = job.spec().processes() > 1;
+std::optional<std::vector<std::string>> Scheduler::PlaceJob(const Job& job,
+                                                            const std::set<std::string>& held) const {
+  std::vector<HeldDevices> holding;
   for (const auto& [id, running] : running_) {
     if (running->done) continue;
-    if (running->job.exclusive() || job.exclusive()) return false;
-    if (running->job.spec().device() == job.spec().device()) {
-      if (gang || running->job.spec().processes() > 1) return false;
-      ++on_device;
-    }
+    holding.push_back(HeldDevices{running->devices, RankCount(running->job.spec()) > 1,
+                                  running->job.exclusive()});
   }
-  auto slots = options_.slots.find(job.spec().device());
-  return on_device < (slots == options_.slots.end() ? 1 : slots->second);
+  return plan_.Place(job, holding, held);
 }
 
 void Scheduler::StartEligible() {
@@ -252,6 +256,7 @@ void Scheduler::StartEligible() {
     std::cerr << "traind: scheduler: " << queued.status() << "\n";
     return;
   }
+  std::set<std::string> held;  // devices kept for a data-parallel job ahead in the queue
   for (const Job& job : *queued) {
     // Dependencies: wait for success; inherit failure.
     bool ready = true;
@@ -274,9 +279,13 @@ void Scheduler::StartEligible() {
       continue;
     }
     if (!ready) continue;
-    if (!CanStart(job)) {
-      // The exclusive job next in line holds everything behind it, or it would starve.
+    std::optional<std::vector<std::string>> devices = PlaceJob(job, held);
+    if (!devices) {
+      // The exclusive job next in line holds everything behind it, or it would starve; a
+      // data-parallel job holds its devices.
       if (job.exclusive()) return;
+      const std::set<std::string> hold = plan_.Hold(job);
+      held.insert(hold.begin(), hold.end());
       continue;
     }
     if (absl::Status claimed = Transition(job.id(), Job::RUNNING, "", Job::QUEUED); !claimed.ok()) {
@@ -285,6 +294,7 @@ void Scheduler::StartEligible() {
     }
     auto running = std::make_unique<Running>();
     running->job = job;
+    running->devices = *std::move(devices);
     Running* r = running.get();
     running_[job.id()] = std::move(running);
     r->thread = std::thread([this, r] { Supervise(r); });
@@ -357,7 +367,7 @@ void Scheduler::Supervise(Running* running) {
     request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
   }
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
-  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started = StartRanks(request);
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started = StartRanks(request, running->devices);
   if (!started.ok()) {
     (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
     finish();
@@ -366,12 +376,15 @@ void Scheduler::Supervise(Running* running) {
   std::vector<std::unique_ptr<WorkerProcess>>& workers = *started;
   const int ranks = static_cast<int>(workers.size());
   if (ranks > 1) {
-    std::vector<std::string> pids;
-    for (const auto& worker : workers) pids.push_back(absl::StrCat(worker->pid()));
+    std::vector<std::string> placed;
+    for (int r = 0; r < ranks; ++r) {
+      placed.push_back(absl::StrCat("rank ", r, " pid ", workers[r]->pid(), " on ",
+                                    running->devices[r]));
+    }
     JobEvent started_ranks;
     started_ranks.mutable_log()->set_text(absl::StrCat(
-        "Started ", ranks, " ranks (data parallel, one worker each): pids ",
-        absl::StrJoin(pids, ", "), " for ranks 0..", ranks - 1));
+        "Started ", ranks, " ranks (data parallel, one worker each): ",
+        absl::StrJoin(placed, ", ")));
     (void)Record(job.id(), std::move(started_ranks));
   }
   {

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/blob_store.h"
+#include "server/device_plan.h"
 #include "server/event_hub.h"
 #include "server/store.h"
 #include "server/worker_process.h"
@@ -49,6 +51,7 @@ class Scheduler {
     double checkpoint_interval_seconds = 600;         // WorkerRequest's; 0: spec only
     const BlobStore* blobs = nullptr;                 // where model_file / data_file digests live
     int warm_workers = 1;                             // started ahead of need; 0: none
+    std::vector<std::string> gpus;                    // this machine's: "cuda:0", ...
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
@@ -79,6 +82,7 @@ class Scheduler {
  private:
   struct Running {
     trainer::v1::Job job;
+    std::vector<std::string> devices;     // one per rank (DevicePlan)
     std::vector<WorkerProcess*> workers;  // set once started: one per rank
     bool cancel_requested = false;
     absl::Time kill_deadline = absl::InfiniteFuture();
@@ -89,7 +93,10 @@ class Scheduler {
   void Loop();
   // Starts what may start now. Holds mu_.
   void StartEligible() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool CanStart(const trainer::v1::Job& job) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Devices for `job`'s ranks if it may start now (DevicePlan over the running jobs).
+  std::optional<std::vector<std::string>> PlaceJob(const trainer::v1::Job& job,
+                                                   const std::set<std::string>& held) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Supervise(Running* running);
   // Spawns warm workers up to options_.warm_workers (the loop thread only).
   void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -99,7 +106,7 @@ class Scheduler {
   // The job's workers: one (warm when possible), or one per rank of a data-parallel job, each
   // with torchrun's environment.
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
-      const trainer::v1::WorkerRequest& request);
+      const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
   // When a rank of a data-parallel job died of a signal and rank 0 left a checkpoint: the reason
   // to re-queue the job with (at most kMaxRankRestarts times per job and daemon).
   std::optional<std::string> ResumeAfterRankFailure(const trainer::v1::Job& job,
@@ -112,6 +119,7 @@ class Scheduler {
   Store* const store_;
   EventHub* const hub_;
   const Options options_;
+  const DevicePlan plan_;
   std::thread thread_;
 
   absl::Mutex mu_;

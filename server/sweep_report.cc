@@ -187,7 +187,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
       } else if (it != traces.end() && !it->second.steps.empty() && s > 0) {
         const auto& last = it->second.steps.back();
         // A data-parallel step trains every rank's batch.
-        const int ranks = std::max(1, job->spec().processes());
+        const int ranks = RankCount(job->spec());
         samples.push_back(static_cast<double>(last.batches_per_epoch()) * row->batch_size() *
                           ranks / s);
         losses.push_back(it->second.final_train_loss > 0 ? it->second.final_train_loss
@@ -244,10 +244,10 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     if (row->epoch_seconds_median() > 0) {
       row->set_speedup(baseline.epoch_seconds_median() / row->epoch_seconds_median());
     }
-    if (options.baseline_field == "processes" && row->speedup() > 0) {
-      // Ranks of one process count as one, as the job runs them.
-      const double ranks = std::max(1, groups[key].front()->spec().processes());
-      const double baseline_ranks = std::max(1, probe.processes());
+    if ((options.baseline_field == "processes" || options.baseline_field == "gpus") &&
+        row->speedup() > 0) {
+      const double ranks = RankCount(groups[key].front()->spec());
+      const double baseline_ranks = RankCount(probe);
       row->set_scaling_efficiency(row->speedup() * baseline_ranks / ranks);
     }
     if (row->is_baseline()) continue;

@@ -95,13 +95,35 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
   }
 
   std::vector<std::string> available;
-  for (const auto& device : devices_.devices()) available.push_back(device.name());
-  if (spec.device().empty()) {
+  std::vector<std::string> gpus_here;
+  for (const auto& device : devices_.devices()) {
+    available.push_back(device.name());
+    if (absl::StartsWith(device.name(), "cuda:")) gpus_here.push_back(device.name());
+  }
+  // A job on several GPUs keeps device "cuda": the scheduler picks its GPUs (gpus) or takes the
+  // ones listed (devices) when it starts.
+  const bool on_gpus = spec.gpus() > 0 || !spec.devices().empty();
+  if (on_gpus) {
+    ASSIGN_OR_RETURN(std::vector<std::string> listed, ParseDeviceList(spec.devices()));
+    for (const std::string& name : listed) {
+      if (std::find(gpus_here.begin(), gpus_here.end(), name) == gpus_here.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "devices: '", name, "' is not available on this machine; GPUs here: ",
+            gpus_here.empty() ? "none" : absl::StrJoin(gpus_here, ", ")));
+      }
+    }
+    if (static_cast<size_t>(spec.gpus()) > gpus_here.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gpus: ", spec.gpus(), " requested, this machine has ", gpus_here.size(),
+          gpus_here.empty() ? "" : absl::StrCat(" (", absl::StrJoin(gpus_here, ", "), ")")));
+    }
+  } else if (spec.device().empty()) {
     spec.set_device(available.empty() ? "cpu" : available.front());  // best first
   } else if (spec.device() == "cuda") {
     spec.set_device("cuda:0");
   }
-  if (std::find(available.begin(), available.end(), spec.device()) == available.end()) {
+  if (!on_gpus &&
+      std::find(available.begin(), available.end(), spec.device()) == available.end()) {
     return absl::InvalidArgumentError(absl::StrCat("device: '", spec.device(),
                                                    "' is not available on this machine; available: ",
                                                    absl::StrJoin(available, ", ")));
@@ -110,7 +132,8 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
   RETURN_IF_ERROR(ValidateJobSpec(spec));  // again: some rules depend on the resolved device
   const trainer::v1::Device* device = nullptr;
   for (const auto& d : devices_.devices()) {
-    if (d.name() == spec.device()) device = &d;
+    // Several GPUs of one machine are alike: the first stands for them.
+    if (d.name() == (on_gpus ? gpus_here.front() : spec.device())) device = &d;
   }
   if (!spec.amp().empty() && device != nullptr &&
       std::find(device->amp_dtypes().begin(), device->amp_dtypes().end(), spec.amp()) ==

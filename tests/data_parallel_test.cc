@@ -6,8 +6,10 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/daemon_fixture.h"
 
@@ -74,6 +76,61 @@ TEST_F(DataParallelJobTest, TwoCpuRanksTrainLeNet5AndEndWithIdenticalWeights) {
       << logs;
   EXPECT_EQ(digests[1].str(), digests[2].str());
   EXPECT_EQ(job.result().artifacts_size(), 2);  // rank 0 kept final and best; nobody else wrote
+  // Every step event carries each rank's memory (here each worker's RSS), by rank.
+  int steps = 0;
+  for (const JobEvent& e : Events(1)) {
+    if (!e.has_step()) continue;
+    ++steps;
+    ASSERT_EQ(e.step().ranks_size(), 2) << e.DebugString();
+    for (int rank = 0; rank < 2; ++rank) {
+      EXPECT_EQ(e.step().ranks(rank).rank(), rank);
+      EXPECT_EQ(e.step().ranks(rank).device(), "cpu");
+      EXPECT_GT(e.step().ranks(rank).current_allocated_bytes(), 10 << 20);  // a worker's RSS
+    }
+  }
+  EXPECT_GT(steps, 0);
+}
+
+TEST_F(DataParallelJobTest, TwoGpusTrainLeNet5OverNccl) {
+  // Where traind sees two GPUs (the two-H200 host); elsewhere skipped, saying why.
+  grpc::ClientContext context;
+  trainer::v1::ListDevicesResponse devices;
+  ASSERT_TRUE(stub().ListDevices(&context, trainer::v1::ListDevicesRequest(), &devices).ok());
+  int gpus = 0;
+  for (const auto& device : devices.devices()) gpus += absl::StartsWith(device.name(), "cuda:");
+  if (gpus < 2) GTEST_SKIP() << "needs two CUDA devices; traind sees " << gpus;
+
+  Result r = Trainctl({"submit", "--model", "lenet5", "--dataset", "fashion-mnist", "--gpus", "2",
+                       "--epochs", "1", "--limit-train", "12000", "--limit-test", "2000",
+                       "--log-every", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Result watched = Trainctl({"watch", r.out.substr(0, r.out.find('\n'))});  // until it ends
+  const Job job = GetJob(std::stoll(r.out));
+  ASSERT_EQ(job.state(), Job::SUCCEEDED) << job.result().error() << watched.err;
+  EXPECT_GT(job.result().test_accuracy(), 0.6);
+  const std::string logs = Logs(job.id());
+  EXPECT_NE(logs.find("on cuda:0"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("on cuda:1"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("(nccl on cuda:"), std::string::npos) << logs;
+  std::smatch digests;
+  ASSERT_TRUE(std::regex_search(logs, digests,
+                                std::regex("sha256 by rank: 0 ([0-9a-f]{16}), 1 ([0-9a-f]{16})")))
+      << logs;
+  EXPECT_EQ(digests[1].str(), digests[2].str());
+  // Each GPU's memory, by rank, in every step event.
+  int steps = 0;
+  for (const JobEvent& e : Events(job.id())) {
+    if (!e.has_step()) continue;
+    ++steps;
+    ASSERT_EQ(e.step().ranks_size(), 2) << e.DebugString();
+    std::set<std::string> on;
+    for (const auto& rank : e.step().ranks()) {
+      on.insert(rank.device());
+      EXPECT_GT(rank.current_allocated_bytes(), 0) << e.DebugString();
+    }
+    EXPECT_EQ(on, (std::set<std::string>{"cuda:0", "cuda:1"}));
+  }
+  EXPECT_GT(steps, 0);
 }
 
 TEST_F(DataParallelJobTest, LossCurveMatchesOneProcessWithTheSameGlobalBatch) {
@@ -123,7 +180,9 @@ TEST_F(DataParallelJobTest, AKilledRankRestartsEveryRankFromTheCheckpoint) {
   const std::string logs_before = Logs(id);
   ASSERT_NE(logs_before.find("Checkpoint after epoch 1"), std::string::npos) << logs_before;
   std::smatch pids;
-  ASSERT_TRUE(std::regex_search(logs_before, pids, std::regex("pids ([0-9]+), ([0-9]+) for ranks")));
+  ASSERT_TRUE(std::regex_search(logs_before, pids,
+                                std::regex("rank 0 pid ([0-9]+) on cpu, rank 1 pid ([0-9]+) on cpu")))
+      << logs_before;
   ASSERT_EQ(kill(static_cast<pid_t>(std::stol(pids[2].str())), SIGKILL), 0);
 
   const Job job = WaitForState(id, Job::SUCCEEDED, absl::Seconds(240));
@@ -195,7 +254,14 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
     std::string says;
   };
   const std::vector<Case> cases = {
-      {{"--device", "cuda", "--processes", "2"}, "processes: data-parallel jobs run on device cpu"},
+      {{"--device", "cuda", "--processes", "2"}, "processes: CPU ranks (Gloo), so device must be cpu"},
+      {{"--device", "cpu", "--gpus", "2"}, "gpus: CUDA GPUs (NCCL), so device must be cuda or unset"},
+      {{"--gpus", "65"}, "gpus: 0 to 64"},
+      {{"--gpus", "2", "--processes", "2"}, "processes: for CPU ranks"},
+      {{"--gpus", "2", "--devices", "cuda:0"}, "gpus: 2, but devices names 1"},
+      {{"--devices", "cuda:0,cuda:0"}, "devices: cuda:0 is listed twice"},
+      {{"--devices", "gpu0"}, "devices: CUDA devices separated by commas"},
+      {{"--devices", "cuda:01"}, "devices: CUDA devices separated by commas"},
       {{"--device", "mps", "--processes", "2"}, "MPS has no collective library"},
       {{"--device", "cpu", "--processes", "65"}, "processes: 0 to 64"},
       {{"--device", "cpu", "--processes", "-1"}, "processes: 0 to 64"},
@@ -219,6 +285,20 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
   const grpc::Status status = stub().SubmitJob(&context, request, &job);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("processes"), std::string::npos) << status.error_message();
+  // GPUs this machine does not have: named, with what it has.
+  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
+           {"gpus", "64"}, {"devices", "cuda:7"}}) {
+    grpc::ClientContext gpu_context;
+    trainer::v1::SubmitJobRequest gpu_request;
+    gpu_request.mutable_spec()->set_model("mlp");
+    gpu_request.mutable_spec()->set_dataset("fashion-mnist");
+    if (field == "gpus") gpu_request.mutable_spec()->set_gpus(64);
+    if (field == "devices") gpu_request.mutable_spec()->set_devices(value);
+    const grpc::Status refused = stub().SubmitJob(&gpu_context, gpu_request, &job);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
+    EXPECT_TRUE(absl::StartsWith(refused.error_message(), field + ": "))
+        << refused.error_message();
+  }
 }
 
 }  // namespace

@@ -239,6 +239,23 @@ TEST_F(QueueTest, SweepBatchSizeTakesAutoAlongsideNumbers) {
       << bad.err;
 }
 
+TEST_F(QueueTest, SweepSwitchesGoToEveryMember) {
+  // A switch takes no list: every member gets it (--hflip, --device-resident...).
+  Result sweep = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--num-samples", "64",
+                           "--image-size", "28", "--channels", "1", "--device", "cpu",
+                           "--batch-size", "8,16", "--hflip", "--device-resident", "-o", "json"});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  trainer::v1::Sweep created;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(sweep.out, &created).ok()) << sweep.out;
+  ASSERT_EQ(created.job_ids_size(), 2);
+  for (int64_t id : created.job_ids()) {
+    const Job member = GetJob(id);
+    EXPECT_TRUE(member.spec().horizontal_flip()) << member.spec().DebugString();
+    EXPECT_TRUE(member.spec().device_resident()) << member.spec().DebugString();
+    EXPECT_FALSE(member.spec().cifar_stem());  // not given: not set
+  }
+}
+
 TEST_F(QueueTest, SweepFileWithGridAndConfigs) {
   const std::string path = state_dir_ + "/sweep.yaml";
   std::ofstream(path) << "name: file sweep\n"

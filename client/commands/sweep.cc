@@ -29,6 +29,7 @@ bool IsSweepFlag(const SpecFlagInfo& row) {
 struct SweepFlags {
   std::string file;
   std::map<std::string, std::string> values;  // flag -> raw text
+  std::map<std::string, bool> switches;       // flag -> given (every member gets it)
   int repeat = 0;
   int priority = 0;
   std::string name;
@@ -67,6 +68,14 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
         return ctx.UsageError(std::string(s.message()));
       }
       axis->add_values(v);
+    }
+  }
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (!row.is_switch) continue;
+    auto it = flags.switches.find(row.flag);
+    if (it == flags.switches.end() || !it->second) continue;
+    if (absl::Status s = SetSpecField(spec->mutable_base(), row.field, "true"); !s.ok()) {
+      return ctx.UsageError(std::string(s.message()));
     }
   }
   if (flags.cmd->get_option("--repeat")->count()) spec->set_repeat(flags.repeat);
@@ -112,6 +121,12 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
     if (!IsSweepFlag(row)) continue;
     cmd->add_option(row.flag, flags->values[row.flag],
                     absl::StrCat(SpecFlagHelp(row), " (a,b,...: an axis of the grid)"));
+  }
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (row.is_switch) {
+      cmd->add_flag(row.flag, flags->switches[row.flag],
+                    absl::StrCat(SpecFlagHelp(row), " (every member)"));
+    }
   }
   cmd->add_option("--repeat", flags->repeat, "Runs of each configuration (default 1)");
   cmd->add_option("--priority", flags->priority, "Priority of every member");

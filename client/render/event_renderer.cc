@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/log_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "common/terminal_text.h"
@@ -130,10 +132,27 @@ std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
   const int64_t remaining =
       (batches - done_in_epoch) + static_cast<int64_t>(step.epochs() - step.epoch()) * batches;
   const double eta = step.step_seconds() > 0 ? remaining * step.step_seconds() : -1;
+  // Data parallel: one memory figure per device ("cuda:0 1.2 GiB, cuda:1 1.2 GiB").
+  std::string memory;
+  if (step.ranks_size() > 0) {
+    // CPU ranks share one device name: name them by rank instead.
+    std::set<std::string> names;
+    for (const trainer::v1::RankMemory& rank : step.ranks()) names.insert(rank.device());
+    const bool by_device = names.size() == static_cast<size_t>(step.ranks_size());
+    std::vector<std::string> parts;
+    for (const trainer::v1::RankMemory& rank : step.ranks()) {
+      parts.push_back(absl::StrCat(by_device ? rank.device() : absl::StrCat("rank ", rank.rank()),
+                                   " ", FormatBytes(rank.current_allocated_bytes())));
+    }
+    memory = absl::StrJoin(parts, ", ");
+  } else {
+    memory = absl::StrCat(FormatBytes(step.current_allocated_bytes()), " / ",
+                          FormatBytes(step.driver_allocated_bytes()));
+  }
   const std::string tail = absl::StrFormat(
-      " %3.0f%% %d/%d | ETA %s | loss %.4f | %.0f samples/s | mem %s / %s", fraction * 100,
+      " %3.0f%% %d/%d | ETA %s | loss %.4f | %.0f samples/s | mem %s", fraction * 100,
       done_in_epoch, batches, FormatDuration(eta), step.loss(), step.samples_per_second(),
-      FormatBytes(step.current_allocated_bytes()), FormatBytes(step.driver_allocated_bytes()));
+      memory);
   const std::string head = absl::StrFormat("epoch %d/%d ", step.epoch(), step.epochs());
   const int bar_width =
       std::clamp(width - static_cast<int>(head.size() + tail.size()) - 2, 0, 40);

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -28,6 +29,26 @@ TEST(EventRendererTest, ProgressLineShowsEverything) {
   // (421-210) + 8*421 batches at 0.05 s = 179 s
   EXPECT_NE(line.find("ETA 2m59s"), std::string::npos) << line;
   EXPECT_LE(ProgressLine(step, 60).size(), 60u);
+}
+
+TEST(EventRendererTest, ProgressLineShowsEveryRanksMemory) {
+  trainer::v1::StepMetrics step;
+  step.set_epoch(1);
+  step.set_epochs(1);
+  step.set_batches_per_epoch(100);
+  for (int r = 0; r < 2; ++r) {
+    trainer::v1::RankMemory* rank = step.add_ranks();
+    rank->set_rank(r);
+    rank->set_device(absl::StrCat("cuda:", r));
+    rank->set_current_allocated_bytes((100 + r) << 20);
+  }
+  std::string line = ProgressLine(step, 200);
+  EXPECT_NE(line.find("mem cuda:0 100.0 MiB, cuda:1 101.0 MiB"), std::string::npos) << line;
+  // CPU ranks share a device name: by rank.
+  step.mutable_ranks(0)->set_device("cpu");
+  step.mutable_ranks(1)->set_device("cpu");
+  line = ProgressLine(step, 200);
+  EXPECT_NE(line.find("mem rank 0 100.0 MiB, rank 1 101.0 MiB"), std::string::npos) << line;
 }
 
 TEST(EventRendererTest, PlainModePrintsReferenceLinesAndStates) {

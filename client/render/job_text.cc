@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "common/job_spec.h"
 #include "common/log_format.h"
 #include "common/terminal_text.h"
 
@@ -24,8 +25,12 @@ double SecondsBetween(const google::protobuf::Timestamp& a, const google::protob
 }
 
 std::string Options(const trainer::v1::JobSpec& s) {
+  const int ranks = RankCount(s);
   std::vector<std::string> parts = {
-      absl::StrCat("epochs ", s.epochs()), absl::StrCat("batch ", s.batch_size()),
+      absl::StrCat("epochs ", s.epochs()),
+      ranks > 1 ? absl::StrCat("batch ", s.batch_size(), " per rank (global ",
+                               static_cast<int64_t>(s.batch_size()) * ranks, ")")
+                : absl::StrCat("batch ", s.batch_size()),
       absl::StrFormat("%s lr %g", TerminalSafe(s.optimizer()), s.learning_rate()),
       absl::StrCat("seed ", s.seed())};
   if (s.optimizer() == "sgd" && s.momentum() > 0) {
@@ -54,7 +59,20 @@ std::string DescribeJob(const Job& job) {
                       spec.name().empty() ? "" : "  (" + TerminalSafe(spec.name()) + ")");
   absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", TerminalSafe(spec.model()),
                         TerminalSafe(spec.dataset()), TerminalSafe(spec.data_dir()));
-  absl::StrAppendFormat(&out, "  device    %s\n", TerminalSafe(spec.device()));
+  std::string device = TerminalSafe(spec.device());
+  if (!spec.devices().empty()) {
+    device = absl::StrCat(TerminalSafe(spec.devices()), ", one rank each (data parallel)");
+  } else if (spec.gpus() > 1) {
+    device = absl::StrCat(spec.gpus(), " GPUs, any free, one rank each (data parallel)");
+  } else if (spec.gpus() == 1) {
+    device = "1 GPU, any free";
+  } else if (spec.processes() > 1) {
+    device += absl::StrCat(", ", spec.processes(), " ranks (data parallel)");
+  }
+  if (!spec.gradient_allreduce().empty()) {
+    device += absl::StrCat(", gradients averaged in ", TerminalSafe(spec.gradient_allreduce()));
+  }
+  absl::StrAppendFormat(&out, "  device    %s\n", device);
   absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
   absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
   if (job.has_start_time()) {

@@ -1,0 +1,93 @@
+#include "server/device_plan.h"
+
+#include <algorithm>
+
+#include "common/job_spec.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+
+DevicePlan::DevicePlan(std::vector<std::string> gpus, std::map<std::string, int> slots)
+    : gpus_(std::move(gpus)), slots_(std::move(slots)) {}
+
+int DevicePlan::SlotsOf(const std::string& device) const {
+  auto it = slots_.find(device);
+  if (it == slots_.end() && device.rfind("cuda:", 0) == 0) it = slots_.find("cuda");
+  return it == slots_.end() ? 1 : it->second;
+}
+
+namespace {
+
+bool OnGpus(const trainer::v1::JobSpec& spec) {
+  return spec.gpus() > 0 || !spec.devices().empty();
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> DevicePlan::Place(
+    const Job& job, const std::vector<HeldDevices>& running,
+    const std::set<std::string>& held) const {
+  const trainer::v1::JobSpec& spec = job.spec();
+  std::map<std::string, int> load;  // running jobs per device
+  std::set<std::string> whole;      // devices a data-parallel job holds
+  for (const HeldDevices& r : running) {
+    if (r.exclusive || job.exclusive()) return std::nullopt;
+    const std::set<std::string> distinct(r.devices.begin(), r.devices.end());
+    for (const std::string& device : distinct) {
+      ++load[device];
+      if (r.whole) whole.insert(device);
+    }
+  }
+  const int ranks = RankCount(spec);
+  auto idle = [&](const std::string& device) { return load[device] == 0 && !held.count(device); };
+
+  if (OnGpus(spec)) {
+    absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
+    if (!listed.ok()) return std::nullopt;  // validated at submit
+    std::vector<std::string> chosen;
+    if (!listed->empty()) {
+      for (const std::string& device : *listed) {
+        if (!idle(device)) return std::nullopt;
+      }
+      chosen = *listed;
+    } else if (ranks == 1) {
+      // One GPU, any: the least busy one with a free slot, the lowest index on a tie.
+      const std::string* best = nullptr;
+      for (const std::string& device : gpus_) {
+        if (whole.count(device) || held.count(device) || load[device] >= SlotsOf(device)) continue;
+        if (best == nullptr || load[device] < load[*best]) best = &device;
+      }
+      if (best == nullptr) return std::nullopt;
+      chosen = {*best};
+    } else {
+      for (const std::string& device : gpus_) {
+        if (static_cast<int>(chosen.size()) == ranks) break;
+        if (idle(device)) chosen.push_back(device);
+      }
+      if (static_cast<int>(chosen.size()) < ranks) return std::nullopt;
+    }
+    return chosen;
+  }
+
+  const std::string& device = spec.device();
+  if (ranks > 1) {  // CPU ranks: the whole CPU
+    if (!idle(device)) return std::nullopt;
+    return std::vector<std::string>(static_cast<size_t>(ranks), device);
+  }
+  if (whole.count(device) || held.count(device) || load[device] >= SlotsOf(device)) {
+    return std::nullopt;
+  }
+  return std::vector<std::string>{device};
+}
+
+std::set<std::string> DevicePlan::Hold(const Job& job) const {
+  const trainer::v1::JobSpec& spec = job.spec();
+  if (RankCount(spec) <= 1) return {};
+  if (!OnGpus(spec)) return {spec.device()};
+  absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
+  if (listed.ok() && !listed->empty()) return {listed->begin(), listed->end()};
+  return {gpus_.begin(), gpus_.end()};  // any of them may be the ones it gets
+}
+
+}  // namespace traind

@@ -1,0 +1,52 @@
+// DevicePlan: which devices a queued job would run on if it started now, given what runs.
+//
+// Devices are "cpu", "mps" and "cuda:N". A one-process job takes a share of its device (--slots
+// DEVICE=N jobs at once, default 1; "cuda" slots apply to every GPU not named itself). A
+// data-parallel job takes its devices whole, all at once or none (gang scheduling): CPU ranks the
+// whole CPU, GPU ranks one GPU each, never shared while it runs. Since nothing is reserved
+// piecemeal, two multi-device jobs cannot deadlock each other; `Hold` keeps later one-device
+// jobs off the GPUs a waiting multi-GPU job needs, so a stream of small jobs cannot starve it.
+// An exclusive job runs alone. Pure logic, no locking: the scheduler calls it under its mutex.
+#ifndef TRAIND_SERVER_DEVICE_PLAN_H_
+#define TRAIND_SERVER_DEVICE_PLAN_H_
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+// What a running job holds.
+struct HeldDevices {
+  std::vector<std::string> devices;  // one per rank
+  bool whole = false;                // a data-parallel job: nothing else on these devices
+  bool exclusive = false;
+};
+
+class DevicePlan {
+ public:
+  // `gpus`: this machine's CUDA devices ("cuda:0", ...), in order.
+  DevicePlan(std::vector<std::string> gpus, std::map<std::string, int> slots);
+
+  // One device per rank of `job` (RankCount), or nullopt when it must wait. `held`: devices
+  // kept free for jobs ahead of it in the queue (see Hold).
+  std::optional<std::vector<std::string>> Place(const trainer::v1::Job& job,
+                                                const std::vector<HeldDevices>& running,
+                                                const std::set<std::string>& held) const;
+  // The devices a job that could not start keeps later jobs off: a data-parallel job's.
+  std::set<std::string> Hold(const trainer::v1::Job& job) const;
+
+  int SlotsOf(const std::string& device) const;
+
+ private:
+  const std::vector<std::string> gpus_;
+  const std::map<std::string, int> slots_;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_DEVICE_PLAN_H_

@@ -1,0 +1,103 @@
+#include "server/device_plan.h"
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+using Devices = std::vector<std::string>;
+
+const DevicePlan kTwoGpus({"cuda:0", "cuda:1"}, {{"cpu", 2}});
+
+Job OnDevice(const std::string& device) {
+  Job job;
+  job.mutable_spec()->set_device(device);
+  return job;
+}
+
+Job OnGpus(int gpus) {
+  Job job;
+  job.mutable_spec()->set_device("cuda");
+  job.mutable_spec()->set_gpus(gpus);
+  return job;
+}
+
+Job OnListed(const std::string& devices) {
+  Job job;
+  job.mutable_spec()->set_device("cuda");
+  job.mutable_spec()->set_devices(devices);
+  return job;
+}
+
+HeldDevices Single(const std::string& device) { return HeldDevices{{device}, false, false}; }
+HeldDevices Whole(Devices devices) { return HeldDevices{std::move(devices), true, false}; }
+
+TEST(DevicePlanTest, GpusTakesFreeGpusWhole) {
+  EXPECT_EQ(kTwoGpus.Place(OnGpus(2), {}, {}), (Devices{"cuda:0", "cuda:1"}));
+  // One job on cuda:0 leaves one GPU: a two-GPU job waits, a one-GPU job takes cuda:1.
+  EXPECT_EQ(kTwoGpus.Place(OnGpus(2), {Single("cuda:0")}, {}), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnGpus(1), {Single("cuda:0")}, {}), (Devices{"cuda:1"}));
+  // Nothing shares a data-parallel job's GPUs, whatever the slots.
+  const DevicePlan shared({"cuda:0", "cuda:1"}, {{"cuda", 4}});
+  EXPECT_EQ(shared.Place(OnDevice("cuda:0"), {Whole({"cuda:0", "cuda:1"})}, {}), std::nullopt);
+  EXPECT_EQ(shared.Place(OnGpus(1), {Whole({"cuda:0", "cuda:1"})}, {}), std::nullopt);
+  EXPECT_EQ(shared.Place(OnDevice("cuda:1"), {Single("cuda:1")}, {}), (Devices{"cuda:1"}));
+  // The CPU is another device.
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Whole({"cuda:0", "cuda:1"})}, {}),
+            (Devices{"cpu"}));
+}
+
+TEST(DevicePlanTest, OneGpuGoesToTheLeastBusy) {
+  const DevicePlan shared({"cuda:0", "cuda:1"}, {{"cuda", 2}});
+  EXPECT_EQ(shared.Place(OnGpus(1), {}, {}), (Devices{"cuda:0"}));
+  EXPECT_EQ(shared.Place(OnGpus(1), {Single("cuda:0")}, {}), (Devices{"cuda:1"}));
+  EXPECT_EQ(shared.Place(OnGpus(1), {Single("cuda:0"), Single("cuda:1")}, {}),
+            (Devices{"cuda:0"}));
+  EXPECT_EQ(shared.Place(OnGpus(1),
+                         {Single("cuda:0"), Single("cuda:1"), Single("cuda:0"), Single("cuda:1")},
+                         {}),
+            std::nullopt);
+}
+
+TEST(DevicePlanTest, ListedDevicesMustAllBeIdle) {
+  EXPECT_EQ(kTwoGpus.Place(OnListed("cuda:1,cuda:0"), {}, {}), (Devices{"cuda:1", "cuda:0"}));
+  EXPECT_EQ(kTwoGpus.Place(OnListed("cuda:0,cuda:1"), {Single("cuda:1")}, {}), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnListed("cuda:1"), {Single("cuda:0")}, {}), (Devices{"cuda:1"}));
+}
+
+TEST(DevicePlanTest, CpuRanksTakeTheWholeCpu) {
+  Job ranks = OnDevice("cpu");
+  ranks.mutable_spec()->set_processes(2);
+  EXPECT_EQ(kTwoGpus.Place(ranks, {}, {}), (Devices{"cpu", "cpu"}));
+  EXPECT_EQ(kTwoGpus.Place(ranks, {Single("cpu")}, {}), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Whole({"cpu", "cpu"})}, {}), std::nullopt);
+  // Two slots: two one-process jobs share the CPU, a third waits.
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Single("cpu")}, {}), (Devices{"cpu"}));
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Single("cpu"), Single("cpu")}, {}), std::nullopt);
+}
+
+TEST(DevicePlanTest, AWaitingMultiGpuJobHoldsItsGpusAgainstLaterJobs) {
+  // The queue: a two-GPU job that cannot start (cuda:0 busy), then a one-GPU job. Without the
+  // hold the second would take cuda:1 and the first could wait forever behind such jobs.
+  const std::set<std::string> held = kTwoGpus.Hold(OnGpus(2));
+  EXPECT_EQ(held, (std::set<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cuda:1"), {Single("cuda:0")}, held), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnGpus(1), {Single("cuda:0")}, held), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Single("cuda:0")}, held), (Devices{"cpu"}));
+  EXPECT_EQ(kTwoGpus.Hold(OnListed("cuda:1,cuda:0")),
+            (std::set<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_TRUE(kTwoGpus.Hold(OnDevice("cuda:0")).empty());
+}
+
+TEST(DevicePlanTest, AnExclusiveJobRunsAlone) {
+  Job exclusive = OnDevice("cpu");
+  exclusive.set_exclusive(true);
+  EXPECT_EQ(kTwoGpus.Place(exclusive, {}, {}), (Devices{"cpu"}));
+  EXPECT_EQ(kTwoGpus.Place(exclusive, {Single("cuda:1")}, {}), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cuda:1"), {HeldDevices{{"cpu"}, false, true}}, {}),
+            std::nullopt);
+}
+
+}  // namespace
+}  // namespace traind
