@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/file_ops.h"
 #include "common/write_all.h"
 
 namespace traind {
@@ -35,17 +36,17 @@ PartFile::~PartFile() {
 bool PartFile::Write(const std::string& bytes) { return WriteAll(fd_, bytes); }
 
 absl::Status PartFile::KeepAs(const std::string& output, bool force) {
-  if (fsync(fd_) != 0 || close(fd_) != 0) {
+  if (Files().Fsync(fd_) != 0 || close(fd_) != 0) {
     fd_ = -1;
     return absl::DataLossError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
   }
   fd_ = -1;
   if (force) {
-    if (std::rename(path_.c_str(), output.c_str()) != 0) {
+    if (Files().Rename(path_.c_str(), output.c_str()) != 0) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
     }
-  } else if (link(path_.c_str(), output.c_str()) != 0) {
+  } else if (Files().Link(path_.c_str(), output.c_str()) != 0) {
     return errno == EEXIST
                ? absl::AlreadyExistsError(
                      absl::StrCat(output, " appeared meanwhile; --force overwrites it"))

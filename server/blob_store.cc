@@ -16,6 +16,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
+#include "common/file_ops.h"
+#include "common/write_all.h"
 #include "common/status_macros.h"
 
 namespace traind {
@@ -33,7 +35,7 @@ absl::Status MakeDir(const std::string& path) {
 
 void FsyncDir(const std::string& dir) {
   if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-    fsync(fd);
+    Files().Fsync(fd);
     close(fd);
   }
 }
@@ -87,15 +89,18 @@ bool IsBlobOwner(const trainer::v1::Blob& blob, const std::string& owner) {
 
 absl::Status BlobStore::WriteDescription(const trainer::v1::Blob& blob,
                                          const std::string& temp) const {
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << blob.SerializeAsString();
-    if (!out.flush()) {
-      unlink(temp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write the description of ", blob.digest()));
-    }
+  // Durable before it takes its name: a crash must not leave an empty description in place.
+  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const bool written =
+      fd >= 0 && WriteAll(fd, blob.SerializeAsString()) && Files().Fsync(fd) == 0;
+  const int error = errno;
+  if (fd >= 0) close(fd);
+  if (!written) {
+    unlink(temp.c_str());
+    return absl::InternalError(absl::StrCat("cannot write the description of ", blob.digest(),
+                                            ": ", std::strerror(error)));
   }
-  if (std::rename(temp.c_str(), (PathOf(blob.digest()) + ".blob").c_str()) != 0) {
+  if (Files().Rename(temp.c_str(), (PathOf(blob.digest()) + ".blob").c_str()) != 0) {
     unlink(temp.c_str());
     return absl::InternalError(absl::StrCat("cannot store the description of ", blob.digest(),
                                             ": ", std::strerror(errno)));
@@ -193,7 +198,7 @@ absl::Status BlobStore::Upload::Append(absl::string_view bytes) {
   }
   hash_.Update(bytes);
   while (!bytes.empty()) {
-    const ssize_t n = write(fd_, bytes.data(), bytes.size());
+    const ssize_t n = Files().Write(fd_, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == ENOSPC) return absl::ResourceExhaustedError("upload: disk full on the daemon");
@@ -215,7 +220,7 @@ absl::Status BlobStore::Upload::Verify() {
     return absl::InvalidArgumentError(absl::StrCat(
         "upload: the content's digest is ", actual, ", not ", header_.digest(), " as announced"));
   }
-  if (fsync(fd_) != 0) {
+  if (Files().Fsync(fd_) != 0) {
     return absl::InternalError(absl::StrCat("upload: fsync failed: ", std::strerror(errno)));
   }
   close(fd_);
@@ -247,7 +252,7 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
   // is never looked at.
   RETURN_IF_ERROR(store_->WriteDescription(blob, temp_path_ + ".blob"));
   chmod(temp_path_.c_str(), 0400);
-  if (std::rename(temp_path_.c_str(), path.c_str()) != 0) {
+  if (Files().Rename(temp_path_.c_str(), path.c_str()) != 0) {
     return absl::InternalError(
         absl::StrCat("upload: cannot move the content into place: ", std::strerror(errno)));
   }

@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/faulty_file_ops.h"
 #include "common/sha256.h"
 #include "common/temp_dir_for_tests.h"
 #include "gtest/gtest.h"
@@ -60,6 +62,63 @@ TEST(BlobStoreTest, CommittedContentIsFoundByItsDigest) {
   std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(stored, content);
   EXPECT_EQ(FilesIn(temp.path() + "/blobs/incoming"), 0);
+}
+
+// Every write, fsync and rename of an upload failing in turn: the failing step says what failed
+// and why, nothing is stored under the digest, nothing is left in incoming/, and the same upload
+// then succeeds.
+TEST(BlobStoreTest, AFailedWriteFsyncOrRenameStoresNothingAndSaysWhy) {
+  using Call = FaultyFileOps::Call;
+  struct Fault {
+    Call call;
+    int error;
+    int skip;  // calls of that kind that go through first
+    absl::StatusCode code;
+    const char* says;
+  };
+  const absl::StatusCode kInternal = absl::StatusCode::kInternal;
+  const Fault faults[] = {
+      {Call::kWrite, ENOSPC, 0, absl::StatusCode::kResourceExhausted,
+       "upload: disk full on the daemon"},
+      {Call::kWrite, EIO, 0, kInternal, "upload: write failed: Input/output error"},
+      {Call::kFsync, EIO, 0, kInternal, "upload: fsync failed: Input/output error"},
+      {Call::kFsync, EIO, 1, kInternal,  // the description's
+       "cannot write the description of sha256:"},
+      {Call::kRename, EIO, 0, kInternal, "cannot store the description of sha256:"},
+      {Call::kRename, EROFS, 1, kInternal,
+       "upload: cannot move the content into place: Read-only file system"},
+  };
+  TempDirForTests temp;
+  auto store = BlobStore::Open(temp.path() + "/blobs");
+  ASSERT_TRUE(store.ok()) << store.status();
+  const std::string content = "bytes that must arrive whole or not at all";
+  for (const Fault& fault : faults) {
+    SCOPED_TRACE(fault.says);
+    FaultyFileOps faulty;
+    absl::Status status;
+    {
+      ScopedFileOps installed(&faulty);
+      faulty.FailOnce(fault.call, fault.error, fault.skip);
+      auto upload = (*store)->BeginUpload(Header(content), 1 << 20);
+      ASSERT_TRUE(upload.ok()) << upload.status();
+      status = (*upload)->Append(content);
+      if (status.ok()) status = (*upload)->Verify();
+      if (status.ok()) status = (*upload)->Commit("a description").status();
+    }
+    EXPECT_TRUE(faulty.failed());
+    EXPECT_EQ(status.code(), fault.code) << status;
+    EXPECT_NE(status.message().find(fault.says), std::string::npos) << status;
+    EXPECT_FALSE(Exists((*store)->PathOf(DigestOf(content))));
+    EXPECT_EQ(FilesIn(temp.path() + "/blobs/incoming"), 0);
+  }
+  auto upload = (*store)->BeginUpload(Header(content), 1 << 20);
+  ASSERT_TRUE(upload.ok()) << upload.status();
+  ASSERT_TRUE((*upload)->Append(content).ok());
+  ASSERT_TRUE((*upload)->Verify().ok());
+  ASSERT_TRUE((*upload)->Commit("a description").ok());
+  auto blob = (*store)->Get(DigestOf(content));
+  ASSERT_TRUE(blob.ok()) << blob.status();
+  EXPECT_EQ(blob->description(), "a description");
 }
 
 // The same content from two tokens: both own it; deleting one's last job leaves the other's.

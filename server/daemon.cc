@@ -1,6 +1,7 @@
 #include "server/daemon.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -55,37 +56,70 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
 }
 
 // Asks traind-worker which devices this machine has; the daemon itself never loads LibTorch.
-absl::StatusOr<trainer::v1::ListDevicesResponse> ProbeDevices(const std::string& worker_path) {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe");
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    execl(worker_path.c_str(), worker_path.c_str(), "--list-devices", nullptr);
-    _exit(127);
+// The worker needs about a second to start LibTorch, so the probe runs while the daemon opens its
+// state (Start) and is collected when the devices are needed: a restart costs the longer of the
+// two, not their sum. A probe never collected (start-up failed) is killed and reaped.
+class DeviceProbe {
+ public:
+  static absl::StatusOr<std::unique_ptr<DeviceProbe>> Start(const std::string& worker_path) {
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe");
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(out[0]);
+      close(out[1]);
+      return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
+    }
+    if (pid == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      execl(worker_path.c_str(), worker_path.c_str(), "--list-devices", nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    return std::unique_ptr<DeviceProbe>(new DeviceProbe(worker_path, pid, out[0]));
   }
-  close(out[1]);
-  std::string bytes;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(out[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) bytes.append(buf, static_cast<size_t>(n));
+
+  ~DeviceProbe() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
   }
-  close(out[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  DelimitedReader reader;
-  reader.Append(bytes.data(), bytes.size());
-  trainer::v1::ListDevicesResponse devices;
-  bool got_one = false;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !reader.Next(&devices, &got_one).ok() ||
-      !got_one) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot list devices with ", worker_path,
-                     " (is traind-worker installed next to traind? --worker sets its path)"));
+
+  // Waits for the worker's answer.
+  absl::StatusOr<trainer::v1::ListDevicesResponse> Finish() {
+    std::string bytes;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd_, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+      if (n > 0) bytes.append(buf, static_cast<size_t>(n));
+    }
+    close(fd_);
+    fd_ = -1;
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    DelimitedReader reader;
+    reader.Append(bytes.data(), bytes.size());
+    trainer::v1::ListDevicesResponse devices;
+    bool got_one = false;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !reader.Next(&devices, &got_one).ok() ||
+        !got_one) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot list devices with ", worker_path_,
+                       " (is traind-worker installed next to traind? --worker sets its path)"));
+    }
+    return devices;
   }
-  return devices;
-}
+
+ private:
+  DeviceProbe(std::string worker_path, pid_t pid, int fd)
+      : worker_path_(std::move(worker_path)), pid_(pid), fd_(fd) {}
+  const std::string worker_path_;
+  pid_t pid_;
+  int fd_;
+};
 
 // The configured roots plus the default Fashion-MNIST directory, resolved (symlinks, ..) once.
 std::vector<std::string> DataRoots(std::vector<std::string> roots) {
@@ -150,11 +184,12 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   ASSIGN_OR_RETURN(daemon->access_, AccessControl::Create(options.token_file, options.limits));
   daemon->options_ = options;
 
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceProbe> probe, DeviceProbe::Start(options.worker_path));
   RETURN_IF_ERROR(PreparePrivateDir(options.state_dir));
   ASSIGN_OR_RETURN(daemon->lock_fd_, LockStateDir(options.state_dir));
   ASSIGN_OR_RETURN(daemon->store_, Store::Open(options.state_dir + "/traind.db"));
   ASSIGN_OR_RETURN(daemon->blobs_, BlobStore::Open(options.state_dir + "/blobs"));
-  ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, ProbeDevices(options.worker_path));
+  ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, probe->Finish());
 
   const trainer::v1::ListDevicesResponse devices_found = devices;
   std::vector<std::string> gpus;

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "gtest/gtest.h"
+#include "server/faulty_sqlite_vfs.h"
 
 namespace traind {
 namespace {
@@ -228,6 +229,55 @@ TEST_F(StoreTest, UnknownJobIsNotFound) {
   auto store = Open();
   EXPECT_EQ(store->GetJob(42).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(store->AppendEvent(42, JobEvent()).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A write or fsync of the database failing (disk full, I/O error): the event is refused with
+// the cause, nothing committed before is lost, the next event takes the next seq (no gap), and
+// the file reopens whole.
+TEST_F(StoreTest, AFailedWriteOrSyncLosesNothingCommitted) {
+  FaultySqliteVfs vfs;  // before the store, which writes through it, and gone after it
+  {
+    auto store = Open();
+    const int64_t id = store->CreateJob(Spec())->id();
+    struct Fault {
+      bool sync;
+      int error;
+      absl::StatusCode code;
+      const char* says;
+    };
+    const Fault faults[] = {
+        {false, SQLITE_FULL, absl::StatusCode::kResourceExhausted, "disk full"},
+        {false, SQLITE_IOERR_WRITE, absl::StatusCode::kInternal, "disk I/O error"},
+        {true, SQLITE_IOERR_FSYNC, absl::StatusCode::kInternal, "disk I/O error"},
+    };
+    int64_t seq = 1;
+    for (const Fault& fault : faults) {
+      SCOPED_TRACE(fault.says);
+      JobEvent step;
+      step.mutable_step()->set_batch(static_cast<int32_t>(seq));
+      if (fault.sync) {
+        vfs.FailNextSync(fault.error);
+      } else {
+        vfs.FailNextWrite(fault.error);
+      }
+      const int failures = vfs.failures();
+      auto refused = store->AppendEvent(id, step);
+      EXPECT_EQ(vfs.failures(), failures + 1);
+      EXPECT_EQ(refused.status().code(), fault.code) << refused.status();
+      EXPECT_NE(refused.status().message().find(fault.says), std::string::npos)
+          << refused.status();
+      EXPECT_EQ(store->GetJob(id)->last_seq(), seq);  // not stored
+      auto stored = store->AppendEvent(id, step);
+      ASSERT_TRUE(stored.ok()) << stored.status();
+      EXPECT_EQ(stored->seq(), ++seq);
+    }
+  }
+  auto store = Open();  // quick_check passes
+  auto events = store->ReadEvents(1, 1, 100);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 4u);
+  for (size_t i = 0; i < events->size(); ++i) EXPECT_EQ((*events)[i].seq(), int64_t(i) + 1);
+  EXPECT_EQ(store->GetJob(1)->last_seq(), 4);
 }
 
 TEST_F(StoreTest, NotADatabaseIsDataLoss) {
