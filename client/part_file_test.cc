@@ -18,7 +18,8 @@ namespace {
 int FilesIn(const std::string& dir) {
   int n = 0;
   std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
-  while (const dirent* e = readdir(d.get())) n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
+  while (const dirent* e = readdir(d.get()))
+    n += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
   return n;
 }
 
@@ -52,9 +53,12 @@ TEST(PartFileTest, AFailedWriteFsyncLinkOrRenameLeavesNothingHalfWritten) {
     absl::StatusCode code;
     const char* says;
   };
-  for (const Case& c : {Case{Call::kFsync, EIO, false, absl::StatusCode::kDataLoss, "Input/output error"},
-                        Case{Call::kLink, EDQUOT, false, absl::StatusCode::kPermissionDenied, "Disk quota exceeded"},
-                        Case{Call::kRename, EROFS, true, absl::StatusCode::kPermissionDenied, "Read-only file system"}}) {
+  for (const Case& c :
+       {Case{Call::kFsync, EIO, false, absl::StatusCode::kDataLoss, "Input/output error"},
+        Case{Call::kLink, EDQUOT, false, absl::StatusCode::kPermissionDenied,
+             "Disk quota exceeded"},
+        Case{Call::kRename, EROFS, true, absl::StatusCode::kPermissionDenied,
+             "Read-only file system"}}) {
     SCOPED_TRACE(c.says);
     FaultyFileOps faulty;
     ScopedFileOps installed(&faulty);

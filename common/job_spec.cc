@@ -4,11 +4,11 @@
 #include <cmath>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
 #include "common/catalog.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -26,7 +26,8 @@ void ApplyDefaults(JobSpec* spec) {
   // "fp32" names no autocast, so that a sweep axis can list it beside bf16 (--amp fp32,bf16).
   if (spec->amp() == "fp32") spec->clear_amp();
   if (spec->gradient_allreduce() == "fp32") spec->clear_gradient_allreduce();
-  // Several GPUs are CUDA devices; which ones is the daemon's choice (gpus) or the user's (devices).
+  // Several GPUs are CUDA devices; which ones is the daemon's choice (gpus) or the user's
+  // (devices).
   if ((spec->gpus() > 0 || !spec->devices().empty()) && spec->device().empty()) {
     spec->set_device("cuda");
   }
@@ -140,8 +141,8 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
                                                    spec.processes()));
   }
   if (spec.gpus() < 0 || spec.gpus() > kMaxProcesses) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gpus: 0 to ", kMaxProcesses, " (one rank per GPU), got ", spec.gpus()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus: 0 to ", kMaxProcesses, " (one rank per GPU), got ", spec.gpus()));
   }
   const bool on_gpus = spec.gpus() > 0 || !spec.devices().empty();
   if (on_gpus) {
@@ -156,9 +157,10 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
     }
     if (!spec.device().empty() && spec.device() != "cuda") {
       return absl::InvalidArgumentError(absl::StrCat(
-          spec.gpus() > 0 ? "gpus" : "devices", ": CUDA GPUs (NCCL), so device must be cuda or "
-          "unset, got '", spec.device(), "'",
-          spec.device() == "cpu" ? "; on the CPU use --processes N" : ""));
+          spec.gpus() > 0 ? "gpus" : "devices",
+          ": CUDA GPUs (NCCL), so device must be cuda or "
+          "unset, got '",
+          spec.device(), "'", spec.device() == "cpu" ? "; on the CPU use --processes N" : ""));
     }
   } else if (spec.processes() > 1) {
     if (spec.device() == "mps") {
@@ -167,10 +169,10 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
           "the CPU: --device cpu --processes N");
     }
     if (spec.device() != "cpu") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "processes: CPU ranks (Gloo), so device must be cpu, got '",
-          spec.device().empty() ? "best available" : spec.device(),
-          "'; on GPUs use --gpus N or --devices cuda:0,cuda:1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("processes: CPU ranks (Gloo), so device must be cpu, got '",
+                       spec.device().empty() ? "best available" : spec.device(),
+                       "'; on GPUs use --gpus N or --devices cuda:0,cuda:1"));
     }
   }
   if (!spec.gradient_allreduce().empty() && spec.gradient_allreduce() != "bf16") {
@@ -185,7 +187,9 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
   if (spec.has_benchmark() || spec.batch_size_auto() || spec.cuda_graph() ||
       spec.evaluate_only()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        spec.processes() > 1 ? "processes" : spec.gpus() > 0 ? "gpus" : "devices",
+        spec.processes() > 1 ? "processes"
+        : spec.gpus() > 0    ? "gpus"
+                             : "devices",
         ": not with a benchmark, batch_size auto, cuda_graph or evaluate_only (those run in one "
         "process)"));
   }

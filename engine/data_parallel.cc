@@ -334,9 +334,8 @@ std::vector<std::string> DataParallel::AllGather(const std::string& text) {
   std::vector<at::Tensor> input{mine.to(collective_device())};
   std::vector<std::vector<at::Tensor>> output(1);
   for (int r = 0; r < placement_.world_size; ++r) {
-    output[0].push_back(torch::empty({length}, torch::TensorOptions()
-                                                   .dtype(torch::kUInt8)
-                                                   .device(collective_device())));
+    output[0].push_back(torch::empty(
+        {length}, torch::TensorOptions().dtype(torch::kUInt8).device(collective_device())));
   }
   groups_->group->allgather(output, input)->wait();
   std::vector<std::string> texts;
@@ -348,8 +347,7 @@ std::vector<std::string> DataParallel::AllGather(const std::string& text) {
 }
 
 double DataParallel::Mean(double value) {
-  return AllReduce(*groups_->group,
-                   torch::tensor({value}, torch::kFloat64).to(collective_device()),
+  return AllReduce(*groups_->group, torch::tensor({value}, torch::kFloat64).to(collective_device()),
                    c10d::ReduceOp::SUM)
              .item<double>() /
          placement_.world_size;

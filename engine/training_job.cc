@@ -1,18 +1,16 @@
 #include "engine/training_job.h"
 
-#include <torch/torch.h>
-
+#include <fcntl.h>
 #include <signal.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
+#include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -21,8 +19,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/sha256.h"
 #include "common/job_spec.h"
+#include "common/sha256.h"
 #include "common/status_macros.h"
 #include "data/dataset.h"
 #include "engine/artifacts.h"
@@ -392,13 +390,13 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     dp_->AttachReducer(model.ptr()->parameters(), spec_.gradient_allreduce() == "bf16");
     step.set_before_backward([this] { dp_->PrepareForBackward(); });
     const int threads = torch::get_num_threads();
-    Log(absl::StrFormat("Data parallel: %d ranks (%s on %s), batch %d per rank, global batch %d, "
-                        "%d CPU thread%s per rank; gradients averaged in %s, in %d MiB buckets "
-                        "during the backward pass",
-                        world, dp_->backend(), device_.str(), batch_size, batch_size * world,
-                        threads, threads == 1 ? "" : "s",
-                        spec_.gradient_allreduce() == "bf16" ? "bf16" : "fp32",
-                        static_cast<int>(DataParallel::kBucketBytes >> 20)));
+    Log(absl::StrFormat(
+        "Data parallel: %d ranks (%s on %s), batch %d per rank, global batch %d, "
+        "%d CPU thread%s per rank; gradients averaged in %s, in %d MiB buckets "
+        "during the backward pass",
+        world, dp_->backend(), device_.str(), batch_size, batch_size * world, threads,
+        threads == 1 ? "" : "s", spec_.gradient_allreduce() == "bf16" ? "bf16" : "fp32",
+        static_cast<int>(DataParallel::kBucketBytes >> 20)));
   }
   double& best_validation = progress.best_validation;
   int& best_epoch = progress.best_epoch;

@@ -1,12 +1,11 @@
 #include "server/blob_store.h"
 
-#include <algorithm>
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,10 +14,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/job_spec.h"
 #include "common/file_ops.h"
-#include "common/write_all.h"
+#include "common/job_spec.h"
 #include "common/status_macros.h"
+#include "common/write_all.h"
 
 namespace traind {
 
@@ -91,14 +90,13 @@ absl::Status BlobStore::WriteDescription(const trainer::v1::Blob& blob,
                                          const std::string& temp) const {
   // Durable before it takes its name: a crash must not leave an empty description in place.
   const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const bool written =
-      fd >= 0 && WriteAll(fd, blob.SerializeAsString()) && Files().Fsync(fd) == 0;
+  const bool written = fd >= 0 && WriteAll(fd, blob.SerializeAsString()) && Files().Fsync(fd) == 0;
   const int error = errno;
   if (fd >= 0) close(fd);
   if (!written) {
     unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write the description of ", blob.digest(),
-                                            ": ", std::strerror(error)));
+    return absl::InternalError(absl::StrCat("cannot write the description of ", blob.digest(), ": ",
+                                            std::strerror(error)));
   }
   if (Files().Rename(temp.c_str(), (PathOf(blob.digest()) + ".blob").c_str()) != 0) {
     unlink(temp.c_str());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/job_spec.h"
 
 namespace traind {
@@ -19,15 +21,13 @@ int DevicePlan::SlotsOf(const std::string& device) const {
 
 namespace {
 
-bool OnGpus(const trainer::v1::JobSpec& spec) {
-  return spec.gpus() > 0 || !spec.devices().empty();
-}
+bool OnGpus(const trainer::v1::JobSpec& spec) { return spec.gpus() > 0 || !spec.devices().empty(); }
 
 }  // namespace
 
-std::optional<std::vector<std::string>> DevicePlan::Place(
-    const Job& job, const std::vector<HeldDevices>& running,
-    const std::set<std::string>& held) const {
+std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
+                                                          const std::vector<HeldDevices>& running,
+                                                          const std::set<std::string>& held) const {
   const trainer::v1::JobSpec& spec = job.spec();
   std::map<std::string, int> load;  // running jobs per device
   std::set<std::string> whole;      // devices a data-parallel job holds
@@ -79,6 +79,26 @@ std::optional<std::vector<std::string>> DevicePlan::Place(
     return std::nullopt;
   }
   return std::vector<std::string>{device};
+}
+
+absl::Status DevicePlan::Feasible(const Job& job) const {
+  const trainer::v1::JobSpec& spec = job.spec();
+  if (!OnGpus(spec)) return absl::OkStatus();
+  const std::string here =
+      gpus_.empty() ? "no GPU" : absl::StrCat(gpus_.size(), " (", absl::StrJoin(gpus_, ", "), ")");
+  if (spec.gpus() > static_cast<int>(gpus_.size())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("gpus: ", spec.gpus(), " requested, this machine has ", here));
+  }
+  absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
+  if (!listed.ok()) return absl::FailedPreconditionError(listed.status().message());
+  for (const std::string& device : *listed) {
+    if (std::find(gpus_.begin(), gpus_.end(), device) == gpus_.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("devices: ", device, " is not on this machine, which has ", here));
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::set<std::string> DevicePlan::Hold(const Job& job) const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
@@ -39,6 +40,10 @@ class DevicePlan {
                                                 const std::set<std::string>& held) const;
   // The devices a job that could not start keeps later jobs off: a data-parallel job's.
   std::set<std::string> Hold(const trainer::v1::Job& job) const;
+  // FAILED_PRECONDITION when `job` can never start here: more GPUs than the machine has, or a
+  // listed one it lacks (a job queued before a restart that lost a GPU). Submit refuses such
+  // jobs; this catches those already queued.
+  absl::Status Feasible(const trainer::v1::Job& job) const;
 
   int SlotsOf(const std::string& device) const;
 

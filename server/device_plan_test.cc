@@ -44,20 +44,18 @@ TEST(DevicePlanTest, GpusTakesFreeGpusWhole) {
   EXPECT_EQ(shared.Place(OnGpus(1), {Whole({"cuda:0", "cuda:1"})}, {}), std::nullopt);
   EXPECT_EQ(shared.Place(OnDevice("cuda:1"), {Single("cuda:1")}, {}), (Devices{"cuda:1"}));
   // The CPU is another device.
-  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Whole({"cuda:0", "cuda:1"})}, {}),
-            (Devices{"cpu"}));
+  EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Whole({"cuda:0", "cuda:1"})}, {}), (Devices{"cpu"}));
 }
 
 TEST(DevicePlanTest, OneGpuGoesToTheLeastBusy) {
   const DevicePlan shared({"cuda:0", "cuda:1"}, {{"cuda", 2}});
   EXPECT_EQ(shared.Place(OnGpus(1), {}, {}), (Devices{"cuda:0"}));
   EXPECT_EQ(shared.Place(OnGpus(1), {Single("cuda:0")}, {}), (Devices{"cuda:1"}));
-  EXPECT_EQ(shared.Place(OnGpus(1), {Single("cuda:0"), Single("cuda:1")}, {}),
-            (Devices{"cuda:0"}));
-  EXPECT_EQ(shared.Place(OnGpus(1),
-                         {Single("cuda:0"), Single("cuda:1"), Single("cuda:0"), Single("cuda:1")},
-                         {}),
-            std::nullopt);
+  EXPECT_EQ(shared.Place(OnGpus(1), {Single("cuda:0"), Single("cuda:1")}, {}), (Devices{"cuda:0"}));
+  EXPECT_EQ(
+      shared.Place(OnGpus(1),
+                   {Single("cuda:0"), Single("cuda:1"), Single("cuda:0"), Single("cuda:1")}, {}),
+      std::nullopt);
 }
 
 TEST(DevicePlanTest, ListedDevicesMustAllBeIdle) {
@@ -85,9 +83,20 @@ TEST(DevicePlanTest, AWaitingMultiGpuJobHoldsItsGpusAgainstLaterJobs) {
   EXPECT_EQ(kTwoGpus.Place(OnDevice("cuda:1"), {Single("cuda:0")}, held), std::nullopt);
   EXPECT_EQ(kTwoGpus.Place(OnGpus(1), {Single("cuda:0")}, held), std::nullopt);
   EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Single("cuda:0")}, held), (Devices{"cpu"}));
-  EXPECT_EQ(kTwoGpus.Hold(OnListed("cuda:1,cuda:0")),
-            (std::set<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(kTwoGpus.Hold(OnListed("cuda:1,cuda:0")), (std::set<std::string>{"cuda:0", "cuda:1"}));
   EXPECT_TRUE(kTwoGpus.Hold(OnDevice("cuda:0")).empty());
+}
+
+TEST(DevicePlanTest, AJobThisMachineCanNeverRunIsInfeasible) {
+  EXPECT_TRUE(kTwoGpus.Feasible(OnGpus(2)).ok());
+  EXPECT_TRUE(kTwoGpus.Feasible(OnDevice("cpu")).ok());
+  EXPECT_EQ(kTwoGpus.Feasible(OnGpus(3)).message(),
+            "gpus: 3 requested, this machine has 2 (cuda:0, cuda:1)");
+  EXPECT_EQ(kTwoGpus.Feasible(OnListed("cuda:0,cuda:2")).message(),
+            "devices: cuda:2 is not on this machine, which has 2 (cuda:0, cuda:1)");
+  const DevicePlan no_gpu({}, {});
+  EXPECT_EQ(no_gpu.Feasible(OnGpus(1)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(no_gpu.Feasible(OnGpus(1)).message(), "gpus: 1 requested, this machine has no GPU");
 }
 
 TEST(DevicePlanTest, AnExclusiveJobRunsAlone) {

@@ -103,10 +103,25 @@ class FaultySqliteVfs {
   }
   // Version 2 (shared memory for WAL) and no memory-mapped I/O (xFetch), which SQLite then
   // does without.
-  static constexpr sqlite3_io_methods kMethods = {
-      2,         &Close,      &Read,         &Write,           &Truncate, &Sync,
-      &FileSize, &Lock,       &Unlock,       &CheckReservedLock, &FileControl, &SectorSize,
-      &DeviceCharacteristics, &ShmMap, &ShmLock, &ShmBarrier, &ShmUnmap, nullptr, nullptr};
+  static constexpr sqlite3_io_methods kMethods = {2,
+                                                  &Close,
+                                                  &Read,
+                                                  &Write,
+                                                  &Truncate,
+                                                  &Sync,
+                                                  &FileSize,
+                                                  &Lock,
+                                                  &Unlock,
+                                                  &CheckReservedLock,
+                                                  &FileControl,
+                                                  &SectorSize,
+                                                  &DeviceCharacteristics,
+                                                  &ShmMap,
+                                                  &ShmLock,
+                                                  &ShmBarrier,
+                                                  &ShmUnmap,
+                                                  nullptr,
+                                                  nullptr};
 
   sqlite3_vfs* const root_;
   sqlite3_vfs vfs_;

@@ -239,8 +239,8 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
 }
 
-std::optional<std::vector<std::string>> Scheduler::PlaceJob(const Job& job,
-                                                            const std::set<std::string>& held) const {
+std::optional<std::vector<std::string>> Scheduler::PlaceJob(
+    const Job& job, const std::set<std::string>& held) const {
   std::vector<HeldDevices> holding;
   for (const auto& [id, running] : running_) {
     if (running->done) continue;
@@ -279,6 +279,11 @@ void Scheduler::StartEligible() {
       continue;
     }
     if (!ready) continue;
+    if (absl::Status feasible = plan_.Feasible(job); !feasible.ok()) {
+      (void)Transition(job.id(), Job::FAILED, std::string(feasible.message()), Job::QUEUED);
+      wake_ = true;  // its dependents are next
+      continue;
+    }
     std::optional<std::vector<std::string>> devices = PlaceJob(job, held);
     if (!devices) {
       // The exclusive job next in line holds everything behind it, or it would starve; a
@@ -367,7 +372,8 @@ void Scheduler::Supervise(Running* running) {
     request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
   }
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
-  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started = StartRanks(request, running->devices);
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started =
+      StartRanks(request, running->devices);
   if (!started.ok()) {
     (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
     finish();
@@ -378,13 +384,13 @@ void Scheduler::Supervise(Running* running) {
   if (ranks > 1) {
     std::vector<std::string> placed;
     for (int r = 0; r < ranks; ++r) {
-      placed.push_back(absl::StrCat("rank ", r, " pid ", workers[r]->pid(), " on ",
-                                    running->devices[r]));
+      placed.push_back(
+          absl::StrCat("rank ", r, " pid ", workers[r]->pid(), " on ", running->devices[r]));
     }
     JobEvent started_ranks;
-    started_ranks.mutable_log()->set_text(absl::StrCat(
-        "Started ", ranks, " ranks (data parallel, one worker each): ",
-        absl::StrJoin(placed, ", ")));
+    started_ranks.mutable_log()->set_text(
+        absl::StrCat("Started ", ranks,
+                     " ranks (data parallel, one worker each): ", absl::StrJoin(placed, ", ")));
     (void)Record(job.id(), std::move(started_ranks));
   }
   {

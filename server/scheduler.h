@@ -18,8 +18,8 @@
 #ifndef TRAIND_SERVER_SCHEDULER_H_
 #define TRAIND_SERVER_SCHEDULER_H_
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>

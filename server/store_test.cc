@@ -264,8 +264,7 @@ TEST_F(StoreTest, AFailedWriteOrSyncLosesNothingCommitted) {
       auto refused = store->AppendEvent(id, step);
       EXPECT_EQ(vfs.failures(), failures + 1);
       EXPECT_EQ(refused.status().code(), fault.code) << refused.status();
-      EXPECT_NE(refused.status().message().find(fault.says), std::string::npos)
-          << refused.status();
+      EXPECT_NE(refused.status().message().find(fault.says), std::string::npos) << refused.status();
       EXPECT_EQ(store->GetJob(id)->last_seq(), seq);  // not stored
       auto stored = store->AppendEvent(id, step);
       ASSERT_TRUE(stored.ok()) << stored.status();

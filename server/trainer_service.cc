@@ -107,9 +107,9 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
     ASSIGN_OR_RETURN(std::vector<std::string> listed, ParseDeviceList(spec.devices()));
     for (const std::string& name : listed) {
       if (std::find(gpus_here.begin(), gpus_here.end(), name) == gpus_here.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "devices: '", name, "' is not available on this machine; GPUs here: ",
-            gpus_here.empty() ? "none" : absl::StrJoin(gpus_here, ", ")));
+        return absl::InvalidArgumentError(
+            absl::StrCat("devices: '", name, "' is not available on this machine; GPUs here: ",
+                         gpus_here.empty() ? "none" : absl::StrJoin(gpus_here, ", ")));
       }
     }
     if (static_cast<size_t>(spec.gpus()) > gpus_here.size()) {
@@ -122,8 +122,7 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
   } else if (spec.device() == "cuda") {
     spec.set_device("cuda:0");
   }
-  if (!on_gpus &&
-      std::find(available.begin(), available.end(), spec.device()) == available.end()) {
+  if (!on_gpus && std::find(available.begin(), available.end(), spec.device()) == available.end()) {
     return absl::InvalidArgumentError(absl::StrCat("device: '", spec.device(),
                                                    "' is not available on this machine; available: ",
                                                    absl::StrJoin(available, ", ")));

@@ -180,8 +180,8 @@ TEST_F(DataParallelJobTest, AKilledRankRestartsEveryRankFromTheCheckpoint) {
   const std::string logs_before = Logs(id);
   ASSERT_NE(logs_before.find("Checkpoint after epoch 1"), std::string::npos) << logs_before;
   std::smatch pids;
-  ASSERT_TRUE(std::regex_search(logs_before, pids,
-                                std::regex("rank 0 pid ([0-9]+) on cpu, rank 1 pid ([0-9]+) on cpu")))
+  ASSERT_TRUE(std::regex_search(
+      logs_before, pids, std::regex("rank 0 pid ([0-9]+) on cpu, rank 1 pid ([0-9]+) on cpu")))
       << logs_before;
   ASSERT_EQ(kill(static_cast<pid_t>(std::stol(pids[2].str())), SIGKILL), 0);
 
@@ -254,8 +254,10 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
     std::string says;
   };
   const std::vector<Case> cases = {
-      {{"--device", "cuda", "--processes", "2"}, "processes: CPU ranks (Gloo), so device must be cpu"},
-      {{"--device", "cpu", "--gpus", "2"}, "gpus: CUDA GPUs (NCCL), so device must be cuda or unset"},
+      {{"--device", "cuda", "--processes", "2"},
+       "processes: CPU ranks (Gloo), so device must be cpu"},
+      {{"--device", "cpu", "--gpus", "2"},
+       "gpus: CUDA GPUs (NCCL), so device must be cuda or unset"},
       {{"--gpus", "65"}, "gpus: 0 to 64"},
       {{"--gpus", "2", "--processes", "2"}, "processes: for CPU ranks"},
       {{"--gpus", "2", "--devices", "cuda:0"}, "gpus: 2, but devices names 1"},
@@ -286,8 +288,8 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("processes"), std::string::npos) << status.error_message();
   // GPUs this machine does not have: named, with what it has.
-  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
-           {"gpus", "64"}, {"devices", "cuda:7"}}) {
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"gpus", "64"}, {"devices", "cuda:7"}}) {
     grpc::ClientContext gpu_context;
     trainer::v1::SubmitJobRequest gpu_request;
     gpu_request.mutable_spec()->set_model("mlp");
@@ -296,8 +298,7 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
     if (field == "devices") gpu_request.mutable_spec()->set_devices(value);
     const grpc::Status refused = stub().SubmitJob(&gpu_context, gpu_request, &job);
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << field;
-    EXPECT_TRUE(absl::StartsWith(refused.error_message(), field + ": "))
-        << refused.error_message();
+    EXPECT_TRUE(absl::StartsWith(refused.error_message(), field + ": ")) << refused.error_message();
   }
 }
 

@@ -9,8 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/log_format.h"
-#include "google/protobuf/util/json_util.h"
 #include "common/terminal_text.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace traind {
 
@@ -151,8 +151,7 @@ std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
   }
   const std::string tail = absl::StrFormat(
       " %3.0f%% %d/%d | ETA %s | loss %.4f | %.0f samples/s | mem %s", fraction * 100,
-      done_in_epoch, batches, FormatDuration(eta), step.loss(), step.samples_per_second(),
-      memory);
+      done_in_epoch, batches, FormatDuration(eta), step.loss(), step.samples_per_second(), memory);
   const std::string head = absl::StrFormat("epoch %d/%d ", step.epoch(), step.epochs());
   const int bar_width =
       std::clamp(width - static_cast<int>(head.size() + tail.size()) - 2, 0, 40);

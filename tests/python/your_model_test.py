@@ -183,6 +183,23 @@ class YourModelTest(unittest.TestCase):
         self.assertEqual(len(report["rows"]), 2)
         self.assertTrue(all(row["succeeded"] == 1 for row in report["rows"]), report)
 
+    def test_a_torchscript_model_trains_on_two_cpu_ranks(self):
+        # Data parallel with your own module: the ranks start from rank 0's parameters, average
+        # their gradients, and must end with the same weights (the job fails if they do not).
+        model = self.script(Net(), "ranks.pt")
+        job_id = self.submit("--model-file", model, "--dataset", "tensors", "--data-file",
+                             self.data, "--upload", "--epochs", "2", "--batch-size", "32",
+                             "--device", "cpu", "--processes", "2").stdout.strip()
+        job = wait_job(job_id)
+        logs = trainctl("logs", job_id).stdout
+        if "without data-parallel support" in logs or "no Gloo process group" in logs:
+            self.skipTest("this traind-worker cannot run CPU ranks: " + logs.splitlines()[-1])
+        self.assertEqual(job["state"], "SUCCEEDED", logs)
+        self.assertIn("Started 2 ranks", logs)
+        self.assertIn("batch 32 per rank, global batch 64", logs)
+        self.assertIn("every rank ends with the same weights", logs)
+        self.assertGreater(job["result"]["testAccuracy"], 0.5)
+
     def test_image_folder(self):
         from PIL import Image
         root = self.work / "images"
