@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/daemon_fixture.h"
 
@@ -287,6 +288,22 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
   const grpc::Status status = stub().SubmitJob(&context, request, &job);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(status.error_message().find("processes"), std::string::npos) << status.error_message();
+  // A sweep over GPU counts is held to the same rules, member by member (where the machine has
+  // fewer than two GPUs; on the two-GPU host it would queue real jobs).
+  grpc::ClientContext devices_context;
+  trainer::v1::ListDevicesResponse devices;
+  ASSERT_TRUE(
+      stub().ListDevices(&devices_context, trainer::v1::ListDevicesRequest(), &devices).ok());
+  int gpus = 0;
+  for (const auto& device : devices.devices()) gpus += absl::StartsWith(device.name(), "cuda:");
+  if (gpus < 2) {
+    Result sweep = Trainctl({"sweep", "--model", "mlp", "--dataset", "fashion-mnist", "--gpus",
+                             "1,2"});
+    EXPECT_EQ(sweep.exit_code, 2) << sweep.err;
+    EXPECT_NE(sweep.err.find(absl::StrCat("requested, this machine has ", gpus)),
+              std::string::npos)
+        << sweep.err;
+  }
   // GPUs this machine does not have: named, with what it has.
   for (const auto& [field, value] :
        std::vector<std::pair<std::string, std::string>>{{"gpus", "64"}, {"devices", "cuda:7"}}) {
