@@ -34,7 +34,7 @@ class FaultySqliteVfs {
 
  private:
   // SQLite allocates szOsFile bytes per open file: ours, then the real VFS's file behind it.
-  struct alignas(16) File {
+  struct File {  // pointers only: SQLite's 8-byte alignment suits it, and the real file after it
     sqlite3_file base;
     FaultySqliteVfs* owner;
     sqlite3_file* real;
