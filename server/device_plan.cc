@@ -25,6 +25,25 @@ bool OnGpus(const trainer::v1::JobSpec& spec) { return spec.gpus() > 0 || !spec.
 
 }  // namespace
 
+absl::Status CheckGpusExist(const trainer::v1::JobSpec& spec, const std::vector<std::string>& gpus) {
+  if (!OnGpus(spec)) return absl::OkStatus();
+  const std::string here =
+      gpus.empty() ? "no GPU" : absl::StrCat(gpus.size(), " (", absl::StrJoin(gpus, ", "), ")");
+  if (spec.gpus() > static_cast<int>(gpus.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus: ", spec.gpus(), " requested, this machine has ", here));
+  }
+  absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
+  if (!listed.ok()) return listed.status();
+  for (const std::string& device : *listed) {
+    if (std::find(gpus.begin(), gpus.end(), device) == gpus.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("devices: ", device, " is not on this machine, which has ", here));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
                                                           const std::vector<HeldDevices>& running,
                                                           const std::set<std::string>& held) const {
@@ -82,23 +101,8 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
 }
 
 absl::Status DevicePlan::Feasible(const Job& job) const {
-  const trainer::v1::JobSpec& spec = job.spec();
-  if (!OnGpus(spec)) return absl::OkStatus();
-  const std::string here =
-      gpus_.empty() ? "no GPU" : absl::StrCat(gpus_.size(), " (", absl::StrJoin(gpus_, ", "), ")");
-  if (spec.gpus() > static_cast<int>(gpus_.size())) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("gpus: ", spec.gpus(), " requested, this machine has ", here));
-  }
-  absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
-  if (!listed.ok()) return absl::FailedPreconditionError(listed.status().message());
-  for (const std::string& device : *listed) {
-    if (std::find(gpus_.begin(), gpus_.end(), device) == gpus_.end()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("devices: ", device, " is not on this machine, which has ", here));
-    }
-  }
-  return absl::OkStatus();
+  absl::Status exist = CheckGpusExist(job.spec(), gpus_);
+  return exist.ok() ? exist : absl::FailedPreconditionError(exist.message());
 }
 
 std::set<std::string> DevicePlan::Hold(const Job& job) const {

@@ -28,6 +28,11 @@ struct HeldDevices {
   bool exclusive = false;
 };
 
+// INVALID_ARGUMENT naming gpus or devices when `spec` asks for GPUs this machine (`gpus`:
+// "cuda:0", ...) does not have: "gpus: 4 requested, this machine has 2 (cuda:0, cuda:1)". Submit
+// refuses with it; DevicePlan::Feasible fails a job queued before a restart that lost a GPU.
+absl::Status CheckGpusExist(const trainer::v1::JobSpec& spec, const std::vector<std::string>& gpus);
+
 class DevicePlan {
  public:
   // `gpus`: this machine's CUDA devices ("cuda:0", ...), in order.

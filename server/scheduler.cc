@@ -239,15 +239,8 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
 }
 
-std::optional<std::vector<std::string>> Scheduler::PlaceJob(
-    const Job& job, const std::set<std::string>& held) const {
-  std::vector<HeldDevices> holding;
-  for (const auto& [id, running] : running_) {
-    if (running->done) continue;
-    holding.push_back(HeldDevices{running->devices, RankCount(running->job.spec()) > 1,
-                                  running->job.exclusive()});
-  }
-  return plan_.Place(job, holding, held);
+HeldDevices Scheduler::HeldBy(const Running& running) {
+  return HeldDevices{running.devices, RankCount(running.job.spec()) > 1, running.job.exclusive()};
 }
 
 void Scheduler::StartEligible() {
@@ -257,6 +250,11 @@ void Scheduler::StartEligible() {
     return;
   }
   std::set<std::string> held;  // devices kept for a data-parallel job ahead in the queue
+  // What runs, gathered once per pass; a job started below is added as it starts.
+  std::vector<HeldDevices> holding;
+  for (const auto& [id, running] : running_) {
+    if (!running->done) holding.push_back(HeldBy(*running));
+  }
   for (const Job& job : *queued) {
     // Dependencies: wait for success; inherit failure.
     bool ready = true;
@@ -284,7 +282,7 @@ void Scheduler::StartEligible() {
       wake_ = true;  // its dependents are next
       continue;
     }
-    std::optional<std::vector<std::string>> devices = PlaceJob(job, held);
+    std::optional<std::vector<std::string>> devices = plan_.Place(job, holding, held);
     if (!devices) {
       // The exclusive job next in line holds everything behind it, or it would starve; a
       // data-parallel job holds its devices.
@@ -300,6 +298,7 @@ void Scheduler::StartEligible() {
     auto running = std::make_unique<Running>();
     running->job = job;
     running->devices = *std::move(devices);
+    holding.push_back(HeldBy(*running));
     Running* r = running.get();
     running_[job.id()] = std::move(running);
     r->thread = std::thread([this, r] { Supervise(r); });

@@ -23,7 +23,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,10 +92,8 @@ class Scheduler {
   void Loop();
   // Starts what may start now. Holds mu_.
   void StartEligible() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Devices for `job`'s ranks if it may start now (DevicePlan over the running jobs).
-  std::optional<std::vector<std::string>> PlaceJob(const trainer::v1::Job& job,
-                                                   const std::set<std::string>& held) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a running job holds, for DevicePlan.
+  static HeldDevices HeldBy(const Running& running);
   void Supervise(Running* running);
   // Spawns warm workers up to options_.warm_workers (the loop thread only).
   void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

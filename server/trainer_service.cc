@@ -20,6 +20,7 @@
 #include "common/paths.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
+#include "server/device_plan.h"
 #include "server/download_reactor.h"
 #include "server/job_files.h"
 #include "server/job_fold.h"
@@ -104,19 +105,7 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
   // ones listed (devices) when it starts.
   const bool on_gpus = spec.gpus() > 0 || !spec.devices().empty();
   if (on_gpus) {
-    ASSIGN_OR_RETURN(std::vector<std::string> listed, ParseDeviceList(spec.devices()));
-    for (const std::string& name : listed) {
-      if (std::find(gpus_here.begin(), gpus_here.end(), name) == gpus_here.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("devices: '", name, "' is not available on this machine; GPUs here: ",
-                         gpus_here.empty() ? "none" : absl::StrJoin(gpus_here, ", ")));
-      }
-    }
-    if (static_cast<size_t>(spec.gpus()) > gpus_here.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "gpus: ", spec.gpus(), " requested, this machine has ", gpus_here.size(),
-          gpus_here.empty() ? "" : absl::StrCat(" (", absl::StrJoin(gpus_here, ", "), ")")));
-    }
+    RETURN_IF_ERROR(CheckGpusExist(spec, gpus_here));
   } else if (spec.device().empty()) {
     spec.set_device(available.empty() ? "cpu" : available.front());  // best first
   } else if (spec.device() == "cuda") {

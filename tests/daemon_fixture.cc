@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "client/stored_events.h"
 #include "client/trainctl.h"
 
 namespace traind {
@@ -104,18 +105,9 @@ Job DaemonTest::WaitForState(int64_t id, Job::State state, absl::Duration timeou
 
 std::vector<trainer::v1::JobEvent> DaemonTest::Events(int64_t id) {
   std::vector<trainer::v1::JobEvent> events;
-  int64_t from_seq = 1;
-  do {
-    trainer::v1::ListJobEventsRequest request;
-    request.set_id(id);
-    request.set_from_seq(from_seq);
-    trainer::v1::ListJobEventsResponse response;
-    grpc::ClientContext context;
-    grpc::Status status = stub().ListJobEvents(&context, request, &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    events.insert(events.end(), response.events().begin(), response.events().end());
-    from_seq = response.next_seq();
-  } while (from_seq > 0);
+  const grpc::Status status = ForEachStoredEvent(
+      stub(), id, [&](const trainer::v1::JobEvent& event) { events.push_back(event); });
+  EXPECT_TRUE(status.ok()) << status.error_message();
   return events;
 }
 
