@@ -26,6 +26,7 @@ void ApplyDefaults(JobSpec* spec) {
   // "fp32" names no autocast, so that a sweep axis can list it beside bf16 (--amp fp32,bf16).
   if (spec->amp() == "fp32") spec->clear_amp();
   if (spec->gradient_allreduce() == "fp32") spec->clear_gradient_allreduce();
+  if (spec->backend() == "local") spec->clear_backend();
   // Several GPUs are CUDA devices; which ones is the daemon's choice (gpus) or the user's
   // (devices).
   if ((spec->gpus() > 0 || !spec->devices().empty()) && spec->device().empty()) {
@@ -134,7 +135,79 @@ absl::Status ValidateScheduleAndStopping(const JobSpec& spec) {
   return absl::OkStatus();
 }
 
+// Only these characters, at most `max_length` of them: what reaches sbatch's command line.
+absl::Status SlurmWord(const char* field, const std::string& value, const char* allowed_chars,
+                       size_t max_length, const char* example) {
+  if (value.size() > max_length || value.find_first_not_of(allowed_chars) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": at most ", max_length, " of ", example, ", got '", value, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBackend(const JobSpec& spec) {
+  if (!spec.backend().empty() && spec.backend() != "slurm") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("backend: local (default) or slurm, got '", spec.backend(), "'"));
+  }
+  if (!IsSlurmJob(spec)) {
+    const char* slurm_only = spec.nodes() != 0            ? "nodes"
+                             : spec.gpus_per_node() != 0  ? "gpus_per_node"
+                             : !spec.partition().empty()  ? "partition"
+                             : !spec.time_limit().empty() ? "time_limit"
+                                                          : nullptr;
+    if (slurm_only != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(slurm_only, ": only for jobs on Slurm (--backend slurm)"));
+    }
+    return absl::OkStatus();
+  }
+  if (spec.gpus() > 0 || !spec.devices().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.gpus() > 0 ? "gpus" : "devices",
+        ": this machine's GPUs; on Slurm ask for --gpus-per-node N and --processes (tasks)"));
+  }
+  if (spec.device() != "cpu" && spec.device() != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device: cpu or cuda on Slurm (the node's GPU for each task), got '",
+                     spec.device().empty() ? "best available" : spec.device(), "'"));
+  }
+  if (spec.nodes() < 0 || spec.nodes() > kMaxProcesses) {
+    return absl::InvalidArgumentError(absl::StrCat("nodes: 0 (as Slurm places the tasks) to ",
+                                                   kMaxProcesses, ", got ", spec.nodes()));
+  }
+  if (spec.nodes() > RankCount(spec)) {
+    return absl::InvalidArgumentError(absl::StrCat("nodes: ", spec.nodes(), " for ",
+                                                   RankCount(spec),
+                                                   " task(s): at least one task per node "
+                                                   "(--processes N)"));
+  }
+  if (spec.gpus_per_node() < 0 || spec.gpus_per_node() > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpus_per_node: 0 to 16, got ", spec.gpus_per_node()));
+  }
+  if (spec.device() == "cuda" && spec.gpus_per_node() == 0) {
+    return absl::InvalidArgumentError(
+        "gpus_per_node: device cuda on Slurm needs GPUs allocated: --gpus-per-node N");
+  }
+  if (spec.device() == "cpu" && spec.gpus_per_node() > 0) {
+    return absl::InvalidArgumentError("gpus_per_node: for device cuda, not cpu");
+  }
+  RETURN_IF_ERROR(SlurmWord("partition", spec.partition(),
+                            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-,",
+                            64, "letters, digits, _ . - and commas"));
+  RETURN_IF_ERROR(SlurmWord("time_limit", spec.time_limit(), "0123456789:-", 16,
+                            "Slurm's time format (minutes, H:MM:SS or D-HH:MM:SS)"));
+  return absl::OkStatus();
+}
+
 absl::Status ValidateDataParallel(const JobSpec& spec) {
+  // On Slurm, `processes` counts tasks, each on a CPU or on one GPU of its node.
+  if (IsSlurmJob(spec) && spec.device() == "cuda" && spec.processes() > 1) {
+    JobSpec as_cpu_ranks = spec;
+    as_cpu_ranks.set_device("cpu");
+    return ValidateDataParallel(as_cpu_ranks);
+  }
   if (spec.processes() < 0 || spec.processes() > kMaxProcesses) {
     return absl::InvalidArgumentError(absl::StrCat("processes: 0 to ", kMaxProcesses,
                                                    " (ranks of a data-parallel job), got ",
@@ -220,6 +293,8 @@ absl::StatusOr<std::vector<std::string>> ParseDeviceList(const std::string& devi
   }
   return listed;
 }
+
+bool IsSlurmJob(const JobSpec& spec) { return spec.backend() == "slurm"; }
 
 int RankCount(const JobSpec& spec) {
   if (spec.gpus() > 0) return spec.gpus();
@@ -426,6 +501,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
         "num_samples, channels, classes: only for dataset 'fake'");
   }
   RETURN_IF_ERROR(ValidateScheduleAndStopping(spec));
+  RETURN_IF_ERROR(ValidateBackend(spec));
   RETURN_IF_ERROR(ValidateDataParallel(spec));
   if (spec.cuda_graph()) {
     if (!spec.device().empty() && spec.device().rfind("cuda", 0) != 0) {

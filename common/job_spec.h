@@ -45,6 +45,8 @@ absl::StatusOr<std::vector<std::string>> ParseDeviceList(const std::string& devi
 
 // A job's ranks (worker processes): gpus, the devices listed, or processes; at least 1.
 int RankCount(const trainer::v1::JobSpec& spec);
+// Whether the job runs on a Slurm cluster (backend slurm) rather than this machine's devices.
+bool IsSlurmJob(const trainer::v1::JobSpec& spec);
 
 // "sha256:" and 64 lowercase hex digits: how a spec names an uploaded blob.
 absl::Status ValidateBlobDigest(const char* field, const std::string& digest);

@@ -163,5 +163,67 @@ TEST(JobSpecTest, NonFiniteAndNegativeTrainingValuesAreRefused) {
   EXPECT_TRUE(ValidateJobSpec(fine).ok());
 }
 
+// A job on Slurm: tasks through processes, resources as sbatch's; what would reach sbatch's
+// command line is held to plain words, and Slurm's fields need backend slurm.
+TEST(JobSpecTest, SlurmFieldsAreCheckedAndNeedBackendSlurm) {
+  auto refused = [](const JobSpec& spec, const std::string& field) {
+    absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_EQ(status.message().rfind(field + ":", 0), 0u) << status;
+  };
+  JobSpec spec = Valid();
+  spec.set_backend("slurm");
+  spec.set_device("cpu");
+  spec.set_processes(4);
+  spec.set_nodes(2);
+  spec.set_partition("debug,gpu");
+  spec.set_time_limit("1-00:00:00");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+
+  JobSpec gpus = spec;
+  gpus.set_device("cuda");
+  refused(gpus, "gpus_per_node");  // cuda needs GPUs allocated
+  gpus.set_gpus_per_node(2);
+  EXPECT_TRUE(ValidateJobSpec(gpus).ok()) << ValidateJobSpec(gpus);  // 4 ranks, one GPU each
+
+  JobSpec bad = spec;
+  bad.set_partition("a;b");
+  refused(bad, "partition");
+  bad = spec;
+  bad.set_partition(std::string(65, 'p'));
+  refused(bad, "partition");
+  bad = spec;
+  bad.set_time_limit("2:00 --wrap=id");
+  refused(bad, "time_limit");
+  bad = spec;
+  bad.set_nodes(5);  // more nodes than tasks
+  refused(bad, "nodes");
+  bad = spec;
+  bad.set_device("mps");
+  refused(bad, "device");
+  bad = spec;
+  bad.set_gpus_per_node(1);  // on the CPU
+  refused(bad, "gpus_per_node");
+  bad = spec;
+  bad.set_gpus(2);
+  refused(bad, "gpus");
+  bad = spec;
+  bad.set_backend("k8s");
+  refused(bad, "backend");
+
+  JobSpec local = Valid();
+  local.set_device("cpu");
+  local.set_nodes(2);
+  refused(local, "nodes");
+  local = Valid();
+  local.set_time_limit("30");
+  refused(local, "time_limit");
+  local = Valid();
+  local.set_backend("local");  // the default, by name
+  ApplyDefaults(&local);
+  EXPECT_EQ(local.backend(), "");
+  EXPECT_TRUE(ValidateJobSpec(local).ok());
+}
+
 }  // namespace
 }  // namespace traind

@@ -1,5 +1,5 @@
 // Writes the seed corpus of event_stream_fuzzer: event streams like the ones traind-worker writes
-// (worker/event_pipe.cc), one file each, into the directory given (created if need be), and the
+// (common/event_pipe.cc), one file each, into the directory given (created if need be), and the
 // inputs of past findings.
 //   event_stream_seeds DIR
 #include <filesystem>

@@ -24,6 +24,7 @@
 #include "server/http/prometheus_metrics.h"
 #include "server/owned_paths.h"
 #include "server/worker_process.h"
+#include "slurm/slurm_commands.h"
 
 namespace traind {
 
@@ -141,6 +142,11 @@ std::string DefaultWorkerPath() {
   return (self.parent_path() / "traind-worker").string();
 }
 
+// traind-slurm, installed beside traind-worker.
+static std::string SlurmLauncherPath(const std::string& worker_path) {
+  return (std::filesystem::path(worker_path).parent_path() / "traind-slurm").string();
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   std::unique_ptr<Daemon> daemon(new Daemon());
   if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
@@ -203,7 +209,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
                          options.slots, options.checkpoint_minutes * 60, daemon->blobs_.get(),
-                         options.warm_workers, std::move(gpus)});
+                         options.warm_workers, std::move(gpus),
+                         SlurmLauncherPath(options.worker_path), options.slurm_address});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),
@@ -212,6 +219,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       options.enable_fault_injection, DataRoots(options.data_roots));
 
   daemon->service_->set_shutdown_hook(options.shutdown_hook);
+  daemon->service_->set_slurm_available(
+      SlurmCommandsOnPath() && access(SlurmLauncherPath(options.worker_path).c_str(), X_OK) == 0);
   // The dashboard's in-process calls for local browser sessions carry this secret.
   const std::string local_session_secret = options.http.empty() ? "" : RandomSecret();
   daemon->access_->set_local_session_secret(local_session_secret);

@@ -50,6 +50,9 @@ struct DaemonOptions {
   double retain_finished_days = 0;       // delete what ended longer ago than this; 0: keep all
   int executor_threads = 4;
   std::map<std::string, int> slots;      // jobs at once per device; default 1
+  // The host name Slurm tasks reach this machine at, for jobs with backend slurm (empty: this
+  // machine's name, as gethostname gives it).
+  std::string slurm_address;
   int warm_workers = 1;                  // traind-worker processes started ahead of their jobs
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
   // Called by the Shutdown RPC (trainctl shutdown); unset: that RPC is refused.

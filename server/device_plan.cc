@@ -48,9 +48,11 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
                                                           const std::vector<HeldDevices>& running,
                                                           const std::set<std::string>& held) const {
   const trainer::v1::JobSpec& spec = job.spec();
+  if (IsSlurmJob(spec)) return std::vector<std::string>{"slurm"};
   std::map<std::string, int> load;  // running jobs per device
   std::set<std::string> whole;      // devices a data-parallel job holds
   for (const HeldDevices& r : running) {
+    if (r.remote) continue;
     if (r.exclusive || job.exclusive()) return std::nullopt;
     const std::set<std::string> distinct(r.devices.begin(), r.devices.end());
     for (const std::string& device : distinct) {
@@ -107,7 +109,7 @@ absl::Status DevicePlan::Feasible(const Job& job) const {
 
 std::set<std::string> DevicePlan::Hold(const Job& job) const {
   const trainer::v1::JobSpec& spec = job.spec();
-  if (RankCount(spec) <= 1) return {};
+  if (RankCount(spec) <= 1 || IsSlurmJob(spec)) return {};
   if (!OnGpus(spec)) return {spec.device()};
   absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
   if (listed.ok() && !listed->empty()) return {listed->begin(), listed->end()};

@@ -6,7 +6,9 @@
 // whole CPU, GPU ranks one GPU each, never shared while it runs. Since nothing is reserved
 // piecemeal, two multi-device jobs cannot deadlock each other; `Hold` keeps later one-device
 // jobs off the GPUs a waiting multi-GPU job needs, so a stream of small jobs cannot starve it.
-// An exclusive job runs alone. Pure logic, no locking: the scheduler calls it under its mutex.
+// An exclusive job runs alone. A Slurm job runs on the cluster's nodes, where Slurm places it: it
+// takes nothing here and waits for nothing here. Pure logic, no locking: the scheduler calls it
+// under its mutex.
 #ifndef TRAIND_SERVER_DEVICE_PLAN_H_
 #define TRAIND_SERVER_DEVICE_PLAN_H_
 
@@ -26,6 +28,7 @@ struct HeldDevices {
   std::vector<std::string> devices;  // one per rank
   bool whole = false;                // a data-parallel job: nothing else on these devices
   bool exclusive = false;
+  bool remote = false;  // a Slurm job: holds nothing of this machine's
 };
 
 // INVALID_ARGUMENT naming gpus or devices when `spec` asks for GPUs this machine (`gpus`:

@@ -29,7 +29,11 @@ class FaultySqliteVfs {
   FaultySqliteVfs& operator=(const FaultySqliteVfs&) = delete;
 
   void FailNextWrite(int sqlite_error) { write_fault_ = sqlite_error; }
-  void FailNextSync(int sqlite_error) { sync_fault_ = sqlite_error; }
+  // After `passing` more syncs succeed (0: the next one fails).
+  void FailNextSync(int sqlite_error, int passing = 0) {
+    syncs_passing_ = passing;
+    sync_fault_ = sqlite_error;
+  }
   int failures() const { return failures_; }
 
  private:
@@ -73,7 +77,11 @@ class FaultySqliteVfs {
     return RealMethods(f)->xTruncate(Real(f), size);
   }
   static int Sync(sqlite3_file* f, int flags) {
-    if (const int error = Of(f)->owner->Take(Of(f)->owner->sync_fault_)) return error;
+    FaultySqliteVfs* owner = Of(f)->owner;
+    const bool passes = owner->sync_fault_ != 0 && owner->syncs_passing_.fetch_sub(1) > 0;
+    if (!passes) {
+      if (const int error = owner->Take(owner->sync_fault_)) return error;
+    }
     return RealMethods(f)->xSync(Real(f), flags);
   }
   static int FileSize(sqlite3_file* f, sqlite3_int64* size) {
@@ -127,6 +135,7 @@ class FaultySqliteVfs {
   sqlite3_vfs vfs_;
   std::atomic<int> write_fault_{0};
   std::atomic<int> sync_fault_{0};
+  std::atomic<int> syncs_passing_{0};
   std::atomic<int> failures_{0};
 };
 

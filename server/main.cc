@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-request-bytes", options.max_request_bytes, "Largest request accepted")
       ->capture_default_str()
       ->check(CLI::Range(1024, 1 << 30));
+  app.add_option("--slurm-address", options.slurm_address,
+                 "Host name Slurm's nodes reach this machine at, for jobs submitted with "
+                 "--backend slurm (default: this machine's name)");
   app.add_option("--worker", options.worker_path, "Path of traind-worker")
       ->default_str(traind::DefaultWorkerPath());
   app.add_option("--cancel-grace", cancel_grace_seconds,

@@ -85,14 +85,14 @@ absl::StatusOr<trainer::v1::QueueState> Scheduler::SetPaused(bool paused) {
 }
 
 absl::StatusOr<trainer::v1::QueueState> Scheduler::State() {
-  ASSIGN_OR_RETURN(std::vector<Job> queued, store_->QueuedJobs());
+  ASSIGN_OR_RETURN(const int64_t queued, store_->CountQueued());
   trainer::v1::QueueState state;
   absl::MutexLock lock(&mu_);
   state.set_paused(paused_);
   int running = 0;
   for (const auto& [id, r] : running_) running += r->done ? 0 : 1;
   state.set_running(running);
-  state.set_queued(static_cast<int32_t>(queued.size()));
+  state.set_queued(static_cast<int32_t>(queued));
   return state;
 }
 
@@ -165,6 +165,18 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
     placed.mutable_spec()->set_device(device);
     return placed;
   };
+  if (IsSlurmJob(request.spec())) {
+    // One launcher stands for every rank: it speaks a worker's protocol on its pipes, and Slurm
+    // runs the ranks where it places them (slurm/launcher_main.cc).
+    std::vector<std::string> environment;
+    if (!options_.slurm_address.empty()) {
+      environment.push_back("TRAIND_SLURM_ADDRESS=" + options_.slurm_address);
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> launcher,
+                     WorkerProcess::Start(options_.slurm_launcher_path, request, environment));
+    workers.push_back(std::move(launcher));
+    return workers;
+  }
   if (ranks == 1) {
     ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(on_device(devices[0])));
     workers.push_back(std::move(worker));
@@ -240,48 +252,84 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
 }
 
 HeldDevices Scheduler::HeldBy(const Running& running) {
+  if (IsSlurmJob(running.job.spec())) return HeldDevices{running.devices, false, false, true};
   return HeldDevices{running.devices, RankCount(running.job.spec()) > 1, running.job.exclusive()};
 }
 
-void Scheduler::StartEligible() {
-  absl::StatusOr<std::vector<Job>> queued = store_->QueuedJobs();
-  if (!queued.ok()) {
-    std::cerr << "traind: scheduler: " << queued.status() << "\n";
-    return;
+std::vector<Job> Scheduler::Startable(std::vector<Job> queued) {
+  // Dependencies: wait for success; inherit failure. A state read once per pass, however many
+  // queued jobs name the same dependency (a sweep run after one job).
+  std::map<int64_t, absl::StatusOr<Job::State>> states;
+  auto state_of = [&](int64_t id) -> const absl::StatusOr<Job::State>& {
+    auto it = states.find(id);
+    if (it == states.end()) {
+      absl::StatusOr<Job> dependency = store_->GetJob(id);
+      it = states
+               .emplace(id, dependency.ok() ? absl::StatusOr<Job::State>(dependency->state())
+                                            : absl::StatusOr<Job::State>(dependency.status()))
+               .first;
+    }
+    return it->second;
+  };
+  std::vector<Job> startable;
+  bool ended_some = false;
+  for (Job& job : queued) {
+    bool ready = true;
+    std::string broken;
+    for (int64_t after : job.after()) {
+      const absl::StatusOr<Job::State>& state = state_of(after);
+      if (!state.ok()) {
+        broken = absl::StrCat("dependency ", after, ": ", state.status().message());
+        break;
+      }
+      if (*state == Job::FAILED || *state == Job::CANCELLED) {
+        broken = absl::StrCat("dependency ", after, " ended ", Job::State_Name(*state));
+        break;
+      }
+      if (*state != Job::SUCCEEDED) ready = false;
+    }
+    if (!broken.empty()) {
+      ended_some |= Transition(job.id(), Job::CANCELLED, broken, Job::QUEUED).ok();
+      continue;
+    }
+    if (!ready) continue;
+    if (absl::Status feasible = plan_.Feasible(job); !feasible.ok()) {
+      ended_some |=
+          Transition(job.id(), Job::FAILED, std::string(feasible.message()), Job::QUEUED).ok();
+      continue;
+    }
+    startable.push_back(std::move(job));
   }
+  if (ended_some) Wake();  // their dependents are next
+  return startable;
+}
+
+namespace {
+
+// Jobs that DevicePlan::Place treats alike: where they run, on how many ranks, alone or not.
+std::string PlacementClass(const Job& job) {
+  const trainer::v1::JobSpec& spec = job.spec();
+  return absl::StrCat(spec.device(), "|", spec.devices(), "|", RankCount(spec), "|",
+                      job.exclusive());
+}
+
+}  // namespace
+
+void Scheduler::StartEligible(const std::vector<Job>& startable) {
   std::set<std::string> held;  // devices kept for a data-parallel job ahead in the queue
   // What runs, gathered once per pass; a job started below is added as it starts.
   std::vector<HeldDevices> holding;
   for (const auto& [id, running] : running_) {
     if (!running->done) holding.push_back(HeldBy(*running));
   }
-  for (const Job& job : *queued) {
-    // Dependencies: wait for success; inherit failure.
-    bool ready = true;
-    std::string broken;
-    for (int64_t after : job.after()) {
-      absl::StatusOr<Job> dependency = store_->GetJob(after);
-      if (!dependency.ok()) {
-        broken = absl::StrCat("dependency ", after, ": ", dependency.status().message());
-        break;
-      }
-      if (dependency->state() == Job::FAILED || dependency->state() == Job::CANCELLED) {
-        broken = absl::StrCat("dependency ", after, " ended ", Job::State_Name(dependency->state()));
-        break;
-      }
-      if (dependency->state() != Job::SUCCEEDED) ready = false;
-    }
-    if (!broken.empty()) {
-      (void)Transition(job.id(), Job::CANCELLED, broken, Job::QUEUED);
-      wake_ = true;  // its own dependents are next
-      continue;
-    }
-    if (!ready) continue;
-    if (absl::Status feasible = plan_.Feasible(job); !feasible.ok()) {
-      (void)Transition(job.id(), Job::FAILED, std::string(feasible.message()), Job::QUEUED);
-      wake_ = true;  // its dependents are next
-      continue;
-    }
+  // Within a pass devices only fill up (`holding` and `held` only grow), so a job like one that
+  // could not be placed cannot be placed either: with 10,000 queued jobs of a few kinds the pass
+  // tries each kind once instead of each job.
+  std::set<std::string> cannot_place;
+  for (const Job& job : startable) {
+    if (running_.count(job.id())) continue;  // started meanwhile (a stale read of the queue)
+    const std::string kind = PlacementClass(job);
+    if (cannot_place.count(kind)) continue;
     std::optional<std::vector<std::string>> devices = plan_.Place(job, holding, held);
     if (!devices) {
       // The exclusive job next in line holds everything behind it, or it would starve; a
@@ -289,10 +337,14 @@ void Scheduler::StartEligible() {
       if (job.exclusive()) return;
       const std::set<std::string> hold = plan_.Hold(job);
       held.insert(hold.begin(), hold.end());
+      cannot_place.insert(kind);
       continue;
     }
     if (absl::Status claimed = Transition(job.id(), Job::RUNNING, "", Job::QUEUED); !claimed.ok()) {
-      std::cerr << "traind: cannot start job " << job.id() << ": " << claimed << "\n";
+      // FAILED_PRECONDITION: cancelled, or re-prioritised, since the queue was read.
+      if (claimed.code() != absl::StatusCode::kFailedPrecondition) {
+        std::cerr << "traind: cannot start job " << job.id() << ": " << claimed << "\n";
+      }
       continue;
     }
     auto running = std::make_unique<Running>();
@@ -309,6 +361,7 @@ void Scheduler::StartEligible() {
 void Scheduler::Loop() {
   while (true) {
     std::vector<std::thread> finished;
+    bool paused;
     {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(
@@ -327,10 +380,25 @@ void Scheduler::Loop() {
           ++it;
         }
       }
-      if (!paused_) StartEligible();
-      KeepWorkersWarm();
+      paused = paused_;
     }
     for (std::thread& t : finished) t.join();
+    // The queue is read, and its dependencies resolved, without the scheduler's lock: with
+    // thousands queued that takes tens of milliseconds that Cancel, SetPaused and a finishing
+    // job's supervisor should not wait behind. Only placing and claiming hold it.
+    std::vector<Job> startable;
+    if (!paused) {
+      absl::StatusOr<std::vector<Job>> queued = store_->QueuedJobs();
+      if (queued.ok()) {
+        startable = Startable(*std::move(queued));
+      } else {
+        std::cerr << "traind: scheduler: " << queued.status() << "\n";
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;
+    if (!paused_) StartEligible(startable);
+    KeepWorkersWarm();
   }
 }
 

@@ -51,6 +51,10 @@ class Scheduler {
     const BlobStore* blobs = nullptr;                 // where model_file / data_file digests live
     int warm_workers = 1;                             // started ahead of need; 0: none
     std::vector<std::string> gpus;                    // this machine's: "cuda:0", ...
+    // Slurm jobs (backend slurm): traind-slurm, started in a worker's place, one per job; and
+    // the host name its tasks reach this machine at (empty: this machine's name).
+    std::string slurm_launcher_path;
+    std::string slurm_address;
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
@@ -90,8 +94,13 @@ class Scheduler {
   };
 
   void Loop();
-  // Starts what may start now. Holds mu_.
-  void StartEligible() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The queued jobs (in queue order) whose dependencies have succeeded and whose devices this
+  // machine has; ends those whose dependency failed or that can never run here. Without mu_.
+  std::vector<trainer::v1::Job> Startable(std::vector<trainer::v1::Job> queued)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Starts those of `startable` that have room now, in order. Holds mu_.
+  void StartEligible(const std::vector<trainer::v1::Job>& startable)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a running job holds, for DevicePlan.
   static HeldDevices HeldBy(const Running& running);
   void Supervise(Running* running);

@@ -9,9 +9,9 @@
 #define TRAIND_SERVER_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -20,7 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "common/fair_mutex.h"
 #include "trainer/v1/trainer.pb.h"
 
 struct sqlite3;
@@ -49,14 +49,20 @@ class Store {
   absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::Job& job,
                                              bool* existed = nullptr, int max_queued = 0);
 
-  // Inserts the sweep and all its member jobs (one owner) in one transaction; max_queued as above.
+  // Inserts the sweep and all its member jobs (one owner); max_queued as above. A chunk of members
+  // per transaction, so that other calls interleave; until the last commits the members are not
+  // QueuedJobs, and a sweep a crash left incomplete is removed when the store is next opened.
   absl::StatusOr<trainer::v1::Sweep> CreateSweep(const trainer::v1::SweepSpec& spec,
                                                  const std::vector<trainer::v1::Job>& members,
                                                  int max_queued = 0);
   absl::StatusOr<trainer::v1::Sweep> GetSweep(int64_t sweep_id);
 
-  // Every QUEUED job, highest priority first, then oldest first.
+  // Every QUEUED job the scheduler may start (not a member of a sweep still being inserted),
+  // highest priority first, then oldest first. Read in pages, so a long queue does not hold the
+  // store: a job changed meanwhile may be missing or stale, which the next pass corrects.
   absl::StatusOr<std::vector<trainer::v1::Job>> QueuedJobs();
+  // How many jobs QueuedJobs would return.
+  absl::StatusOr<int64_t> CountQueued();
 
   // Small persistent daemon settings ("" when unset).
   absl::StatusOr<std::string> GetSetting(const std::string& key);
@@ -156,14 +162,22 @@ class Store {
   void Tell(int64_t job_id, int64_t seq);
   absl::StatusOr<trainer::v1::Job> InsertOrFindJob(const trainer::v1::Job& job, bool* existed,
                                                     int max_queued);
-  absl::StatusOr<trainer::v1::Sweep> CreateSweepLocked(const trainer::v1::SweepSpec& spec,
-                                                       const std::vector<trainer::v1::Job>& members,
-                                                       int max_queued)
+  // Deletes a sweep's row and its members' rows, events and blob uses (one incomplete sweep).
+  absl::Status RemoveSweepRowsLocked(int64_t sweep_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RemoveIncompleteSweepsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // CreateSweep's last step: marks the sweep complete if `status` (of its inserts) is ok, else
+  // removes what was inserted; returns the outcome.
+  absl::Status FinishSweepLocked(const trainer::v1::Sweep& sweep, const std::string& owner,
+                                 size_t not_inserted, absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   EventListener listener_;
-  absl::Mutex mu_;
+  // Fair: a long request cut into short holds (CreateSweep) lets every waiter in between them.
+  FairMutex mu_;
   sqlite3* const db_ ABSL_PT_GUARDED_BY(mu_);
+  // Per owner, members of sweeps being inserted that are not yet in the jobs table: the queue
+  // quota counts them, so a submit between two chunks cannot pass the limit.
+  std::map<std::string, int64_t> pending_sweep_members_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace traind

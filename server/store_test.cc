@@ -1,10 +1,13 @@
 #include "server/store.h"
 
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/faulty_sqlite_vfs.h"
 
@@ -198,6 +201,97 @@ TEST_F(StoreTest, SweepsAndFilters) {
   by_model.device = "cuda:0";
   EXPECT_EQ(store->ListJobs(by_model, 0, 10)->size(), 2u);
   EXPECT_EQ(store->GetSweep(99).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A sweep is inserted a chunk of members per transaction; whatever the chunking, it comes back
+// whole and in order, and a queue longer than QueuedJobs' page is read in order without repeats.
+TEST_F(StoreTest, ALargeSweepIsWholeAndTheQueueIsReadInOrderAcrossPages) {
+  auto store = Open();
+  std::vector<Job> members;
+  for (int i = 0; i < 300; ++i) members.push_back(Spec(i % 3));
+  ASSERT_TRUE(store->CreateJob(Spec(1)).ok());
+  auto sweep = store->CreateSweep(trainer::v1::SweepSpec(), members);
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  ASSERT_EQ(sweep->job_ids_size(), 300);
+  for (int i = 1; i < 300; ++i) EXPECT_EQ(sweep->job_ids(i), sweep->job_ids(i - 1) + 1);
+  EXPECT_EQ(store->GetSweep(sweep->id())->job_ids_size(), 300);
+  for (int i = 0; i < 300; ++i) ASSERT_TRUE(store->CreateJob(Spec(i % 5 - 1)).ok());
+
+  auto queued = store->QueuedJobs();
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  ASSERT_EQ(queued->size(), 601u);
+  EXPECT_EQ(*store->CountQueued(), 601);
+  std::set<int64_t> ids;
+  for (size_t i = 0; i < queued->size(); ++i) {
+    ids.insert((*queued)[i].id());
+    if (i == 0) continue;
+    const Job& before = (*queued)[i - 1];
+    const Job& job = (*queued)[i];
+    EXPECT_TRUE(before.priority() > job.priority() ||
+                (before.priority() == job.priority() && before.id() < job.id()))
+        << "at " << i << ": job " << before.id() << " (priority " << before.priority()
+        << ") before job " << job.id() << " (priority " << job.priority() << ")";
+  }
+  EXPECT_EQ(ids.size(), 601u);
+}
+
+// A crash while a sweep was being inserted: its members are never scheduled, and the next
+// start-up removes the sweep, its members and their events, and nothing else.
+TEST_F(StoreTest, ASweepLeftIncompleteIsNotQueuedAndIsRemovedAtStartUp) {
+  int64_t kept_job = 0, kept_sweep = 0;
+  {
+    auto store = Open();
+    kept_job = store->CreateJob(Spec())->id();
+    kept_sweep = store->CreateSweep(trainer::v1::SweepSpec(), {Spec(), Spec()})->id();
+    // What a daemon killed between two chunks leaves: the sweep marked incomplete, one member.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const std::string sql = absl::StrCat(
+        "BEGIN; INSERT INTO sweeps(id, sweep, complete) VALUES(77, x'', 0);"
+        "INSERT INTO jobs(id, state, job, sweep_id) VALUES(500, ",
+        static_cast<int>(Job::QUEUED), ", x'', 77);",
+        "INSERT INTO events(job_id, seq, payload) VALUES(500, 1, x''); COMMIT;");
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+        << sqlite3_errmsg(db);
+    sqlite3_close(db);
+    EXPECT_EQ(store->QueuedJobs()->size(), 3u);  // the member of sweep 77 is not among them
+    EXPECT_EQ(*store->CountQueued(), 3);
+  }
+  auto store = Open();
+  EXPECT_EQ(store->GetJob(500).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->GetSweep(77).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(store->ReadEvents(500, 1, 10)->empty());
+  EXPECT_TRUE(store->GetJob(kept_job).ok());
+  EXPECT_EQ(store->GetSweep(kept_sweep)->job_ids_size(), 2);
+  EXPECT_EQ(store->QueuedJobs()->size(), 3u);
+}
+
+// A write failing part-way through a sweep's chunks: the sweep is refused with the cause and
+// none of it stays, neither rows nor a quota reservation; the next sweep is whole.
+TEST_F(StoreTest, AFailedChunkLeavesNoPartOfTheSweep) {
+  FaultySqliteVfs vfs;
+  auto store = Open();
+  ASSERT_TRUE(store->CreateJob(Spec()).ok());
+  std::vector<Job> members;
+  for (int i = 0; i < 200; ++i) {
+    members.push_back(Spec());
+    members.back().set_owner("alice");
+  }
+  vfs.FailNextSync(SQLITE_IOERR_FSYNC, /*passing=*/2);  // the sweep's row and one chunk commit
+  auto refused = store->CreateSweep(trainer::v1::SweepSpec(), members, /*max_queued=*/200);
+  EXPECT_EQ(vfs.failures(), 1);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal) << refused.status();
+  EXPECT_EQ(store->QueuedJobs()->size(), 1u);
+  Store::JobFilter any;
+  EXPECT_EQ(store->ListJobs(any, 0, 1000)->size(), 1u);
+  auto sweep = store->CreateSweep(trainer::v1::SweepSpec(), members, /*max_queued=*/200);
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  EXPECT_EQ(sweep->job_ids_size(), 200);
+  // Ids are never reused (AUTOINCREMENT): the refused sweep had committed a chunk when it failed.
+  EXPECT_GT(sweep->job_ids(0), 1 + 48);
+  members.resize(1);
+  EXPECT_EQ(store->CreateSweep(trainer::v1::SweepSpec(), members, 200).status().code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 TEST_F(StoreTest, Settings) {

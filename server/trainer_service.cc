@@ -95,6 +95,17 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
         "debug: fault injection is disabled (start traind with --enable-fault-injection)");
   }
 
+  if (IsSlurmJob(spec)) {
+    // Slurm's nodes, not this machine's devices: nothing here to check device or amp against
+    // (the worker on the node says what it lacks).
+    if (!slurm_available_) {
+      return absl::FailedPreconditionError(
+          "backend: slurm needs Slurm's sbatch, squeue and scancel on traind's PATH (a machine "
+          "that can submit to the cluster); this traind found none when it started");
+    }
+    RETURN_IF_ERROR(ResolveFiles(&spec, caller));
+    return spec;
+  }
   std::vector<std::string> available;
   std::vector<std::string> gpus_here;
   for (const auto& device : devices_.devices()) {

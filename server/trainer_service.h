@@ -89,6 +89,8 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   // What the Shutdown RPC does (traind: raise SIGTERM, which its main thread waits for). Unset:
   // the RPC is refused (a daemon embedded in another program, e.g. a test).
   void set_shutdown_hook(std::function<void()> hook) { shutdown_hook_ = std::move(hook); }
+  // Whether jobs may ask for backend slurm (Slurm's commands and traind-slurm were found).
+  void set_slurm_available(bool available) { slurm_available_ = available; }
   grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
                                           const trainer::v1::ListArtifactsRequest* request,
                                           trainer::v1::ListArtifactsResponse* response) override;
@@ -139,6 +141,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   const trainer::v1::ListDevicesResponse devices_;
   const Files files_;
   const bool enable_fault_injection_;
+  bool slurm_available_ = false;
   const std::vector<std::string> data_roots_;  // canonical paths
   std::function<void()> shutdown_hook_;        // set before the server starts
 };

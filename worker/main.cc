@@ -13,6 +13,7 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,16 +21,14 @@
 #include <cstring>
 #include <iostream>
 
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-
-#include "google/protobuf/util/delimited_message_util.h"
+#include "common/event_pipe.h"
+#include "common/worker_exit.h"
 #include "engine/device.h"
 #include "engine/training_job.h"
+#include "google/protobuf/util/delimited_message_util.h"
 #include "models/scripted_model.h"
 #include "trainer/v1/worker.pb.h"
-#include "worker/event_pipe.h"
 #include "worker/heap_retention.h"
-#include "common/worker_exit.h"
 
 namespace {
 

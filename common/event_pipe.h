@@ -1,7 +1,8 @@
-// Writes length-delimited protobuf messages to a file descriptor (the worker's end of the pipe to
-// traind), flushing each one so the daemon sees events as they happen. Not thread-safe.
-#ifndef TRAIND_WORKER_EVENT_PIPE_H_
-#define TRAIND_WORKER_EVENT_PIPE_H_
+// Writes length-delimited protobuf messages to a file descriptor (a worker's, or traind-slurm's,
+// end of the pipe to traind), flushing each one so the daemon sees events as they happen. Not
+// thread-safe.
+#ifndef TRAIND_COMMON_EVENT_PIPE_H_
+#define TRAIND_COMMON_EVENT_PIPE_H_
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
@@ -21,4 +22,4 @@ class EventPipeWriter {
 
 }  // namespace traind
 
-#endif  // TRAIND_WORKER_EVENT_PIPE_H_
+#endif  // TRAIND_COMMON_EVENT_PIPE_H_

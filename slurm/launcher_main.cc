@@ -1,0 +1,206 @@
+// traind-slurm: runs one job with backend slurm, started by traind in a worker's place. To traind
+// it is a worker: the WorkerRequest on stdin, the job's events on stdout, an exit status from
+// common/worker_exit.h, SIGTERM to cancel and SIGUSR1 to stop for a shutdown. Behind that it
+// serves SlurmTasks (task_service.h) on a port of its own, submits a batch script with sbatch
+// whose tasks reach back to that port with the job's secret, follows the Slurm job (squeue,
+// then sacct or scontrol) and ends it with scancel when traind cancels it.
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <grpcpp/grpcpp.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/event_pipe.h"
+#include "common/job_spec.h"
+#include "common/worker_exit.h"
+#include "common/write_all.h"
+#include "slurm/sbatch_script.h"
+#include "slurm/slurm_commands.h"
+#include "slurm/task_service.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnStop(int) { g_stop.store(true); }
+
+std::string RandomHex(int bytes) {
+  std::string raw(static_cast<size_t>(bytes), '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) return "";
+  return absl::BytesToHexString(raw);
+}
+
+std::string HostName() {
+  if (const char* address = std::getenv("TRAIND_SLURM_ADDRESS"); address && *address) {
+    return address;
+  }
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+class Launcher {
+ public:
+  explicit Launcher(int events_fd) : events_(events_fd) {}
+
+  int Run(const trainer::v1::WorkerRequest& request) {
+    const int64_t job = request.job_id();
+    const int tasks = traind::RankCount(request.spec());
+    const std::string secret = RandomHex(32);
+    if (secret.empty()) return Fail("cannot draw a secret for the job's tasks (RAND_bytes)");
+
+    traind::TaskService service(request, secret, tasks, &events_);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("0.0.0.0:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (server == nullptr || port == 0) return Fail("cannot listen for the job's Slurm tasks");
+
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe");
+    const std::string script_path = request.job_dir() + "/slurm.sbatch";
+    absl::StatusOr<std::string> script =
+        traind::BatchScript(job, {(self.parent_path() / "traind-slurm-task").string(),
+                                  absl::StrCat(HostName(), ":", port), secret});
+    if (!script.ok()) return Fail(std::string(script.status().message()));
+    // Only its owner may read it: it holds the job's secret.
+    const int fd =
+        open(script_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const bool written = fd >= 0 && traind::WriteAll(fd, *script);
+    if (fd >= 0) close(fd);
+    if (!written) return Fail("cannot write " + script_path);
+
+    std::vector<std::string> sbatch = {"sbatch"};
+    for (std::string& arg : traind::SbatchArguments(request.spec(), job, request.job_dir())) {
+      sbatch.push_back(std::move(arg));
+    }
+    sbatch.push_back(script_path);
+    absl::StatusOr<traind::CommandResult> submitted = traind::RunCommand(sbatch, absl::Seconds(60));
+    if (!submitted.ok()) return Fail(std::string(submitted.status().message()));
+    if (submitted->exit_code != 0) {
+      return Fail(
+          absl::StrCat("sbatch refused the job: ", absl::StripAsciiWhitespace(submitted->err)));
+    }
+    absl::StatusOr<int64_t> slurm_job = traind::ParseSbatchJobId(submitted->out);
+    if (!slurm_job.ok()) return Fail(std::string(slurm_job.status().message()));
+    const std::string output = absl::StrCat(request.job_dir(), "/slurm-", *slurm_job, ".out");
+    Log(absl::StrCat("Submitted to Slurm as job ", *slurm_job, " (", tasks,
+                     tasks == 1 ? " task" : " tasks", "; `", absl::StrJoin(sbatch, " "), "`)"));
+
+    const std::string final_state = Follow(*slurm_job, service);
+    server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    if (g_stop.load()) return traind::kWorkerStopped;
+
+    const std::map<int, trainer::v1::TaskExit> ended = service.Ended();
+    for (const auto& [rank, exit] : ended) {
+      if (exit.signal() == 0 && exit.exit_code() == traind::kWorkerSucceeded) continue;
+      if (!service.FirstError().empty()) return traind::kWorkerJobFailed;  // already reported
+      return Fail(absl::StrCat(tasks > 1 ? absl::StrCat("rank ", rank, ": ") : "",
+                               exit.signal() != 0 ? absl::StrCat("killed by signal ", exit.signal())
+                                                  : absl::StrCat("exit code ", exit.exit_code()),
+                               exit.stderr_tail().empty() ? "" : ": " + exit.stderr_tail(),
+                               " (Slurm job ", *slurm_job, ", ", final_state, ")"));
+    }
+    if (static_cast<int>(ended.size()) < tasks) {
+      return Fail(absl::StrCat("Slurm job ", *slurm_job, " ended ",
+                               final_state.empty() ? "unseen" : final_state, " with ", ended.size(),
+                               " of ", tasks, " tasks reported; see its output, ", output));
+    }
+    if (!service.GotResult()) return Fail("the tasks ended without rank 0 reporting a result");
+    return traind::kWorkerSucceeded;
+  }
+
+ private:
+  // Until every task has reported its end, Slurm says the job ended, or traind stops it (then
+  // the Slurm job is cancelled). Returns the last state Slurm gave.
+  std::string Follow(int64_t slurm_job, traind::TaskService& service) {
+    std::string state;
+    absl::Time next_poll = absl::Now();
+    absl::Time give_up = absl::InfiniteFuture();
+    int unknown = 0;
+    bool cancelled = false;
+    while (!service.AwaitAllEnded(absl::Now() + absl::Milliseconds(250))) {
+      const absl::Time now = absl::Now();
+      if (g_stop.load() && !cancelled) {
+        cancelled = true;
+        (void)traind::RunCommand({"scancel", absl::StrCat(slurm_job)}, absl::Seconds(5));
+        give_up = now + absl::Seconds(6);  // traind kills us after its --cancel-grace
+      }
+      if (now > give_up) break;
+      if (now < next_poll) continue;
+      next_poll = now + absl::Seconds(cancelled ? 1 : 2);
+      absl::StatusOr<std::string> seen = traind::SlurmJobState(slurm_job);
+      if (!seen.ok()) {
+        if (++unknown >= 3) break;  // gone from Slurm's memory: it will not report again
+        continue;
+      }
+      if (*seen != state) {
+        state = *seen;
+        Log(absl::StrCat("Slurm job ", slurm_job, ": ", state));
+      }
+      // Tasks report just before they exit; allow their last messages a moment.
+      if (traind::IsFinalSlurmState(state) && give_up == absl::InfiniteFuture()) {
+        give_up = now + absl::Seconds(5);
+      }
+    }
+    return state;
+  }
+
+  void Log(const std::string& text,
+           trainer::v1::LogLine::Severity severity = trainer::v1::LogLine::INFO) {
+    trainer::v1::JobEvent event;
+    event.mutable_log()->set_severity(severity);
+    event.mutable_log()->set_text(text);
+    events_.Write(event);
+  }
+  int Fail(const std::string& why) {
+    Log(why, trainer::v1::LogLine::ERROR);
+    std::fprintf(stderr, "traind-slurm: %s\n", why.c_str());
+    return traind::kWorkerJobFailed;
+  }
+
+  traind::EventPipeWriter events_;
+};
+
+}  // namespace
+
+int main(int argc, char**) {
+  const int events_fd = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  if (argc != 1) {
+    std::fprintf(stderr, "usage: traind-slurm  (started by traind for a job with backend slurm)\n");
+    return traind::kWorkerBadRequest;
+  }
+  // traind gone (even kill -9): cancel the Slurm job rather than leave it running for nobody.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  struct sigaction stop {};
+  stop.sa_handler = OnStop;
+  sigaction(SIGTERM, &stop, nullptr);
+  sigaction(SIGINT, &stop, nullptr);
+  sigaction(SIGUSR1, &stop, nullptr);  // a shutdown: traind re-queues the job
+  signal(SIGPIPE, SIG_IGN);
+  if (getppid() == 1) return traind::kWorkerStopped;
+
+  trainer::v1::WorkerRequest request;
+  google::protobuf::io::FileInputStream in(STDIN_FILENO);
+  bool clean_eof = false;
+  if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
+    if (clean_eof) return traind::kWorkerStopped;
+    std::fprintf(stderr, "traind-slurm: could not read a WorkerRequest on stdin\n");
+    return traind::kWorkerBadRequest;
+  }
+  return Launcher(events_fd).Run(request);
+}

@@ -1,0 +1,37 @@
+// What traind hands sbatch for a job with backend slurm: the command line (resources from the
+// JobSpec) and the batch script (srun runs traind-slurm-task once per task, each reaching back
+// to the job's launcher). Pure functions.
+#ifndef TRAIND_SLURM_SBATCH_SCRIPT_H_
+#define TRAIND_SLURM_SBATCH_SCRIPT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+// sbatch's arguments before the script's path: --parsable, the job's name, --ntasks (the spec's
+// processes, at least 1) and whichever of --nodes, --gpus-per-node, --partition and --time the
+// spec sets; the output to <job_dir>/slurm-<id>.out.
+std::vector<std::string> SbatchArguments(const trainer::v1::JobSpec& spec, int64_t job_id,
+                                         const std::string& job_dir);
+
+struct BatchScriptParts {
+  std::string task_path;  // traind-slurm-task, at the same path on every node
+  std::string connect;    // host:port of the job's launcher
+  std::string secret;     // the job's secret (hex)
+};
+// The script, or INVALID_ARGUMENT when a part holds what a shell script cannot quote safely
+// (a single quote, a newline).
+absl::StatusOr<std::string> BatchScript(int64_t job_id, const BatchScriptParts& parts);
+
+// The rendezvous port of a Slurm job's rank 0: one per job id, in 20000-39999 (torchrun's
+// environment needs it known to every rank before they start).
+int RendezvousPort(int64_t slurm_job_id);
+
+}  // namespace traind
+
+#endif  // TRAIND_SLURM_SBATCH_SCRIPT_H_

@@ -1,0 +1,54 @@
+#include "slurm/sbatch_script.h"
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using Args = std::vector<std::string>;
+
+TEST(SbatchArgumentsTest, OneTaskByDefaultAndOnlyTheResourcesTheSpecSets) {
+  trainer::v1::JobSpec spec;
+  EXPECT_EQ(SbatchArguments(spec, 7, "/state/jobs/7"),
+            (Args{"--parsable", "--job-name=traind-7", "--ntasks=1",
+                  "--output=/state/jobs/7/slurm-%j.out"}));
+  spec.set_processes(4);
+  spec.set_nodes(2);
+  spec.set_gpus_per_node(2);
+  spec.set_partition("gpu,debug");
+  spec.set_time_limit("1-00:00:00");
+  EXPECT_EQ(SbatchArguments(spec, 8, "/j"),
+            (Args{"--parsable", "--job-name=traind-8", "--ntasks=4", "--output=/j/slurm-%j.out",
+                  "--nodes=2", "--gpus-per-node=2", "--partition=gpu,debug", "--time=1-00:00:00"}));
+}
+
+TEST(BatchScriptTest, RunsOneTaskPerRankWithTheConnectionQuoted) {
+  absl::StatusOr<std::string> script =
+      BatchScript(12, {"/opt/traind/bin/traind-slurm-task", "head.example:40123", "ab12"});
+  ASSERT_TRUE(script.ok()) << script.status();
+  EXPECT_EQ(script->rfind("#!/bin/sh\n", 0), 0u);
+  EXPECT_NE(script->find("export TRAIND_SLURM_CONNECT='head.example:40123'\n"), std::string::npos);
+  EXPECT_NE(script->find("export TRAIND_SLURM_SECRET='ab12'\n"), std::string::npos);
+  EXPECT_NE(script->find("exec srun --kill-on-bad-exit=1 '/opt/traind/bin/traind-slurm-task'\n"),
+            std::string::npos);
+  EXPECT_NE(script->find("MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))"), std::string::npos);
+}
+
+// What a shell would read as the end of a quoted word, or of a line, is refused, not escaped.
+TEST(BatchScriptTest, RefusesPartsItCannotQuote) {
+  for (const BatchScriptParts& parts :
+       {BatchScriptParts{"/opt/it's/traind-slurm-task", "h:1", "s"},
+        BatchScriptParts{"/bin/t", "h:1\nrm -rf /", "s"}, BatchScriptParts{"/bin/t", "h:1", ""}}) {
+    absl::StatusOr<std::string> script = BatchScript(1, parts);
+    EXPECT_EQ(script.status().code(), absl::StatusCode::kInvalidArgument) << parts.task_path;
+  }
+}
+
+TEST(RendezvousPortTest, OnePortPerJobInRange) {
+  EXPECT_EQ(RendezvousPort(1), 20001);
+  EXPECT_EQ(RendezvousPort(20000), 20000);
+  EXPECT_EQ(RendezvousPort(39999), 39999);
+}
+
+}  // namespace
+}  // namespace traind

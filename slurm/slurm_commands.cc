@@ -1,0 +1,176 @@
+#include "slurm/slurm_commands.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+extern char** environ;
+
+namespace traind {
+
+namespace {
+
+// Closes both ends it holds on destruction.
+struct Pipe {
+  int fds[2] = {-1, -1};
+  ~Pipe() {
+    for (int fd : fds) {
+      if (fd >= 0) close(fd);
+    }
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         absl::Duration timeout) {
+  if (argv.empty()) return absl::InvalidArgumentError("RunCommand: no program");
+  Pipe out, err;
+  if (pipe2(out.fds, O_CLOEXEC) != 0 || pipe2(err.fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err.fds[1], STDERR_FILENO);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot run ", argv[0], ": ", strerror(spawned)));
+  }
+  close(out.fds[1]);
+  close(err.fds[1]);
+  out.fds[1] = err.fds[1] = -1;
+
+  CommandResult result;
+  const absl::Time deadline = absl::Now() + timeout;
+  std::array<pollfd, 2> polls = {pollfd{out.fds[0], POLLIN, 0}, pollfd{err.fds[0], POLLIN, 0}};
+  std::array<std::string*, 2> sinks = {&result.out, &result.err};
+  bool timed_out = false;
+  while (polls[0].fd >= 0 || polls[1].fd >= 0) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      timed_out = true;
+      break;
+    }
+    const int ready =
+        poll(polls.data(), polls.size(), static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    if (ready < 0 && errno != EINTR) break;
+    for (size_t i = 0; i < polls.size(); ++i) {
+      if (polls[i].fd < 0 || polls[i].revents == 0) continue;
+      char buffer[4096];
+      const ssize_t n = read(polls[i].fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        polls[i].fd = -1;  // closed (the Pipe closes it)
+      }
+    }
+  }
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(argv[0], " did not finish within ", absl::FormatDuration(timeout)));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+bool OnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return false;
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    const std::string candidate = absl::StrCat(dir, "/", program);
+    struct stat info {};
+    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SlurmCommandsOnPath() { return OnPath("sbatch") && OnPath("squeue") && OnPath("scancel"); }
+
+absl::StatusOr<int64_t> ParseSbatchJobId(const std::string& out) {
+  absl::string_view text = absl::StripAsciiWhitespace(out);
+  text = text.substr(0, text.find(';'));
+  int64_t id = 0;
+  if (!absl::SimpleAtoi(text, &id) || id <= 0) {
+    return absl::InternalError(absl::StrCat("sbatch printed no job id: '", out, "'"));
+  }
+  return id;
+}
+
+namespace {
+
+// The first line's first word, or "" when the command failed or printed nothing.
+std::string FirstWord(const absl::StatusOr<CommandResult>& result) {
+  if (!result.ok() || result->exit_code != 0) return "";
+  absl::string_view text = absl::StripLeadingAsciiWhitespace(result->out);
+  text = text.substr(0, text.find_first_of(" \n\t"));
+  return std::string(absl::StripTrailingAsciiWhitespace(text));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> SlurmJobState(int64_t job_id) {
+  const std::string id = absl::StrCat(job_id);
+  // squeue knows pending and running jobs, and (--states=all) those that ended within MinJobAge.
+  std::string state = FirstWord(
+      RunCommand({"squeue", "--noheader", "--states=all", "--jobs", id, "--format", "%T"}));
+  if (!state.empty()) return state;
+  // sacct, where the cluster keeps accounting: the allocation's own line (-X).
+  if (OnPath("sacct")) {
+    state = FirstWord(RunCommand(
+        {"sacct", "--noheader", "-X", "--jobs", id, "--format", "State%30", "--parsable2"}));
+    if (!state.empty()) return state;
+  }
+  absl::StatusOr<CommandResult> shown = RunCommand({"scontrol", "show", "job", id, "--oneliner"});
+  if (shown.ok() && shown->exit_code == 0) {
+    const size_t at = shown->out.find("JobState=");
+    if (at != std::string::npos) {
+      const size_t begin = at + std::strlen("JobState=");
+      return shown->out.substr(begin, shown->out.find_first_of(" \n", begin) - begin);
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("Slurm does not know job ", job_id, " (any more)"));
+}
+
+bool IsFinalSlurmState(const std::string& state) {
+  static const char* const kActive[] = {
+      "PENDING",      "RUNNING",     "CONFIGURING",   "COMPLETING",  "REQUEUED",
+      "RESIZING",     "SUSPENDED",   "STOPPED",       "SIGNALING",   "STAGE_OUT",
+      "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SPECIAL_EXIT"};
+  const std::string word = state.substr(0, state.find(' '));
+  if (word.empty()) return false;
+  for (const char* active : kActive) {
+    if (word == active) return false;
+  }
+  return true;
+}
+
+}  // namespace traind

@@ -1,0 +1,148 @@
+// traind-slurm-task: what srun runs for each task (rank) of a traind job on Slurm. It asks the
+// job's launcher (TRAIND_SLURM_CONNECT, with TRAIND_SLURM_SECRET) for the job, starts a
+// traind-worker beside itself with torchrun's environment from Slurm's (SLURM_PROCID,
+// SLURM_NTASKS, SLURM_LOCALID; MASTER_ADDR and MASTER_PORT from the batch script), streams the
+// worker's events back as they come and then how it ended, and exits as the worker did.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/worker_exit.h"
+#include "server/worker_process.h"
+#include "trainer/v1/slurm.grpc.pb.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnStop(int) { g_stop.store(true); }
+
+int EnvInt(const char* name, int fallback) {
+  const char* value = std::getenv(name);
+  int parsed = 0;
+  return value != nullptr && absl::SimpleAtoi(value, &parsed) ? parsed : fallback;
+}
+
+int Usage(const char* why) {
+  std::fprintf(stderr,
+               "traind-slurm-task: %s\n(srun runs it in the batch script traind writes for a job "
+               "with backend slurm; it is not for running by hand)\n",
+               why);
+  return traind::kWorkerBadRequest;
+}
+
+}  // namespace
+
+int main() {
+  const char* connect = std::getenv("TRAIND_SLURM_CONNECT");
+  const char* secret_env = std::getenv("TRAIND_SLURM_SECRET");
+  if (connect == nullptr || secret_env == nullptr) {
+    return Usage("TRAIND_SLURM_CONNECT and TRAIND_SLURM_SECRET are not set");
+  }
+  const std::string secret = secret_env;
+  unsetenv("TRAIND_SLURM_SECRET");  // not for the worker
+  const int rank = EnvInt("SLURM_PROCID", 0);
+  const int tasks = EnvInt("SLURM_NTASKS", 1);
+  const int local_rank = EnvInt("SLURM_LOCALID", 0);
+  struct sigaction stop {};
+  stop.sa_handler = OnStop;
+  sigaction(SIGTERM, &stop, nullptr);
+  sigaction(SIGINT, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto channel = grpc::CreateChannel(connect, grpc::InsecureChannelCredentials());
+  auto stub = trainer::v1::SlurmTasks::NewStub(channel);
+  trainer::v1::JoinRequest join;
+  join.set_rank(rank);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  join.set_node(host);
+  trainer::v1::WorkerRequest request;
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + secret);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    context.set_wait_for_ready(true);
+    const grpc::Status joined = stub->Join(&context, join, &request);
+    if (!joined.ok()) {
+      std::fprintf(stderr, "traind-slurm-task: rank %d: cannot join its job at %s: %s\n", rank,
+                   connect, joined.error_message().c_str());
+      return traind::kWorkerStopped;
+    }
+  }
+  // The node's GPUs Slurm gave the job (CUDA_VISIBLE_DEVICES): one per task on this node.
+  if (request.spec().device() == "cuda") {
+    request.mutable_spec()->set_device(absl::StrCat("cuda:", local_rank));
+  }
+  std::vector<std::string> environment;
+  if (tasks > 1) {
+    const char* master_addr = std::getenv("MASTER_ADDR");
+    const char* master_port = std::getenv("MASTER_PORT");
+    if (master_addr == nullptr || master_port == nullptr) {
+      return Usage("MASTER_ADDR and MASTER_PORT are not set (the batch script sets them)");
+    }
+    environment = {absl::StrCat("RANK=", rank), absl::StrCat("LOCAL_RANK=", local_rank),
+                   absl::StrCat("WORLD_SIZE=", tasks), absl::StrCat("MASTER_ADDR=", master_addr),
+                   absl::StrCat("MASTER_PORT=", master_port)};
+  }
+  const std::string worker_path =
+      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
+
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + secret);
+  trainer::v1::TaskReportAck ack;
+  std::unique_ptr<grpc::ClientWriter<trainer::v1::TaskReport>> reports =
+      stub->Report(&context, &ack);
+  trainer::v1::TaskReport report;
+  report.set_rank(rank);
+
+  absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> started =
+      traind::WorkerProcess::Start(worker_path, request, environment);
+  if (!started.ok()) {
+    report.mutable_exit()->set_exit_code(traind::kWorkerJobFailed);
+    report.mutable_exit()->set_stderr_tail(
+        absl::StrCat("cannot start ", worker_path, " on ", host, ": ", started.status().message()));
+    reports->Write(report);
+    reports->WritesDone();
+    (void)reports->Finish();
+    return traind::kWorkerJobFailed;
+  }
+  traind::WorkerProcess& worker = **started;
+  bool terminated = false;
+  bool launcher_gone = false;
+  while (true) {
+    if (g_stop.load() && !terminated) {
+      terminated = true;
+      worker.Terminate();
+    }
+    trainer::v1::JobEvent event;
+    const auto read = worker.ReadEvent(&event, absl::Milliseconds(200));
+    if (read == traind::WorkerProcess::ReadResult::kTimeout) continue;
+    if (read == traind::WorkerProcess::ReadResult::kEnd) break;
+    *report.mutable_event() = std::move(event);
+    if (!launcher_gone && !reports->Write(report)) {
+      // Nobody to train for: the launcher (and so traind's job) is gone.
+      launcher_gone = true;
+      worker.Terminate();
+    }
+  }
+  const traind::WorkerProcess::Exit exit = worker.Wait();
+  trainer::v1::TaskExit* ended = report.mutable_exit();
+  ended->set_exit_code(exit.exit_code);
+  ended->set_signal(exit.signal);
+  ended->set_stderr_tail(exit.stderr_tail);
+  if (!launcher_gone) reports->Write(report);
+  reports->WritesDone();
+  (void)reports->Finish();
+  if (exit.signal != 0) return 128 + exit.signal;
+  return exit.exit_code;
+}

@@ -1,0 +1,54 @@
+// TaskService: what a job's launcher (traind-slurm) serves to the job's tasks on the Slurm nodes.
+// It hands each task the job's WorkerRequest, passes their events on to traind (the launcher's
+// stdout, read by traind as a worker's) and keeps how each task's worker ended. Every call must
+// carry the job's secret; anything else is refused before it is read. Thread-safe.
+#ifndef TRAIND_SLURM_TASK_SERVICE_H_
+#define TRAIND_SLURM_TASK_SERVICE_H_
+
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/event_pipe.h"
+#include "trainer/v1/slurm.grpc.pb.h"
+
+namespace traind {
+
+class TaskService final : public trainer::v1::SlurmTasks::Service {
+ public:
+  // `events`: where the job's events go (outlives the service).
+  TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks,
+              EventPipeWriter* events);
+
+  grpc::Status Join(grpc::ServerContext* context, const trainer::v1::JoinRequest* request,
+                    trainer::v1::WorkerRequest* response) override;
+  grpc::Status Report(grpc::ServerContext* context,
+                      grpc::ServerReader<trainer::v1::TaskReport>* reader,
+                      trainer::v1::TaskReportAck* response) override;
+
+  // Waits until every task has reported how it ended, or `deadline`; whether all have.
+  bool AwaitAllEnded(absl::Time deadline);
+  std::map<int, trainer::v1::TaskExit> Ended();
+  // Whether rank 0 sent the job's result (a final result or a benchmark's).
+  bool GotResult();
+  // The first error a worker reported ("rank 1: ..."), or "".
+  std::string FirstError();
+
+ private:
+  bool Authorized(const grpc::ServerContext& context) const;
+
+  const trainer::v1::WorkerRequest request_;
+  const std::string secret_;
+  const int tasks_;
+  absl::Mutex mu_;
+  EventPipeWriter* const events_ ABSL_PT_GUARDED_BY(mu_);
+  std::map<int, trainer::v1::TaskExit> ended_ ABSL_GUARDED_BY(mu_);
+  bool got_result_ ABSL_GUARDED_BY(mu_) = false;
+  std::string first_error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SLURM_TASK_SERVICE_H_
