@@ -190,6 +190,12 @@ absl::Status ValidateBackend(const JobSpec& spec) {
     return absl::InvalidArgumentError(
         "gpus_per_node: device cuda on Slurm needs GPUs allocated: --gpus-per-node N");
   }
+  if (spec.device() == "cuda" && spec.nodes() > 0 &&
+      RankCount(spec) > spec.nodes() * spec.gpus_per_node()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("processes: ", RankCount(spec), " tasks, one GPU each, do not fit on ",
+                     spec.nodes(), " node(s) x ", spec.gpus_per_node(), " GPU(s)"));
+  }
   if (spec.device() == "cpu" && spec.gpus_per_node() > 0) {
     return absl::InvalidArgumentError("gpus_per_node: for device cuda, not cpu");
   }

@@ -185,6 +185,8 @@ TEST(JobSpecTest, SlurmFieldsAreCheckedAndNeedBackendSlurm) {
   refused(gpus, "gpus_per_node");  // cuda needs GPUs allocated
   gpus.set_gpus_per_node(2);
   EXPECT_TRUE(ValidateJobSpec(gpus).ok()) << ValidateJobSpec(gpus);  // 4 ranks, one GPU each
+  gpus.set_gpus_per_node(1);  // 4 tasks on 2 nodes with 1 GPU each
+  refused(gpus, "processes");
 
   JobSpec bad = spec;
   bad.set_partition("a;b");

@@ -37,10 +37,11 @@ protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev
 libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-pil
 openssl libssl-dev iproute2 clang libclang-rt-14-dev
 libcpp-httplib-dev prometheus-cpp-dev nodejs chromium python3-prometheus-client
-slurm-client slurmctld slurmd munge"
+slurm-client slurmctld slurmd munge slurmdbd mariadb-server"
 # Slurm: its client commands are how traind submits jobs with --backend slurm; slurmctld, slurmd
 # and munge let tests/slurm/ start a private one-node Slurm (with its own config and key) to test
-# against. Their system services are left unconfigured.
+# against, slurmdbd and MariaDB its accounting (what sacct reads). Their system services are left
+# unconfigured.
 
 # npm: Debian's package, unless an npm is already there (NodeSource's nodejs ships its own and
 # conflicts with Debian's npm).

@@ -15,6 +15,7 @@ DevicePlan::DevicePlan(std::vector<std::string> gpus, std::map<std::string, int>
 
 int DevicePlan::SlotsOf(const std::string& device) const {
   auto it = slots_.find(device);
+  if (it == slots_.end() && device == "slurm") return kDefaultSlurmJobs;
   if (it == slots_.end() && device.rfind("cuda:", 0) == 0) it = slots_.find("cuda");
   return it == slots_.end() ? 1 : it->second;
 }
@@ -48,7 +49,13 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
                                                           const std::vector<HeldDevices>& running,
                                                           const std::set<std::string>& held) const {
   const trainer::v1::JobSpec& spec = job.spec();
-  if (IsSlurmJob(spec)) return std::vector<std::string>{"slurm"};
+  if (IsSlurmJob(spec)) {
+    // Slurm places it; here only how many run at once (each is a launcher polling Slurm).
+    const int on_slurm = static_cast<int>(std::count_if(
+        running.begin(), running.end(), [](const HeldDevices& r) { return r.remote; }));
+    if (on_slurm >= SlotsOf("slurm")) return std::nullopt;
+    return std::vector<std::string>{"slurm"};
+  }
   std::map<std::string, int> load;  // running jobs per device
   std::set<std::string> whole;      // devices a data-parallel job holds
   for (const HeldDevices& r : running) {

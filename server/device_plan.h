@@ -7,7 +7,8 @@
 // piecemeal, two multi-device jobs cannot deadlock each other; `Hold` keeps later one-device
 // jobs off the GPUs a waiting multi-GPU job needs, so a stream of small jobs cannot starve it.
 // An exclusive job runs alone. A Slurm job runs on the cluster's nodes, where Slurm places it: it
-// takes nothing here and waits for nothing here. Pure logic, no locking: the scheduler calls it
+// takes nothing here and waits only for a "slurm" slot (how many such jobs traind follows at
+// once). Pure logic, no locking: the scheduler calls it
 // under its mutex.
 #ifndef TRAIND_SERVER_DEVICE_PLAN_H_
 #define TRAIND_SERVER_DEVICE_PLAN_H_
@@ -38,6 +39,9 @@ absl::Status CheckGpusExist(const trainer::v1::JobSpec& spec, const std::vector<
 
 class DevicePlan {
  public:
+  // Jobs on Slurm at once, unless `--slots slurm=N` says otherwise.
+  static constexpr int kDefaultSlurmJobs = 64;
+
   // `gpus`: this machine's CUDA devices ("cuda:0", ...), in order.
   DevicePlan(std::vector<std::string> gpus, std::map<std::string, int> slots);
 

@@ -108,5 +108,25 @@ TEST(DevicePlanTest, AnExclusiveJobRunsAlone) {
             std::nullopt);
 }
 
+// A job on Slurm takes nothing of this machine's and waits for nothing here but a "slurm" slot;
+// this machine's jobs do not wait for it, exclusive ones included.
+TEST(DevicePlanTest, SlurmJobsTakeNothingHereAndCountOnlyAgainstSlurmSlots) {
+  Job on_slurm = OnDevice("cpu");
+  on_slurm.mutable_spec()->set_backend("slurm");
+  on_slurm.mutable_spec()->set_processes(4);
+  on_slurm.set_exclusive(true);  // a sweep member
+  const HeldDevices remote{{"slurm"}, false, false, true};
+  EXPECT_EQ(kTwoGpus.Place(on_slurm, {Whole({"cpu", "cpu"}), Single("cuda:0")}, {"cuda:1"}),
+            (Devices{"slurm"}));
+  Job exclusive = OnDevice("cpu");
+  exclusive.set_exclusive(true);
+  EXPECT_EQ(kTwoGpus.Place(exclusive, {remote, remote}, {}), (Devices{"cpu"}));
+  EXPECT_TRUE(kTwoGpus.Hold(on_slurm).empty());
+  const DevicePlan two_on_slurm({}, {{"slurm", 2}});
+  EXPECT_EQ(two_on_slurm.Place(on_slurm, {remote}, {}), (Devices{"slurm"}));
+  EXPECT_EQ(two_on_slurm.Place(on_slurm, {remote, remote}, {}), std::nullopt);
+  EXPECT_EQ(kTwoGpus.SlotsOf("slurm"), DevicePlan::kDefaultSlurmJobs);
+}
+
 }  // namespace
 }  // namespace traind

@@ -309,8 +309,8 @@ namespace {
 // Jobs that DevicePlan::Place treats alike: where they run, on how many ranks, alone or not.
 std::string PlacementClass(const Job& job) {
   const trainer::v1::JobSpec& spec = job.spec();
-  return absl::StrCat(spec.device(), "|", spec.devices(), "|", RankCount(spec), "|",
-                      job.exclusive());
+  return absl::StrCat(spec.backend(), "|", spec.device(), "|", spec.devices(), "|", RankCount(spec),
+                      "|", job.exclusive());
 }
 
 }  // namespace

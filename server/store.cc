@@ -439,6 +439,10 @@ absl::Status Store::FinishSweepLocked(const trainer::v1::Sweep& sweep, const std
       update.Bind(1, sweep.SerializeAsString());
       update.Bind(2, sweep.id());
       if (update.Step() != SQLITE_DONE) return SqliteError(db_, "complete sweep");
+      if (sqlite3_changes(db_) != 1) {  // deleted meanwhile (it had no member yet)
+        return absl::AbortedError(
+            absl::StrCat("sweep ", sweep.id(), " was deleted while it was being created"));
+      }
       return absl::OkStatus();
     });
   }
@@ -519,21 +523,25 @@ absl::StatusOr<std::vector<Job>> Store::QueuedJobs() {
                    "ORDER BY priority DESC, id LIMIT ?");
   std::vector<Job> queued;
   std::set<int64_t> seen;
+  // Where the next page starts: the last row read, not the last kept (a page of repeats
+  // would otherwise be read again for ever).
+  std::optional<std::pair<int64_t, int64_t>> after;  // (priority, id)
   while (true) {
     FairMutexLock lock(&mu_);
-    const bool first = queued.empty();
+    const bool first = !after.has_value();
     Statement select(db_, first ? first_page.c_str() : next_page.c_str());
     RETURN_IF_ERROR(select.status("queued jobs"));
     select.Bind(1, static_cast<int64_t>(Job::QUEUED));
     if (first) {
       select.Bind(2, kQueuePage);
     } else {
-      select.Bind(2, static_cast<int64_t>(queued.back().priority()));
-      select.Bind(3, static_cast<int64_t>(queued.back().priority()));
-      select.Bind(4, queued.back().id());
+      select.Bind(2, after->first);
+      select.Bind(3, after->first);
+      select.Bind(4, after->second);
       select.Bind(5, kQueuePage);
     }
     ASSIGN_OR_RETURN(std::vector<Job> page, ReadJobRows(db_, select, "queued jobs"));
+    if (!page.empty()) after = {static_cast<int64_t>(page.back().priority()), page.back().id()};
     for (Job& job : page) {
       if (seen.insert(job.id()).second) queued.push_back(std::move(job));
     }

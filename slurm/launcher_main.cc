@@ -11,6 +11,7 @@
 #include <openssl/rand.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,24 +19,32 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/event_pipe.h"
 #include "common/job_spec.h"
 #include "common/worker_exit.h"
 #include "common/write_all.h"
+#include "slurm/event_sink.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/slurm_commands.h"
 #include "slurm/task_service.h"
 
 namespace {
 
+// SIGTERM/SIGINT: cancel (scancel). SIGUSR1: traind shuts down: the tasks checkpoint and stop,
+// and the job is re-queued by traind. Either stops the launcher (g_stop).
 std::atomic<bool> g_stop{false};
-void OnStop(int) { g_stop.store(true); }
+std::atomic<bool> g_suspend{false};
+void OnCancel(int) { g_stop.store(true); }
+void OnSuspend(int) {
+  g_suspend.store(true);
+  g_stop.store(true);
+}
 
 std::string RandomHex(int bytes) {
   std::string raw(static_cast<size_t>(bytes), '\0');
@@ -60,7 +69,12 @@ class Launcher {
     const int64_t job = request.job_id();
     const int tasks = traind::RankCount(request.spec());
     const std::string secret = RandomHex(32);
-    if (secret.empty()) return Fail("cannot draw a secret for the job's tasks (RAND_bytes)");
+    const std::string suffix = RandomHex(4);
+    if (secret.empty() || suffix.empty()) {
+      return Fail("cannot draw a secret for the job's tasks (RAND_bytes)");
+    }
+    // Unique, so a submission whose answer was lost can still be found and cancelled by name.
+    const std::string name = absl::StrCat("traind-", job, "-", suffix);
 
     traind::TaskService service(request, secret, tasks, &events_);
     grpc::ServerBuilder builder;
@@ -76,20 +90,26 @@ class Launcher {
         traind::BatchScript(job, {(self.parent_path() / "traind-slurm-task").string(),
                                   absl::StrCat(HostName(), ":", port), secret});
     if (!script.ok()) return Fail(std::string(script.status().message()));
-    // Only its owner may read it: it holds the job's secret.
+    // Only its owner may read it: it holds the job's secret (fchmod: also when it existed).
     const int fd =
         open(script_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-    const bool written = fd >= 0 && traind::WriteAll(fd, *script);
+    const bool written = fd >= 0 && fchmod(fd, 0600) == 0 && traind::WriteAll(fd, *script);
     if (fd >= 0) close(fd);
     if (!written) return Fail("cannot write " + script_path);
 
+    if (g_stop.load()) return traind::kWorkerStopped;  // stopped before anything was submitted
     std::vector<std::string> sbatch = {"sbatch"};
-    for (std::string& arg : traind::SbatchArguments(request.spec(), job, request.job_dir())) {
+    for (std::string& arg : traind::SbatchArguments(request.spec(), name, request.job_dir())) {
       sbatch.push_back(std::move(arg));
     }
     sbatch.push_back(script_path);
-    absl::StatusOr<traind::CommandResult> submitted = traind::RunCommand(sbatch, absl::Seconds(60));
-    if (!submitted.ok()) return Fail(std::string(submitted.status().message()));
+    // Not interrupted by a stop: a submission cut short may still have reached Slurm.
+    absl::StatusOr<traind::CommandResult> submitted = traind::RunCommand(sbatch, absl::Seconds(30));
+    if (!submitted.ok()) {
+      (void)traind::RunCommand({"scancel", "--name=" + name}, absl::Seconds(10));
+      return Fail(absl::StrCat(submitted.status().message(), " (cancelled by name, ", name,
+                               ", in case it was submitted)"));
+    }
     if (submitted->exit_code != 0) {
       return Fail(
           absl::StrCat("sbatch refused the job: ", absl::StripAsciiWhitespace(submitted->err)));
@@ -97,8 +117,9 @@ class Launcher {
     absl::StatusOr<int64_t> slurm_job = traind::ParseSbatchJobId(submitted->out);
     if (!slurm_job.ok()) return Fail(std::string(slurm_job.status().message()));
     const std::string output = absl::StrCat(request.job_dir(), "/slurm-", *slurm_job, ".out");
-    Log(absl::StrCat("Submitted to Slurm as job ", *slurm_job, " (", tasks,
-                     tasks == 1 ? " task" : " tasks", "; `", absl::StrJoin(sbatch, " "), "`)"));
+    events_.Log(absl::StrCat("Submitted to Slurm as job ", *slurm_job, " (", tasks,
+                             tasks == 1 ? " task" : " tasks", "; `", absl::StrJoin(sbatch, " "),
+                             "`)"));
 
     const std::string final_state = Follow(*slurm_job, service);
     server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
@@ -124,55 +145,82 @@ class Launcher {
   }
 
  private:
-  // Until every task has reported its end, Slurm says the job ended, or traind stops it (then
-  // the Slurm job is cancelled). Returns the last state Slurm gave.
+  // scancel, retried: a cancel that does not reach Slurm would leave the job running for nobody.
+  void Cancel(int64_t slurm_job, const std::vector<std::string>& options = {}) {
+    std::vector<std::string> argv = {"scancel"};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(absl::StrCat(slurm_job));
+    std::string why;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      absl::StatusOr<traind::CommandResult> done = traind::RunCommand(argv, absl::Seconds(5));
+      if (done.ok() && done->exit_code == 0) return;
+      why = done.ok() ? std::string(absl::StripAsciiWhitespace(done->err))
+                      : std::string(done.status().message());
+    }
+    events_.Log(absl::StrCat("`", absl::StrJoin(argv, " "), "` failed: ", why,
+                             "; the Slurm job may still run"),
+                trainer::v1::LogLine::WARNING);
+  }
+
+  // Until every task has reported its end, Slurm says the job ended, or traind stops it. Returns
+  // the last state Slurm gave.
   std::string Follow(int64_t slurm_job, traind::TaskService& service) {
     std::string state;
     absl::Time next_poll = absl::Now();
     absl::Time give_up = absl::InfiniteFuture();
-    int unknown = 0;
-    bool cancelled = false;
+    std::optional<absl::Time> unknown_since;
+    bool stopping = false;
     while (!service.AwaitAllEnded(absl::Now() + absl::Milliseconds(250))) {
       const absl::Time now = absl::Now();
-      if (g_stop.load() && !cancelled) {
-        cancelled = true;
-        (void)traind::RunCommand({"scancel", absl::StrCat(slurm_job)}, absl::Seconds(5));
-        give_up = now + absl::Seconds(6);  // traind kills us after its --cancel-grace
+      if (g_stop.load() && !stopping) {
+        stopping = true;
+        if (g_suspend.load()) {
+          // To the tasks only (not the batch script): each has its worker checkpoint and stop.
+          Cancel(slurm_job, {"--signal=USR1"});
+        } else {
+          Cancel(slurm_job);
+        }
+        give_up = now + absl::Seconds(6);  // traind kills us after its --cancel-grace (10 s)
       }
       if (now > give_up) break;
       if (now < next_poll) continue;
-      next_poll = now + absl::Seconds(cancelled ? 1 : 2);
-      absl::StatusOr<std::string> seen = traind::SlurmJobState(slurm_job);
+      next_poll = now + absl::Seconds(stopping ? 1 : 2);
+      absl::StatusOr<std::string> seen =
+          traind::SlurmJobState(slurm_job, stopping ? nullptr : &g_stop);
       if (!seen.ok()) {
-        if (++unknown >= 3) break;  // gone from Slurm's memory: it will not report again
+        // Slurm's controller may restart or fail over: only minutes without an answer end it.
+        if (!unknown_since) unknown_since = now;
+        if (now - *unknown_since > absl::Minutes(5) && !stopping) {
+          events_.Log(absl::StrCat("Slurm has not answered about job ", slurm_job,
+                                   " for 5 minutes (", seen.status().message(), "); cancelling it"),
+                      trainer::v1::LogLine::WARNING);
+          Cancel(slurm_job);
+          break;
+        }
         continue;
       }
+      unknown_since.reset();
       if (*seen != state) {
         state = *seen;
-        Log(absl::StrCat("Slurm job ", slurm_job, ": ", state));
+        events_.Log(absl::StrCat("Slurm job ", slurm_job, ": ", state));
       }
       // Tasks report just before they exit; allow their last messages a moment.
       if (traind::IsFinalSlurmState(state) && give_up == absl::InfiniteFuture()) {
         give_up = now + absl::Seconds(5);
       }
     }
+    // A suspend that the tasks did not finish in time: stop the job for good.
+    if (stopping && g_suspend.load() && !service.AwaitAllEnded(absl::Now())) Cancel(slurm_job);
     return state;
   }
 
-  void Log(const std::string& text,
-           trainer::v1::LogLine::Severity severity = trainer::v1::LogLine::INFO) {
-    trainer::v1::JobEvent event;
-    event.mutable_log()->set_severity(severity);
-    event.mutable_log()->set_text(text);
-    events_.Write(event);
-  }
   int Fail(const std::string& why) {
-    Log(why, trainer::v1::LogLine::ERROR);
+    events_.Log(why, trainer::v1::LogLine::ERROR);
     std::fprintf(stderr, "traind-slurm: %s\n", why.c_str());
     return traind::kWorkerJobFailed;
   }
 
-  traind::EventPipeWriter events_;
+  traind::EventSink events_;
 };
 
 }  // namespace
@@ -186,11 +234,13 @@ int main(int argc, char**) {
   }
   // traind gone (even kill -9): cancel the Slurm job rather than leave it running for nobody.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  struct sigaction stop {};
-  stop.sa_handler = OnStop;
-  sigaction(SIGTERM, &stop, nullptr);
-  sigaction(SIGINT, &stop, nullptr);
-  sigaction(SIGUSR1, &stop, nullptr);  // a shutdown: traind re-queues the job
+  struct sigaction cancel {};
+  cancel.sa_handler = OnCancel;
+  sigaction(SIGTERM, &cancel, nullptr);
+  sigaction(SIGINT, &cancel, nullptr);
+  struct sigaction suspend {};
+  suspend.sa_handler = OnSuspend;
+  sigaction(SIGUSR1, &suspend, nullptr);  // a shutdown: traind re-queues the job
   signal(SIGPIPE, SIG_IGN);
   if (getppid() == 1) return traind::kWorkerStopped;
 

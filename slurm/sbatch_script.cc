@@ -7,14 +7,16 @@
 
 namespace traind {
 
-std::vector<std::string> SbatchArguments(const trainer::v1::JobSpec& spec, int64_t job_id,
+std::vector<std::string> SbatchArguments(const trainer::v1::JobSpec& spec, const std::string& name,
                                          const std::string& job_dir) {
-  std::vector<std::string> args = {"--parsable", absl::StrCat("--job-name=traind-", job_id),
+  std::vector<std::string> args = {"--parsable", "--job-name=" + name, "--no-requeue",
                                    absl::StrCat("--ntasks=", RankCount(spec)),
                                    absl::StrCat("--output=", job_dir, "/slurm-%j.out")};
   if (spec.nodes() > 0) args.push_back(absl::StrCat("--nodes=", spec.nodes()));
   if (spec.gpus_per_node() > 0) {
+    // Task k of a node uses that node's GPU k: never more tasks on a node than GPUs.
     args.push_back(absl::StrCat("--gpus-per-node=", spec.gpus_per_node()));
+    args.push_back(absl::StrCat("--ntasks-per-node=", spec.gpus_per_node()));
   }
   // Validated (common/job_spec.cc): letters, digits and punctuation only.
   if (!spec.partition().empty()) args.push_back("--partition=" + spec.partition());

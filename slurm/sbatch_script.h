@@ -13,10 +13,11 @@
 
 namespace traind {
 
-// sbatch's arguments before the script's path: --parsable, the job's name, --ntasks (the spec's
-// processes, at least 1) and whichever of --nodes, --gpus-per-node, --partition and --time the
-// spec sets; the output to <job_dir>/slurm-<id>.out.
-std::vector<std::string> SbatchArguments(const trainer::v1::JobSpec& spec, int64_t job_id,
+// sbatch's arguments before the script's path: --parsable, --job-name=`name`, --no-requeue
+// (traind decides what runs again), --ntasks (the spec's processes, at least 1) and whichever of
+// --nodes, --gpus-per-node (then also --ntasks-per-node, so no node gets more tasks than GPUs),
+// --partition and --time the spec sets; the output to <job_dir>/slurm-<Slurm's id>.out.
+std::vector<std::string> SbatchArguments(const trainer::v1::JobSpec& spec, const std::string& name,
                                          const std::string& job_dir);
 
 struct BatchScriptParts {

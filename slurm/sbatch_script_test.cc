@@ -9,17 +9,18 @@ using Args = std::vector<std::string>;
 
 TEST(SbatchArgumentsTest, OneTaskByDefaultAndOnlyTheResourcesTheSpecSets) {
   trainer::v1::JobSpec spec;
-  EXPECT_EQ(SbatchArguments(spec, 7, "/state/jobs/7"),
-            (Args{"--parsable", "--job-name=traind-7", "--ntasks=1",
+  EXPECT_EQ(SbatchArguments(spec, "traind-7-ab12", "/state/jobs/7"),
+            (Args{"--parsable", "--job-name=traind-7-ab12", "--no-requeue", "--ntasks=1",
                   "--output=/state/jobs/7/slurm-%j.out"}));
   spec.set_processes(4);
   spec.set_nodes(2);
   spec.set_gpus_per_node(2);
   spec.set_partition("gpu,debug");
   spec.set_time_limit("1-00:00:00");
-  EXPECT_EQ(SbatchArguments(spec, 8, "/j"),
-            (Args{"--parsable", "--job-name=traind-8", "--ntasks=4", "--output=/j/slurm-%j.out",
-                  "--nodes=2", "--gpus-per-node=2", "--partition=gpu,debug", "--time=1-00:00:00"}));
+  EXPECT_EQ(SbatchArguments(spec, "n", "/j"),
+            (Args{"--parsable", "--job-name=n", "--no-requeue", "--ntasks=4",
+                  "--output=/j/slurm-%j.out", "--nodes=2", "--gpus-per-node=2",
+                  "--ntasks-per-node=2", "--partition=gpu,debug", "--time=1-00:00:00"}));
 }
 
 TEST(BatchScriptTest, RunsOneTaskPerRankWithTheConnectionQuoted) {

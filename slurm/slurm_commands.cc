@@ -10,8 +10,10 @@
 
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -38,7 +40,7 @@ struct Pipe {
 }  // namespace
 
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         absl::Duration timeout) {
+                                         absl::Duration timeout, const std::atomic<bool>* stop) {
   if (argv.empty()) return absl::InvalidArgumentError("RunCommand: no program");
   Pipe out, err;
   if (pipe2(out.fds, O_CLOEXEC) != 0 || pipe2(err.fds, O_CLOEXEC) != 0) {
@@ -66,17 +68,17 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   const absl::Time deadline = absl::Now() + timeout;
   std::array<pollfd, 2> polls = {pollfd{out.fds[0], POLLIN, 0}, pollfd{err.fds[0], POLLIN, 0}};
   std::array<std::string*, 2> sinks = {&result.out, &result.err};
-  bool timed_out = false;
-  while (polls[0].fd >= 0 || polls[1].fd >= 0) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      timed_out = true;
-      break;
-    }
-    const int ready =
-        poll(polls.data(), polls.size(), static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+  enum { kRunning, kTimedOut, kStopped } ended = kRunning;
+  auto check = [&] {
+    if (stop != nullptr && stop->load()) ended = kStopped;
+    if (absl::Now() >= deadline) ended = kTimedOut;
+    return ended == kRunning;
+  };
+  // Its output until it closes both pipes; a stop or the deadline is seen within 100 ms.
+  while ((polls[0].fd >= 0 || polls[1].fd >= 0) && check()) {
+    const int ready = poll(polls.data(), polls.size(), 100);
     if (ready < 0 && errno != EINTR) break;
-    for (size_t i = 0; i < polls.size(); ++i) {
+    for (size_t i = 0; ready > 0 && i < polls.size(); ++i) {
       if (polls[i].fd < 0 || polls[i].revents == 0) continue;
       char buffer[4096];
       const ssize_t n = read(polls[i].fd, buffer, sizeof(buffer));
@@ -87,14 +89,20 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
       }
     }
   }
-  if (timed_out) kill(pid, SIGKILL);
+  // Reaped whatever happens, but never waited for past the deadline: a child that closed its
+  // pipes and went on running is killed too.
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (true) {
+    if (ended != kRunning) kill(pid, SIGKILL);
+    const pid_t reaped = waitpid(pid, &status, ended == kRunning ? WNOHANG : 0);
+    if (reaped == pid || (reaped < 0 && errno != EINTR)) break;
+    if (reaped == 0 && check()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (timed_out) {
+  if (ended == kTimedOut) {
     return absl::DeadlineExceededError(
         absl::StrCat(argv[0], " did not finish within ", absl::FormatDuration(timeout)));
   }
+  if (ended == kStopped) return absl::CancelledError(absl::StrCat(argv[0], " stopped"));
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
@@ -137,19 +145,23 @@ std::string FirstWord(const absl::StatusOr<CommandResult>& result) {
 
 }  // namespace
 
-absl::StatusOr<std::string> SlurmJobState(int64_t job_id) {
+absl::StatusOr<std::string> SlurmJobState(int64_t job_id, const std::atomic<bool>* stop) {
   const std::string id = absl::StrCat(job_id);
+  // Short: the launcher polls every few seconds and must notice a cancel meanwhile.
+  const absl::Duration kQuery = absl::Seconds(10);
   // squeue knows pending and running jobs, and (--states=all) those that ended within MinJobAge.
-  std::string state = FirstWord(
-      RunCommand({"squeue", "--noheader", "--states=all", "--jobs", id, "--format", "%T"}));
+  std::string state = FirstWord(RunCommand(
+      {"squeue", "--noheader", "--states=all", "--jobs", id, "--format", "%T"}, kQuery, stop));
   if (!state.empty()) return state;
   // sacct, where the cluster keeps accounting: the allocation's own line (-X).
   if (OnPath("sacct")) {
     state = FirstWord(RunCommand(
-        {"sacct", "--noheader", "-X", "--jobs", id, "--format", "State%30", "--parsable2"}));
+        {"sacct", "--noheader", "-X", "--jobs", id, "--format", "State%30", "--parsable2"}, kQuery,
+        stop));
     if (!state.empty()) return state;
   }
-  absl::StatusOr<CommandResult> shown = RunCommand({"scontrol", "show", "job", id, "--oneliner"});
+  absl::StatusOr<CommandResult> shown =
+      RunCommand({"scontrol", "show", "job", id, "--oneliner"}, kQuery, stop);
   if (shown.ok() && shown->exit_code == 0) {
     const size_t at = shown->out.find("JobState=");
     if (at != std::string::npos) {

@@ -3,6 +3,7 @@
 #ifndef TRAIND_SLURM_SLURM_COMMANDS_H_
 #define TRAIND_SLURM_SLURM_COMMANDS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,9 +19,11 @@ struct CommandResult {
   std::string err;     // its standard error
 };
 // Runs argv[0] (looked up on PATH) and collects its output; DEADLINE_EXCEEDED (the child killed)
-// after `timeout`, NOT_FOUND when it cannot be started.
+// after `timeout`, CANCELLED (killed too) once `*stop` is true, NOT_FOUND when it cannot be
+// started.
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         absl::Duration timeout = absl::Seconds(30));
+                                         absl::Duration timeout = absl::Seconds(30),
+                                         const std::atomic<bool>* stop = nullptr);
 
 // Whether `program` is an executable file in a directory of PATH.
 bool OnPath(const std::string& program);
@@ -33,7 +36,7 @@ absl::StatusOr<int64_t> ParseSbatchJobId(const std::string& out);
 // A Slurm job's state as Slurm names it (PENDING, RUNNING, COMPLETING, COMPLETED, CANCELLED,
 // FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...): from squeue while Slurm lists it, then from
 // sacct (accounting) or scontrol (recently ended jobs). NOT_FOUND when none of them knows it.
-absl::StatusOr<std::string> SlurmJobState(int64_t job_id);
+absl::StatusOr<std::string> SlurmJobState(int64_t job_id, const std::atomic<bool>* stop = nullptr);
 // The first word of a state ("CANCELLED by 0" -> CANCELLED) is one Slurm does not leave.
 bool IsFinalSlurmState(const std::string& state);
 

@@ -1,5 +1,9 @@
 #include "slurm/slurm_commands.h"
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -25,6 +29,29 @@ TEST(RunCommandTest, AMissingProgramIsNotFoundAndASlowOneIsStopped) {
   const absl::Time began = absl::Now();
   EXPECT_EQ(RunCommand({"sleep", "30"}, absl::Milliseconds(200)).status().code(),
             absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - began, absl::Seconds(10));
+}
+
+// A cancel must not wait for a slow Slurm command: the stop flag kills it within ~100 ms.
+TEST(RunCommandTest, AStopKillsTheCommand) {
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = true;
+  });
+  const absl::Time began = absl::Now();
+  EXPECT_EQ(RunCommand({"sleep", "30"}, absl::Seconds(60), &stop).status().code(),
+            absl::StatusCode::kCancelled);
+  EXPECT_LT(absl::Now() - began, absl::Seconds(10));
+  stopper.join();
+}
+
+// A child that closes its output and goes on running is not waited for past the deadline.
+TEST(RunCommandTest, AChildThatClosesItsPipesIsStillBoundByTheDeadline) {
+  const absl::Time began = absl::Now();
+  EXPECT_EQ(
+      RunCommand({"sh", "-c", "exec >&- 2>&-; sleep 30"}, absl::Milliseconds(300)).status().code(),
+      absl::StatusCode::kDeadlineExceeded);
   EXPECT_LT(absl::Now() - began, absl::Seconds(10));
 }
 

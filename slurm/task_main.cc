@@ -23,8 +23,12 @@
 
 namespace {
 
+// SIGTERM (scancel): stop the worker. SIGUSR1 (traind shutting down; the launcher signals the
+// tasks): the worker checkpoints, then stops.
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_suspend{false};
 void OnStop(int) { g_stop.store(true); }
+void OnSuspend(int) { g_suspend.store(true); }
 
 int EnvInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -57,6 +61,9 @@ int main() {
   stop.sa_handler = OnStop;
   sigaction(SIGTERM, &stop, nullptr);
   sigaction(SIGINT, &stop, nullptr);
+  struct sigaction suspend {};
+  suspend.sa_handler = OnSuspend;
+  sigaction(SIGUSR1, &suspend, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
   auto channel = grpc::CreateChannel(connect, grpc::InsecureChannelCredentials());
@@ -118,11 +125,16 @@ int main() {
   }
   traind::WorkerProcess& worker = **started;
   bool terminated = false;
+  bool suspended = false;
   bool launcher_gone = false;
   while (true) {
     if (g_stop.load() && !terminated) {
       terminated = true;
       worker.Terminate();
+    }
+    if (g_suspend.load() && !suspended && !terminated) {
+      suspended = true;
+      worker.Suspend();
     }
     trainer::v1::JobEvent event;
     const auto read = worker.ReadEvent(&event, absl::Milliseconds(200));

@@ -9,7 +9,7 @@ namespace traind {
 using trainer::v1::JobEvent;
 
 TaskService::TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks,
-                         EventPipeWriter* events)
+                         EventSink* events)
     : request_(std::move(request)), secret_(std::move(secret)), tasks_(tasks), events_(events) {}
 
 bool TaskService::Authorized(const grpc::ServerContext& context) const {
@@ -59,7 +59,9 @@ grpc::Status TaskService::Report(grpc::ServerContext* context,
         event.mutable_log()->set_text(absl::StrCat("rank ", rank, ": ", event.log().text()));
       if (first_error_.empty()) first_error_ = event.log().text();
     }
-    events_->Write(event);  // traind gone: the launcher is being stopped too
+    // In order per task: each task's events come through this one stream. traind gone: the
+    // launcher is being stopped too.
+    events_->Write(event);
   }
   return grpc::Status::OK;
 }

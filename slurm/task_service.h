@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/event_pipe.h"
+#include "slurm/event_sink.h"
 #include "trainer/v1/slurm.grpc.pb.h"
 
 namespace traind {
@@ -19,8 +19,7 @@ namespace traind {
 class TaskService final : public trainer::v1::SlurmTasks::Service {
  public:
   // `events`: where the job's events go (outlives the service).
-  TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks,
-              EventPipeWriter* events);
+  TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks, EventSink* events);
 
   grpc::Status Join(grpc::ServerContext* context, const trainer::v1::JoinRequest* request,
                     trainer::v1::WorkerRequest* response) override;
@@ -43,7 +42,7 @@ class TaskService final : public trainer::v1::SlurmTasks::Service {
   const std::string secret_;
   const int tasks_;
   absl::Mutex mu_;
-  EventPipeWriter* const events_ ABSL_PT_GUARDED_BY(mu_);
+  EventSink* const events_;  // thread-safe itself
   std::map<int, trainer::v1::TaskExit> ended_ ABSL_GUARDED_BY(mu_);
   bool got_result_ ABSL_GUARDED_BY(mu_) = false;
   std::string first_error_ ABSL_GUARDED_BY(mu_);

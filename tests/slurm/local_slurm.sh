@@ -104,6 +104,7 @@ local_slurm_start_accounting() {
   mariadbd --no-defaults --datadir="$dir/db/data" --socket="$dir/db/socket" --port="$db_port" \
     --bind-address=127.0.0.1 --user=root --skip-grant-tables --pid-file="$dir/db/mariadbd.pid" \
     --log-error="$dir/db/error.log" &
+  echo $! > "$dir/db/started.pid"  # stopped by this even if it never wrote its own pid file
   local i
   for i in $(seq 1 60); do
     [ -S "$dir/db/socket" ] && break
@@ -145,12 +146,12 @@ local_slurm_stop() {
     done
   fi
   for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/slurmdbd.pid" "$dir/db/mariadbd.pid" \
-                 "$dir/munge/munged.pid"; do
+                 "$dir/db/started.pid" "$dir/munge/munged.pid"; do
     [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null
   done
   sleep 0.5
   for pidfile in "$dir/slurmd.pid" "$dir/slurmctld.pid" "$dir/slurmdbd.pid" "$dir/db/mariadbd.pid" \
-                 "$dir/munge/munged.pid"; do
+                 "$dir/db/started.pid" "$dir/munge/munged.pid"; do
     [ -f "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null
   done
   return 0

@@ -2,7 +2,8 @@
 # Jobs on Slurm end to end: a private Slurm on this machine (local_slurm.sh: munged, slurmctld and
 # one slurmd, none of them mocked), a real traind that submits to it, and trainctl following the
 # jobs. A 2-task LeNet5 job runs through Slurm with its events streamed back to `trainctl watch`;
-# `trainctl cancel` of a running one ends the Slurm job CANCELLED; bad Slurm fields are refused.
+# `trainctl cancel` of a running one ends the Slurm job CANCELLED; a traind shutdown checkpoints a
+# running one, which the next traind resubmits and resumes; bad Slurm fields are refused.
 #   tests/slurm/slurm_test.sh BIN_DIR      (ctest runs it; exit 77 = skipped, with the reason)
 set -uo pipefail
 bin=$(cd "${1:?usage: slurm_test.sh BIN_DIR}" && pwd)
@@ -55,7 +56,7 @@ slurm_id() { trainctl logs "$1" 2>/dev/null | grep -Eo 'Submitted to Slurm as jo
 
 # 1. Two tasks (ranks), data parallel over Gloo, placed by Slurm; the events reach `watch`.
 expect 0 "a 2-task LeNet5 job through Slurm succeeds, watched" "test accuracy|accuracy" -- \
-  trainctl submit --backend slurm --processes 2 --model lenet5 --dataset fashion-mnist \
+  timeout 300 trainctl submit --backend slurm --processes 2 --model lenet5 --dataset fashion-mnist \
   --device cpu --epochs 1 --limit-train 12000 --limit-test 2000 --log-every 20 --watch
 first=$(job_id)
 expect 0 "its log shows Slurm's job and both ranks' training" "Submitted to Slurm as job [0-9]+" -- \
@@ -114,14 +115,58 @@ if [ -n "$second_slurm" ]; then
     echo "note - no accounting (mariadbd or slurmdbd missing or not starting): sacct not asked"
   fi
 fi
-sleep 1
-if pgrep -f "traind-slurm-task" >/dev/null; then
-  fail "a task of the cancelled job is still running: $(pgrep -af traind-slurm-task | head -2)"
-else
-  pass "no task of the cancelled job is left running"
-fi
+left=""
+for _ in $(seq 30); do  # Slurm's KillWait is 5 s
+  left=$(squeue --noheader --steps --jobs "$second_slurm" 2>/dev/null; pgrep -af "$bin/traind-slurm-task")
+  [ -z "$left" ] && break
+  sleep 0.5
+done
+[ -z "$left" ] && pass "no step or task of the cancelled job is left running" \
+  || fail "the cancelled job left: $left"
 
-# 3. What cannot go to Slurm is refused at submit, naming the field.
+# 3. traind shut down while Slurm runs a job: the tasks checkpoint and stop, the job is re-queued,
+#    and the next traind submits it again and it resumes from that checkpoint.
+start_traind() {
+  "$bin/traind" --slurm-address 127.0.0.1 >>"$work/traind.log" 2>&1 &
+  traind_pid=$!
+  for _ in $(seq 100); do
+    [ -S "$work/state/traind/traind.sock" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+expect 0 "another long job is submitted to Slurm" "" -- \
+  trainctl submit --backend slurm --processes 2 --model lenet5 --dataset fashion-mnist \
+  --device cpu --epochs 50 --log-every 20
+third=$(job_id)
+for _ in $(seq 240); do  # until the ranks train
+  trainctl logs "$third" 2>/dev/null | grep -q "Batch 0020" && break
+  sleep 0.5
+done
+third_slurm=$(slurm_id "$third")
+expect 0 "trainctl shutdown while Slurm runs it" "" -- timeout 60 trainctl shutdown
+for _ in $(seq 100); do kill -0 "$traind_pid" 2>/dev/null || break; sleep 0.2; done
+[ -f "$work/state/traind/jobs/$third/checkpoint.pt" ] \
+  && pass "rank 0 checkpointed on the way down" || fail "no checkpoint in jobs/$third"
+left=""
+for _ in $(seq 30); do
+  left=$(squeue --noheader --steps --jobs "$third_slurm" 2>/dev/null; pgrep -af "$bin/traind-slurm-task")
+  [ -z "$left" ] && break
+  sleep 0.5
+done
+[ -z "$left" ] && pass "the Slurm job's tasks stopped with traind" || fail "left running: $left"
+start_traind || fail "traind did not come back"
+for _ in $(seq 240); do
+  trainctl logs "$third" 2>/dev/null | grep -q "Resumed from the checkpoint" && break
+  sleep 0.5
+done
+expect 0 "the next traind resubmits it and it resumes from the checkpoint" \
+  "Resumed from the checkpoint" -- trainctl logs "$third"
+[ "$(grep -c "Submitted to Slurm as job" "$work/out")" = 2 ] \
+  && pass "it went to Slurm twice" || fail "expected two submissions in its log"
+expect 0 "and is cancelled again" "" -- trainctl cancel "$third"
+
+# 4. What cannot go to Slurm is refused at submit, naming the field.
 expect 2 "device cuda without --gpus-per-node is refused" "gpus_per_node" -- \
   trainctl submit --backend slurm --device cuda --model lenet5 --dataset fashion-mnist
 expect 2 "a partition that is not a word is refused" "partition" -- \
