@@ -18,13 +18,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/loopback.h"
+#include "common/on_path.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
 #include "server/http/http_sessions.h"
 #include "server/http/prometheus_metrics.h"
 #include "server/owned_paths.h"
 #include "server/worker_process.h"
-#include "slurm/slurm_commands.h"
 
 namespace traind {
 
@@ -220,7 +220,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
 
   daemon->service_->set_shutdown_hook(options.shutdown_hook);
   daemon->service_->set_slurm_available(
-      SlurmCommandsOnPath() && access(SlurmLauncherPath(options.worker_path).c_str(), X_OK) == 0);
+      OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
+      access(SlurmLauncherPath(options.worker_path).c_str(), X_OK) == 0);
   // The dashboard's in-process calls for local browser sessions carry this secret.
   const std::string local_session_secret = options.http.empty() ? "" : RandomSecret();
   daemon->access_->set_local_session_secret(local_session_secret);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/on_path.h"
 
 extern char** environ;
 
@@ -106,22 +107,6 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
-
-bool OnPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) return false;
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    const std::string candidate = absl::StrCat(dir, "/", program);
-    struct stat info {};
-    if (stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
-        access(candidate.c_str(), X_OK) == 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
-bool SlurmCommandsOnPath() { return OnPath("sbatch") && OnPath("squeue") && OnPath("scancel"); }
 
 absl::StatusOr<int64_t> ParseSbatchJobId(const std::string& out) {
   absl::string_view text = absl::StripAsciiWhitespace(out);

@@ -25,11 +25,6 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          absl::Duration timeout = absl::Seconds(30),
                                          const std::atomic<bool>* stop = nullptr);
 
-// Whether `program` is an executable file in a directory of PATH.
-bool OnPath(const std::string& program);
-// sbatch, squeue and scancel: what a job on Slurm needs from traind's machine.
-bool SlurmCommandsOnPath();
-
 // The job id in `sbatch --parsable`'s output ("1234" or "1234;cluster").
 absl::StatusOr<int64_t> ParseSbatchJobId(const std::string& out);
 

@@ -55,11 +55,6 @@ TEST(RunCommandTest, AChildThatClosesItsPipesIsStillBoundByTheDeadline) {
   EXPECT_LT(absl::Now() - began, absl::Seconds(10));
 }
 
-TEST(SlurmCommandsTest, OnPathFindsExecutablesOnly) {
-  EXPECT_TRUE(OnPath("sh"));
-  EXPECT_FALSE(OnPath("no-such-program-traind"));
-}
-
 TEST(SlurmCommandsTest, ParsesSbatchParsableOutput) {
   EXPECT_EQ(*ParseSbatchJobId("1234\n"), 1234);
   EXPECT_EQ(*ParseSbatchJobId("99;cluster-a\n"), 99);

@@ -176,6 +176,16 @@ expect 2 "--nodes without --backend slurm is refused" "only for jobs on Slurm" -
 expect 2 "an unknown backend is refused" "backend: local \\(default\\) or slurm" -- \
   trainctl submit --backend k8s --device cpu --model lenet5 --dataset fashion-mnist
 
+# 5. A traind that finds no Slurm commands refuses --backend slurm at submit, saying what it needs.
+mkdir -p "$work/noslurm"
+env PATH="$bin" XDG_STATE_HOME="$work/noslurm" "$bin/traind" >"$work/noslurm.log" 2>&1 &
+noslurm_pid=$!
+for _ in $(seq 100); do [ -S "$work/noslurm/traind/traind.sock" ] && break; sleep 0.1; done
+expect 1 "without sbatch on traind's PATH, --backend slurm is refused" "needs Slurm's sbatch" -- \
+  env XDG_STATE_HOME="$work/noslurm" trainctl submit --backend slurm --device cpu --model lenet5 \
+  --dataset fashion-mnist
+kill "$noslurm_pid" 2>/dev/null; wait "$noslurm_pid" 2>/dev/null
+
 if [ "$failures" != 0 ]; then
   echo "--- traind's log"; tail -30 "$work/traind.log"
   echo "--- slurmctld's log"; tail -15 "$work/slurm/slurmctld.log"
