@@ -1,14 +1,13 @@
 // trainctl shutdown: stop the traind this connection reaches, as SIGTERM would: running jobs
 // checkpoint and are queued again for its next start. Admins only (the Unix socket's user is one).
 // It waits until the daemon stops answering, so a script can start another one right after.
-#include <signal.h>
 
-#include <cerrno>
 #include <chrono>
 #include <thread>
 
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
+#include "client/process_ended.h"
 #include "client/rpc.h"
 
 namespace traind {
@@ -32,7 +31,7 @@ void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
     for (int i = 0; i < 600; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       if (local) {
-        if (kill(response.pid(), 0) != 0 && errno == ESRCH) {
+        if (ProcessEnded(response.pid())) {
           ctx.out() << "traind (pid " << response.pid() << ") stopped\n";
           *exit_code = kExitOk;
           return;
