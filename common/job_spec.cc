@@ -208,12 +208,6 @@ absl::Status ValidateBackend(const JobSpec& spec) {
 }
 
 absl::Status ValidateDataParallel(const JobSpec& spec) {
-  // On Slurm, `processes` counts tasks, each on a CPU or on one GPU of its node.
-  if (IsSlurmJob(spec) && spec.device() == "cuda" && spec.processes() > 1) {
-    JobSpec as_cpu_ranks = spec;
-    as_cpu_ranks.set_device("cpu");
-    return ValidateDataParallel(as_cpu_ranks);
-  }
   if (spec.processes() < 0 || spec.processes() > kMaxProcesses) {
     return absl::InvalidArgumentError(absl::StrCat("processes: 0 to ", kMaxProcesses,
                                                    " (ranks of a data-parallel job), got ",
@@ -247,7 +241,9 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
           "processes: MPS has no collective library (no NCCL); a Mac runs data-parallel jobs on "
           "the CPU: --device cpu --processes N");
     }
-    if (spec.device() != "cpu") {
+    // On Slurm, `processes` counts tasks, each on a CPU or on one GPU of its node.
+    const bool slurm_gpu_tasks = IsSlurmJob(spec) && spec.device() == "cuda";
+    if (spec.device() != "cpu" && !slurm_gpu_tasks) {
       return absl::InvalidArgumentError(
           absl::StrCat("processes: CPU ranks (Gloo), so device must be cpu, got '",
                        spec.device().empty() ? "best available" : spec.device(),

@@ -20,6 +20,7 @@
 #include "common/loopback.h"
 #include "common/on_path.h"
 #include "common/paths.h"
+#include "common/random_secret.h"
 #include "common/status_macros.h"
 #include "server/http/http_sessions.h"
 #include "server/http/prometheus_metrics.h"

@@ -5,16 +5,12 @@
 // whose tasks reach back to that port with the job's secret, follows the Slurm job (squeue,
 // then sacct or scontrol) and ends it with scancel when traind cancels it.
 #include <fcntl.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
-#include <google/protobuf/util/delimited_message_util.h>
 #include <grpcpp/grpcpp.h>
-#include <openssl/rand.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,11 +19,12 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/job_spec.h"
+#include "common/random_secret.h"
 #include "common/worker_exit.h"
+#include "common/worker_side.h"
 #include "common/write_all.h"
 #include "slurm/event_sink.h"
 #include "slurm/sbatch_script.h"
@@ -35,22 +32,6 @@
 #include "slurm/task_service.h"
 
 namespace {
-
-// SIGTERM/SIGINT: cancel (scancel). SIGUSR1: traind shuts down: the tasks checkpoint and stop,
-// and the job is re-queued by traind. Either stops the launcher (g_stop).
-std::atomic<bool> g_stop{false};
-std::atomic<bool> g_suspend{false};
-void OnCancel(int) { g_stop.store(true); }
-void OnSuspend(int) {
-  g_suspend.store(true);
-  g_stop.store(true);
-}
-
-std::string RandomHex(int bytes) {
-  std::string raw(static_cast<size_t>(bytes), '\0');
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), bytes) != 1) return "";
-  return absl::BytesToHexString(raw);
-}
 
 std::string HostName() {
   if (const char* address = std::getenv("TRAIND_SLURM_ADDRESS"); address && *address) {
@@ -63,18 +44,16 @@ std::string HostName() {
 
 class Launcher {
  public:
-  explicit Launcher(int events_fd) : events_(events_fd) {}
+  // `stop`: SIGTERM cancels the Slurm job (scancel); SIGUSR1 (traind shutting down) has its
+  // tasks checkpoint and stop, and traind re-queues the job.
+  Launcher(int events_fd, const traind::StopFlags& stop) : events_(events_fd), stop_(stop) {}
 
   int Run(const trainer::v1::WorkerRequest& request) {
     const int64_t job = request.job_id();
     const int tasks = traind::RankCount(request.spec());
-    const std::string secret = RandomHex(32);
-    const std::string suffix = RandomHex(4);
-    if (secret.empty() || suffix.empty()) {
-      return Fail("cannot draw a secret for the job's tasks (RAND_bytes)");
-    }
+    const std::string secret = traind::RandomSecret();
     // Unique, so a submission whose answer was lost can still be found and cancelled by name.
-    const std::string name = absl::StrCat("traind-", job, "-", suffix);
+    const std::string name = absl::StrCat("traind-", job, "-", traind::RandomSecret().substr(0, 8));
 
     traind::TaskService service(request, secret, tasks, &events_);
     grpc::ServerBuilder builder;
@@ -97,7 +76,7 @@ class Launcher {
     if (fd >= 0) close(fd);
     if (!written) return Fail("cannot write " + script_path);
 
-    if (g_stop.load()) return traind::kWorkerStopped;  // stopped before anything was submitted
+    if (stop_.stop.load()) return traind::kWorkerStopped;  // stopped before anything was submitted
     std::vector<std::string> sbatch = {"sbatch"};
     for (std::string& arg : traind::SbatchArguments(request.spec(), name, request.job_dir())) {
       sbatch.push_back(std::move(arg));
@@ -123,7 +102,7 @@ class Launcher {
 
     const std::string final_state = Follow(*slurm_job, service);
     server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
-    if (g_stop.load()) return traind::kWorkerStopped;
+    if (stop_.stop.load()) return traind::kWorkerStopped;
 
     const std::map<int, trainer::v1::TaskExit> ended = service.Ended();
     for (const auto& [rank, exit] : ended) {
@@ -172,9 +151,9 @@ class Launcher {
     bool stopping = false;
     while (!service.AwaitAllEnded(absl::Now() + absl::Milliseconds(250))) {
       const absl::Time now = absl::Now();
-      if (g_stop.load() && !stopping) {
+      if (stop_.stop.load() && !stopping) {
         stopping = true;
-        if (g_suspend.load()) {
+        if (stop_.suspend.load()) {
           // To the tasks only (not the batch script): each has its worker checkpoint and stop.
           Cancel(slurm_job, {"--signal=USR1"});
         } else {
@@ -186,7 +165,7 @@ class Launcher {
       if (now < next_poll) continue;
       next_poll = now + absl::Seconds(stopping ? 1 : 2);
       absl::StatusOr<std::string> seen =
-          traind::SlurmJobState(slurm_job, stopping ? nullptr : &g_stop);
+          traind::SlurmJobState(slurm_job, stopping ? nullptr : &stop_.stop);
       if (!seen.ok()) {
         // Slurm's controller may restart or fail over: only minutes without an answer end it.
         if (!unknown_since) unknown_since = now;
@@ -210,7 +189,7 @@ class Launcher {
       }
     }
     // A suspend that the tasks did not finish in time: stop the job for good.
-    if (stopping && g_suspend.load() && !service.AwaitAllEnded(absl::Now())) Cancel(slurm_job);
+    if (stopping && stop_.suspend.load() && !service.AwaitAllEnded(absl::Now())) Cancel(slurm_job);
     return state;
   }
 
@@ -221,36 +200,31 @@ class Launcher {
   }
 
   traind::EventSink events_;
+  const traind::StopFlags& stop_;
 };
 
 }  // namespace
 
 int main(int argc, char**) {
-  const int events_fd = dup(STDOUT_FILENO);
-  dup2(STDERR_FILENO, STDOUT_FILENO);
+  const int events_fd = traind::TakeStdoutForEvents();
   if (argc != 1) {
     std::fprintf(stderr, "usage: traind-slurm  (started by traind for a job with backend slurm)\n");
     return traind::kWorkerBadRequest;
   }
   // traind gone (even kill -9): cancel the Slurm job rather than leave it running for nobody.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  struct sigaction cancel {};
-  cancel.sa_handler = OnCancel;
-  sigaction(SIGTERM, &cancel, nullptr);
-  sigaction(SIGINT, &cancel, nullptr);
-  struct sigaction suspend {};
-  suspend.sa_handler = OnSuspend;
-  sigaction(SIGUSR1, &suspend, nullptr);  // a shutdown: traind re-queues the job
-  signal(SIGPIPE, SIG_IGN);
+  const traind::StopFlags& stop = traind::InstallStopSignals();
   if (getppid() == 1) return traind::kWorkerStopped;
 
   trainer::v1::WorkerRequest request;
-  google::protobuf::io::FileInputStream in(STDIN_FILENO);
-  bool clean_eof = false;
-  if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
-    if (clean_eof) return traind::kWorkerStopped;
-    std::fprintf(stderr, "traind-slurm: could not read a WorkerRequest on stdin\n");
-    return traind::kWorkerBadRequest;
+  switch (traind::ReadWorkerRequest(&request)) {
+    case traind::RequestRead::kRead:
+      return Launcher(events_fd, stop).Run(request);
+    case traind::RequestRead::kClosed:
+      return traind::kWorkerStopped;
+    case traind::RequestRead::kUnreadable:
+      break;
   }
-  return Launcher(events_fd).Run(request);
+  std::fprintf(stderr, "traind-slurm: could not read a WorkerRequest on stdin\n");
+  return traind::kWorkerBadRequest;
 }

@@ -4,10 +4,8 @@
 // SLURM_NTASKS, SLURM_LOCALID; MASTER_ADDR and MASTER_PORT from the batch script), streams the
 // worker's events back as they come and then how it ended, and exits as the worker did.
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,17 +16,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/worker_exit.h"
+#include "common/worker_side.h"
 #include "server/worker_process.h"
 #include "trainer/v1/slurm.grpc.pb.h"
 
 namespace {
-
-// SIGTERM (scancel): stop the worker. SIGUSR1 (traind shutting down; the launcher signals the
-// tasks): the worker checkpoints, then stops.
-std::atomic<bool> g_stop{false};
-std::atomic<bool> g_suspend{false};
-void OnStop(int) { g_stop.store(true); }
-void OnSuspend(int) { g_suspend.store(true); }
 
 int EnvInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
@@ -57,14 +49,9 @@ int main() {
   const int rank = EnvInt("SLURM_PROCID", 0);
   const int tasks = EnvInt("SLURM_NTASKS", 1);
   const int local_rank = EnvInt("SLURM_LOCALID", 0);
-  struct sigaction stop {};
-  stop.sa_handler = OnStop;
-  sigaction(SIGTERM, &stop, nullptr);
-  sigaction(SIGINT, &stop, nullptr);
-  struct sigaction suspend {};
-  suspend.sa_handler = OnSuspend;
-  sigaction(SIGUSR1, &suspend, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // SIGTERM (scancel): stop the worker. SIGUSR1 (traind shutting down: the launcher signals the
+  // tasks): the worker checkpoints, then stops.
+  const traind::StopFlags& signals = traind::InstallStopSignals();
 
   auto channel = grpc::CreateChannel(connect, grpc::InsecureChannelCredentials());
   auto stub = trainer::v1::SlurmTasks::NewStub(channel);
@@ -124,17 +111,16 @@ int main() {
     return traind::kWorkerJobFailed;
   }
   traind::WorkerProcess& worker = **started;
-  bool terminated = false;
-  bool suspended = false;
+  bool stopping = false;
   bool launcher_gone = false;
   while (true) {
-    if (g_stop.load() && !terminated) {
-      terminated = true;
-      worker.Terminate();
-    }
-    if (g_suspend.load() && !suspended && !terminated) {
-      suspended = true;
-      worker.Suspend();
+    if (signals.stop.load() && !stopping) {
+      stopping = true;
+      if (signals.suspend.load()) {
+        worker.Suspend();
+      } else {
+        worker.Terminate();
+      }
     }
     trainer::v1::JobEvent event;
     const auto read = worker.ReadEvent(&event, absl::Milliseconds(200));

@@ -13,7 +13,6 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,36 +22,15 @@
 
 #include "common/event_pipe.h"
 #include "common/worker_exit.h"
+#include "common/worker_side.h"
 #include "engine/device.h"
 #include "engine/training_job.h"
-#include "google/protobuf/util/delimited_message_util.h"
 #include "models/scripted_model.h"
 #include "trainer/v1/worker.pb.h"
 #include "worker/heap_retention.h"
 
-namespace {
-
-std::atomic<bool> g_stop{false};
-std::atomic<bool> g_suspend{false};
-
-void OnTerminate(int) { g_stop.store(true); }
-void OnSuspend(int) {
-  g_suspend.store(true);
-  g_stop.store(true);  // for work that cannot checkpoint (benchmarks): stop
-}
-
-// LibTorch and its libraries may print to stdout; keep the event stream on a private descriptor
-// and point stdout at stderr.
-int TakeStdoutForEvents() {
-  const int events_fd = dup(STDOUT_FILENO);
-  dup2(STDERR_FILENO, STDOUT_FILENO);
-  return events_fd;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  const int events_fd = TakeStdoutForEvents();
+  const int events_fd = traind::TakeStdoutForEvents();
   traind::EventPipeWriter pipe(events_fd);
 
   if (argc == 2 && std::strcmp(argv[1], "--list-devices") == 0) {
@@ -69,25 +47,19 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGUSR1);
   if (getppid() == 1) return traind::kWorkerStopped;  // it died before we got here
 #endif
-  struct sigaction action {};
-  action.sa_handler = OnTerminate;
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-  struct sigaction suspend {};
-  suspend.sa_handler = OnSuspend;
-  sigaction(SIGUSR1, &suspend, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  traind::StopFlags& signals = traind::InstallStopSignals();
 
   traind::RetainFreedHeapMemory();
 
   trainer::v1::WorkerRequest request;
-  google::protobuf::io::FileInputStream in(STDIN_FILENO);
-  bool clean_eof = false;
-  if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&request, &in, &clean_eof)) {
-    // A pre-started worker that traind no longer needs: it closed stdin without a request.
-    if (clean_eof) return traind::kWorkerStopped;
-    std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
-    return traind::kWorkerBadRequest;
+  switch (traind::ReadWorkerRequest(&request)) {
+    case traind::RequestRead::kRead:
+      break;
+    case traind::RequestRead::kClosed:  // a pre-started worker that traind no longer needs
+      return traind::kWorkerStopped;
+    case traind::RequestRead::kUnreadable:
+      std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
+      return traind::kWorkerBadRequest;
   }
 
   if (!request.inspect_model().empty()) {
@@ -103,11 +75,11 @@ int main(int argc, char** argv) {
 
   const absl::Status status = traind::RunTrainingJob(
       request,
-      [&pipe](trainer::v1::JobEvent event) {
+      [&pipe, &signals](trainer::v1::JobEvent event) {
         // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
-        if (!pipe.Write(event)) g_stop.store(true);
+        if (!pipe.Write(event)) signals.stop.store(true);
       },
-      g_stop, &g_suspend);
+      signals.stop, &signals.suspend);
   if (status.ok()) return traind::kWorkerSucceeded;
   if (absl::IsCancelled(status)) return traind::kWorkerStopped;
 

@@ -1,13 +1,12 @@
 #include "server/http/dashboard_server.h"
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <unistd.h>
 
-#include <httplib.h>
-
 #include <cstring>
-#include <limits>
 #include <iostream>
+#include <limits>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -15,8 +14,9 @@
 #include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 #include "common/loopback.h"
-#include "common/status_macros.h"
 #include "common/metric_rows.h"
+#include "common/random_secret.h"
+#include "common/status_macros.h"
 #include "common/write_all.h"
 #include "server/http/job_feeds.h"
 #include "server/http/web_assets.h"

@@ -1,24 +1,12 @@
 #include "server/http/http_sessions.h"
 
-#include <openssl/rand.h>
-
 #include <cstdlib>
 #include <iostream>
 
 #include "absl/strings/escaping.h"
+#include "common/random_secret.h"
 
 namespace traind {
-
-std::string RandomSecret() {
-  unsigned char bytes[32];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) {
-    // Without randomness no secret can be made; a guessable one would be worse than stopping.
-    std::cerr << "traind: the system's random number generator failed\n";
-    std::abort();
-  }
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
-}
 
 HttpSessions::HttpSessions(absl::Duration lifetime, absl::Duration login_link_lifetime)
     : lifetime_(lifetime), login_link_lifetime_(login_link_lifetime) {}

@@ -30,9 +30,6 @@ struct HttpSession {
   absl::Time expires;
 };
 
-// 32 bytes from the system's CSPRNG, as 64 hex digits.
-std::string RandomSecret();
-
 class HttpSessions {
  public:
   explicit HttpSessions(absl::Duration lifetime = absl::Hours(24 * 7),

@@ -7,8 +7,9 @@
 set -uo pipefail
 bin=$(cd "${1:?usage: netns_test.sh BIN_DIR}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/checks.sh
+source "$(dirname "$0")/../lib/checks.sh"  # skip, pass, fail, expect
 
-skip() { echo "SKIPPED: $*"; exit 77; }
 command -v ip >/dev/null || skip "no ip command (Debian: iproute2)"
 command -v openssl >/dev/null || skip "no openssl"
 
@@ -40,22 +41,6 @@ done
 ip -n "$server_ns" link set "${tag}a" up
 ip -n "$laptop_ns" link set "${tag}b" up
 
-failures=0
-pass() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; failures=$((failures + 1)); }
-# expect CODE DESCRIPTION PATTERN -- COMMAND...: the exit code, and PATTERN in stdout+stderr.
-expect() {
-  local code=$1 what=$2 pattern=$3; shift 4
-  "$@" >"$work/out" 2>&1
-  local got=$?
-  if [ "$got" != "$code" ]; then
-    fail "$what: exit $got, expected $code"; sed 's/^/       /' "$work/out" | tail -5; return
-  fi
-  if [ -n "$pattern" ] && ! grep -Eq "$pattern" "$work/out"; then
-    fail "$what: output lacks /$pattern/"; sed 's/^/       /' "$work/out" | tail -5; return
-  fi
-  pass "$what"
-}
 on_server() { ip netns exec "$server_ns" "$@"; }
 on_laptop() { ip netns exec "$laptop_ns" env HOME="$work/home" XDG_CONFIG_HOME= "$@"; }
 

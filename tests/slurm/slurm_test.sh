@@ -8,10 +8,11 @@
 set -uo pipefail
 bin=$(cd "${1:?usage: slurm_test.sh BIN_DIR}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/checks.sh
+source "$(dirname "$0")/../lib/checks.sh"  # skip, pass, fail, expect
 # shellcheck source=local_slurm.sh
 source "$src/tests/slurm/local_slurm.sh"
 
-skip() { echo "SKIPPED: $*"; exit 77; }
 work=$(mktemp -d /tmp/traind-slurm-test.XXXXXX)
 traind_pid=""
 cleanup() {
@@ -23,22 +24,6 @@ trap cleanup EXIT
 [ -x "$bin/traind-slurm" ] && [ -x "$bin/traind-slurm-task" ] || skip "no traind-slurm in $bin"
 local_slurm_start "$work/slurm" || skip "$SKIP_REASON"
 
-failures=0
-pass() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; failures=$((failures + 1)); }
-# expect CODE DESCRIPTION PATTERN -- COMMAND...: the exit code, and PATTERN in stdout+stderr.
-expect() {
-  local code=$1 what=$2 pattern=$3; shift 4
-  "$@" >"$work/out" 2>&1
-  local got=$?
-  if [ "$got" != "$code" ]; then
-    fail "$what: exit $got, expected $code"; sed 's/^/       /' "$work/out" | tail -8; return 1
-  fi
-  if [ -n "$pattern" ] && ! grep -Eq "$pattern" "$work/out"; then
-    fail "$what: output lacks /$pattern/"; sed 's/^/       /' "$work/out" | tail -8; return 1
-  fi
-  pass "$what"
-}
 
 export XDG_STATE_HOME=$work/state
 export PATH=$bin:$PATH

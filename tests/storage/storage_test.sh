@@ -7,8 +7,9 @@
 #   tests/storage/storage_test.sh BIN_DIR
 set -uo pipefail
 bin=$(cd "${1:?usage: storage_test.sh BIN_DIR}" && pwd)
+# shellcheck source=../lib/checks.sh
+source "$(dirname "$0")/../lib/checks.sh"  # skip, pass, fail, expect
 
-skip() { echo "SKIPPED: $*"; exit 77; }
 if [ -z "${TRAIND_IN_MOUNT_NS:-}" ]; then
   command -v unshare >/dev/null || skip "no unshare (util-linux)"
   unshare -m true 2>/dev/null || skip "cannot create a mount namespace here"
@@ -25,19 +26,6 @@ pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; umount "$disk"; rm -rf "$work"; }
 trap cleanup EXIT
 
-failures=0
-pass() { echo "ok   - $*"; }
-fail() { echo "FAIL - $*"; failures=$((failures + 1)); }
-expect() {  # expect CODE DESCRIPTION PATTERN -- COMMAND...
-  local code=$1 what=$2 pattern=$3; shift 4
-  "$@" >"$work/out" 2>&1
-  local got=$?
-  if [ "$got" != "$code" ]; then fail "$what: exit $got, expected $code"; tail -3 "$work/out"; return; fi
-  if [ -n "$pattern" ] && ! grep -Eq "$pattern" "$work/out"; then
-    fail "$what: output lacks /$pattern/"; tail -3 "$work/out"; return
-  fi
-  pass "$what"
-}
 start() {
   "$bin/traind" --state-dir "$state" >>"$work/traind.log" 2>&1 &
   pid=$!
