@@ -111,8 +111,8 @@ absl::StatusOr<ResolvedConnection> ResolveConnection(const ConnectionOptions& op
   return resolved;
 }
 
-std::shared_ptr<grpc::Channel> OpenChannel(const ResolvedConnection& connection) {
-  grpc::ChannelArguments args;
+std::shared_ptr<grpc::Channel> OpenChannel(const ResolvedConnection& connection,
+                                           grpc::ChannelArguments args) {
   args.SetMaxReceiveMessageSize(64 << 20);
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (connection.tls) {

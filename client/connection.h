@@ -39,7 +39,9 @@ struct ResolvedConnection {
 absl::StatusOr<ResolvedConnection> ResolveConnection(const ConnectionOptions& options,
                                                      const std::string& config_path);
 
-std::shared_ptr<grpc::Channel> OpenChannel(const ResolvedConnection& connection);
+// `args`: the caller's own channel arguments (keepalive, ...); the message size is set here.
+std::shared_ptr<grpc::Channel> OpenChannel(const ResolvedConnection& connection,
+                                           grpc::ChannelArguments args = grpc::ChannelArguments());
 
 }  // namespace traind
 

@@ -98,7 +98,13 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
        "local (default: this traind's devices) | slurm: submit to the Slurm cluster traind's "
        "machine submits to, with --processes tasks (docs/scale-out.md)",
        false, true},
-      {"--nodes", "nodes", "Slurm: spread the tasks over N nodes (default: as Slurm places them)",
+      {"--nodes", "nodes",
+       "Slurm: spread the tasks over N nodes (default: as Slurm places them). Otherwise: run on N "
+       "traind hosts, this one and its first N-1 peers (as --hosts)",
+       false, true},
+      {"--hosts", "hosts",
+       "Run on these traind hosts at once: this one and its peers (traind --name, --peer), e.g. "
+       "a,b; --processes ranks in all (default one per host), rank 0 here; --device cpu or cuda",
        false, true},
       {"--gpus-per-node", "gpus_per_node", "Slurm: GPUs per node (--device cuda; one per task)",
        false, true},

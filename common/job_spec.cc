@@ -145,14 +145,67 @@ absl::Status SlurmWord(const char* field, const std::string& value, const char* 
   return absl::OkStatus();
 }
 
+// JobSpec.hosts: names of traind hosts (whether this traind knows them is its own check).
+absl::Status ValidateHosts(const JobSpec& spec) {
+  if (spec.hosts().empty()) return absl::OkStatus();
+  if (IsSlurmJob(spec)) {
+    return absl::InvalidArgumentError(
+        "hosts: not with backend slurm (Slurm places the tasks; --nodes N asks for nodes)");
+  }
+  const std::vector<std::string> hosts = HostNames(spec);
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    RETURN_IF_ERROR(ValidateHostName("hosts", hosts[i]));
+    if (std::find(hosts.begin(), hosts.begin() + i, hosts[i]) != hosts.begin() + i) {
+      return absl::InvalidArgumentError(absl::StrCat("hosts: '", hosts[i], "' is listed twice"));
+    }
+  }
+  if (hosts.size() < 2 || hosts.size() > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hosts: 2 to 16 names separated by commas (one host is a job of its own), got ",
+        hosts.size()));
+  }
+  if (spec.gpus() > 0 || !spec.devices().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.gpus() > 0 ? "gpus" : "devices",
+        ": with hosts each rank takes one GPU on its host: --device cuda --processes N"));
+  }
+  if (spec.device() != "cpu" && spec.device() != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device: cpu (Gloo) or cuda (NCCL) with hosts, got '",
+                     spec.device().empty() ? "best available" : spec.device(), "'"));
+  }
+  if (spec.processes() > 1 && spec.processes() % static_cast<int>(hosts.size()) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("processes: ", spec.processes(),
+                                                   " ranks do not spread evenly over ",
+                                                   hosts.size(), " hosts"));
+  }
+  const char* one_host_only = !spec.model_file().empty()  ? "model_file"
+                              : !spec.data_file().empty() ? "data_file"
+                              : !spec.init_from().empty() ? "init_from"
+                                                          : nullptr;
+  if (one_host_only != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        one_host_only, ": not with hosts yet (an upload or a job's weights live on one traind)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateBackend(const JobSpec& spec) {
   if (!spec.backend().empty() && spec.backend() != "slurm") {
     return absl::InvalidArgumentError(
         absl::StrCat("backend: local (default) or slurm, got '", spec.backend(), "'"));
   }
+  RETURN_IF_ERROR(ValidateHosts(spec));
   if (!IsSlurmJob(spec)) {
-    const char* slurm_only = spec.nodes() != 0            ? "nodes"
-                             : spec.gpus_per_node() != 0  ? "gpus_per_node"
+    // nodes: this traind and its first peers (the daemon turns it into hosts).
+    if (spec.nodes() < 0 || spec.nodes() > 16) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("nodes: 0 to 16 traind hosts (this one and its peers), got ", spec.nodes()));
+    }
+    if (spec.nodes() != 0 && !spec.hosts().empty()) {
+      return absl::InvalidArgumentError("nodes: give hosts or nodes, not both");
+    }
+    const char* slurm_only = spec.gpus_per_node() != 0    ? "gpus_per_node"
                              : !spec.partition().empty()  ? "partition"
                              : !spec.time_limit().empty() ? "time_limit"
                                                           : nullptr;
@@ -242,8 +295,9 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
           "the CPU: --device cpu --processes N");
     }
     // On Slurm, `processes` counts tasks, each on a CPU or on one GPU of its node.
-    const bool slurm_gpu_tasks = IsSlurmJob(spec) && spec.device() == "cuda";
-    if (spec.device() != "cpu" && !slurm_gpu_tasks) {
+    // So do jobs on several hosts: one GPU each on its host.
+    const bool gpu_tasks = (IsSlurmJob(spec) || !spec.hosts().empty()) && spec.device() == "cuda";
+    if (spec.device() != "cpu" && !gpu_tasks) {
       return absl::InvalidArgumentError(
           absl::StrCat("processes: CPU ranks (Gloo), so device must be cpu, got '",
                        spec.device().empty() ? "best available" : spec.device(),
@@ -254,7 +308,8 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gradient_allreduce: fp32 (default) or bf16, got '", spec.gradient_allreduce(), "'"));
   }
-  if (spec.gradient_allreduce() == "bf16" && !on_gpus) {
+  if (spec.gradient_allreduce() == "bf16" && !on_gpus &&
+      !(spec.device() == "cuda" && !spec.hosts().empty())) {
     return absl::InvalidArgumentError(
         "gradient_allreduce: bf16 is for jobs on several GPUs (NCCL): with --gpus N or --devices");
   }
@@ -262,9 +317,10 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
   if (spec.has_benchmark() || spec.batch_size_auto() || spec.cuda_graph() ||
       spec.evaluate_only()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        spec.processes() > 1 ? "processes"
-        : spec.gpus() > 0    ? "gpus"
-                             : "devices",
+        spec.processes() > 1    ? "processes"
+        : spec.gpus() > 0       ? "gpus"
+        : !spec.hosts().empty() ? "hosts"
+                                : "devices",
         ": not with a benchmark, batch_size auto, cuda_graph or evaluate_only (those run in one "
         "process)"));
   }
@@ -298,7 +354,31 @@ absl::StatusOr<std::vector<std::string>> ParseDeviceList(const std::string& devi
 
 bool IsSlurmJob(const JobSpec& spec) { return spec.backend() == "slurm"; }
 
+std::vector<std::string> HostNames(const JobSpec& spec) {
+  if (spec.hosts().empty()) return {};
+  return absl::StrSplit(spec.hosts(), ',');
+}
+
+int RanksPerHost(const JobSpec& spec) {
+  const int hosts = static_cast<int>(HostNames(spec).size());
+  return hosts == 0 ? RankCount(spec) : std::max(1, RankCount(spec) / hosts);
+}
+
+absl::Status ValidateHostName(const char* field, const std::string& name) {
+  constexpr char kAllowed[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
+  if (name.empty() || name.size() > 64 || name.find_first_not_of(kAllowed) != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": host names are 1 to 64 letters, digits, _ . or -, got '", name, "'"));
+  }
+  return absl::OkStatus();
+}
+
 int RankCount(const JobSpec& spec) {
+  if (!spec.hosts().empty()) {
+    const int hosts =
+        static_cast<int>(std::count(spec.hosts().begin(), spec.hosts().end(), ',')) + 1;
+    return spec.processes() > 1 ? spec.processes() : hosts;
+  }
   if (spec.gpus() > 0) return spec.gpus();
   if (!spec.devices().empty()) {
     return static_cast<int>(std::count(spec.devices().begin(), spec.devices().end(), ',')) + 1;

@@ -48,6 +48,14 @@ int RankCount(const trainer::v1::JobSpec& spec);
 // Whether the job runs on a Slurm cluster (backend slurm) rather than this machine's devices.
 bool IsSlurmJob(const trainer::v1::JobSpec& spec);
 
+// Several traind hosts (JobSpec.hosts): the host names in rank order, empty for any other job.
+std::vector<std::string> HostNames(const trainer::v1::JobSpec& spec);
+// The ranks each host of such a job runs (RankCount / hosts).
+int RanksPerHost(const trainer::v1::JobSpec& spec);
+// Characters a host name (traind --name, --peer NAME=...) may have: INVALID_ARGUMENT naming
+// `field` otherwise.
+absl::Status ValidateHostName(const char* field, const std::string& name);
+
 // "sha256:" and 64 lowercase hex digits: how a spec names an uploaded blob.
 absl::Status ValidateBlobDigest(const char* field, const std::string& digest);
 

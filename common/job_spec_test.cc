@@ -165,6 +165,56 @@ TEST(JobSpecTest, NonFiniteAndNegativeTrainingValuesAreRefused) {
 
 // A job on Slurm: tasks through processes, resources as sbatch's; what would reach sbatch's
 // command line is held to plain words, and Slurm's fields need backend slurm.
+TEST(JobSpecTest, HostsNameDistinctTraindsAndSpreadTheRanksEvenly) {
+  auto refused = [](const JobSpec& spec, const std::string& field, const std::string& says) {
+    absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_EQ(status.message().rfind(field + ":", 0), 0u) << status;
+    EXPECT_NE(status.message().find(says), absl::string_view::npos) << status;
+  };
+  JobSpec spec = Valid();
+  spec.set_device("cpu");
+  spec.set_hosts("a,b");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  EXPECT_EQ(RankCount(spec), 2);  // one per host by default
+  EXPECT_EQ(RanksPerHost(spec), 1);
+  EXPECT_EQ(HostNames(spec), (std::vector<std::string>{"a", "b"}));
+  spec.set_processes(4);
+  EXPECT_EQ(RankCount(spec), 4);
+  EXPECT_EQ(RanksPerHost(spec), 2);
+  JobSpec gpus = spec;
+  gpus.set_device("cuda");  // one GPU per rank on each host
+  EXPECT_TRUE(ValidateJobSpec(gpus).ok()) << ValidateJobSpec(gpus);
+
+  JobSpec bad = spec;
+  bad.set_processes(3);
+  refused(bad, "processes", "do not spread evenly over 2 hosts");
+  bad = spec;
+  bad.set_hosts("a,a");
+  refused(bad, "hosts", "listed twice");
+  bad.set_hosts("a");
+  refused(bad, "hosts", "2 to 16");
+  bad.set_hosts("a,b;rm -rf /");
+  refused(bad, "hosts", "letters, digits");
+  bad.set_hosts("a,,b");
+  refused(bad, "hosts", "letters, digits");
+  bad = spec;
+  bad.set_device("mps");
+  refused(bad, "device", "cpu (Gloo) or cuda (NCCL)");
+  bad = spec;
+  bad.set_gpus(2);
+  refused(bad, "gpus", "one GPU on its host");
+  bad = spec;
+  bad.set_backend("slurm");
+  refused(bad, "hosts", "not with backend slurm");
+  bad = spec;
+  bad.set_nodes(2);
+  refused(bad, "nodes", "hosts or nodes, not both");
+  bad = spec;
+  bad.set_init_from("7");
+  refused(bad, "init_from", "not with hosts yet");
+}
+
 TEST(JobSpecTest, SlurmFieldsAreCheckedAndNeedBackendSlurm) {
   auto refused = [](const JobSpec& spec, const std::string& field) {
     absl::Status status = ValidateJobSpec(spec);
@@ -215,7 +265,9 @@ TEST(JobSpecTest, SlurmFieldsAreCheckedAndNeedBackendSlurm) {
 
   JobSpec local = Valid();
   local.set_device("cpu");
-  local.set_nodes(2);
+  local.set_nodes(2);  // without Slurm: this traind and a peer (the daemon makes it hosts)
+  EXPECT_TRUE(ValidateJobSpec(local).ok()) << ValidateJobSpec(local);
+  local.set_nodes(17);
   refused(local, "nodes");
   local = Valid();
   local.set_time_limit("30");

@@ -10,6 +10,9 @@ enum WorkerExit : int {
   kWorkerJobFailed = 1,   // the job failed; its error was written to the event pipe first
   kWorkerBadRequest = 2,  // no (or an unreadable) WorkerRequest on stdin, or a usage error
   kWorkerStopped = 3,     // stopped on request (SIGTERM/SIGINT) or because traind went away
+  // traind-hosts only: a host of the job could not take it, or was lost while it ran (its error
+  // was written first); traind re-queues the job to try again (Scheduler::WaitForHosts).
+  kWorkerHostsUnavailable = 4,
 };
 
 }  // namespace traind

@@ -1,5 +1,11 @@
 #include "engine/data_parallel.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <torch/version.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -8,8 +14,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-
-#include <torch/version.h>
 
 // TRAIND_HAVE_C10D (CMake) says a process group's headers were found: Gloo's (TRAIND_C10D_GLOO, CPU
 // ranks) and, in a CUDA LibTorch 2.x, NCCL's (TRAIND_C10D_NCCL, GPU ranks); the headers themselves
@@ -124,6 +128,33 @@ absl::Status DataParallelSupported(const torch::Device& device) {
 
 namespace {
 
+#ifdef TRAIND_C10D_GLOO
+// This host's address that packets to `host` leave from (a UDP socket "connected" there sends
+// nothing); `host` itself when that cannot be found out.
+std::string LocalAddressToward(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || found == nullptr) return host;
+  std::string local = host;
+  const int fd = socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage address{};
+  socklen_t length = sizeof(address);
+  char text[INET6_ADDRSTRLEN] = {};
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    const void* raw =
+        address.ss_family == AF_INET6
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&address)->sin6_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&address)->sin_addr);
+    if (inet_ntop(address.ss_family, raw, text, sizeof(text)) != nullptr) local = text;
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return local;
+}
+#endif
+
 // A process group of `world` ranks over `store` for tensors on `device`; "nccl" or "gloo" in
 // `backend`.
 c10::intrusive_ptr<c10d::ProcessGroup> CreateGroup(const c10::intrusive_ptr<c10d::Store>& store,
@@ -156,13 +187,15 @@ c10::intrusive_ptr<c10d::ProcessGroup> CreateGroup(const c10::intrusive_ptr<c10d
 #ifdef TRAIND_C10D_GLOO
   *backend = "gloo";
   auto gloo = c10d::ProcessGroupGloo::Options::create(wait);
-  // Where this rank listens for its peers: GLOO_SOCKET_IFNAME as in PyTorch, else the address
-  // that reaches the master (loopback for ranks of one machine).
+  // Where this rank listens for its peers: GLOO_SOCKET_IFNAME as in PyTorch, else this host's
+  // address on the route to the master (loopback for ranks of one machine; on several hosts the
+  // interface their network shares, whatever the host name resolves to).
   const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
   if (interface != nullptr && *interface != '\0') {
     gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
   } else {
-    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(placement.master_addr));
+    gloo->devices.push_back(
+        c10d::ProcessGroupGloo::createDeviceForHostname(LocalAddressToward(placement.master_addr)));
   }
 #ifdef TRAIND_C10D_BACKENDS
   group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);

@@ -148,6 +148,11 @@ static std::string SlurmLauncherPath(const std::string& worker_path) {
   return (std::filesystem::path(worker_path).parent_path() / "traind-slurm").string();
 }
 
+// traind-hosts, installed beside traind-worker.
+static std::string HostsLauncherPath(const std::string& worker_path) {
+  return (std::filesystem::path(worker_path).parent_path() / "traind-hosts").string();
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   std::unique_ptr<Daemon> daemon(new Daemon());
   if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
@@ -208,10 +213,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->executor_ = std::make_unique<Executor>(options.executor_threads);
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
-      Scheduler::Options{options.worker_path, options.state_dir + "/jobs", options.cancel_grace,
-                         options.slots, options.checkpoint_minutes * 60, daemon->blobs_.get(),
-                         options.warm_workers, std::move(gpus),
-                         SlurmLauncherPath(options.worker_path), options.slurm_address});
+      Scheduler::Options{
+          options.worker_path, options.state_dir + "/jobs", options.cancel_grace, options.slots,
+          options.checkpoint_minutes * 60, daemon->blobs_.get(), options.warm_workers,
+          std::move(gpus), SlurmLauncherPath(options.worker_path), options.slurm_address,
+          HostsLauncherPath(options.worker_path), options.hosts_environment, options.host_wait});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),
@@ -220,6 +226,11 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
       options.enable_fault_injection, DataRoots(options.data_roots));
 
   daemon->service_->set_shutdown_hook(options.shutdown_hook);
+  daemon->service_->set_hosts(options.host_name, options.peer_names);
+  daemon->peer_service_ = std::make_unique<PeerService>(
+      daemon->scheduler_.get(), daemon->access_.get(), daemon->service_.get(),
+      PeerService::Options{options.worker_path, options.state_dir + "/peer-jobs",
+                           options.max_upload_bytes, options.cancel_grace});
   daemon->service_->set_slurm_available(
       OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
       access(SlurmLauncherPath(options.worker_path).c_str(), X_OK) == 0);
@@ -246,6 +257,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     }
   }
   builder.RegisterService(daemon->service_.get());
+  builder.RegisterService(daemon->peer_service_.get());
+  // Peers' launchers ping every 2 s to notice a host that went away (hosts/peer_config.cc):
+  // allowed, as is pinging callers here every 10 s to notice a coordinator that did.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   daemon->server_ = builder.BuildAndStart();
   if (daemon->server_ == nullptr) {

@@ -6,13 +6,13 @@
 #ifndef TRAIND_SERVER_DAEMON_H_
 #define TRAIND_SERVER_DAEMON_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
@@ -22,6 +22,7 @@
 #include "server/executor.h"
 #include "server/http/dashboard_server.h"
 #include "server/owned_paths.h"
+#include "server/peer_service.h"
 #include "server/retention.h"
 #include "server/scheduler.h"
 #include "server/store.h"
@@ -53,6 +54,13 @@ struct DaemonOptions {
   // The host name Slurm tasks reach this machine at, for jobs with backend slurm (empty: this
   // machine's name, as gethostname gives it).
   std::string slurm_address;
+  // Jobs on several hosts (JobSpec.hosts): this traind's name in them and its peers' names (a
+  // job may name these), the environment traind-hosts gets (hosts/peer_config.h: how to reach
+  // each peer), and how long such a job waits for its hosts before it fails.
+  std::string host_name;
+  std::vector<std::string> peer_names;
+  std::vector<std::string> hosts_environment;
+  absl::Duration host_wait = absl::Minutes(10);
   int warm_workers = 1;                  // traind-worker processes started ahead of their jobs
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
   // Called by the Shutdown RPC (trainctl shutdown); unset: that RPC is refused.
@@ -89,6 +97,7 @@ class Daemon {
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<TrainerService> service_;
+  std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<Retention> retention_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DashboardServer> dashboard_;

@@ -67,10 +67,13 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
       if (r.whole) whole.insert(device);
     }
   }
-  const int ranks = RankCount(spec);
+  // This host's ranks of a job on several hosts take their devices whole, even one rank: it
+  // waits in collectives for the other hosts' ranks.
+  const bool several_hosts = !spec.hosts().empty();
+  const int ranks = several_hosts ? RanksPerHost(spec) : RankCount(spec);
   auto idle = [&](const std::string& device) { return load[device] == 0 && !held.count(device); };
 
-  if (OnGpus(spec)) {
+  if (OnGpus(spec) || (several_hosts && spec.device() == "cuda")) {
     absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
     if (!listed.ok()) return std::nullopt;  // validated at submit
     std::vector<std::string> chosen;
@@ -79,7 +82,7 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
         if (!idle(device)) return std::nullopt;
       }
       chosen = *listed;
-    } else if (ranks == 1) {
+    } else if (ranks == 1 && !several_hosts) {
       // One GPU, any: the least busy one with a free slot, the lowest index on a tie.
       const std::string* best = nullptr;
       for (const std::string& device : gpus_) {
@@ -99,7 +102,7 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
   }
 
   const std::string& device = spec.device();
-  if (ranks > 1) {  // CPU ranks: the whole CPU
+  if (ranks > 1 || several_hosts) {  // CPU ranks: the whole CPU
     if (!idle(device)) return std::nullopt;
     return std::vector<std::string>(static_cast<size_t>(ranks), device);
   }
@@ -110,14 +113,21 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
 }
 
 absl::Status DevicePlan::Feasible(const Job& job) const {
-  absl::Status exist = CheckGpusExist(job.spec(), gpus_);
+  const trainer::v1::JobSpec& spec = job.spec();
+  if (!spec.hosts().empty() && spec.device() == "cuda" &&
+      RanksPerHost(spec) > static_cast<int>(gpus_.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device: cuda for ", RanksPerHost(spec), " rank(s) on each host; this one has ",
+        gpus_.empty() ? "no GPU" : absl::StrCat(gpus_.size(), " GPU(s)")));
+  }
+  absl::Status exist = CheckGpusExist(spec, gpus_);
   return exist.ok() ? exist : absl::FailedPreconditionError(exist.message());
 }
 
 std::set<std::string> DevicePlan::Hold(const Job& job) const {
   const trainer::v1::JobSpec& spec = job.spec();
   if (RankCount(spec) <= 1 || IsSlurmJob(spec)) return {};
-  if (!OnGpus(spec)) return {spec.device()};
+  if (!OnGpus(spec) && !(!spec.hosts().empty() && spec.device() == "cuda")) return {spec.device()};
   absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
   if (listed.ok() && !listed->empty()) return {listed->begin(), listed->end()};
   return {gpus_.begin(), gpus_.end()};  // any of them may be the ones it gets

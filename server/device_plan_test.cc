@@ -47,6 +47,30 @@ TEST(DevicePlanTest, GpusTakesFreeGpusWhole) {
   EXPECT_EQ(kTwoGpus.Place(OnDevice("cpu"), {Whole({"cuda:0", "cuda:1"})}, {}), (Devices{"cpu"}));
 }
 
+Job OnHosts(const std::string& device, int processes) {
+  Job job;
+  job.mutable_spec()->set_device(device);
+  job.mutable_spec()->set_hosts("a,b");
+  job.mutable_spec()->set_processes(processes);
+  return job;
+}
+
+TEST(DevicePlanTest, AJobOnSeveralHostsTakesItsShareHereWhole) {
+  // 2 ranks on 2 hosts: one here, and the CPU whole even with slots to share it (it waits in
+  // collectives for the other host's rank).
+  const DevicePlan cpu_shared({"cuda:0", "cuda:1"}, {{"cpu", 4}});
+  EXPECT_EQ(cpu_shared.Place(OnHosts("cpu", 0), {}, {}), (Devices{"cpu"}));
+  EXPECT_EQ(cpu_shared.Place(OnHosts("cpu", 0), {Single("cpu")}, {}), std::nullopt);
+  EXPECT_EQ(cpu_shared.Place(OnDevice("cpu"), {Whole({"cpu"})}, {}), std::nullopt);
+  // 4 GPU ranks on 2 hosts: two GPUs here, free ones only, never shared.
+  EXPECT_EQ(kTwoGpus.Place(OnHosts("cuda", 4), {}, {}), (Devices{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(kTwoGpus.Place(OnHosts("cuda", 4), {Single("cuda:1")}, {}), std::nullopt);
+  EXPECT_EQ(kTwoGpus.Place(OnHosts("cuda", 2), {Single("cuda:0")}, {}), (Devices{"cuda:1"}));
+  // More GPU ranks per host than this machine has: it can never start here.
+  EXPECT_EQ(kTwoGpus.Feasible(OnHosts("cuda", 6)).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(kTwoGpus.Feasible(OnHosts("cuda", 4)).ok());
+}
+
 TEST(DevicePlanTest, OneGpuGoesToTheLeastBusy) {
   const DevicePlan shared({"cuda:0", "cuda:1"}, {{"cuda", 2}});
   EXPECT_EQ(shared.Place(OnGpus(1), {}, {}), (Devices{"cuda:0"}));

@@ -10,7 +10,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "client/config_file.h"
+#include "common/job_spec.h"
 #include "common/paths.h"
+#include "hosts/peer_config.h"
 #include "server/daemon.h"
 
 namespace {
@@ -90,6 +93,33 @@ int main(int argc, char** argv) {
   app.add_option("--slurm-address", options.slurm_address,
                  "Host name Slurm's nodes reach this machine at, for jobs submitted with "
                  "--backend slurm (default: this machine's name)");
+  std::string host_name;
+  app.add_option("--name", host_name,
+                 "This traind's name in a job's --hosts (default: this machine's host name)");
+  std::vector<std::string> peer_flags;
+  app.add_option("--peer", peer_flags,
+                 "Another traind this one may run jobs with (--hosts): NAME=HOST:PORT, reached "
+                 "with TLS and a token (--peer-tls-ca, --peer-tls-cert, --peer-tls-key, "
+                 "--peer-token-file; an admin token there), or NAME=context:CONTEXT, a trainctl "
+                 "context that names all of those. Repeatable");
+  traind::ConnectionOptions peer_connection;
+  app.add_option("--peer-tls-ca", peer_connection.tls_ca,
+                 "CA (PEM) that signed the peers' certificates")
+      ->check(CLI::ExistingFile);
+  app.add_option("--peer-tls-cert", peer_connection.tls_cert,
+                 "Client certificate (PEM) for peers that ask for one")
+      ->check(CLI::ExistingFile);
+  app.add_option("--peer-tls-key", peer_connection.tls_key, "Private key (PEM) of --peer-tls-cert")
+      ->check(CLI::ExistingFile);
+  app.add_option("--peer-token-file", peer_connection.token_file,
+                 "Bearer token (one line) the peers accept, with the admin role there")
+      ->check(CLI::ExistingFile);
+  double host_wait_minutes = 10;
+  app.add_option("--host-wait", host_wait_minutes,
+                 "Minutes a job on several hosts waits for a host that is busy, unreachable or "
+                 "gone before it fails (it retries meanwhile, resuming from its checkpoint)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--worker", options.worker_path, "Path of traind-worker")
       ->default_str(traind::DefaultWorkerPath());
   app.add_option("--cancel-grace", cancel_grace_seconds,
@@ -126,6 +156,31 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   options.cancel_grace = absl::Seconds(cancel_grace_seconds);
+  {
+    traind::PeersConfig peers;
+    peers.self = host_name.empty() ? traind::ThisHostName() : host_name;
+    peers.config_path = traind::DefaultConfigPath();
+    for (const std::string& flag : peer_flags) {
+      absl::StatusOr<traind::PeerConfig> peer = traind::ParsePeerFlag(flag, peer_connection);
+      if (!peer.ok()) {
+        std::cerr << "traind: " << peer.status().message() << "\n";
+        return 2;
+      }
+      peers.peers.push_back(*std::move(peer));
+    }
+    if (absl::Status name = traind::ValidateHostName("name", peers.self); !name.ok()) {
+      std::cerr << "traind: " << name.message() << " (--name NAME)\n";
+      return 2;
+    }
+    if (absl::Status checked = traind::CheckPeers(peers); !checked.ok()) {
+      std::cerr << "traind: " << checked.message() << "\n";
+      return 2;
+    }
+    options.host_name = peers.self;
+    for (const traind::PeerConfig& peer : peers.peers) options.peer_names.push_back(peer.name);
+    options.hosts_environment = traind::PeersEnvironment(peers);
+    options.host_wait = absl::Seconds(host_wait_minutes * 60);
+  }
   for (const std::string& slot : slots) {
     const auto eq = slot.find('=');
     int n = 0;

@@ -6,7 +6,7 @@ const std::vector<RpcPolicy>& RpcPolicies() {
   static const std::vector<RpcPolicy>* const policies = new std::vector<RpcPolicy>{
       {"SubmitJob", RpcScope::kOwnResources},  // `after`, init_from and blobs must be its own
       {"GetJob", RpcScope::kOwnResources},
-      {"ListJobs", RpcScope::kOwnResources},   // a user token lists its own jobs only
+      {"ListJobs", RpcScope::kOwnResources},  // a user token lists its own jobs only
       {"CancelJob", RpcScope::kOwnResources},
       {"WatchJob", RpcScope::kOwnResources},
       {"ListJobEvents", RpcScope::kOwnResources},
@@ -23,6 +23,11 @@ const std::vector<RpcPolicy>& RpcPolicies() {
       {"DeleteJob", RpcScope::kOwnResources},
       {"Shutdown", RpcScope::kAdmin},
       {"SetJobPriority", RpcScope::kOwnResources},
+      // trainer.v1.Peers: another traind running a job's ranks on this machine's devices.
+      {"Peers.Reserve", RpcScope::kAdmin},
+      {"Peers.Release", RpcScope::kAdmin},
+      {"Peers.PutCheckpoint", RpcScope::kAdmin},
+      {"Peers.RunRanks", RpcScope::kAdmin},
   };
   return *policies;
 }

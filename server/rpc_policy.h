@@ -1,7 +1,8 @@
-// Who may call each RPC of trainer.v1.Trainer: the one table that decides it. AccessControl::Admit
-// consults it before any handler runs, and refuses a method that is not listed, so a new RPC is
-// served to nobody until it is given a row here (RpcPolicyTest checks the table against the
-// service's descriptor). docs/remote.md prints the same table for people.
+// Who may call each RPC of trainer.v1.Trainer (and of trainer.v1.Peers, as "Peers.METHOD"): the one
+// table that decides it. AccessControl::Admit consults it before any handler runs, and refuses a
+// method that is not listed, so a new RPC is served to nobody until it is given a row here
+// (RpcPolicyTest checks the table against the service's descriptor). docs/remote.md prints the same
+// table for people.
 #ifndef TRAIND_SERVER_RPC_POLICY_H_
 #define TRAIND_SERVER_RPC_POLICY_H_
 

@@ -1,7 +1,5 @@
 #include "server/scheduler.h"
 
-#include "common/job_spec.h"
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,10 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/status_macros.h"
-#include "server/job_fold.h"
-#include "common/worker_exit.h"
 #include "common/free_port.h"
+#include "common/job_spec.h"
+#include "common/random_secret.h"
+#include "common/status_macros.h"
+#include "common/worker_exit.h"
+#include "server/job_fold.h"
 
 namespace traind {
 
@@ -177,6 +177,17 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
     workers.push_back(std::move(launcher));
     return workers;
   }
+  if (!request.spec().hosts().empty()) {
+    // One launcher stands for the job's ranks on every host: it reserves the peers' devices,
+    // runs this host's ranks on `devices` and the others through the peers
+    // (hosts/launcher_main.cc).
+    std::vector<std::string> environment = options_.hosts_environment;
+    environment.push_back("TRAIND_HOST_DEVICES=" + absl::StrJoin(devices, ","));
+    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> launcher,
+                     WorkerProcess::Start(options_.hosts_launcher_path, request, environment));
+    workers.push_back(std::move(launcher));
+    return workers;
+  }
   if (ranks == 1) {
     ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(on_device(devices[0])));
     workers.push_back(std::move(worker));
@@ -215,6 +226,102 @@ std::optional<std::string> Scheduler::ResumeAfterRankFailure(const Job& job,
   return absl::StrCat("worker killed by signal ", exit.signal, " (", strsignal(exit.signal),
                       "); every rank restarts from the last checkpoint (restart ", restarts, " of ",
                       kMaxRankRestarts, ")");
+}
+
+absl::Status Scheduler::WaitForHosts(const Job& job, const std::string& why) {
+  const absl::Time now = absl::Now();
+  absl::Duration waited;
+  absl::Duration retry_in;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = host_waits_.try_emplace(job.id(), HostWait{now, now, absl::ZeroDuration()}).first;
+    waited = now - it->second.since;
+    // 2 s, then doubling to 30 s: a host back from a restart is found quickly, a host that
+    // stays away is not asked every second for ten minutes.
+    it->second.delay = std::clamp(it->second.delay * 2, absl::Seconds(2), absl::Seconds(30));
+    retry_in = it->second.delay;
+    if (waited < options_.host_wait) it->second.retry_at = now + retry_in;
+  }
+  if (waited >= options_.host_wait) {
+    {
+      absl::MutexLock lock(&mu_);
+      host_waits_.erase(job.id());
+    }
+    return Transition(job.id(), Job::FAILED,
+                      absl::StrCat(why, " (gave up after waiting ",
+                                   absl::FormatDuration(absl::Trunc(waited, absl::Seconds(1))),
+                                   " for the hosts)"));
+  }
+  return Transition(job.id(), Job::QUEUED,
+                    absl::StrCat(why, "; trying again in ",
+                                 absl::FormatDuration(absl::Trunc(retry_in, absl::Seconds(1))),
+                                 ", from the last checkpoint (gives up ",
+                                 absl::FormatDuration(options_.host_wait - waited), " from now)"));
+}
+
+absl::StatusOr<Scheduler::PeerReservation> Scheduler::ReserveForPeer(
+    const trainer::v1::JobSpec& spec, const std::string& what, absl::Duration lease) {
+  Job job;
+  *job.mutable_spec() = spec;
+  absl::MutexLock lock(&mu_);
+  if (shutting_down_) return absl::UnavailableError("this traind is shutting down");
+  if (paused_) return absl::ResourceExhaustedError("this traind's queue is paused");
+  RETURN_IF_ERROR(plan_.Feasible(job));
+  ExpireReservations();
+  std::vector<HeldDevices> holding;
+  int running = 0;
+  for (const auto& [id, r] : running_) {
+    if (r->done) continue;
+    holding.push_back(HeldBy(*r));
+    ++running;
+  }
+  for (const auto& [id, r] : reservations_) holding.push_back(HeldDevices{r.devices, true});
+  std::optional<std::vector<std::string>> devices = plan_.Place(job, holding, {});
+  if (!devices) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "busy: no free ", spec.device(), " for ", RanksPerHost(spec), " rank(s) (", running,
+        " job(s) running, ", reservations_.size(), " reservation(s) for other hosts)"));
+  }
+  PeerReservation reservation{RandomSecret().substr(0, 16), *devices};
+  reservations_[reservation.id] = Reserved{*std::move(devices), absl::Now() + lease, false, what};
+  std::cerr << "traind: holding " << absl::StrJoin(reservation.devices, ", ") << " for " << what
+            << "\n";
+  return reservation;
+}
+
+absl::StatusOr<std::vector<std::string>> Scheduler::ClaimReservation(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  ExpireReservations();
+  auto it = reservations_.find(id);
+  if (it == reservations_.end() || it->second.claimed) {
+    return absl::NotFoundError("reservation_id: no such reservation (its lease ran out?)");
+  }
+  it->second.claimed = true;
+  return it->second.devices;
+}
+
+void Scheduler::ReleaseReservation(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  auto it = reservations_.find(id);
+  if (it == reservations_.end()) return;
+  std::cerr << "traind: released " << absl::StrJoin(it->second.devices, ", ") << " held for "
+            << it->second.what << "\n";
+  reservations_.erase(it);
+  wake_ = true;
+}
+
+void Scheduler::ExpireReservations() {
+  const absl::Time now = absl::Now();
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    if (!it->second.claimed && it->second.expires < now) {
+      std::cerr << "traind: released " << absl::StrJoin(it->second.devices, ", ") << " held for "
+                << it->second.what << ": not claimed within its lease\n";
+      it = reservations_.erase(it);
+      wake_ = true;
+    } else {
+      ++it;
+    }
+  }
 }
 
 absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
@@ -322,12 +429,20 @@ void Scheduler::StartEligible(const std::vector<Job>& startable) {
   for (const auto& [id, running] : running_) {
     if (!running->done) holding.push_back(HeldBy(*running));
   }
+  for (const auto& [id, reserved] : reservations_) {
+    holding.push_back(HeldDevices{reserved.devices, true});
+  }
+  const absl::Time now = absl::Now();
   // Within a pass devices only fill up (`holding` and `held` only grow), so a job like one that
   // could not be placed cannot be placed either: with 10,000 queued jobs of a few kinds the pass
   // tries each kind once instead of each job.
   std::set<std::string> cannot_place;
   for (const Job& job : startable) {
     if (running_.count(job.id())) continue;  // started meanwhile (a stale read of the queue)
+    if (auto wait = host_waits_.find(job.id());
+        wait != host_waits_.end() && wait->second.retry_at > now) {
+      continue;  // waiting for a host (WaitForHosts); the loop looks again every 2 s
+    }
     const std::string kind = PlacementClass(job);
     if (cannot_place.count(kind)) continue;
     std::optional<std::vector<std::string>> devices = plan_.Place(job, holding, held);
@@ -372,6 +487,7 @@ void Scheduler::Loop() {
                            absl::Seconds(2));
       if (shutting_down_) return;
       wake_ = false;
+      ExpireReservations();
       for (auto it = running_.begin(); it != running_.end();) {
         if (it->second->done) {
           finished.push_back(std::move(it->second->thread));
@@ -543,6 +659,8 @@ void Scheduler::Supervise(Running* running) {
              resume.has_value()) {
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
+  } else if (exit.exit_code == kWorkerHostsUnavailable && !job.spec().hosts().empty()) {
+    recorded = WaitForHosts(job, reported_error.empty() ? exit.Describe() : reported_error);
   } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
     recorded = Transition(job.id(), Job::FAILED, reported_error);
   } else {
@@ -550,6 +668,10 @@ void Scheduler::Supervise(Running* running) {
     recorded = Transition(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
   }
   if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";
+  if (exit.exit_code != kWorkerHostsUnavailable) {
+    absl::MutexLock lock(&mu_);
+    host_waits_.erase(job.id());
+  }
   finish();
 }
 

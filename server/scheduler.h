@@ -55,6 +55,12 @@ class Scheduler {
     // the host name its tasks reach this machine at (empty: this machine's name).
     std::string slurm_launcher_path;
     std::string slurm_address;
+    // Jobs on several traind hosts (JobSpec.hosts): traind-hosts, started in a worker's place,
+    // one per job, with this environment (the peers it may reach, hosts/peer_config.h); how
+    // long such a job waits for a host that cannot take it (busy, unreachable) before it fails.
+    std::string hosts_launcher_path;
+    std::vector<std::string> hosts_environment;
+    absl::Duration host_wait = absl::Minutes(10);
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
@@ -76,6 +82,20 @@ class Scheduler {
   // Workers that died without reporting an error (a signal, an unexpected exit) since start, not
   // counting those stopped on request; for /metrics.
   int64_t worker_crashes() const { return worker_crashes_.load(std::memory_order_relaxed); }
+
+  // This host's part of a job on several hosts that another traind coordinates (its --hosts):
+  // phase one holds devices for `spec`'s ranks on one host (RanksPerHost) now, for `lease` unless
+  // claimed; RESOURCE_EXHAUSTED when they are not free (busy, paused), FAILED_PRECONDITION when
+  // this machine lacks them. `what` names it in traind's log. Phase two claims them: held until
+  // released; NOT_FOUND once the lease ran out. See server/peer_service.h.
+  struct PeerReservation {
+    std::string id;
+    std::vector<std::string> devices;
+  };
+  absl::StatusOr<PeerReservation> ReserveForPeer(const trainer::v1::JobSpec& spec,
+                                                 const std::string& what, absl::Duration lease);
+  absl::StatusOr<std::vector<std::string>> ClaimReservation(const std::string& id);
+  void ReleaseReservation(const std::string& id);
 
   // Appends an event through the store and publishes it. Used by the service too.
   absl::StatusOr<trainer::v1::JobEvent> Record(
@@ -119,6 +139,12 @@ class Scheduler {
                                                     const std::string& job_dir,
                                                     const WorkerProcess::Exit& exit, int ranks);
   static constexpr int kMaxRankRestarts = 3;
+  // A job on several hosts whose launcher found a host unable to take it (or lost one): re-queued
+  // to try again shortly (and resume from its checkpoint), until options_.host_wait has passed
+  // since the first such attempt; then it fails with `why`.
+  absl::Status WaitForHosts(const trainer::v1::Job& job, const std::string& why);
+  // Drops reservations whose lease ran out unclaimed.
+  void ExpireReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
 
@@ -136,6 +162,19 @@ class Scheduler {
   std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, int> rank_restarts_ ABSL_GUARDED_BY(mu_);  // by job id
+  struct Reserved {
+    std::vector<std::string> devices;
+    absl::Time expires;
+    bool claimed = false;
+    std::string what;
+  };
+  std::map<std::string, Reserved> reservations_ ABSL_GUARDED_BY(mu_);  // by id
+  struct HostWait {
+    absl::Time since;      // the first attempt that found a host unable
+    absl::Time retry_at;   // not started again before
+    absl::Duration delay;  // the last wait: doubles each time
+  };
+  std::map<int64_t, HostWait> host_waits_ ABSL_GUARDED_BY(mu_);  // by job id
 };
 
 }  // namespace traind

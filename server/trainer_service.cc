@@ -87,8 +87,43 @@ grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* c
   return reactor;
 }
 
+absl::Status TrainerService::ResolveHosts(JobSpec* spec) const {
+  const std::string peers = peer_names_.empty() ? "none: traind --peer NAME=HOST:PORT adds them"
+                                                : absl::StrJoin(peer_names_, ", ");
+  if (!IsSlurmJob(*spec) && spec->nodes() != 0) {
+    if (!spec->hosts().empty())
+      return absl::InvalidArgumentError("nodes: give hosts or nodes, not both");
+    const int available = 1 + static_cast<int>(peer_names_.size());
+    if (spec->nodes() < 1 || spec->nodes() > available) {
+      return absl::InvalidArgumentError(absl::StrCat("nodes: 1 to ", available,
+                                                     " (this traind and its peers: ", peers,
+                                                     "), got ", spec->nodes()));
+    }
+    std::vector<std::string> hosts = {host_name_};
+    hosts.insert(hosts.end(), peer_names_.begin(), peer_names_.begin() + (spec->nodes() - 1));
+    if (hosts.size() > 1) spec->set_hosts(absl::StrJoin(hosts, ","));
+    spec->set_nodes(0);
+  }
+  if (spec->hosts().empty()) return absl::OkStatus();
+  const std::vector<std::string> hosts = HostNames(*spec);
+  if (std::find(hosts.begin(), hosts.end(), host_name_) == hosts.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hosts: must include this traind, '", host_name_,
+                     "' (rank 0 runs where the job is submitted); its peers: ", peers));
+  }
+  for (const std::string& host : hosts) {
+    if (host != host_name_ &&
+        std::find(peer_names_.begin(), peer_names_.end(), host) == peer_names_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hosts: '", host, "' is not a peer of this traind (its peers: ", peers, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& caller) const {
   ApplyDefaults(&spec);
+  RETURN_IF_ERROR(ResolveHosts(&spec));
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   if (spec.has_debug() && !enable_fault_injection_) {
     return absl::InvalidArgumentError(
@@ -111,6 +146,16 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
   for (const auto& device : devices_.devices()) {
     available.push_back(device.name());
     if (absl::StartsWith(device.name(), "cuda:")) gpus_here.push_back(device.name());
+  }
+  if (!spec.hosts().empty()) {
+    // Device cpu or cuda on every host (validated); this one must have it too (the others check
+    // when asked to reserve). It keeps "cuda": the scheduler picks this host's GPUs.
+    if (spec.device() == "cuda" && gpus_here.empty()) {
+      return absl::InvalidArgumentError(
+          "device: cuda, but this machine has no GPU (with hosts, rank 0 runs here)");
+    }
+    RETURN_IF_ERROR(ResolveFiles(&spec, caller));
+    return spec;
   }
   // A job on several GPUs keeps device "cuda": the scheduler picks its GPUs (gpus) or takes the
   // ones listed (devices) when it starts.

@@ -91,6 +91,11 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   void set_shutdown_hook(std::function<void()> hook) { shutdown_hook_ = std::move(hook); }
   // Whether jobs may ask for backend slurm (Slurm's commands and traind-slurm were found).
   void set_slurm_available(bool available) { slurm_available_ = available; }
+  // This traind's name and its peers' (traind --name, --peer): the hosts a job may name.
+  void set_hosts(std::string self, std::vector<std::string> peers) {
+    host_name_ = std::move(self);
+    peer_names_ = std::move(peers);
+  }
   grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
                                           const trainer::v1::ListArtifactsRequest* request,
                                           trainer::v1::ListArtifactsResponse* response) override;
@@ -142,6 +147,11 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   const Files files_;
   const bool enable_fault_injection_;
   bool slurm_available_ = false;
+  std::string host_name_;
+  std::vector<std::string> peer_names_;
+  // JobSpec.nodes without Slurm becomes hosts (this one and the first peers); then every host
+  // named must be this one or a peer.
+  absl::Status ResolveHosts(trainer::v1::JobSpec* spec) const;
   const std::vector<std::string> data_roots_;  // canonical paths
   std::function<void()> shutdown_hook_;        // set before the server starts
 };

@@ -23,10 +23,10 @@
 #include "absl/strings/str_join.h"
 #include "common/job_spec.h"
 #include "common/random_secret.h"
+#include "common/shared_event_pipe.h"
 #include "common/worker_exit.h"
 #include "common/worker_side.h"
 #include "common/write_all.h"
-#include "slurm/event_sink.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/slurm_commands.h"
 #include "slurm/task_service.h"
@@ -199,7 +199,7 @@ class Launcher {
     return traind::kWorkerJobFailed;
   }
 
-  traind::EventSink events_;
+  traind::SharedEventPipe events_;
   const traind::StopFlags& stop_;
 };
 

@@ -9,7 +9,7 @@ namespace traind {
 using trainer::v1::JobEvent;
 
 TaskService::TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks,
-                         EventSink* events)
+                         SharedEventPipe* events)
     : request_(std::move(request)), secret_(std::move(secret)), tasks_(tasks), events_(events) {}
 
 bool TaskService::Authorized(const grpc::ServerContext& context) const {

@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "slurm/event_sink.h"
+#include "common/shared_event_pipe.h"
 #include "trainer/v1/slurm.grpc.pb.h"
 
 namespace traind {
@@ -19,7 +19,8 @@ namespace traind {
 class TaskService final : public trainer::v1::SlurmTasks::Service {
  public:
   // `events`: where the job's events go (outlives the service).
-  TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks, EventSink* events);
+  TaskService(trainer::v1::WorkerRequest request, std::string secret, int tasks,
+              SharedEventPipe* events);
 
   grpc::Status Join(grpc::ServerContext* context, const trainer::v1::JoinRequest* request,
                     trainer::v1::WorkerRequest* response) override;
@@ -42,7 +43,7 @@ class TaskService final : public trainer::v1::SlurmTasks::Service {
   const std::string secret_;
   const int tasks_;
   absl::Mutex mu_;
-  EventSink* const events_;  // thread-safe itself
+  SharedEventPipe* const events_;  // thread-safe itself
   std::map<int, trainer::v1::TaskExit> ended_ ABSL_GUARDED_BY(mu_);
   bool got_result_ ABSL_GUARDED_BY(mu_) = false;
   std::string first_error_ ABSL_GUARDED_BY(mu_);

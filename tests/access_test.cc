@@ -1,17 +1,17 @@
 // Who may do what, end to end: a real traind listening on a Unix socket and on plaintext loopback
 // TCP with a token file of two users and an admin, called with raw gRPC stubs the way an attacker
 // would (nothing filtered by trainctl).
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <set>
 
-#include <grpcpp/grpcpp.h>
-
 #include "common/sha256.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
+#include "trainer/v1/peers.grpc.pb.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 
 namespace traind {
@@ -433,6 +433,111 @@ TEST(ListenPathTest, ASocketPathOnTheDatabaseIsRefusedAndNothingIsLost) {
   EXPECT_TRUE(stub->GetJob(&context, get, &job).ok());
   daemon->reset();
   std::filesystem::remove_all(dir);
+}
+
+// The Peers service (another traind running a job's ranks here) is an attack surface of its own:
+// admins only, and every field it is sent checked before anything is held or started.
+TEST_F(AccessTest, PeersServeAdminTokensOnlyAndCheckEveryField) {
+  auto peers = trainer::v1::Peers::NewStub(
+      grpc::CreateChannel(daemon_->addresses()[1], grpc::InsecureChannelCredentials()));
+  trainer::v1::ReserveRequest reserve;
+  reserve.set_coordinator("a");
+  reserve.set_job_id(7);
+  reserve.set_ranks(1);
+  trainer::v1::JobSpec* spec = reserve.mutable_spec();
+  spec->set_model("lenet5");
+  spec->set_dataset("fashion-mnist");
+  spec->set_device("cpu");
+  spec->set_hosts("a,b");
+  trainer::v1::Reservation reservation;
+  EXPECT_EQ(peers->Reserve(As("").get(), reserve, &reservation).error_code(),
+            StatusCode::UNAUTHENTICATED);
+  const grpc::Status user = peers->Reserve(As(kAlice).get(), reserve, &reservation);
+  EXPECT_EQ(user.error_code(), StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(user.error_message().find("needs an admin token"), std::string::npos);
+
+  auto refused = [&](const trainer::v1::ReserveRequest& request, const std::string& field) {
+    const grpc::Status status = peers->Reserve(As(kRoot).get(), request, &reservation);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << field << status.error_message();
+    EXPECT_EQ(status.error_message().rfind(field, 0), 0u) << status.error_message();
+  };
+  trainer::v1::ReserveRequest bad = reserve;
+  bad.set_ranks(0);
+  refused(bad, "ranks:");
+  bad.set_ranks(2);  // the spec runs one rank on each host
+  refused(bad, "ranks:");
+  bad = reserve;
+  bad.set_lease_seconds(-1);
+  refused(bad, "lease_seconds:");
+  bad = reserve;
+  bad.set_coordinator("a;reboot");
+  refused(bad, "coordinator:");
+  bad = reserve;
+  bad.mutable_spec()->clear_hosts();
+  refused(bad, "spec.hosts:");
+  bad = reserve;
+  bad.mutable_spec()->set_model("nosuch");
+  refused(bad, "spec.model:");
+  bad = reserve;
+  bad.mutable_spec()->set_data_dir("/etc");
+  refused(bad, "spec.data_dir:");
+
+  // Well formed, but this traind's queue is paused: nothing is held.
+  const grpc::Status paused = peers->Reserve(As(kRoot).get(), reserve, &reservation);
+  EXPECT_EQ(paused.error_code(), StatusCode::RESOURCE_EXHAUSTED) << paused.error_message();
+  trainer::v1::SetQueueStateRequest resume;
+  resume.set_action(trainer::v1::SetQueueStateRequest::RESUME);
+  trainer::v1::QueueState state;
+  ASSERT_TRUE(local_->SetQueueState(As("").get(), resume, &state).ok());
+
+  const grpc::Status held = peers->Reserve(As(kRoot).get(), reserve, &reservation);
+  ASSERT_TRUE(held.ok()) << held.error_message();
+  EXPECT_EQ(reservation.devices_size(), 1);
+  EXPECT_EQ(reservation.caller_address(), "127.0.0.1");
+  trainer::v1::Reservation second;
+  const grpc::Status busy = peers->Reserve(As(kRoot).get(), reserve, &second);
+  EXPECT_EQ(busy.error_code(), StatusCode::RESOURCE_EXHAUSTED) << busy.error_message();
+  EXPECT_NE(busy.error_message().find("busy"), std::string::npos) << busy.error_message();
+
+  // Phase two with fields out of range: refused before any rank starts.
+  auto run_refused = [&](const trainer::v1::RunRanksRequest& request, StatusCode code,
+                         const std::string& field) {
+    auto context = As(kRoot);
+    auto reader = peers->RunRanks(context.get(), request);
+    trainer::v1::RankReport report;
+    EXPECT_FALSE(reader->Read(&report)) << field;
+    const grpc::Status status = reader->Finish();
+    EXPECT_EQ(status.error_code(), code) << field << ": " << status.error_message();
+    EXPECT_EQ(status.error_message().rfind(field, 0), 0u) << status.error_message();
+  };
+  trainer::v1::RunRanksRequest run;
+  run.set_reservation_id(reservation.id());
+  run.set_first_rank(1);
+  run.set_world_size(2);
+  run.set_master_port(29500);
+  trainer::v1::RunRanksRequest bad_run = run;
+  bad_run.set_reservation_id("nosuch");
+  run_refused(bad_run, StatusCode::NOT_FOUND, "reservation_id:");
+  bad_run = run;
+  bad_run.set_first_rank(0);  // rank 0 is the coordinator's
+  run_refused(bad_run, StatusCode::INVALID_ARGUMENT, "first_rank:");
+  bad_run = run;
+  bad_run.set_world_size(100000);
+  run_refused(bad_run, StatusCode::INVALID_ARGUMENT, "world_size:");
+  bad_run = run;
+  bad_run.set_master_port(70000);
+  run_refused(bad_run, StatusCode::INVALID_ARGUMENT, "master_port:");
+  bad_run = run;
+  bad_run.set_master_addr("$(reboot)");
+  run_refused(bad_run, StatusCode::INVALID_ARGUMENT, "master_addr:");
+
+  // Released: the CPU is free again, for a local job or another reservation.
+  trainer::v1::ReleaseRequest release;
+  release.set_id(reservation.id());
+  trainer::v1::ReleaseResponse released;
+  ASSERT_TRUE(peers->Release(As(kRoot).get(), release, &released).ok());
+  const grpc::Status again = peers->Reserve(As(kRoot).get(), reserve, &second);
+  EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
 }  // namespace

@@ -80,6 +80,16 @@ void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
                          "Run with nothing else on any device (default for benchmarks)");
   cmd->add_flag_callback("--shared", [flags] { flags->exclusive = false; },
                          "May share the machine, even for a benchmark");
+  cmd->footer(
+      "Examples:\n"
+      "  trainctl submit --model lenet5 --dataset fashion-mnist --epochs 5 --watch\n"
+      "  trainctl submit job.yaml --learning-rate 3e-4\n"
+      "  trainctl submit --model lenet5 --dataset fashion-mnist --device cpu --processes 2\n"
+      "  trainctl submit --model resnet18 --dataset fake --image-size 224 --gpus 2\n"
+      "  trainctl submit --model lenet5 --dataset fashion-mnist --device cpu --hosts a,b\n"
+      "  trainctl submit --backend slurm --processes 2 --model lenet5 --dataset fashion-mnist "
+      "--device cpu\n"
+      "See docs/jobs.md and docs/scale-out.md.");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSubmit(ctx, *flags); });
 }
 

@@ -156,7 +156,7 @@ expect 2 "device cuda without --gpus-per-node is refused" "gpus_per_node" -- \
   trainctl submit --backend slurm --device cuda --model lenet5 --dataset fashion-mnist
 expect 2 "a partition that is not a word is refused" "partition" -- \
   trainctl submit --backend slurm --device cpu --partition 'a;b' --model lenet5 --dataset fashion-mnist
-expect 2 "--nodes without --backend slurm is refused" "only for jobs on Slurm" -- \
+expect 2 "--nodes beyond this traind and its peers is refused (none here)" "nodes: 1 to 1" -- \
   trainctl submit --nodes 2 --device cpu --model lenet5 --dataset fashion-mnist
 expect 2 "an unknown backend is refused" "backend: local \\(default\\) or slurm" -- \
   trainctl submit --backend k8s --device cpu --model lenet5 --dataset fashion-mnist

@@ -1,9 +1,11 @@
-// EventSink: the launcher's one event stream to traind (its stdout, read by traind as a worker's),
-// written by the launcher's own thread (its log lines) and by gRPC's threads (the tasks' events):
+// SharedEventPipe: a launcher's one event stream to traind (its stdout, read by traind as a
+// worker's), for the launchers that stand for a job's ranks elsewhere (traind-slurm,
+// traind-hosts): written by the launcher's own thread (its log lines) and by the threads that
+// relay the ranks' events:
 // one message at a time, so two writers cannot interleave bytes and corrupt the stream.
 // Thread-safe.
-#ifndef TRAIND_SLURM_EVENT_SINK_H_
-#define TRAIND_SLURM_EVENT_SINK_H_
+#ifndef TRAIND_COMMON_SHARED_EVENT_PIPE_H_
+#define TRAIND_COMMON_SHARED_EVENT_PIPE_H_
 
 #include <string>
 
@@ -14,9 +16,9 @@
 
 namespace traind {
 
-class EventSink {
+class SharedEventPipe {
  public:
-  explicit EventSink(int fd) : pipe_(fd) {}
+  explicit SharedEventPipe(int fd) : pipe_(fd) {}
 
   // False once traind's end is gone.
   bool Write(const trainer::v1::JobEvent& event) {
@@ -38,4 +40,4 @@ class EventSink {
 
 }  // namespace traind
 
-#endif  // TRAIND_SLURM_EVENT_SINK_H_
+#endif  // TRAIND_COMMON_SHARED_EVENT_PIPE_H_

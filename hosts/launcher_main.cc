@@ -1,0 +1,439 @@
+// traind-hosts: runs one job on several traind hosts (JobSpec.hosts), started by the traind the
+// job was submitted to (the coordinator) in a worker's place. To traind it is a worker: the
+// WorkerRequest on stdin, the job's events on stdout, an exit status from common/worker_exit.h,
+// SIGTERM to cancel and SIGUSR1 to checkpoint and stop. Behind that:
+//   1. reserves the job's devices on every peer at once (Peers.Reserve, 10 s each, in parallel),
+//      or on none: one that refuses or does not answer has the others released, and the job
+//      goes back to the queue to try again (kWorkerHostsUnavailable) unless the peer refused
+//      the job itself (then it fails);
+//   2. sends each peer the job's checkpoint when there is one (every rank resumes from it);
+//   3. runs this host's ranks on the devices traind placed (TRAIND_HOST_DEVICES) and the others
+//      through the peers (Peers.RunRanks), all with torchrun's environment: rank 0 here, whose
+//      rendezvous store listens on a free port on every interface, at the address the peers
+//      see this host at;
+//   4. relays every rank's events into the job's one stream, and when any rank ends badly or a
+//      host goes away (its stream breaks), stops all the others at once.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "common/job_spec.h"
+#include "common/shared_event_pipe.h"
+#include "common/worker_exit.h"
+#include "common/worker_side.h"
+#include "hosts/peer_config.h"
+#include "hosts/remote_host.h"
+#include "server/worker_process.h"
+
+namespace {
+
+using trainer::v1::JobEvent;
+
+// A TCP port free on every interface right now, for rank 0's rendezvous store, which peers
+// reach over the network (common/free_port.h's is loopback only).
+absl::StatusOr<int> FreePortOnAllInterfaces() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::InternalError("socket() failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t length = sizeof(address);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  if (!bound) return absl::InternalError("cannot find a free port");
+  return ntohs(address.sin_port);
+}
+
+// Whether a peer's answer is about the job itself (it can never run there as asked), rather
+// than about the host right now (unreachable, busy, shutting down).
+bool RefusesTheJob(const absl::Status& status) {
+  return absl::IsInvalidArgument(status) || absl::IsFailedPrecondition(status) ||
+         absl::IsPermissionDenied(status) || absl::IsUnauthenticated(status) ||
+         absl::IsUnimplemented(status);
+}
+
+// Where each rank runs, for messages: "rank 1 (b)".
+struct RankPlace {
+  std::string host;
+  std::string device;
+};
+
+class Launcher {
+ public:
+  Launcher(int events_fd, const traind::StopFlags& stop, traind::PeersConfig peers,
+           std::vector<std::string> local_devices)
+      : events_(events_fd),
+        stop_(stop),
+        peers_(std::move(peers)),
+        local_devices_(std::move(local_devices)) {}
+
+  int Run(const trainer::v1::WorkerRequest& request) {
+    const trainer::v1::JobSpec& spec = request.spec();
+    std::vector<std::string> hosts = traind::HostNames(spec);
+    if (std::find(hosts.begin(), hosts.end(), peers_.self) == hosts.end()) {
+      return Fail(absl::StrCat("hosts: ", spec.hosts(), " does not name this traind (", peers_.self,
+                               "), where rank 0 runs"));
+    }
+    // Rank 0 (and this host's other ranks) here, then each peer's in the order given.
+    std::stable_partition(hosts.begin(), hosts.end(),
+                          [&](const std::string& h) { return h == peers_.self; });
+    const int per_host = traind::RanksPerHost(spec);
+    const int world = per_host * static_cast<int>(hosts.size());
+    if (static_cast<int>(local_devices_.size()) != per_host) {
+      return Fail(absl::StrCat("traind placed ", local_devices_.size(), " device(s) for ", per_host,
+                               " rank(s) here"));
+    }
+    for (size_t h = 1; h < hosts.size(); ++h) {
+      auto peer = std::find_if(peers_.peers.begin(), peers_.peers.end(),
+                               [&](const traind::PeerConfig& p) { return p.name == hosts[h]; });
+      if (peer == peers_.peers.end()) {
+        return Fail(absl::StrCat("hosts: '", hosts[h], "' is not a peer of this traind (",
+                                 peers_.self, "); traind --peer NAME=HOST:PORT names them"));
+      }
+      absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+          traind::OpenPeerChannel(peers_, *peer);
+      if (!channel.ok())
+        return Fail(absl::StrCat("host ", hosts[h], ": ", channel.status().message()));
+      remotes_.push_back(std::make_unique<traind::RemoteHost>(hosts[h], *std::move(channel)));
+    }
+
+    // Phase one, on every peer at once.
+    trainer::v1::ReserveRequest reserve;
+    reserve.set_coordinator(peers_.self);
+    reserve.set_job_id(request.job_id());
+    *reserve.mutable_spec() = spec;
+    reserve.set_ranks(per_host);
+    reserve.set_lease_seconds(60);  // the checkpoint may take a while to send
+    std::vector<absl::Status> reserved(remotes_.size());
+    {
+      std::vector<std::thread> calls;
+      for (size_t i = 0; i < remotes_.size(); ++i) {
+        calls.emplace_back(
+            [&, i] { reserved[i] = remotes_[i]->Reserve(reserve, absl::Seconds(10)); });
+      }
+      for (std::thread& call : calls) call.join();
+    }
+    for (size_t i = 0; i < remotes_.size(); ++i) {
+      if (reserved[i].ok()) continue;
+      for (auto& remote : remotes_) remote->Release();  // all or none
+      const std::string why =
+          absl::StrCat("host ", remotes_[i]->name(), ": ",
+                       absl::StatusCodeToString(reserved[i].code()), ": ", reserved[i].message());
+      if (RefusesTheJob(reserved[i])) return Fail(why);
+      events_.Log(why, trainer::v1::LogLine::ERROR);
+      return traind::kWorkerHostsUnavailable;
+    }
+    if (stop_.stop.load()) {
+      for (auto& remote : remotes_) remote->Release();
+      return traind::kWorkerStopped;
+    }
+
+    // Every rank resumes from the one checkpoint rank 0 wrote here.
+    const std::string checkpoint = request.job_dir() + "/checkpoint.pt";
+    if (access(checkpoint.c_str(), R_OK) == 0) {
+      for (auto& remote : remotes_) {
+        if (absl::Status sent = remote->PutCheckpoint(checkpoint); !sent.ok()) {
+          for (auto& r : remotes_) r->Release();
+          events_.Log(absl::StrCat("host ", remote->name(),
+                                   ": cannot send it the checkpoint: ", sent.message()),
+                      trainer::v1::LogLine::ERROR);
+          return traind::kWorkerHostsUnavailable;
+        }
+      }
+    }
+
+    absl::StatusOr<int> port = FreePortOnAllInterfaces();
+    if (!port.ok()) return Fail(std::string(port.status().message()));
+    // This host as the first peer sees it: where rank 0's store listens for the others.
+    const std::string master_addr = remotes_.front()->reservation().caller_address();
+    if (master_addr.empty())
+      return Fail("the peers did not say at which address they see this host");
+
+    std::vector<RankPlace> places;
+    for (int i = 0; i < per_host; ++i) places.push_back({peers_.self, local_devices_[i]});
+    for (auto& remote : remotes_) {
+      for (const std::string& device : remote->reservation().devices()) {
+        places.push_back({remote->name(), device});
+      }
+    }
+    places_ = places;
+
+    // This host's ranks.
+    const std::string worker_path =
+        (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
+    std::vector<std::unique_ptr<traind::WorkerProcess>> locals;
+    for (int i = 0; i < per_host; ++i) {
+      trainer::v1::WorkerRequest placed = request;
+      placed.mutable_spec()->set_device(local_devices_[i]);
+      absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> worker = traind::WorkerProcess::Start(
+          worker_path, placed,
+          {absl::StrCat("RANK=", i), absl::StrCat("LOCAL_RANK=", i),
+           absl::StrCat("WORLD_SIZE=", world), "MASTER_ADDR=" + master_addr,
+           absl::StrCat("MASTER_PORT=", *port)});
+      if (!worker.ok()) {
+        for (auto& remote : remotes_) remote->Release();
+        return Fail(absl::StrCat("rank ", i, ": ", worker.status().message()));
+      }
+      locals.push_back(*std::move(worker));
+    }
+    // The peers' ranks.
+    int first_rank = per_host;
+    for (auto& remote : remotes_) {
+      trainer::v1::RunRanksRequest run;
+      run.set_reservation_id(remote->reservation().id());
+      run.set_first_rank(first_rank);
+      run.set_world_size(world);
+      run.set_master_port(*port);  // master_addr: as that peer sees this host
+      first_rank += per_host;
+      traind::RemoteHost* host = remote.get();
+      host->Run(
+          run, [this](const trainer::v1::RankReport& report) { OnRemoteReport(report); },
+          [this, host](const grpc::Status& status) { OnRemoteEnd(*host, status); });
+    }
+    std::vector<std::string> described;
+    for (int r = 0; r < world; ++r) {
+      described.push_back(
+          absl::StrCat("rank ", r, " on ", places[r].host, " (", places[r].device, ")"));
+    }
+    events_.Log(absl::StrCat("Started ", world, " ranks on ", hosts.size(), " hosts (",
+                             absl::StrJoin(hosts, ", "), "; rendezvous at ", master_addr, ":",
+                             *port, "): ", absl::StrJoin(described, ", ")));
+
+    Supervise(locals);
+    remotes_.clear();  // joins the relay threads (their calls have ended or are cancelled)
+    return Outcome(world);
+  }
+
+ private:
+  // Until every rank here has ended and every peer's call has: relays this host's ranks' events;
+  // stops everything when a rank ends badly, a host goes away or traind says so.
+  void Supervise(std::vector<std::unique_ptr<traind::WorkerProcess>>& locals) {
+    std::vector<bool> ended(locals.size(), false);
+    size_t alive = locals.size();
+    bool stopping = false;
+    absl::Time cancel_remotes_at = absl::InfiniteFuture();
+    absl::Time kill_at = absl::InfiniteFuture();
+    while (true) {
+      const absl::Time now = absl::Now();
+      if (stop_.stop.load() && !stopping) {
+        stopping = true;
+        if (stop_.suspend.load()) {
+          // Every rank agrees to checkpoint and stop at its next step (rank 0 writes it); the
+          // peers' ranks are cancelled if they have not ended by then.
+          for (size_t i = 0; i < locals.size(); ++i) {
+            if (!ended[i]) locals[i]->Suspend();
+          }
+          cancel_remotes_at = now + absl::Seconds(6);
+        } else {
+          for (size_t i = 0; i < locals.size(); ++i) {
+            if (!ended[i]) locals[i]->Terminate();
+          }
+          cancel_remotes_at = now;
+        }
+        kill_at = now + absl::Seconds(8);  // traind kills us after its --cancel-grace (10 s)
+      }
+      if (Failed() && cancel_remotes_at == absl::InfiniteFuture()) {
+        // A rank that failed, or a host gone: the others would wait for it in a collective.
+        for (size_t i = 0; i < locals.size(); ++i) {
+          if (!ended[i]) locals[i]->Kill();
+        }
+        cancel_remotes_at = now;
+      }
+      if (now >= cancel_remotes_at) {
+        for (auto& remote : remotes_) remote->Cancel();
+      }
+      if (now >= kill_at) {
+        for (size_t i = 0; i < locals.size(); ++i) {
+          if (!ended[i]) locals[i]->Kill();
+        }
+      }
+      if (alive == 0) {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(
+                                     +[](Launcher* l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(l->mu_) {
+                                       return l->remotes_ended_ == l->remotes_.size();
+                                     },
+                                     this),
+                                 absl::Milliseconds(200))) {
+          return;
+        }
+        // This host's ranks are done; a peer's that outlive them for long are stuck.
+        if (all_local_ended_at_ == absl::InfiniteFuture()) all_local_ended_at_ = now;
+        if (now - all_local_ended_at_ > absl::Seconds(10)) {
+          for (auto& remote : remotes_) remote->Cancel();
+        }
+        continue;
+      }
+      bool waited = false;
+      for (size_t i = 0; i < locals.size(); ++i) {
+        if (ended[i]) continue;
+        JobEvent event;
+        const traind::WorkerProcess::ReadResult read =
+            locals[i]->ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
+        waited = true;
+        if (read == traind::WorkerProcess::ReadResult::kEvent) {
+          Relay(static_cast<int>(i), std::move(event));
+        } else if (read == traind::WorkerProcess::ReadResult::kEnd) {
+          const traind::WorkerProcess::Exit exit = locals[i]->Wait();
+          ended[i] = true;
+          --alive;
+          trainer::v1::RankExit ended_how;
+          ended_how.set_exit_code(exit.exit_code);
+          ended_how.set_signal(exit.signal);
+          ended_how.set_stderr_tail(exit.stderr_tail);
+          RecordExit(static_cast<int>(i), ended_how);
+        }
+      }
+    }
+  }
+
+  // Every rank's events go to traind as one job's; the daemon decides states. Errors say which
+  // rank and host.
+  void Relay(int rank, JobEvent event) {
+    if (event.has_state_change()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (event.has_final_result() || event.has_bench()) got_result_ = true;
+      if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
+        event.mutable_log()->set_text(
+            absl::StrCat("rank ", rank, " (", places_[rank].host, "): ", event.log().text()));
+        if (first_error_.empty()) first_error_ = event.log().text();
+      }
+    }
+    events_.Write(event);
+  }
+
+  void RecordExit(int rank, const trainer::v1::RankExit& exit) {
+    absl::MutexLock lock(&mu_);
+    exits_[rank] = exit;
+    if (exit.signal() != 0 || exit.exit_code() != traind::kWorkerSucceeded) failed_ = true;
+  }
+
+  void OnRemoteReport(const trainer::v1::RankReport& report) {
+    if (report.rank() < 0 || report.rank() >= static_cast<int>(places_.size())) return;
+    if (report.has_exit()) {
+      RecordExit(report.rank(), report.exit());
+    } else if (report.has_event()) {
+      Relay(report.rank(), report.event());
+    }
+  }
+
+  void OnRemoteEnd(const traind::RemoteHost& host, const grpc::Status& status) {
+    absl::MutexLock lock(&mu_);
+    ++remotes_ended_;
+    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+      lost_.push_back(absl::StrCat("host ", host.name(), " went away while the job ran (",
+                                   status.error_message(), ")"));
+      failed_ = true;
+    }
+  }
+
+  bool Failed() {
+    absl::MutexLock lock(&mu_);
+    return failed_;
+  }
+
+  int Outcome(int world) {
+    if (stop_.stop.load()) return traind::kWorkerStopped;
+    absl::MutexLock lock(&mu_);
+    if (!lost_.empty()) {
+      events_.Log(absl::StrCat(absl::StrJoin(lost_, "; "), "; the job's other ranks were stopped"),
+                  trainer::v1::LogLine::ERROR);
+      return traind::kWorkerHostsUnavailable;
+    }
+    for (int rank = 0; rank < world; ++rank) {
+      auto it = exits_.find(rank);
+      if (it == exits_.end()) {
+        return FailLocked(
+            absl::StrCat("rank ", rank, " (", places_[rank].host, ") ended without saying how"));
+      }
+      const trainer::v1::RankExit& exit = it->second;
+      if (exit.signal() == 0 && exit.exit_code() == traind::kWorkerSucceeded) continue;
+      if (!first_error_.empty()) return traind::kWorkerJobFailed;  // already reported
+      return FailLocked(absl::StrCat("rank ", rank, " (", places_[rank].host, "): ",
+                                     exit.signal() != 0
+                                         ? absl::StrCat("killed by signal ", exit.signal())
+                                         : absl::StrCat("exit code ", exit.exit_code()),
+                                     exit.stderr_tail().empty() ? "" : ": " + exit.stderr_tail()));
+    }
+    if (!got_result_) return FailLocked("the ranks ended without rank 0 reporting a result");
+    return traind::kWorkerSucceeded;
+  }
+
+  int Fail(const std::string& why) {
+    events_.Log(why, trainer::v1::LogLine::ERROR);
+    std::fprintf(stderr, "traind-hosts: %s\n", why.c_str());
+    return traind::kWorkerJobFailed;
+  }
+  int FailLocked(const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Fail(why); }
+
+  traind::SharedEventPipe events_;
+  const traind::StopFlags& stop_;
+  const traind::PeersConfig peers_;
+  const std::vector<std::string> local_devices_;
+  std::vector<std::unique_ptr<traind::RemoteHost>> remotes_;  // the peers, in rank order
+  std::vector<RankPlace> places_;                             // by rank; set before any runs
+  absl::Time all_local_ended_at_ = absl::InfiniteFuture();
+
+  absl::Mutex mu_;
+  std::map<int, trainer::v1::RankExit> exits_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> lost_ ABSL_GUARDED_BY(mu_);
+  size_t remotes_ended_ ABSL_GUARDED_BY(mu_) = 0;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool got_result_ ABSL_GUARDED_BY(mu_) = false;
+  std::string first_error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+int main(int argc, char**) {
+  const int events_fd = traind::TakeStdoutForEvents();
+  if (argc != 1) {
+    std::fprintf(stderr, "usage: traind-hosts  (started by traind for a job with --hosts)\n");
+    return traind::kWorkerBadRequest;
+  }
+  // traind gone (even kill -9): stop the ranks here and, by closing their calls, the peers'.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  const traind::StopFlags& stop = traind::InstallStopSignals();
+  if (getppid() == 1) return traind::kWorkerStopped;
+
+  absl::StatusOr<traind::PeersConfig> peers = traind::PeersFromEnvironment();
+  if (!peers.ok()) {
+    std::fprintf(stderr, "traind-hosts: %s\n", std::string(peers.status().message()).c_str());
+    return traind::kWorkerBadRequest;
+  }
+  const char* devices = std::getenv("TRAIND_HOST_DEVICES");
+  std::vector<std::string> local_devices;
+  if (devices != nullptr && *devices != '\0') local_devices = absl::StrSplit(devices, ',');
+
+  trainer::v1::WorkerRequest request;
+  switch (traind::ReadWorkerRequest(&request)) {
+    case traind::RequestRead::kRead:
+      return Launcher(events_fd, stop, *std::move(peers), std::move(local_devices)).Run(request);
+    case traind::RequestRead::kClosed:
+      return traind::kWorkerStopped;
+    case traind::RequestRead::kUnreadable:
+      break;
+  }
+  std::fprintf(stderr, "traind-hosts: could not read a WorkerRequest on stdin\n");
+  return traind::kWorkerBadRequest;
+}
