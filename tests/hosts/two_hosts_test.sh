@@ -58,14 +58,16 @@ certs=$work/certs
 # Each host: TLS on its namespace's address (for the other host), and a Unix socket for the
 # test's trainctl. a knows b as a peer; a checkpoint every 3 s gives the fault checks something
 # to resume from; a host that is gone is retried for at most 2 minutes.
+# a reaches b with the --peer-tls-* flags at first, and through a trainctl context (which names
+# address, TLS files and token) when it is restarted: both ways are exercised.
+peer_b=(--peer "b=$ip_b:$port" --peer-tls-ca "$certs/ca.pem" --peer-tls-cert "$certs/client.pem"
+        --peer-tls-key "$certs/client.key" --peer-token-file "$certs/token")
 start_host() {
   local host=$1
-  local ns=$ns_a ip=$ip_a extra=(--peer "b=$ip_b:$port" --peer-tls-ca "$certs/ca.pem"
-    --peer-tls-cert "$certs/client.pem" --peer-tls-key "$certs/client.key"
-    --peer-token-file "$certs/token" --checkpoint-minutes 0.05 --host-wait 2)
+  local ns=$ns_a ip=$ip_a extra=("${peer_b[@]}" --checkpoint-minutes 0.05 --host-wait 2)
   if [ "$host" = b ]; then ns=$ns_b ip=$ip_b extra=(); fi
   rm -f "$work/$host.sock"
-  ip netns exec "$ns" "$bin/traind" --name "$host" --state-dir "$work/$host" \
+  ip netns exec "$ns" env XDG_CONFIG_HOME="$work/config" "$bin/traind" --name "$host" --state-dir "$work/$host" \
     --listen "$ip:$port" --listen "unix:$work/$host.sock" --warm-workers 0 \
     --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" \
     --tls-client-ca "$certs/ca.pem" --token-file "$certs/tokens.txt" "${extra[@]}" \
@@ -191,8 +193,12 @@ else
   [ "$t1" != 99 ] && pass "a's traind killed: b's rank stopped ${t1} s later (≤ 10 s)" \
     || fail "b's rank still runs 10 s after the coordinator was killed"
 fi
+XDG_CONFIG_HOME="$work/config" "$bin/trainctl" context add lab-b --addr "$ip_b:$port" \
+  --tls-ca "$certs/ca.pem" --tls-cert "$certs/client.pem" --tls-key "$certs/client.key" \
+  --token-file "$certs/token" >/dev/null || fail "trainctl context add lab-b"
+peer_b=(--peer b=context:lab-b)  # from now on a reaches b through the context
 start_host a || exit 1
-expect 0 "a back: the job resumes and succeeds" "Resumed from the checkpoint" -- \
+expect 0 "a back (b now named by a context): the job resumes and succeeds" "Resumed from the checkpoint" -- \
   timeout 300 "$bin/trainctl" --addr "unix:$work/a.sock" watch "$job"
 [ "$(state_of "$job")" = SUCCEEDED ] && pass "job $job SUCCEEDED" || fail "job $job ended $(state_of "$job")"
 
