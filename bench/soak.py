@@ -75,8 +75,11 @@ class Daemon:
             [os.path.join(self.bin_dir, "traind"), "--state-dir", self.state, *self.extra],
             stdout=log, stderr=log)
         while True:
-            # A new channel each try: a failed one waits out gRPC's reconnect backoff (1 s+).
-            channel = grpc.insecure_channel(f"unix:{self.state}/traind.sock")
+            # A new channel each try, with subchannels of its own: gRPC shares subchannels
+            # (and their reconnect backoff, 1 s, then 1.6x) between channels to one target, so a
+            # fresh channel alone would still wait out the failed tries' backoff.
+            channel = grpc.insecure_channel(f"unix:{self.state}/traind.sock",
+                                            options=[("grpc.use_local_subchannel_pool", 1)])
             stub = pb_grpc.TrainerStub(channel)
             try:
                 stub.ListJobs(pb.ListJobsRequest(page_size=1), timeout=1, wait_for_ready=False)
