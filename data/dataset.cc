@@ -1,10 +1,11 @@
 #include "data/dataset.h"
 
+#include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
 #include "common/catalog.h"
+#include "common/status_macros.h"
 #include "data/csv_file.h"
 #include "data/idx_file.h"
 #include "data/image_folder.h"
@@ -19,8 +20,11 @@ absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& pr
                                    int64_t limit) {
   ASSIGN_OR_RETURN(std::string images_path, FindIdxFile(dir, prefix + "-images-idx3-ubyte"));
   ASSIGN_OR_RETURN(std::string labels_path, FindIdxFile(dir, prefix + "-labels-idx1-ubyte"));
-  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFile(images_path));
-  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFile(labels_path));
+  // traind gives its workers a cache of decompressed copies (STATE/cache).
+  const char* cache = std::getenv("TRAIND_CACHE_DIR");
+  const std::string cache_dir = cache == nullptr ? "" : cache;
+  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFileCached(images_path, cache_dir));
+  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFileCached(labels_path, cache_dir));
   if (images.dims.size() != 3) {
     return absl::DataLossError(absl::StrCat(images_path, ": expected 3 dimensions, found ",
                                             images.dims.size()));

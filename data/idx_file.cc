@@ -1,11 +1,19 @@
 #include "data/idx_file.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <cstdio>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/random_secret.h"
+#include "common/sha256.h"
+#include "common/status_macros.h"
+#include "common/write_all.h"
 
 namespace traind {
 
@@ -80,6 +88,37 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
       !s.ok()) {
     return s;
   }
+  return array;
+}
+
+absl::StatusOr<IdxArray> ReadIdxFileCached(const std::string& path, const std::string& cache_dir) {
+  struct stat source;
+  if (cache_dir.empty() || !absl::EndsWith(path, ".gz") || stat(path.c_str(), &source) != 0) {
+    return ReadIdxFile(path);
+  }
+  Sha256 key;
+  key.Update(absl::StrCat(path, "|", source.st_size, "|", source.st_mtim.tv_sec, ".",
+                          source.st_mtim.tv_nsec));
+  const std::string copy = absl::StrCat(cache_dir, "/idx-", key.HexDigest().substr(0, 32));
+  if (absl::StatusOr<IdxArray> cached = ReadIdxFile(copy); cached.ok()) return cached;
+
+  ASSIGN_OR_RETURN(IdxArray array, ReadIdxFile(path));
+  // The copy: header and data exactly as the IDX format has them, under a name no other
+  // writer uses, renamed into place only once whole.
+  std::string header = {0, 0, 0x08, static_cast<char>(array.dims.size())};
+  for (int64_t dim : array.dims) {
+    for (int shift : {24, 16, 8, 0}) header += static_cast<char>((dim >> shift) & 0xff);
+  }
+  mkdir(cache_dir.c_str(), 0700);
+  const std::string partial = absl::StrCat(copy, ".", RandomSecret().substr(0, 12), ".part");
+  const int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return array;
+  const bool written =
+      WriteAll(fd, header) &&
+      WriteAll(fd, absl::string_view(reinterpret_cast<const char*>(array.data.data()),
+                                     array.data.size()));
+  close(fd);
+  if (!written || rename(partial.c_str(), copy.c_str()) != 0) unlink(partial.c_str());
   return array;
 }
 

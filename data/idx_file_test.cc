@@ -3,12 +3,13 @@
 #include <zlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "common/temp_dir_for_tests.h"
+#include "gtest/gtest.h"
 
 namespace traind {
 namespace {
@@ -51,6 +52,48 @@ TEST_F(IdxFileTest, ReadsPlainAndGzip) {
     ASSERT_EQ(array->data.size(), 12u);
     EXPECT_EQ(array->data[11], 'l');
   }
+}
+
+TEST_F(IdxFileTest, ACacheKeepsADecompressedCopyAndFollowsTheSource) {
+  const std::string cache = *dir_ / "cache";
+  const std::string bytes = Header(3, {2, 2, 3}) + std::string("abcdefghijkl");
+  const std::string path = Write("a.gz", bytes, true);
+  absl::StatusOr<IdxArray> first = ReadIdxFileCached(path, cache);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // One plain copy, whole: the IDX bytes themselves.
+  std::vector<std::string> copies;
+  for (const auto& entry : std::filesystem::directory_iterator(cache)) {
+    copies.push_back(entry.path().string());
+  }
+  ASSERT_EQ(copies.size(), 1u);
+  std::ifstream in(copies[0], std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), bytes);
+  absl::StatusOr<IdxArray> second = ReadIdxFileCached(path, cache);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->dims, first->dims);
+  EXPECT_EQ(second->data, first->data);
+
+  // A copy that does not read (cut short) is not trusted: the source is read and the copy
+  // rewritten.
+  std::ofstream(copies[0], std::ios::binary | std::ios::trunc) << Header(3, {2, 2, 3}) << "ab";
+  absl::StatusOr<IdxArray> repaired = ReadIdxFileCached(path, cache);
+  ASSERT_TRUE(repaired.ok()) << repaired.status();
+  EXPECT_EQ(repaired->data, first->data);
+  std::ifstream again(copies[0], std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), bytes);
+
+  // A changed source (other size) is a new key, so its new content is what is read.
+  const std::string changed = Header(1, {5}) + std::string("vwxyz");
+  Write("a.gz", changed, true);
+  absl::StatusOr<IdxArray> updated = ReadIdxFileCached(path, cache);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->dims, (std::vector<int64_t>{5}));
+  EXPECT_EQ(updated->data[4], 'z');
+
+  // A cache directory that cannot be made costs only the speed-up.
+  absl::StatusOr<IdxArray> uncached = ReadIdxFileCached(path, "/proc/nonexistent/cache");
+  ASSERT_TRUE(uncached.ok()) << uncached.status();
+  EXPECT_EQ(uncached->data, updated->data);
 }
 
 TEST_F(IdxFileTest, TruncatedFileNamesThePath) {

@@ -235,4 +235,14 @@ void ReleaseCachedMemory(const torch::Device& device) {
   (void)device;
 }
 
+void PrepareDevice(const torch::Device& device) {
+  if (!device.is_cuda() && !device.is_mps()) return;
+  torch::NoGradGuard no_grad;
+  const auto on = torch::TensorOptions().device(device);
+  const torch::Tensor square = torch::ones({16, 16}, on);
+  (void)torch::mm(square, square);  // the BLAS handle
+  (void)torch::conv2d(torch::ones({1, 1, 8, 8}, on), torch::ones({1, 1, 3, 3}, on));  // cuDNN's
+  Synchronize(device);
+}
+
 }  // namespace traind

@@ -52,6 +52,11 @@ void Synchronize(const torch::Device& device);
 // Returns cached device memory to the driver (between jobs).
 void ReleaseCachedMemory(const torch::Device& device);
 
+// Creates `device`'s context and its libraries' handles (cuBLAS, cuDNN) with a few tiny
+// operations, so that what comes next does not pay for them: a warm worker calls it while it
+// waits for its job, and a job calls it first to time it apart. Nothing on the CPU.
+void PrepareDevice(const torch::Device& device);
+
 }  // namespace traind
 
 #endif  // TRAIND_ENGINE_DEVICE_H_

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/job_spec.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -116,6 +117,13 @@ class JobRun {
   absl::Status Run();
 
  private:
+  // Where a job's start-up went (seconds), logged once training begins: each phase in order.
+  std::vector<std::pair<std::string, double>> startup_;
+  Clock::time_point began_ = Clock::now();
+  void Took(const std::string& phase, Clock::time_point since) {
+    startup_.emplace_back(phase, SecondsSince(since));
+  }
+
   absl::Status Train(Dataset& data, int64_t batch_size, const std::string& settings);
   // The model for `data`, on the device, with init_from's weights when the spec names some.
   absl::StatusOr<torch::nn::AnyModule> BuildModel(const Dataset& data);
@@ -223,6 +231,11 @@ absl::Status JobRun::Run() {
     return absl::OkStatus();
   }
 
+  auto phase_start = Clock::now();
+  if (!device_.is_cpu()) {
+    PrepareDevice(device_);  // timed apart: a warm worker has done it already
+    Took(device_.str() + " context", phase_start);
+  }
   std::string settings = ConfigureDevice(device_, spec_.tf32());
   if (spec_.deterministic()) {
     // After ConfigureDevice, which turns cuDNN autotuning on: deterministic turns it off.
@@ -243,13 +256,18 @@ absl::Status JobRun::Run() {
     ASSIGN_OR_RETURN(dp_, DataParallel::Join(*placement_, device_, kCollectiveTimeout));
   }
   *phase_ = "loading the dataset";
+  phase_start = Clock::now();
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
+  Took("dataset", phase_start);
   *phase_ = "copying the dataset to the device (--device-resident)";
   if (spec_.device_resident() && !device_.is_cpu()) {
+    phase_start = Clock::now();
     for (Split* split : {&data.train, &data.validation, &data.test}) {
       split->inputs = split->inputs.to(device_);
       split->labels = split->labels.to(device_);
     }
+    Synchronize(device_);
+    Took("to the device", phase_start);
   }
   int64_t batch_size = spec_.batch_size();
   *phase_ = "choosing the batch size";
@@ -328,6 +346,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   ASSIGN_OR_RETURN(torch::nn::AnyModule model, BuildModel(data));
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
+  Took("model", start);
   if (!settings.empty()) {
     Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
                      UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : "",
@@ -361,6 +380,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   }
   std::unique_ptr<CudaGraphTrainStep> graph_step;
   if (spec_.cuda_graph()) {
+    const auto capture_start = Clock::now();
     absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> created = CudaGraphTrainStep::Create(
         model, spec_, device_, batch_size, data.train.inputs[0], data.train.labels[0]);
     // A TorchScript module may do what a graph cannot capture (host syncs, data-dependent
@@ -371,6 +391,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     } else {
       ASSIGN_OR_RETURN(graph_step, std::move(created));
     }
+    Took("CUDA graph capture", capture_start);
   }
   const int epochs = spec_.epochs();
   // A function of the global step, so a resumed job continues on the same curve.
@@ -397,6 +418,13 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         world, dp_->backend(), device_.str(), batch_size, batch_size * world, threads,
         threads == 1 ? "" : "s", spec_.gradient_allreduce() == "bf16" ? "bf16" : "fp32",
         static_cast<int>(DataParallel::kBucketBytes >> 20)));
+  }
+  {
+    std::vector<std::string> phases;
+    for (const auto& [what, seconds] : startup_)
+      phases.push_back(absl::StrFormat("%s %.2f s", what, seconds));
+    Log(absl::StrFormat("Start-up: %.2f s in this worker before the first step (%s)",
+                        SecondsSince(began_), absl::StrJoin(phases, ", ")));
   }
   double& best_validation = progress.best_validation;
   int& best_epoch = progress.best_epoch;

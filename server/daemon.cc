@@ -214,9 +214,10 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{
-          options.worker_path, options.state_dir + "/jobs", options.cancel_grace, options.slots,
-          options.checkpoint_minutes * 60, daemon->blobs_.get(), options.warm_workers,
-          std::move(gpus), SlurmLauncherPath(options.worker_path), options.slurm_address,
+          options.worker_path, options.state_dir + "/jobs", options.state_dir + "/cache",
+          options.cancel_grace, options.slots, options.checkpoint_minutes * 60,
+          daemon->blobs_.get(), options.warm_workers, std::move(gpus),
+          SlurmLauncherPath(options.worker_path), options.slurm_address,
           HostsLauncherPath(options.worker_path), options.hosts_environment, options.host_wait});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),

@@ -45,6 +45,8 @@ class Scheduler {
   struct Options {
     std::string worker_path;                          // traind-worker
     std::string jobs_dir;                             // each job gets <jobs_dir>/<id>/
+    // Decompressed copies of datasets, shared by the workers (TRAIND_CACHE_DIR); empty: none.
+    std::string cache_dir;
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL
     std::map<std::string, int> slots;                 // per device; absent: 1
     double checkpoint_interval_seconds = 600;         // WorkerRequest's; 0: spec only
@@ -124,6 +126,8 @@ class Scheduler {
   // What a running job holds, for DevicePlan.
   static HeldDevices HeldBy(const Running& running);
   void Supervise(Running* running);
+  // What every worker gets in its environment besides traind's own (TRAIND_CACHE_DIR).
+  std::vector<std::string> WorkerEnvironment() const;
   // Spawns warm workers up to options_.warm_workers (the loop thread only).
   void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A started worker with `request` sent: a warm one when one is alive, else a new one.

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -51,6 +52,16 @@ int main(int argc, char** argv) {
 
   traind::RetainFreedHeapMemory();
 
+  // A warm worker on a machine with a GPU (traind sets TRAIND_PREPARE_DEVICE): create the GPU's
+  // context and library handles now, while no job waits for them (about half a second).
+  if (const char* prepare = std::getenv("TRAIND_PREPARE_DEVICE"); prepare != nullptr && *prepare) {
+    try {
+      traind::PrepareDevice(torch::Device(prepare));
+    } catch (const std::exception& e) {  // the job will meet it again, and say so
+      std::fprintf(stderr, "traind-worker: cannot prepare %s: %s\n", prepare, e.what());
+    }
+  }
+
   trainer::v1::WorkerRequest request;
   switch (traind::ReadWorkerRequest(&request)) {
     case traind::RequestRead::kRead:
@@ -80,7 +91,10 @@ int main(int argc, char** argv) {
         if (!pipe.Write(event)) signals.stop.store(true);
       },
       signals.stop, &signals.suspend);
-  if (status.ok()) return traind::kWorkerSucceeded;
+  // Done: its result is written (each event is one write(2), nothing is buffered). Skip the
+  // teardown a one-job process does not need (the device context, the allocator's caches,
+  // LibTorch's static destructors): the daemon waits for the exit to mark the job SUCCEEDED.
+  if (status.ok()) _exit(traind::kWorkerSucceeded);
   if (absl::IsCancelled(status)) return traind::kWorkerStopped;
 
   trainer::v1::JobEvent error;
