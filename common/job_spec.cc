@@ -153,16 +153,17 @@ absl::Status ValidateHosts(const JobSpec& spec) {
         "hosts: not with backend slurm (Slurm places the tasks; --nodes N asks for nodes)");
   }
   const std::vector<std::string> hosts = HostNames(spec);
+  // The count first: the checks below are quadratic in it.
+  if (hosts.size() < 2 || hosts.size() > 16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hosts: 2 to 16 names separated by commas (one host is a job of its own), got ",
+        hosts.size()));
+  }
   for (size_t i = 0; i < hosts.size(); ++i) {
     RETURN_IF_ERROR(ValidateHostName("hosts", hosts[i]));
     if (std::find(hosts.begin(), hosts.begin() + i, hosts[i]) != hosts.begin() + i) {
       return absl::InvalidArgumentError(absl::StrCat("hosts: '", hosts[i], "' is listed twice"));
     }
-  }
-  if (hosts.size() < 2 || hosts.size() > 16) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hosts: 2 to 16 names separated by commas (one host is a job of its own), got ",
-        hosts.size()));
   }
   if (spec.gpus() > 0 || !spec.devices().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

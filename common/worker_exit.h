@@ -13,6 +13,9 @@ enum WorkerExit : int {
   // traind-hosts only: a host of the job could not take it, or was lost while it ran (its error
   // was written first); traind re-queues the job to try again (Scheduler::WaitForHosts).
   kWorkerHostsUnavailable = 4,
+  // traind-hosts only: a host went away while the job ran (its error was written first); as 4,
+  // but the wait for the hosts starts afresh (the job did run since it last waited).
+  kWorkerHostLost = 5,
 };
 
 }  // namespace traind

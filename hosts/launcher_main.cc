@@ -133,6 +133,12 @@ class Launcher {
       for (std::thread& call : calls) call.join();
     }
     for (size_t i = 0; i < remotes_.size(); ++i) {
+      if (reserved[i].ok() &&
+          remotes_[i]->reservation().devices_size() != per_host) {  // a peer of another version?
+        reserved[i] =
+            absl::InternalError(absl::StrCat("reserved ", remotes_[i]->reservation().devices_size(),
+                                             " device(s) for ", per_host, " rank(s)"));
+      }
       if (reserved[i].ok()) continue;
       for (auto& remote : remotes_) remote->Release();  // all or none
       const std::string why =
@@ -147,17 +153,24 @@ class Launcher {
       return traind::kWorkerStopped;
     }
 
-    // Every rank resumes from the one checkpoint rank 0 wrote here.
+    // Every rank resumes from the one checkpoint rank 0 wrote here: sent to every peer at once
+    // (each peer renews its reservation's lease as the chunks come).
     const std::string checkpoint = request.job_dir() + "/checkpoint.pt";
     if (access(checkpoint.c_str(), R_OK) == 0) {
-      for (auto& remote : remotes_) {
-        if (absl::Status sent = remote->PutCheckpoint(checkpoint); !sent.ok()) {
-          for (auto& r : remotes_) r->Release();
-          events_.Log(absl::StrCat("host ", remote->name(),
-                                   ": cannot send it the checkpoint: ", sent.message()),
-                      trainer::v1::LogLine::ERROR);
-          return traind::kWorkerHostsUnavailable;
-        }
+      std::vector<absl::Status> sent(remotes_.size());
+      std::vector<std::thread> sends;
+      for (size_t i = 0; i < remotes_.size(); ++i) {
+        sends.emplace_back([&, i] { sent[i] = remotes_[i]->PutCheckpoint(checkpoint); });
+      }
+      for (std::thread& send : sends) send.join();
+      for (size_t i = 0; i < remotes_.size(); ++i) {
+        if (sent[i].ok()) continue;
+        const std::string why = absl::StrCat(
+            "host ", remotes_[i]->name(), ": cannot send it the checkpoint: ", sent[i].message());
+        // Too large for that host (its --max-upload-bytes) will not change by waiting.
+        if (absl::IsResourceExhausted(sent[i]) || RefusesTheJob(sent[i])) return Fail(why);
+        events_.Log(why, trainer::v1::LogLine::ERROR);
+        return traind::kWorkerHostsUnavailable;  // ~RemoteHost releases the reservations
       }
     }
 
@@ -189,10 +202,7 @@ class Launcher {
           {absl::StrCat("RANK=", i), absl::StrCat("LOCAL_RANK=", i),
            absl::StrCat("WORLD_SIZE=", world), "MASTER_ADDR=" + master_addr,
            absl::StrCat("MASTER_PORT=", *port)});
-      if (!worker.ok()) {
-        for (auto& remote : remotes_) remote->Release();
-        return Fail(absl::StrCat("rank ", i, ": ", worker.status().message()));
-      }
+      if (!worker.ok()) return Fail(absl::StrCat("rank ", i, ": ", worker.status().message()));
       locals.push_back(*std::move(worker));
     }
     // The peers' ranks.
@@ -205,9 +215,16 @@ class Launcher {
       run.set_master_port(*port);  // master_addr: as that peer sees this host
       first_rank += per_host;
       traind::RemoteHost* host = remote.get();
+      const int first = run.first_rank(), last = first + per_host - 1;
       host->Run(
-          run, [this](const trainer::v1::RankReport& report) { OnRemoteReport(report); },
-          [this, host](const grpc::Status& status) { OnRemoteEnd(*host, status); });
+          run,
+          [this, first, last](const trainer::v1::RankReport& report) {
+            // A peer reports for its own ranks only.
+            if (report.rank() >= first && report.rank() <= last) OnRemoteReport(report);
+          },
+          [this, host](const grpc::Status& status, bool cancelled_here) {
+            OnRemoteEnd(*host, status, cancelled_here);
+          });
     }
     std::vector<std::string> described;
     for (int r = 0; r < world; ++r) {
@@ -337,10 +354,13 @@ class Launcher {
     }
   }
 
-  void OnRemoteEnd(const traind::RemoteHost& host, const grpc::Status& status) {
+  void OnRemoteEnd(const traind::RemoteHost& host, const grpc::Status& status,
+                   bool cancelled_here) {
     absl::MutexLock lock(&mu_);
     ++remotes_ended_;
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+    // Not cancelled from here: the host died, dropped off the network, or shut down (its traind
+    // cancels the calls it serves when it stops).
+    if (!status.ok() && !cancelled_here) {
       lost_.push_back(absl::StrCat("host ", host.name(), " went away while the job ran (",
                                    status.error_message(), ")"));
       failed_ = true;
@@ -355,10 +375,18 @@ class Launcher {
   int Outcome(int world) {
     if (stop_.stop.load()) return traind::kWorkerStopped;
     absl::MutexLock lock(&mu_);
+    // Every rank ended well and rank 0 reported: done, whatever a stream did afterwards.
+    bool all_succeeded = got_result_;
+    for (int rank = 0; rank < world && all_succeeded; ++rank) {
+      auto it = exits_.find(rank);
+      all_succeeded = it != exits_.end() && it->second.signal() == 0 &&
+                      it->second.exit_code() == traind::kWorkerSucceeded;
+    }
+    if (all_succeeded) return traind::kWorkerSucceeded;
     if (!lost_.empty()) {
       events_.Log(absl::StrCat(absl::StrJoin(lost_, "; "), "; the job's other ranks were stopped"),
                   trainer::v1::LogLine::ERROR);
-      return traind::kWorkerHostsUnavailable;
+      return traind::kWorkerHostLost;
     }
     for (int rank = 0; rank < world; ++rank) {
       auto it = exits_.find(rank);
@@ -390,8 +418,7 @@ class Launcher {
   const traind::StopFlags& stop_;
   const traind::PeersConfig peers_;
   const std::vector<std::string> local_devices_;
-  std::vector<std::unique_ptr<traind::RemoteHost>> remotes_;  // the peers, in rank order
-  std::vector<RankPlace> places_;                             // by rank; set before any runs
+  std::vector<RankPlace> places_;  // by rank; set before any relay thread starts
   absl::Time all_local_ended_at_ = absl::InfiniteFuture();
 
   absl::Mutex mu_;
@@ -401,6 +428,9 @@ class Launcher {
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool got_result_ ABSL_GUARDED_BY(mu_) = false;
   std::string first_error_ ABSL_GUARDED_BY(mu_);
+  // The peers, in rank order. Last: destroyed first, so their relay threads (which lock mu_ and
+  // read places_) are joined while everything they touch is still there.
+  std::vector<std::unique_ptr<traind::RemoteHost>> remotes_;
 };
 
 }  // namespace

@@ -24,6 +24,7 @@ RemoteHost::RemoteHost(std::string name, std::shared_ptr<grpc::Channel> channel)
       stub_(trainer::v1::Peers::NewStub(channel_)) {}
 
 RemoteHost::~RemoteHost() {
+  Release();
   Cancel();
   if (thread_.joinable()) thread_.join();
 }
@@ -34,6 +35,8 @@ absl::Status RemoteHost::Reserve(const trainer::v1::ReserveRequest& request,
   context.set_deadline(After(timeout));
   const grpc::Status status = stub_->Reserve(&context, request, &reservation_);
   reserved_ = status.ok();
+  // A reservation made there whose answer was lost (the deadline) cannot be released by id:
+  // its lease ends it.
   return FromGrpcStatus(status);
 }
 
@@ -59,29 +62,29 @@ absl::Status RemoteHost::PutCheckpoint(const std::string& path) {
   trainer::v1::CheckpointChunk chunk;
   chunk.set_reservation_id(reservation_.id());
   std::string buffer(1 << 20, '\0');
-  bool sent = true;
-  while (sent) {
+  bool read_all = false;
+  while (true) {
     const ssize_t n = read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      sent = false;
+    if (n <= 0) {
+      read_all = n == 0;
       break;
     }
-    if (n == 0) break;
     chunk.set_data(buffer.data(), static_cast<size_t>(n));
-    sent = writer->Write(chunk);
+    if (!writer->Write(chunk)) break;  // the peer ended the call: Finish says why
     chunk.clear_reservation_id();
   }
   close(fd);
+  // A file that could not be read whole is abandoned, never completed: the peer keeps nothing.
+  if (!read_all) context.TryCancel();
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
-  if (!status.ok()) return FromGrpcStatus(status);
-  if (!sent) return absl::InternalError(absl::StrCat("cannot read ", path));
-  return absl::OkStatus();
+  if (!read_all) return absl::InternalError(absl::StrCat("cannot read ", path));
+  return FromGrpcStatus(status);
 }
 
 void RemoteHost::Run(trainer::v1::RunRanksRequest request,
                      std::function<void(const trainer::v1::RankReport&)> on_report,
-                     std::function<void(const grpc::Status&)> on_end) {
+                     std::function<void(const grpc::Status&, bool)> on_end) {
   reserved_ = false;  // claimed by the call: the peer releases it when the ranks end
   thread_ = std::thread([this, request = std::move(request), on_report = std::move(on_report),
                          on_end = std::move(on_end)] {
@@ -89,7 +92,7 @@ void RemoteHost::Run(trainer::v1::RunRanksRequest request,
     {
       absl::MutexLock lock(&mu_);
       if (cancelled_) {
-        on_end(grpc::Status(grpc::StatusCode::CANCELLED, "stopped before it started"));
+        on_end(grpc::Status(grpc::StatusCode::CANCELLED, "stopped before it started"), true);
         return;
       }
       running_ = &context;
@@ -99,11 +102,13 @@ void RemoteHost::Run(trainer::v1::RunRanksRequest request,
     trainer::v1::RankReport report;
     while (reader->Read(&report)) on_report(report);
     const grpc::Status status = reader->Finish();
+    bool cancelled_here;
     {
       absl::MutexLock lock(&mu_);
       running_ = nullptr;
+      cancelled_here = cancelled_;
     }
-    on_end(status);
+    on_end(status, cancelled_here);
   });
 }
 

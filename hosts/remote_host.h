@@ -24,7 +24,9 @@ namespace traind {
 class RemoteHost {
  public:
   RemoteHost(std::string name, std::shared_ptr<grpc::Channel> channel);
-  ~RemoteHost();  // cancels a running stream and joins its thread
+  // Releases a reservation nothing claimed (whatever path the launcher left by), cancels a
+  // running stream and joins its thread.
+  ~RemoteHost();
 
   const std::string& name() const { return name_; }
 
@@ -38,10 +40,12 @@ class RemoteHost {
   absl::Status PutCheckpoint(const std::string& path);
 
   // Phase two: starts a thread that runs the ranks and hands each report to `on_report` (from
-  // that thread), then calls `on_end` with how the call ended (OK: the ranks all reported).
+  // that thread), then calls `on_end` with how the call ended (OK: the ranks all reported) and
+  // whether this side cancelled it (Cancel): any other end that is not OK means the host went
+  // away, shut down or gave up on the ranks.
   void Run(trainer::v1::RunRanksRequest request,
            std::function<void(const trainer::v1::RankReport&)> on_report,
-           std::function<void(const grpc::Status&)> on_end);
+           std::function<void(const grpc::Status&, bool cancelled_here)> on_end);
   // Stops its ranks: cancels the call (the peer terminates them).
   void Cancel();
 

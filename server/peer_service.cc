@@ -131,6 +131,7 @@ grpc::Status PeerService::Reserve(grpc::ServerContext* context,
   here.clear_hosts();
   here.set_nodes(0);
   here.set_processes(0);
+  here.clear_gradient_allreduce();  // a rule about several ranks: checked on `placed` below
   absl::StatusOr<JobSpec> prepared =
       trainer_->PrepareSpec(here, Caller{"peer", false, Role::kAdmin});
   if (!prepared.ok()) {
@@ -160,6 +161,7 @@ grpc::Status PeerService::Reserve(grpc::ServerContext* context,
     absl::MutexLock lock(&mu_);
     ExpireSessions();
     Session& session = sessions_[reserved->id];
+    session.lease = lease;
     session.spec = std::move(placed);
     session.ranks = request->ranks();
     session.job_id = request->job_id();
@@ -179,13 +181,20 @@ grpc::Status PeerService::Release(grpc::ServerContext* context,
   if (absl::Status admitted = Admit(*context, "Peers.Release", request); !admitted.ok()) {
     return ToGrpcStatus(admitted);
   }
+  std::string dir;
   {
     absl::MutexLock lock(&mu_);
+    ExpireSessions();
     auto it = sessions_.find(request->id());
-    // A running reservation ends with its RunRanks call, not behind its back.
+    // A running reservation ends with its RunRanks call, not behind its back. Decided under
+    // mu_, where RunRanks claims: one of the two wins.
     if (it == sessions_.end() || it->second.claimed) return grpc::Status::OK;
+    dir = it->second.dir;
+    sessions_.erase(it);
   }
-  Forget(request->id());
+  scheduler_->ReleaseReservation(request->id());
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
   return grpc::Status::OK;
 }
 
@@ -198,16 +207,29 @@ grpc::Status PeerService::PutCheckpoint(grpc::ServerContext* context,
   trainer::v1::CheckpointChunk chunk;
   if (!reader->Read(&chunk)) return Invalid("no chunks");
   std::string dir;
+  absl::Duration lease;
+  const std::string id = chunk.reservation_id();
   {
     absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(chunk.reservation_id());
+    ExpireSessions();
+    auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.claimed) {
       return grpc::Status(
           grpc::StatusCode::NOT_FOUND,
           "reservation_id: no such reservation waiting to run (its lease ran out?)");
     }
     dir = it->second.dir;
+    lease = it->second.lease;
   }
+  // A checkpoint on its way keeps the reservation: its lease starts again with each second of
+  // chunks, and once more when the file is whole.
+  auto renew = [&] {
+    scheduler_->RenewReservation(id, lease);
+    absl::MutexLock lock(&mu_);
+    if (auto it = sessions_.find(id); it != sessions_.end())
+      it->second.expires = absl::Now() + lease;
+  };
+  absl::Time renewed = absl::Now();
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   const std::string partial = dir + "/checkpoint.pt.part";
@@ -228,12 +250,17 @@ grpc::Status PeerService::PutCheckpoint(grpc::ServerContext* context,
                                        options_.max_checkpoint_bytes, ")"));
     }
     written = written && WriteAll(fd, chunk.data());
+    if (absl::Now() - renewed > absl::Seconds(1)) {
+      renew();
+      renewed = absl::Now();
+    }
   } while (written && reader->Read(&chunk));
   written = written && fsync(fd) == 0;
   close(fd);
   if (!written || rename(partial.c_str(), (dir + "/checkpoint.pt").c_str()) != 0) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "cannot write " + partial);
   }
+  renew();
   response->set_bytes(bytes);
   return grpc::Status::OK;
 }
@@ -247,6 +274,7 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
   Session session;
   {
     absl::MutexLock lock(&mu_);
+    ExpireSessions();
     auto it = sessions_.find(request->reservation_id());
     if (it == sessions_.end() || it->second.claimed) {
       return grpc::Status(
@@ -261,7 +289,7 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
                                 request->world_size()));
   }
   // Rank 0 runs on the coordinator, which serves the rendezvous.
-  if (request->first_rank() < 1 || request->first_rank() + ranks > request->world_size()) {
+  if (request->first_rank() < 1 || request->first_rank() > request->world_size() - ranks) {
     return Invalid(absl::StrCat("first_rank: 1 to ", request->world_size() - ranks, ", got ",
                                 request->first_rank()));
   }
@@ -273,12 +301,22 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
   if (!PlausibleAddress(master_addr)) {
     return Invalid(absl::StrCat("master_addr: a host name or IP address, got '", master_addr, "'"));
   }
+  {
+    // Claimed here first, under mu_, where Release decides: one of the two wins.
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(request->reservation_id());
+    if (it == sessions_.end() || it->second.claimed) {
+      return grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          "reservation_id: no such reservation waiting to run (its lease ran out?)");
+    }
+    it->second.claimed = true;
+  }
   absl::StatusOr<std::vector<std::string>> devices =
       scheduler_->ClaimReservation(request->reservation_id());
-  if (!devices.ok()) return ToGrpcStatus(devices.status());
-  {
-    absl::MutexLock lock(&mu_);
-    sessions_[request->reservation_id()].claimed = true;
+  if (!devices.ok()) {
+    Forget(request->reservation_id());
+    return ToGrpcStatus(devices.status());
   }
   std::error_code error;
   std::filesystem::create_directories(session.dir, error);

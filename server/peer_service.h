@@ -54,7 +54,8 @@ class PeerService final : public trainer::v1::Peers::Service {
     int64_t job_id = 0;
     std::string what;    // "job 5 of a (ipv4:10.0.0.1:43210)"
     std::string dir;     // the ranks' job directory here
-    absl::Time expires;  // unless claimed
+    absl::Duration lease;  // as asked for
+    absl::Time expires;    // unless claimed
     bool claimed = false;
   };
   absl::Status Admit(const grpc::ServerContext& context, const char* method,

@@ -240,12 +240,13 @@ std::optional<std::string> Scheduler::ResumeAfterRankFailure(const Job& job,
                       kMaxRankRestarts, ")");
 }
 
-absl::Status Scheduler::WaitForHosts(const Job& job, const std::string& why) {
+absl::Status Scheduler::WaitForHosts(const Job& job, const std::string& why, bool afresh) {
   const absl::Time now = absl::Now();
   absl::Duration waited;
   absl::Duration retry_in;
   {
     absl::MutexLock lock(&mu_);
+    if (afresh) host_waits_.erase(job.id());
     auto it = host_waits_.try_emplace(job.id(), HostWait{now, now, absl::ZeroDuration()}).first;
     waited = now - it->second.since;
     // 2 s, then doubling to 30 s: a host back from a restart is found quickly, a host that
@@ -312,6 +313,12 @@ absl::StatusOr<std::vector<std::string>> Scheduler::ClaimReservation(const std::
   return it->second.devices;
 }
 
+void Scheduler::RenewReservation(const std::string& id, absl::Duration lease) {
+  absl::MutexLock lock(&mu_);
+  auto it = reservations_.find(id);
+  if (it != reservations_.end() && !it->second.claimed) it->second.expires = absl::Now() + lease;
+}
+
 void Scheduler::ReleaseReservation(const std::string& id) {
   absl::MutexLock lock(&mu_);
   auto it = reservations_.find(id);
@@ -362,6 +369,7 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
     // Under mu_ the loop cannot start this job meanwhile: it claims jobs holding mu_.
     if (job.state() == Job::QUEUED) {
       RETURN_IF_ERROR(Transition(job_id, Job::CANCELLED, "cancelled while queued", Job::QUEUED));
+      host_waits_.erase(job_id);  // if it was waiting for its hosts
       wake_ = true;  // jobs waiting for this one must hear of it
       return store_->GetJob(job_id);
     }
@@ -671,8 +679,10 @@ void Scheduler::Supervise(Running* running) {
              resume.has_value()) {
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
-  } else if (exit.exit_code == kWorkerHostsUnavailable && !job.spec().hosts().empty()) {
-    recorded = WaitForHosts(job, reported_error.empty() ? exit.Describe() : reported_error);
+  } else if ((exit.exit_code == kWorkerHostsUnavailable || exit.exit_code == kWorkerHostLost) &&
+             !job.spec().hosts().empty()) {
+    recorded = WaitForHosts(job, reported_error.empty() ? exit.Describe() : reported_error,
+                            /*afresh=*/exit.exit_code == kWorkerHostLost);
   } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
     recorded = Transition(job.id(), Job::FAILED, reported_error);
   } else {
@@ -680,7 +690,7 @@ void Scheduler::Supervise(Running* running) {
     recorded = Transition(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
   }
   if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";
-  if (exit.exit_code != kWorkerHostsUnavailable) {
+  if (exit.exit_code != kWorkerHostsUnavailable && exit.exit_code != kWorkerHostLost) {
     absl::MutexLock lock(&mu_);
     host_waits_.erase(job.id());
   }

@@ -97,6 +97,8 @@ class Scheduler {
   absl::StatusOr<PeerReservation> ReserveForPeer(const trainer::v1::JobSpec& spec,
                                                  const std::string& what, absl::Duration lease);
   absl::StatusOr<std::vector<std::string>> ClaimReservation(const std::string& id);
+  // An unclaimed reservation's lease starts again (its checkpoint is on its way).
+  void RenewReservation(const std::string& id, absl::Duration lease);
   void ReleaseReservation(const std::string& id);
 
   // Appends an event through the store and publishes it. Used by the service too.
@@ -146,7 +148,8 @@ class Scheduler {
   // A job on several hosts whose launcher found a host unable to take it (or lost one): re-queued
   // to try again shortly (and resume from its checkpoint), until options_.host_wait has passed
   // since the first such attempt; then it fails with `why`.
-  absl::Status WaitForHosts(const trainer::v1::Job& job, const std::string& why);
+  // `afresh`: the job ran since it last waited (a host lost mid-run): the wait starts again.
+  absl::Status WaitForHosts(const trainer::v1::Job& job, const std::string& why, bool afresh);
   // Drops reservations whose lease ran out unclaimed.
   void ExpireReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,

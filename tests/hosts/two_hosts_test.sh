@@ -10,7 +10,9 @@
 #   4. killing a's traind (the coordinator) mid-job stops b's rank within 10 s, and the job
 #      resumes when a is back;
 #   5. b dropping off the network mid-job stops a's rank within 10 s (keepalive) and b's when
-#      a's call goes silent, and the job resumes when b is reachable again.
+#      a's call goes silent, and the job resumes when b is reachable again;
+#   6. b shutting down cleanly (trainctl shutdown) counts as b going away: a's rank stops, the
+#      job waits and resumes.
 #   tests/hosts/two_hosts_test.sh BIN_DIR        (ctest runs it; exit 77 = skipped)
 # Needs root (CAP_NET_ADMIN) and iproute2; skips with the reason where namespaces can't be made.
 set -uo pipefail
@@ -221,6 +223,27 @@ fi
 expect 0 "b reachable again: the job resumes and succeeds" "Resumed from the checkpoint" -- \
   timeout 300 "$bin/trainctl" --addr "unix:$work/a.sock" watch "$job"
 [ "$(state_of "$job")" = SUCCEEDED ] && pass "job $job SUCCEEDED" || fail "job $job ended $(state_of "$job")"
+
+# 6. b's traind shuts down cleanly mid-job (trainctl shutdown): its calls are cancelled from b's
+# side, which is a host going away too, not a cancel from a.
+job=$(on_a submit "${long[@]}" --hosts a,b)
+wait_until 120 test -f "$work/a/jobs/$job/checkpoint.pt" || fail "no checkpoint within 2 minutes"
+rank0=$(rank_under "$(cat "$work/a.pid")")
+if [ -z "$rank0" ]; then
+  fail "a's rank running"
+else
+  on_b shutdown >/dev/null 2>&1 &
+  shutdown_pid=$!
+  t0=$(seconds_until_gone "$rank0" 10)
+  [ "$t0" != 99 ] && pass "b shut down: a's rank stopped ${t0} s later (≤ 10 s)" \
+    || fail "a's rank still runs 10 s after b shut down"
+  wait "$shutdown_pid"
+fi
+wait_until 20 logs_have "$job" "host b went away" && pass "and the job waits for b" \
+  || fail "the job does not wait for b after b's shutdown"
+start_host b || exit 1
+expect 0 "b back: the job resumes and succeeds" "Resumed from the checkpoint" -- \
+  timeout 300 "$bin/trainctl" --addr "unix:$work/a.sock" watch "$job"
 
 if [ "$failures" != 0 ]; then
   echo "--- a's traind log (tail)"; tail -20 "$work/a.log"
