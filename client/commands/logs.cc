@@ -1,4 +1,5 @@
-// trainctl logs ID: the job's history in the reference scripts' format, line for line.
+// trainctl logs ID: the job's history in the reference scripts' format, line for line, with the
+// job's own notes (log lines: its start-up phases, device settings, a resumption) where they came.
 // With --follow it keeps going until the job ends (like `watch` without the progress bar).
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
