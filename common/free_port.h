@@ -9,6 +9,8 @@
 namespace traind {
 
 absl::StatusOr<int> FreeLoopbackPort();
+// The same on every interface: for a rendezvous that ranks on other hosts reach.
+absl::StatusOr<int> FreePortOnAllInterfaces();
 
 }  // namespace traind
 

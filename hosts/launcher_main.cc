@@ -13,11 +13,8 @@
 //      see this host at;
 //   4. relays every rank's events into the job's one stream, and when any rank ends badly or a
 //      host goes away (its stream breaks), stops all the others at once.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,7 +32,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "common/free_port.h"
 #include "common/job_spec.h"
+#include "common/rank_events.h"
 #include "common/shared_event_pipe.h"
 #include "common/worker_exit.h"
 #include "common/worker_side.h"
@@ -46,22 +45,6 @@
 namespace {
 
 using trainer::v1::JobEvent;
-
-// A TCP port free on every interface right now, for rank 0's rendezvous store, which peers
-// reach over the network (common/free_port.h's is loopback only).
-absl::StatusOr<int> FreePortOnAllInterfaces() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t length = sizeof(address);
-  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                     getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  close(fd);
-  if (!bound) return absl::InternalError("cannot find a free port");
-  return ntohs(address.sin_port);
-}
 
 // Whether a peer's answer is about the job itself (it can never run there as asked), rather
 // than about the host right now (unreachable, busy, shutting down).
@@ -174,7 +157,7 @@ class Launcher {
       }
     }
 
-    absl::StatusOr<int> port = FreePortOnAllInterfaces();
+    absl::StatusOr<int> port = traind::FreePortOnAllInterfaces();
     if (!port.ok()) return Fail(std::string(port.status().message()));
     // This host as the first peer sees it: where rank 0's store listens for the others.
     const std::string master_addr = remotes_.front()->reservation().caller_address();
@@ -326,14 +309,11 @@ class Launcher {
   // Every rank's events go to traind as one job's; the daemon decides states. Errors say which
   // rank and host.
   void Relay(int rank, JobEvent event) {
-    if (event.has_state_change()) return;
     {
       absl::MutexLock lock(&mu_);
-      if (event.has_final_result() || event.has_bench()) got_result_ = true;
-      if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
-        event.mutable_log()->set_text(
-            absl::StrCat("rank ", rank, " (", places_[rank].host, "): ", event.log().text()));
-        if (first_error_.empty()) first_error_ = event.log().text();
+      if (!events_seen_.Accept(&event,
+                               absl::StrCat("rank ", rank, " (", places_[rank].host, "): "))) {
+        return;
       }
     }
     events_.Write(event);
@@ -376,7 +356,7 @@ class Launcher {
     if (stop_.stop.load()) return traind::kWorkerStopped;
     absl::MutexLock lock(&mu_);
     // Every rank ended well and rank 0 reported: done, whatever a stream did afterwards.
-    bool all_succeeded = got_result_;
+    bool all_succeeded = events_seen_.got_result();
     for (int rank = 0; rank < world && all_succeeded; ++rank) {
       auto it = exits_.find(rank);
       all_succeeded = it != exits_.end() && it->second.signal() == 0 &&
@@ -396,14 +376,16 @@ class Launcher {
       }
       const trainer::v1::RankExit& exit = it->second;
       if (exit.signal() == 0 && exit.exit_code() == traind::kWorkerSucceeded) continue;
-      if (!first_error_.empty()) return traind::kWorkerJobFailed;  // already reported
+      if (!events_seen_.first_error().empty()) return traind::kWorkerJobFailed;  // reported
       return FailLocked(absl::StrCat("rank ", rank, " (", places_[rank].host, "): ",
                                      exit.signal() != 0
                                          ? absl::StrCat("killed by signal ", exit.signal())
                                          : absl::StrCat("exit code ", exit.exit_code()),
                                      exit.stderr_tail().empty() ? "" : ": " + exit.stderr_tail()));
     }
-    if (!got_result_) return FailLocked("the ranks ended without rank 0 reporting a result");
+    if (!events_seen_.got_result()) {
+      return FailLocked("the ranks ended without rank 0 reporting a result");
+    }
     return traind::kWorkerSucceeded;
   }
 
@@ -426,8 +408,7 @@ class Launcher {
   std::vector<std::string> lost_ ABSL_GUARDED_BY(mu_);
   size_t remotes_ended_ ABSL_GUARDED_BY(mu_) = 0;
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
-  bool got_result_ ABSL_GUARDED_BY(mu_) = false;
-  std::string first_error_ ABSL_GUARDED_BY(mu_);
+  traind::RankEvents events_seen_ ABSL_GUARDED_BY(mu_);
   // The peers, in rank order. Last: destroyed first, so their relay threads (which lock mu_ and
   // read places_) are joined while everything they touch is still there.
   std::vector<std::unique_ptr<traind::RemoteHost>> remotes_;

@@ -13,6 +13,7 @@
 #include "common/free_port.h"
 #include "common/job_spec.h"
 #include "common/random_secret.h"
+#include "common/rank_events.h"
 #include "common/status_macros.h"
 #include "common/worker_exit.h"
 #include "server/job_fold.h"
@@ -136,8 +137,8 @@ void Scheduler::KeepWorkersWarm() {
               warm_.end());
   while (!shutting_down_ && static_cast<int>(warm_.size()) < options_.warm_workers) {
     // On a machine with GPUs the worker creates the first one's context while it waits: most
-    // jobs there run on it (one on another GPU or the CPU leaves that context idle, about
-    // 0.5 GiB of GPU memory).
+    // jobs there run on it (one on another GPU or the CPU leaves that context idle, holding
+    // some of that GPU's memory).
     std::vector<std::string> environment = WorkerEnvironment();
     if (!options_.gpus.empty()) environment.push_back("TRAIND_PREPARE_DEVICE=" + options_.gpus[0]);
     absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =
@@ -281,19 +282,13 @@ absl::StatusOr<Scheduler::PeerReservation> Scheduler::ReserveForPeer(
   if (paused_) return absl::ResourceExhaustedError("this traind's queue is paused");
   RETURN_IF_ERROR(plan_.Feasible(job));
   ExpireReservations();
-  std::vector<HeldDevices> holding;
-  int running = 0;
-  for (const auto& [id, r] : running_) {
-    if (r->done) continue;
-    holding.push_back(HeldBy(*r));
-    ++running;
-  }
-  for (const auto& [id, r] : reservations_) holding.push_back(HeldDevices{r.devices, true});
+  const std::vector<HeldDevices> holding = Holding();
   std::optional<std::vector<std::string>> devices = plan_.Place(job, holding, {});
   if (!devices) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "busy: no free ", spec.device(), " for ", RanksPerHost(spec), " rank(s) (", running,
-        " job(s) running, ", reservations_.size(), " reservation(s) for other hosts)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("busy: no free ", spec.device(), " for ", RanksPerHost(spec), " rank(s) (",
+                     holding.size() - reservations_.size(), " job(s) running, ",
+                     reservations_.size(), " reservation(s) for other hosts)"));
   }
   PeerReservation reservation{RandomSecret().substr(0, 16), *devices};
   reservations_[reservation.id] = Reserved{*std::move(devices), absl::Now() + lease, false, what};
@@ -378,6 +373,18 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
 }
 
+std::vector<HeldDevices> Scheduler::Holding() const {
+  std::vector<HeldDevices> holding;
+  for (const auto& [id, running] : running_) {
+    if (!running->done) holding.push_back(HeldBy(*running));
+  }
+  // Last, so the count of running jobs is holding.size() - reservations_.size().
+  for (const auto& [id, reserved] : reservations_) {
+    holding.push_back(HeldDevices{reserved.devices, /*whole=*/true});
+  }
+  return holding;
+}
+
 HeldDevices Scheduler::HeldBy(const Running& running) {
   if (IsSlurmJob(running.job.spec())) return HeldDevices{running.devices, false, false, true};
   return HeldDevices{running.devices, RankCount(running.job.spec()) > 1, running.job.exclusive()};
@@ -445,13 +452,7 @@ std::string PlacementClass(const Job& job) {
 void Scheduler::StartEligible(const std::vector<Job>& startable) {
   std::set<std::string> held;  // devices kept for a data-parallel job ahead in the queue
   // What runs, gathered once per pass; a job started below is added as it starts.
-  std::vector<HeldDevices> holding;
-  for (const auto& [id, running] : running_) {
-    if (!running->done) holding.push_back(HeldBy(*running));
-  }
-  for (const auto& [id, reserved] : reservations_) {
-    holding.push_back(HeldDevices{reserved.devices, true});
-  }
+  std::vector<HeldDevices> holding = Holding();
   const absl::Time now = absl::Now();
   // Within a pass devices only fill up (`holding` and `held` only grow), so a job like one that
   // could not be placed cannot be placed either: with 10,000 queued jobs of a few kinds the pass
@@ -606,8 +607,7 @@ void Scheduler::Supervise(Running* running) {
 
   // Rank 0 reports for the job; the others write only their errors. When a rank ends badly the
   // others are killed at once: they would wait for it in their next collective.
-  bool got_result = false;
-  std::string reported_error;
+  RankEvents events_seen;  // only this thread touches it
   std::vector<std::optional<WorkerProcess::Exit>> exits(ranks);
   int failed_rank = -1;
   int alive = ranks;
@@ -625,12 +625,7 @@ void Scheduler::Supervise(Running* running) {
       if (read == WorkerProcess::ReadResult::kEvent) {
         // The daemon owns seq and state: a worker may not forge either.
         event.clear_seq();
-        if (event.has_state_change()) continue;
-        if (event.has_final_result() || event.has_bench()) got_result = true;
-        if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
-          if (ranks > 1) event.mutable_log()->set_text(absl::StrCat("rank ", r, ": ", event.log().text()));
-          if (reported_error.empty()) reported_error = event.log().text();
-        }
+        if (!events_seen.Accept(&event, ranks > 1 ? absl::StrCat("rank ", r, ": ") : "")) continue;
         const bool step = event.has_step();
         if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
         if (absl::StatusOr<JobEvent> stored = Record(job.id(), std::move(event)); !stored.ok()) {
@@ -669,7 +664,8 @@ void Scheduler::Supervise(Running* running) {
     shutting_down = shutting_down_;
   }
   absl::Status recorded;
-  if (failed_rank < 0 && got_result) {
+  const std::string& reported_error = events_seen.first_error();
+  if (failed_rank < 0 && events_seen.got_result()) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");

@@ -127,6 +127,8 @@ class Scheduler {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What a running job holds, for DevicePlan.
   static HeldDevices HeldBy(const Running& running);
+  // What the running jobs hold, then what peers' reservations hold (whole devices).
+  std::vector<HeldDevices> Holding() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Supervise(Running* running);
   // What every worker gets in its environment besides traind's own (TRAIND_CACHE_DIR).
   std::vector<std::string> WorkerEnvironment() const;

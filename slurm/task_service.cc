@@ -52,12 +52,8 @@ grpc::Status TaskService::Report(grpc::ServerContext* context,
       continue;
     }
     JobEvent event = report.event();
-    if (event.has_state_change()) continue;  // traind's to decide
-    if (event.has_final_result() || event.has_bench()) got_result_ = true;
-    if (event.has_log() && event.log().severity() == trainer::v1::LogLine::ERROR) {
-      if (tasks_ > 1)
-        event.mutable_log()->set_text(absl::StrCat("rank ", rank, ": ", event.log().text()));
-      if (first_error_.empty()) first_error_ = event.log().text();
+    if (!events_seen_.Accept(&event, tasks_ > 1 ? absl::StrCat("rank ", rank, ": ") : "")) {
+      continue;
     }
     // In order per task: each task's events come through this one stream. traind gone: the
     // launcher is being stopped too.
@@ -84,12 +80,12 @@ std::map<int, trainer::v1::TaskExit> TaskService::Ended() {
 
 bool TaskService::GotResult() {
   absl::MutexLock lock(&mu_);
-  return got_result_;
+  return events_seen_.got_result();
 }
 
 std::string TaskService::FirstError() {
   absl::MutexLock lock(&mu_);
-  return first_error_;
+  return events_seen_.first_error();
 }
 
 }  // namespace traind

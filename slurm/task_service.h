@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/rank_events.h"
 #include "common/shared_event_pipe.h"
 #include "trainer/v1/slurm.grpc.pb.h"
 
@@ -45,8 +46,7 @@ class TaskService final : public trainer::v1::SlurmTasks::Service {
   absl::Mutex mu_;
   SharedEventPipe* const events_;  // thread-safe itself
   std::map<int, trainer::v1::TaskExit> ended_ ABSL_GUARDED_BY(mu_);
-  bool got_result_ ABSL_GUARDED_BY(mu_) = false;
-  std::string first_error_ ABSL_GUARDED_BY(mu_);
+  RankEvents events_seen_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace traind
