@@ -20,8 +20,9 @@ bin=$(cd "${1:?usage: two_hosts_test.sh BIN_DIR}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/checks.sh
 source "$(dirname "$0")/../lib/checks.sh"  # skip, pass, fail, expect
+# shellcheck source=../lib/netns.sh
+source "$(dirname "$0")/../lib/netns.sh"   # netns_pair
 
-command -v ip >/dev/null || skip "no ip command (Debian: iproute2)"
 command -v openssl >/dev/null || skip "no openssl"
 
 tag=trh$$
@@ -41,17 +42,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$ns_a" 2>"$work/ns.err" || skip "cannot create network namespaces here: $(cat "$work/ns.err")"
-ip netns add "$ns_b" || skip "cannot create a second network namespace"
-ip netns exec "$ns_a" true 2>"$work/exec.err" \
-  || skip "ip netns exec does not work here (a chroot or container whose / is not a mount point?): $(head -1 "$work/exec.err")"
-ip link add "${tag}x" netns "$ns_a" type veth peer name "${tag}y" netns "$ns_b" \
-  || skip "cannot create a veth pair"
-ip -n "$ns_a" addr add "$ip_a/24" dev "${tag}x"
-ip -n "$ns_b" addr add "$ip_b/24" dev "${tag}y"
-for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
-ip -n "$ns_a" link set "${tag}x" up
-ip -n "$ns_b" link set "${tag}y" up
+netns_pair "$ns_a" "$ip_a" "$ns_b" "$ip_b"
 
 "$src/deploy/make-certs.sh" -o "$work/certs" --no-localhost traind.test "$ip_a" "$ip_b" \
   >"$work/certs.log" 2>&1 || { cat "$work/certs.log"; echo "FAIL - make-certs.sh"; exit 1; }
@@ -154,8 +145,13 @@ expect 2 "an upload cannot go to several hosts yet" "model_file: not with hosts"
 # 3. b's traind dies mid-job.
 long=(--model lenet5 --dataset fashion-mnist --device cpu --epochs 2 --limit-train 24000
       --limit-test 1000)
-job=$(on_a submit "${long[@]}" --nodes 2)
-wait_until 120 test -f "$work/a/jobs/$job/checkpoint.pt" || fail "no checkpoint within 2 minutes"
+# Submits the long job with "$@" (--hosts a,b or --nodes 2) into $job and waits for its first
+# checkpoint, so that a fault afterwards has something to resume from.
+start_long_job() {
+  job=$(on_a submit "${long[@]}" "$@")
+  wait_until 120 test -f "$work/a/jobs/$job/checkpoint.pt" || fail "job $job: no checkpoint within 2 minutes"
+}
+start_long_job --nodes 2
 rank0=$(rank_under "$(cat "$work/a.pid")") rank1=$(rank_under "$(cat "$work/b.pid")")
 if [ -z "$rank0" ] || [ -z "$rank1" ]; then
   fail "both ranks running (a: '$rank0', b: '$rank1')"
@@ -184,8 +180,7 @@ expect 0 "nothing is left reserved on b: a job of its own runs there" "Test accu
   timeout 120 "$bin/trainctl" --addr "unix:$work/b.sock" submit "${small[@]}" --watch
 
 # 4. The coordinator's traind dies mid-job.
-job=$(on_a submit "${long[@]}" --hosts a,b)
-wait_until 120 test -f "$work/a/jobs/$job/checkpoint.pt" || fail "no checkpoint within 2 minutes"
+start_long_job --hosts a,b
 rank1=$(rank_under "$(cat "$work/b.pid")")
 if [ -z "$rank1" ]; then
   fail "b's rank running"
@@ -205,20 +200,19 @@ expect 0 "a back (b now named by a context): the job resumes and succeeds" "Resu
 [ "$(state_of "$job")" = SUCCEEDED ] && pass "job $job SUCCEEDED" || fail "job $job ended $(state_of "$job")"
 
 # 5. b drops off the network mid-job (its link goes down; both traind keep running).
-job=$(on_a submit "${long[@]}" --hosts a,b)
-wait_until 120 test -f "$work/a/jobs/$job/checkpoint.pt" || fail "no checkpoint within 2 minutes"
+start_long_job --hosts a,b
 rank0=$(rank_under "$(cat "$work/a.pid")") rank1=$(rank_under "$(cat "$work/b.pid")")
 if [ -z "$rank0" ] || [ -z "$rank1" ]; then
   fail "both ranks running (a: '$rank0', b: '$rank1')"
 else
-  ip -n "$ns_b" link set "${tag}y" down
+  ip -n "$ns_b" link set "${ns_b}v" down
   t0=$(seconds_until_gone "$rank0" 10)
   [ "$t0" != 99 ] && pass "b's link down: a's rank stopped ${t0} s later (≤ 10 s)" \
     || fail "a's rank still runs 10 s after b dropped off the network"
   t1=$(seconds_until_gone "$rank1" 30)
   [ "$t1" != 99 ] && pass "and b stopped its rank when a's call went silent (${t1} s)" \
     || fail "b's rank still runs 30 s after its coordinator went silent"
-  ip -n "$ns_b" link set "${tag}y" up
+  ip -n "$ns_b" link set "${ns_b}v" up
 fi
 expect 0 "b reachable again: the job resumes and succeeds" "Resumed from the checkpoint" -- \
   timeout 300 "$bin/trainctl" --addr "unix:$work/a.sock" watch "$job"
@@ -226,8 +220,7 @@ expect 0 "b reachable again: the job resumes and succeeds" "Resumed from the che
 
 # 6. b's traind shuts down cleanly mid-job (trainctl shutdown): its calls are cancelled from b's
 # side, which is a host going away too, not a cancel from a.
-job=$(on_a submit "${long[@]}" --hosts a,b)
-wait_until 120 test -f "$work/a/jobs/$job/checkpoint.pt" || fail "no checkpoint within 2 minutes"
+start_long_job --hosts a,b
 rank0=$(rank_under "$(cat "$work/a.pid")")
 if [ -z "$rank0" ]; then
   fail "a's rank running"

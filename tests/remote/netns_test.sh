@@ -9,8 +9,9 @@ bin=$(cd "${1:?usage: netns_test.sh BIN_DIR}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/checks.sh
 source "$(dirname "$0")/../lib/checks.sh"  # skip, pass, fail, expect
+# shellcheck source=../lib/netns.sh
+source "$(dirname "$0")/../lib/netns.sh"   # netns_pair
 
-command -v ip >/dev/null || skip "no ip command (Debian: iproute2)"
 command -v openssl >/dev/null || skip "no openssl"
 
 tag=trn$$
@@ -25,21 +26,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-ip netns add "$server_ns" 2>"$work/ns.err" || skip "cannot create network namespaces here: $(cat "$work/ns.err")"
-ip netns add "$laptop_ns" || skip "cannot create a second network namespace"
-# `ip netns exec` remounts / and /sys; in a chroot or container whose / is not a mount point it
-# cannot, and every check below would fail for that reason alone.
-ip netns exec "$server_ns" true 2>"$work/exec.err" \
-  || skip "ip netns exec does not work here (a chroot or container whose / is not a mount point?): $(head -1 "$work/exec.err")"
-ip link add "${tag}a" netns "$server_ns" type veth peer name "${tag}b" netns "$laptop_ns" \
-  || skip "cannot create a veth pair"
-ip -n "$server_ns" addr add "$server_ip/24" dev "${tag}a"
-ip -n "$laptop_ns" addr add "$laptop_ip/24" dev "${tag}b"
-for ns in "$server_ns" "$laptop_ns"; do
-  ip -n "$ns" link set lo up
-done
-ip -n "$server_ns" link set "${tag}a" up
-ip -n "$laptop_ns" link set "${tag}b" up
+netns_pair "$server_ns" "$server_ip" "$laptop_ns" "$laptop_ip"
 
 on_server() { ip netns exec "$server_ns" "$@"; }
 on_laptop() { ip netns exec "$laptop_ns" env HOME="$work/home" XDG_CONFIG_HOME= "$@"; }
