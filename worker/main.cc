@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   traind::RetainFreedHeapMemory();
 
   // A warm worker on a machine with a GPU (traind sets TRAIND_PREPARE_DEVICE): create the GPU's
-  // context and library handles now, while no job waits for them (about half a second).
+  // context and library handles now, while no job waits for them.
   if (const char* prepare = std::getenv("TRAIND_PREPARE_DEVICE"); prepare != nullptr && *prepare) {
     try {
       traind::PrepareDevice(torch::Device(prepare));
