@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/catalog.h"
 #include "common/job_spec.h"
@@ -51,10 +52,16 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
        "default: LibTorch's (TF32 convolutions only)",
        false, false},
       {"--threads", "threads", "Intra-op CPU threads of the worker", false, false},
-      {"--device-resident", "device_resident", "Copy the whole dataset to the device once", true,
-       false},
+      {"--device-resident", "device_resident",
+       "Copy the whole dataset to the device once (default on CUDA when it takes at most a "
+       "quarter of the free memory)",
+       true, false},
+      {"--no-device-resident", "device_resident", "Keep the dataset on the host", true, false},
       {"--cuda-graph", "cuda_graph",
-       "CUDA: capture the training step in a CUDA graph and replay it", true, false},
+       "CUDA: capture the training step in a CUDA graph and replay it (default where the job "
+       "allows: adam/adamw, no accumulation, fp16 or augmentation, one process)",
+       true, false},
+      {"--no-cuda-graph", "cuda_graph", "CUDA: train without a CUDA graph", true, false},
       {"--optimizer", "optimizer", "adam (default) | adamw | sgd", false, false},
       {"--lr", "learning_rate", "Learning rate, default 1e-3", false, false},
       {"--momentum", "momentum", "SGD momentum, default 0", false, false},
@@ -193,8 +200,14 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
     if (!Given(f, row.flag)) continue;
     const std::string flag = row.flag;
     if (row.is_switch) {
-      spec->GetReflection()->SetBool(
-          spec, spec->GetDescriptor()->FindFieldByName(row.field), f.switches.at(flag));
+      // --no-X sets X's field false: given, the default (chosen by the worker) no longer applies.
+      const bool negated = flag.rfind("--no-", 0) == 0;
+      if (negated && Given(f, ("--" + flag.substr(5)).c_str())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag.substr(5), " and ", flag, ": give one of them"));
+      }
+      spec->GetReflection()->SetBool(spec, spec->GetDescriptor()->FindFieldByName(row.field),
+                                     negated ? false : f.switches.at(flag));
       continue;
     }
     if (absl::Status s = SetSpecField(spec, row.field, f.values.at(flag)); !s.ok()) return s;

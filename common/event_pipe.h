@@ -15,6 +15,8 @@ class EventPipeWriter {
   explicit EventPipeWriter(int fd) : stream_(fd) {}
   // False once the daemon's end is gone.
   bool Write(const google::protobuf::MessageLite& message);
+  // Ends the stream (the daemon reads its end) before the process ends.
+  void Close() { stream_.Close(); }
 
  private:
   google::protobuf::io::FileOutputStream stream_;

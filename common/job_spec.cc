@@ -598,14 +598,6 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
       return absl::InvalidArgumentError(
           "cuda_graph: not with accumulate > 1, amp fp16, random_crop or hflip");
     }
-    // The captured update has its learning rate and loss baked in (not yet a device tensor).
-    const bool scheduled = (!spec.lr_schedule().empty() && spec.lr_schedule() != "constant") ||
-                           spec.warmup_epochs() > 0;
-    if (scheduled || spec.label_smoothing() > 0 || spec.clip_grad_norm() > 0) {
-      return absl::InvalidArgumentError(
-          "cuda_graph: not yet with an lr_schedule other than constant, warmup_epochs, "
-          "label_smoothing or clip_grad_norm (the captured step fixes them)");
-    }
   }
   if (spec.has_debug()) {
     RETURN_IF_ERROR(OneOf("debug.crash_kind", spec.debug().crash_kind(),

@@ -1,5 +1,7 @@
 #include "engine/cuda_graph_step.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 #if defined(TRAIND_HAVE_CUDA) && TORCH_VERSION_MAJOR >= 2
@@ -10,6 +12,7 @@
 
 #include "engine/loss.h"
 #include "engine/mixed_precision.h"
+#include "engine/optimizer_factory.h"
 #endif
 
 namespace traind {
@@ -19,14 +22,17 @@ namespace {
 
 class GraphStep : public CudaGraphTrainStep {
  public:
-  GraphStep(torch::nn::AnyModule model, const trainer::v1::JobSpec& spec,
-            const torch::Device& device)
+  GraphStep(torch::nn::AnyModule model, torch::optim::Optimizer& optimizer,
+            const trainer::v1::JobSpec& spec, const torch::Device& device)
       : model_(std::move(model)),
+        optimizer_(optimizer),
         device_(device),
         amp_(spec.amp()),
         loss_kind_(LossKindFromName(spec.loss())),
+        label_smoothing_(spec.label_smoothing()),
+        clip_grad_norm_(spec.clip_grad_norm()),
         adamw_(spec.optimizer() == "adamw"),
-        lr_(spec.learning_rate()),
+        learning_rate_(spec.learning_rate()),
         weight_decay_(spec.has_weight_decay() ? spec.weight_decay() : (adamw_ ? 1e-2 : 0.0)) {}
 
   absl::Status Capture(int64_t batch_size, const torch::Tensor& sample,
@@ -39,12 +45,17 @@ class GraphStep : public CudaGraphTrainStep {
     for (int64_t d : label_sample.sizes()) label_shape.push_back(d);
     labels_ = torch::zeros(label_shape, floats.dtype(label_sample.scalar_type()));
     loss_ = torch::zeros({}, floats);
+    // float32, as torch.optim's fused Adam takes a tensor learning rate.
+    lr_ = torch::full({}, learning_rate_, floats);
     for (torch::Tensor& p : model_.ptr()->parameters()) {
-      if (!p.requires_grad()) continue;
-      params_.push_back(p);
-      exp_avgs_.push_back(torch::zeros_like(p));
-      exp_avg_sqs_.push_back(torch::zeros_like(p));
-      steps_.push_back(torch::zeros({}, floats));
+      if (p.requires_grad()) params_.push_back(p);
+    }
+    absl::StatusOr<AdamStateTensors> state = AdamStateOf(optimizer_, params_);
+    if (!state.ok()) return state.status();
+    exp_avgs_ = state->exp_avgs;
+    exp_avg_sqs_ = state->exp_avg_sqs;
+    for (int64_t count : state->steps) {
+      steps_.push_back(torch::full({}, static_cast<double>(count), floats));
     }
     // Warm-up runs the real step (allocations, cuDNN/cuBLAS choices) before capture; its effect
     // on the weights, the optimizer state and batch-norm statistics is undone afterwards.
@@ -52,28 +63,63 @@ class GraphStep : public CudaGraphTrainStep {
     for (const auto& t : model_.ptr()->parameters()) saved.push_back(t.detach().clone());
     std::vector<torch::Tensor> saved_buffers;
     for (const auto& t : model_.ptr()->buffers()) saved_buffers.push_back(t.detach().clone());
+    std::vector<torch::Tensor> saved_state;
+    for (const auto* list : {&exp_avgs_, &exp_avg_sqs_, &steps_}) {
+      for (const auto& t : *list) saved_state.push_back(t.clone());
+    }
+
+    auto undo_warm_up = [&] {
+      torch::NoGradGuard no_grad;
+      auto params = model_.ptr()->parameters();
+      for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
+      auto buffers = model_.ptr()->buffers();
+      for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved_buffers[i]);
+      size_t next = 0;
+      for (auto* list : {&exp_avgs_, &exp_avg_sqs_, &steps_}) {
+        for (auto& t : *list) t.copy_(saved_state[next++]);
+      }
+      torch::cuda::synchronize(device_.index());
+    };
 
     c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, device_.index());
     side.synchronize();
-    {
+    bool capturing = false;
+    try {
       c10::cuda::CUDAStreamGuard guard(side);
       for (int i = 0; i < 3; ++i) Step();
       side.synchronize();
       graph_ = std::make_unique<at::cuda::CUDAGraph>();
       graph_->capture_begin();
+      capturing = true;
       Step();
+      capturing = false;
       graph_->capture_end();
+    } catch (const std::exception& e) {
+      // A model that does what a graph cannot hold (a host sync, data-dependent control flow):
+      // leave capture mode, put everything back, and let the caller train eagerly or fail.
+      if (capturing) {
+        try {
+          graph_->capture_end();
+        } catch (const std::exception&) {  // the capture was invalidated: ending it is enough
+        }
+      }
+      graph_.reset();
+      const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+      std::string what = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+      if (what.size() > 500) what.resize(500);
+      try {
+        side.synchronize();
+        undo_warm_up();
+        for (torch::Tensor& p : params_) p.mutable_grad() = torch::Tensor();  // the warm-up's
+      } catch (const std::exception& cleanup) {
+        absl::StrAppend(&what, "; then, putting the weights back: ", cleanup.what());
+        if (what.size() > 1000) what.resize(1000);
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot capture the training step: ", what));
     }
     side.synchronize();
-    torch::NoGradGuard no_grad;
-    auto params = model_.ptr()->parameters();
-    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
-    auto buffers = model_.ptr()->buffers();
-    for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved_buffers[i]);
-    for (auto& t : exp_avgs_) t.zero_();
-    for (auto& t : exp_avg_sqs_) t.zero_();
-    for (auto& t : steps_) t.zero_();
-    torch::cuda::synchronize(device_.index());
+    undo_warm_up();
     return absl::OkStatus();
   }
 
@@ -82,6 +128,18 @@ class GraphStep : public CudaGraphTrainStep {
     labels_.copy_(labels, /*non_blocking=*/true);
     graph_->replay();
     return loss_;
+  }
+
+  void SetLearningRate(double learning_rate) override {
+    if (learning_rate == learning_rate_) return;  // a constant rate costs no kernel per step
+    learning_rate_ = learning_rate;
+    lr_.fill_(learning_rate);  // on the current stream, ordered before the next replay
+  }
+
+  absl::Status SyncOptimizer() override {
+    std::vector<int64_t> counts;
+    for (const torch::Tensor& t : steps_) counts.push_back(std::llround(t.item<double>()));
+    return SetAdamSteps(optimizer_, params_, counts);
   }
 
  private:
@@ -94,11 +152,12 @@ class GraphStep : public CudaGraphTrainStep {
     torch::Tensor loss;
     {
       AutocastScope autocast(device_, amp_);
-      loss = ComputeLoss(loss_kind_, model_.forward(images_), labels_);
+      loss = ComputeLoss(loss_kind_, model_.forward(images_), labels_, label_smoothing_);
     }
     loss.backward();
     std::vector<torch::Tensor> grads;
     for (const torch::Tensor& p : params_) grads.push_back(p.grad());
+    if (clip_grad_norm_ > 0) ClipGradients(grads);
     constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
     // The fused kernels read the step count but do not advance it (torch.optim does it first).
     at::_foreach_add_(steps_, 1);
@@ -112,14 +171,26 @@ class GraphStep : public CudaGraphTrainStep {
     loss_.copy_(loss.detach());
   }
 
+  // torch::nn::utils::clip_grad_norm_'s arithmetic (scale by max_norm / (norm + 1e-6), at most
+  // 1) without its host read of the norm, which a graph cannot capture.
+  void ClipGradients(const std::vector<torch::Tensor>& grads) {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor total = torch::stack(at::_foreach_norm(grads, 2)).norm();
+    const torch::Tensor scale = (clip_grad_norm_ / (total + 1e-6)).clamp_max(1.0);
+    for (const torch::Tensor& g : grads) g.mul_(scale);
+  }
+
   torch::nn::AnyModule model_;
+  torch::optim::Optimizer& optimizer_;
   const torch::Device device_;
   const std::string amp_;
   const LossKind loss_kind_;
+  const double label_smoothing_;
+  const double clip_grad_norm_;
   const bool adamw_;
-  const double lr_;
+  double learning_rate_;  // what lr_ holds
   const double weight_decay_;
-  torch::Tensor images_, labels_, loss_;
+  torch::Tensor images_, labels_, loss_, lr_;
   std::vector<torch::Tensor> params_, exp_avgs_, exp_avg_sqs_, steps_;
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
 };
@@ -127,18 +198,28 @@ class GraphStep : public CudaGraphTrainStep {
 }  // namespace
 #endif
 
+bool CudaGraphTrainStep::Available() {
+#ifdef TRAIND_HAVE_CUDA_GRAPHS
+  return true;
+#else
+  return false;
+#endif
+}
+
 absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> CudaGraphTrainStep::Create(
-    torch::nn::AnyModule model, const trainer::v1::JobSpec& spec, const torch::Device& device,
-    int64_t batch_size, const torch::Tensor& sample, const torch::Tensor& label_sample) {
+    torch::nn::AnyModule model, torch::optim::Optimizer& optimizer,
+    const trainer::v1::JobSpec& spec, const torch::Device& device, int64_t batch_size,
+    const torch::Tensor& sample, const torch::Tensor& label_sample) {
 #ifdef TRAIND_HAVE_CUDA_GRAPHS
   if (!device.is_cuda()) {
     return absl::InvalidArgumentError("cuda_graph: only on cuda devices");
   }
-  auto step = std::make_unique<GraphStep>(std::move(model), spec, device);
+  auto step = std::make_unique<GraphStep>(std::move(model), optimizer, spec, device);
   if (absl::Status s = step->Capture(batch_size, sample, label_sample); !s.ok()) return s;
   return std::unique_ptr<CudaGraphTrainStep>(std::move(step));
 #else
-  (void)model, (void)spec, (void)device, (void)batch_size, (void)sample, (void)label_sample;
+  (void)model, (void)optimizer, (void)spec, (void)device, (void)batch_size, (void)sample,
+      (void)label_sample;
   return absl::UnimplementedError(
       "cuda_graph: this traind was built without CUDA graphs (needs LibTorch 2.x with CUDA)");
 #endif

@@ -3,7 +3,10 @@
 // MLP) are bound by kernel launches, not arithmetic: one graph launch replaces a few hundred.
 // Batches are copied into static input buffers first (the gather stays outside the graph). The
 // optimizer keeps its step count on the device (ATen's fused kernels), which a captured
-// torch::optim::Adam could not: its host-side count would freeze the bias correction.
+// torch::optim::Adam could not: its host-side count would freeze the bias correction. The
+// learning rate is a device tensor too (a schedule sets it before each replay); label smoothing
+// and gradient clipping are captured with the step. The moments are the optimizer's own tensors,
+// so a checkpoint saves them; SyncOptimizer() writes the step counts back first.
 // Built only where LibTorch has CUDA (TRAIND_HAVE_CUDA) and the fused optimizers (2.x).
 // Thread-compatible; use from one thread.
 #ifndef TRAIND_ENGINE_CUDA_GRAPH_STEP_H_
@@ -21,16 +24,24 @@ namespace traind {
 class CudaGraphTrainStep {
  public:
   virtual ~CudaGraphTrainStep() = default;
+  // Whether this build can capture graphs (LibTorch 2.x with CUDA).
+  static bool Available();
   // Captures the step for batches of `batch_size` inputs shaped like `sample` ([C, H, W]) with
-  // targets like `label_sample` (a class index, or an mse target).
-  // The model's parameters are left exactly as they were (warm-up steps are undone).
-  // UNIMPLEMENTED where this build has no CUDA graphs.
+  // targets like `label_sample` (a class index, or an mse target), updating `optimizer`'s state
+  // (one of CreateFusedAdam's; a loaded checkpoint's state continues), which must outlive the
+  // step. The model's parameters and the optimizer's state are left exactly as they were
+  // (warm-up steps are undone). UNIMPLEMENTED where this build has no CUDA graphs.
   static absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> Create(
-      torch::nn::AnyModule model, const trainer::v1::JobSpec& spec, const torch::Device& device,
-      int64_t batch_size, const torch::Tensor& sample, const torch::Tensor& label_sample);
+      torch::nn::AnyModule model, torch::optim::Optimizer& optimizer,
+      const trainer::v1::JobSpec& spec, const torch::Device& device, int64_t batch_size,
+      const torch::Tensor& sample, const torch::Tensor& label_sample);
   // Replays the step on this batch (already on the device). Returns the loss as a device
   // tensor that the next Run overwrites: read it before then.
   virtual torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels) = 0;
+  // The learning rate of the following replays (a schedule's value for the next step).
+  virtual void SetLearningRate(double learning_rate) = 0;
+  // Writes the device's step counts into the optimizer's state (before it is saved).
+  virtual absl::Status SyncOptimizer() = 0;
 };
 
 }  // namespace traind

@@ -135,6 +135,84 @@ bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters) {
 #endif
 }
 
+namespace {
+
+#ifdef TRAIND_HAVE_FUSED_ADAM
+template <class State>
+AdamStateTensors StateTensors(optim::Optimizer& optimizer,
+                              const std::vector<torch::Tensor>& parameters) {
+  AdamStateTensors out;
+  auto& states = optimizer.state();
+  for (const torch::Tensor& p : parameters) {
+    auto& slot = states[StateKey(states, p)];
+    if (!slot) {
+      auto state = std::make_unique<State>();
+      state->step(0);
+      state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      slot = std::move(state);
+    }
+    auto& state = static_cast<State&>(*slot);
+    state.exp_avg(LikeParameter(state.exp_avg(), p));
+    state.exp_avg_sq(LikeParameter(state.exp_avg_sq(), p));
+    out.exp_avgs.push_back(state.exp_avg());
+    out.exp_avg_sqs.push_back(state.exp_avg_sq());
+    out.steps.push_back(state.step());
+  }
+  return out;
+}
+
+template <class State>
+void SetSteps(optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,
+              const std::vector<int64_t>& steps) {
+  auto& states = optimizer.state();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    auto& slot = states[StateKey(states, parameters[i])];
+    if (slot) static_cast<State&>(*slot).step(steps[i]);
+  }
+}
+#endif
+
+}  // namespace
+
+absl::StatusOr<AdamStateTensors> AdamStateOf(optim::Optimizer& optimizer,
+                                             const std::vector<torch::Tensor>& parameters) {
+#ifdef TRAIND_HAVE_FUSED_ADAM
+  // AdamW derives from neither Adam nor the other way round: ask for each.
+  if (dynamic_cast<optim::AdamW*>(&optimizer) != nullptr) {
+    return StateTensors<optim::AdamWParamState>(optimizer, parameters);
+  }
+  if (dynamic_cast<optim::Adam*>(&optimizer) != nullptr) {
+    return StateTensors<optim::AdamParamState>(optimizer, parameters);
+  }
+  return absl::InvalidArgumentError("optimizer: not adam or adamw");
+#else
+  (void)optimizer, (void)parameters;
+  return absl::UnimplementedError("Adam's state tensors: this LibTorch has no fused Adam");
+#endif
+}
+
+absl::Status SetAdamSteps(optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,
+                          const std::vector<int64_t>& steps) {
+  if (steps.size() != parameters.size()) {
+    return absl::InvalidArgumentError("SetAdamSteps: one step count per parameter");
+  }
+#ifdef TRAIND_HAVE_FUSED_ADAM
+  if (dynamic_cast<optim::AdamW*>(&optimizer) != nullptr) {
+    SetSteps<optim::AdamWParamState>(optimizer, parameters, steps);
+    return absl::OkStatus();
+  }
+  if (dynamic_cast<optim::Adam*>(&optimizer) != nullptr) {
+    SetSteps<optim::AdamParamState>(optimizer, parameters, steps);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError("optimizer: not adam or adamw");
+#else
+  (void)optimizer;
+  return absl::UnimplementedError("Adam's step counts: this LibTorch has no fused Adam");
+#endif
+}
+
 std::unique_ptr<optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters, double lr,
                                                   double weight_decay, bool decoupled) {
   if (decoupled) {

@@ -28,6 +28,22 @@ std::unique_ptr<torch::optim::Optimizer> CreateFusedAdam(std::vector<torch::Tens
 // Whether the fused kernel can update these parameters (CUDA fp32, one device, LibTorch 2.x).
 bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters);
 
+// The Adam/AdamW state of `parameters` in `optimizer` (one of CreateFusedAdam's), created zeroed
+// where a parameter has none yet. The tensors are the optimizer's own, laid out like their
+// parameters: updating them in place (a CUDA graph's captured update does) updates what
+// checkpoints save. Step counts are the host's, which the fused kernels do not advance.
+struct AdamStateTensors {
+  std::vector<torch::Tensor> exp_avgs, exp_avg_sqs;
+  std::vector<int64_t> steps;
+};
+absl::StatusOr<AdamStateTensors> AdamStateOf(torch::optim::Optimizer& optimizer,
+                                             const std::vector<torch::Tensor>& parameters);
+// Sets each parameter's step count (one per parameter, in AdamStateOf's order), after a CUDA
+// graph advanced them on the device.
+absl::Status SetAdamSteps(torch::optim::Optimizer& optimizer,
+                          const std::vector<torch::Tensor>& parameters,
+                          const std::vector<int64_t>& steps);
+
 // Whether CreateOptimizer gives `spec` a fused Adam/AdamW for these parameters.
 bool UsesFusedAdam(const trainer::v1::JobSpec& spec, const std::vector<torch::Tensor>& parameters);
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/job_spec.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
@@ -32,6 +33,7 @@
 #include "engine/device.h"
 #include "engine/durable_file.h"
 #include "engine/evaluate.h"
+#include "engine/fast_paths.h"
 #include "engine/loss.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer_factory.h"
@@ -70,6 +72,29 @@ void InjectFault(const std::string& kind) {
     while (true) pause();
   }
   raise(SIGSEGV);
+}
+
+// Models below this many parameters train without cuDNN's autotuning: for them tuning costs more
+// than it can save (LeNet5, 62k parameters, on an H200: about 0.4 s of tuning before the first
+// step, for convolutions that take microseconds). TRAIND_CUDNN_AUTOTUNE=1 or 0 in the worker's
+// environment decides instead (benchmarks).
+constexpr int64_t kAutotuneMinParameters = 1000000;
+
+// After ConfigureDevice (which turns autotuning on for CUDA): turns it off for a small model.
+// Returns what the settings line should say instead of "cuDNN autotuning on" ("": unchanged).
+std::string ChooseAutotuning(const torch::nn::Module& model) {
+  if (!at::globalContext().benchmarkCuDNN()) return "";  // not CUDA, or --deterministic
+  const char* forced = std::getenv("TRAIND_CUDNN_AUTOTUNE");
+  if (forced != nullptr && std::string(forced) == "1") return "";
+  int64_t parameters = 0;
+  for (const torch::Tensor& p : model.parameters()) parameters += p.numel();
+  const bool off =
+      forced != nullptr ? std::string(forced) == "0" : parameters < kAutotuneMinParameters;
+  if (!off) return "";
+  at::globalContext().setBenchmarkCuDNN(false);
+  return forced != nullptr
+             ? "cuDNN autotuning off (TRAIND_CUDNN_AUTOTUNE=0)"
+             : absl::StrCat("cuDNN autotuning off (a small model: ", parameters, " parameters)");
 }
 
 // Every parameter group's learning rate (the schedule's value for this step).
@@ -197,7 +222,8 @@ class JobRun {
   }
 
   const char** const phase_;
-  const JobSpec& spec_;
+  // The request's spec with the fast paths resolved (ChooseFastPaths) once the data is loaded.
+  JobSpec spec_;
   const std::string job_dir_;
   const std::string model_path_;  // torchscript jobs: the uploaded module
   const std::string data_path_;   // tensors, csv: the data file
@@ -212,6 +238,7 @@ class JobRun {
   std::unique_ptr<DataParallel> dp_;              // joined in Run when placement_ is set
   int64_t peak_current_ = 0;
   int64_t peak_driver_ = 0;
+  bool cuda_graph_by_default_ = false;  // a capture failure falls back to the eager step
 };
 
 absl::Status JobRun::Run() {
@@ -259,6 +286,21 @@ absl::Status JobRun::Run() {
   phase_start = Clock::now();
   ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
   Took("dataset", phase_start);
+  {
+    FastPathFacts facts;
+    facts.cuda = device_.is_cuda();
+    facts.data_parallel = placement_.has_value();
+    for (const Split* split : {&data.train, &data.validation, &data.test}) {
+      facts.dataset_bytes += split->inputs.nbytes() + split->labels.nbytes();
+    }
+    facts.free_device_bytes = facts.cuda ? AvailableMemory(device_) : 0;
+    facts.graphs_built = CudaGraphTrainStep::Available();
+    const FastPaths fast = ChooseFastPaths(spec_, facts);
+    spec_.set_device_resident(fast.device_resident);
+    spec_.set_cuda_graph(fast.cuda_graph);
+    cuda_graph_by_default_ = fast.cuda_graph_by_default;
+    if (!fast.explanation.empty()) Log(fast.explanation);
+  }
   *phase_ = "copying the dataset to the device (--device-resident)";
   if (spec_.device_resident() && !device_.is_cpu()) {
     phase_start = Clock::now();
@@ -347,8 +389,12 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
   Took("model", start);
+  const std::string autotuning = ChooseAutotuning(*model.ptr());
   if (!settings.empty()) {
-    Log(absl::StrCat(settings, UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
+    Log(absl::StrCat(autotuning.empty()
+                         ? settings
+                         : absl::StrReplaceAll(settings, {{"cuDNN autotuning on", autotuning}}),
+                     UsesChannelsLast(spec_, device_) ? "; weights channels_last" : "",
                      UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : "",
                      UsesFusedBatchNorm(*model.ptr(), device_, spec_.amp() == "bf16",
                                         UsesChannelsLast(spec_, device_))
@@ -378,31 +424,34 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         absl::StrCat("batch_size: ", batch_size, world > 1 ? absl::StrCat(" x ", world, " ranks") : "",
                      " is larger than the ", data.train.size(), " training images"));
   }
-  std::unique_ptr<CudaGraphTrainStep> graph_step;
-  if (spec_.cuda_graph()) {
-    const auto capture_start = Clock::now();
-    absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> created = CudaGraphTrainStep::Create(
-        model, spec_, device_, batch_size, data.train.inputs[0], data.train.labels[0]);
-    // A TorchScript module may do what a graph cannot capture (host syncs, data-dependent
-    // control flow): say so and train eagerly. traind's own models must capture.
-    if (!created.ok() && dynamic_cast<const ScriptedModelImpl*>(model.ptr().get()) != nullptr) {
-      Log(absl::StrCat("CUDA graph: this TorchScript module cannot be captured (",
-                       created.status().message(), "); training without a graph"));
-    } else {
-      ASSIGN_OR_RETURN(graph_step, std::move(created));
-    }
-    Took("CUDA graph capture", capture_start);
-  }
   const int epochs = spec_.epochs();
   // A function of the global step, so a resumed job continues on the same curve.
   const LrSchedule schedule(spec_, batches);
   double learning_rate = spec_.learning_rate();
   std::optional<trainer::v1::Stopped> stopped;
-  // A CUDA-graph step keeps its optimizer state inside the graph, out of the optimizer's reach.
-  const bool checkpoints = !job_dir_.empty() && !graph_step;
+  const bool checkpoints = !job_dir_.empty();
   Progress progress;
   if (checkpoints) {
     ASSIGN_OR_RETURN(progress, LoadCheckpoint(model, *optimizer, step));
+  }
+  // After the checkpoint is loaded (it replaces the parameters' and the optimizer's tensors):
+  // the graph updates those tensors in place, so it must capture the loaded ones.
+  std::unique_ptr<CudaGraphTrainStep> graph_step;
+  if (spec_.cuda_graph()) {
+    const auto capture_start = Clock::now();
+    absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> created = CudaGraphTrainStep::Create(
+        model, *optimizer, spec_, device_, batch_size, data.train.inputs[0], data.train.labels[0]);
+    // A model may do what a graph cannot capture (host syncs, data-dependent control flow). A
+    // graph chosen by default, or a TorchScript module's, then trains eagerly and says so;
+    // traind's own models asked for a graph must capture.
+    const bool scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get()) != nullptr;
+    if (!created.ok() && (scripted || cuda_graph_by_default_)) {
+      Log(absl::StrCat("CUDA graph: this model cannot be captured (", created.status().message(),
+                       "); training without a graph"));
+    } else {
+      ASSIGN_OR_RETURN(graph_step, std::move(created));
+    }
+    Took("CUDA graph capture", capture_start);
   }
   // After the checkpoint (and init_from's weights) are loaded: loading replaces the parameters'
   // storage, which a reducer attached before would no longer see.
@@ -483,6 +532,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
         progress.loss_sum = loss_sum.item<double>();
         progress.epoch_seconds = SecondsSince(epoch_start);
         progress.train_seconds = SecondsSince(train_start);
+        if (graph_step) RETURN_IF_ERROR(graph_step->SyncOptimizer());
         if (rank == 0) {
           RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches,
                                          suspending ? "before stopping" : "on schedule"));
@@ -505,7 +555,11 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       if (profile_steps > 0 && global_step == 1) profiler.Start();
       if (schedule.varies()) {
         learning_rate = schedule.At(global_step);
-        SetLearningRate(*optimizer, learning_rate);
+        if (graph_step) {
+          graph_step->SetLearningRate(learning_rate);
+        } else {
+          SetLearningRate(*optimizer, learning_rate);
+        }
       }
       torch::Tensor loss = graph_step ? graph_step->Run(images, labels) : step.Run(images, labels);
       ++global_step;
@@ -626,6 +680,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       progress.batch = 0;
       progress.loss_sum = 0;
       progress.epoch_seconds = 0;
+      if (graph_step) RETURN_IF_ERROR(graph_step->SyncOptimizer());
       if (rank == 0) RETURN_IF_ERROR(SaveCheckpoint(model, *optimizer, step, progress, batches, ""));
       last_checkpoint = Clock::now();
     }

@@ -7,8 +7,9 @@
 
 #include "common/job_spec.h"
 #include "common/paths.h"
-#include "gtest/gtest.h"
 #include "common/temp_dir_for_tests.h"
+#include "engine/cuda_graph_step.h"
+#include "gtest/gtest.h"
 
 namespace traind {
 namespace {
@@ -149,6 +150,70 @@ TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) 
   }
   EXPECT_TRUE(resumed);
   EXPECT_EQ(first_batch, 9) << "continues at batch 7 (the first step reported is 9: every 3rd)";
+  EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
+}
+
+// The same for a job whose step is a CUDA graph, under a schedule: the graph updates the
+// optimizer's own state, so the checkpoint holds it, and the resumed job captures it again.
+// Deterministic, so the two runs are comparable bit for bit. Only on a CUDA host.
+TEST(TrainingJobTest, ACudaGraphJobResumesFromItsCheckpointAndMatchesAnUninterruptedRun) {
+  if (!torch::cuda::is_available() || !CudaGraphTrainStep::Available()) {
+    GTEST_SKIP() << "no CUDA device, or this LibTorch cannot capture CUDA graphs";
+  }
+  JobSpec spec = SmallSpec("lenet5");
+  spec.set_device("cuda:0");
+  spec.set_cuda_graph(true);
+  spec.set_deterministic(true);
+  spec.set_lr_schedule("cosine");
+  spec.set_label_smoothing(0.1);
+  auto final_accuracy = [](const std::vector<JobEvent>& events) {
+    return events.back().has_final_result() ? events.back().final_result().test_accuracy() : -1;
+  };
+  auto last_loss = [](const std::vector<JobEvent>& events) {
+    double loss = -1;
+    for (const JobEvent& e : events) {
+      if (e.has_step()) loss = e.step().loss();
+    }
+    return loss;
+  };
+  std::atomic<bool> stop{false};
+  std::vector<JobEvent> whole;
+  ASSERT_TRUE(RunTrainingJob(
+                  Request(spec), [&](JobEvent e) { whole.push_back(e); }, stop)
+                  .ok());
+
+  TempDirForTests temp;
+  trainer::v1::WorkerRequest request = Request(spec);
+  request.set_job_dir(temp.path());
+  std::atomic<bool> suspend{false};
+  std::vector<JobEvent> first;
+  absl::Status interrupted = RunTrainingJob(
+      request,
+      [&](JobEvent e) {
+        if (e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 6) {
+          suspend = true;
+          stop = true;
+        }
+        first.push_back(std::move(e));
+      },
+      stop, &suspend);
+  EXPECT_TRUE(absl::IsCancelled(interrupted)) << interrupted;
+  stop = false;
+  suspend = false;
+  std::vector<JobEvent> second;
+  ASSERT_TRUE(RunTrainingJob(
+                  request, [&](JobEvent e) { second.push_back(e); }, stop, &suspend)
+                  .ok());
+  bool resumed = false, graph = false;
+  for (const JobEvent& e : second) {
+    resumed |=
+        e.has_log() && e.log().text().find("Resumed from the checkpoint at epoch 2, batch 7") == 0;
+    graph |= e.has_log() && e.log().text().find("Fast paths: device-resident data") == 0 &&
+             e.log().text().find("CUDA graph") != std::string::npos;
+  }
+  EXPECT_TRUE(resumed);
+  EXPECT_TRUE(graph) << "the resumed run captured its step again";
+  EXPECT_EQ(last_loss(second), last_loss(whole));
   EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
 }
 

@@ -608,6 +608,10 @@ void Scheduler::Supervise(Running* running) {
   // Rank 0 reports for the job; the others write only their errors. When a rank ends badly the
   // others are killed at once: they would wait for it in their next collective.
   RankEvents events_seen;  // only this thread touches it
+  // A lone worker whose result is stored and whose events have ended is done: the job is
+  // SUCCEEDED at once, and its process is reaped after (a CUDA process's exit takes the kernel
+  // 0.1-0.2 s); its devices are released only then, by finish().
+  std::optional<absl::Status> succeeded_at_end_of_events;
   std::vector<std::optional<WorkerProcess::Exit>> exits(ranks);
   int failed_rank = -1;
   int alive = ranks;
@@ -635,6 +639,9 @@ void Scheduler::Supervise(Running* running) {
           hub_->latency().Record(EventLatency::kStored, stored->time());
         }
       } else if (read == WorkerProcess::ReadResult::kEnd) {
+        if (ranks == 1 && events_seen.got_result() && events_seen.first_error().empty()) {
+          succeeded_at_end_of_events = Transition(job.id(), Job::SUCCEEDED, "");
+        }
         exits[r] = worker.Wait();
         --alive;
         const bool clean = exits[r]->signal == 0 && exits[r]->exit_code == kWorkerSucceeded;
@@ -665,7 +672,13 @@ void Scheduler::Supervise(Running* running) {
   }
   absl::Status recorded;
   const std::string& reported_error = events_seen.first_error();
-  if (failed_rank < 0 && events_seen.got_result()) {
+  if (succeeded_at_end_of_events.has_value()) {
+    recorded = *succeeded_at_end_of_events;
+    if (failed_rank >= 0) {  // the result stands; say what happened after it
+      std::cerr << "traind: job " << job.id() << ": the worker ended with " << exit.Describe()
+                << " after its result\n";
+    }
+  } else if (failed_rank < 0 && events_seen.got_result()) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");

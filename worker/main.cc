@@ -91,10 +91,15 @@ int main(int argc, char** argv) {
         if (!pipe.Write(event)) signals.stop.store(true);
       },
       signals.stop, &signals.suspend);
-  // Done: its result is written (each event is one write(2), nothing is buffered). Skip the
-  // teardown a one-job process does not need (the device context, the allocator's caches,
-  // LibTorch's static destructors): the daemon waits for the exit to mark the job SUCCEEDED.
-  if (status.ok()) _exit(traind::kWorkerSucceeded);
+  // Done: its result is written (each event is one write(2), nothing is buffered). The events
+  // end here, not when the process does: the daemon marks a job SUCCEEDED at the end of its
+  // events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address space
+  // first, its files after). Skip the teardown a one-job process does not need (the device
+  // context, the allocator's caches, LibTorch's static destructors).
+  if (status.ok()) {
+    pipe.Close();
+    _exit(traind::kWorkerSucceeded);
+  }
   if (absl::IsCancelled(status)) return traind::kWorkerStopped;
 
   trainer::v1::JobEvent error;
