@@ -56,12 +56,13 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
        "Copy the whole dataset to the device once (default on CUDA when it takes at most a "
        "quarter of the free memory)",
        true, false},
-      {"--no-device-resident", "device_resident", "Keep the dataset on the host", true, false},
+      {"--no-device-resident", "device_resident", "Keep the dataset on the host", true, false,
+       true},
       {"--cuda-graph", "cuda_graph",
        "CUDA: capture the training step in a CUDA graph and replay it (default where the job "
        "allows: adam/adamw, no accumulation, fp16 or augmentation, one process)",
        true, false},
-      {"--no-cuda-graph", "cuda_graph", "CUDA: train without a CUDA graph", true, false},
+      {"--no-cuda-graph", "cuda_graph", "CUDA: train without a CUDA graph", true, false, true},
       {"--optimizer", "optimizer", "adam (default) | adamw | sgd", false, false},
       {"--lr", "learning_rate", "Learning rate, default 1e-3", false, false},
       {"--momentum", "momentum", "SGD momentum, default 0", false, false},
@@ -200,14 +201,16 @@ absl::Status ApplySpecFlags(const SpecFlags& f, trainer::v1::JobSpec* spec) {
     if (!Given(f, row.flag)) continue;
     const std::string flag = row.flag;
     if (row.is_switch) {
-      // --no-X sets X's field false: given, the default (chosen by the worker) no longer applies.
-      const bool negated = flag.rfind("--no-", 0) == 0;
-      if (negated && Given(f, ("--" + flag.substr(5)).c_str())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", flag.substr(5), " and ", flag, ": give one of them"));
+      // A field's two switches (--cuda-graph, --no-cuda-graph) together: not "last one wins".
+      for (const SpecFlagInfo& other : SpecFlagTable()) {
+        if (&other != &row && other.is_switch && std::string(other.field) == row.field &&
+            other.sets_false && Given(f, other.flag)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(flag, " and ", other.flag, ": give one of them"));
+        }
       }
       spec->GetReflection()->SetBool(spec, spec->GetDescriptor()->FindFieldByName(row.field),
-                                     negated ? false : f.switches.at(flag));
+                                     !row.sets_false);
       continue;
     }
     if (absl::Status s = SetSpecField(spec, row.field, f.values.at(flag)); !s.ok()) return s;

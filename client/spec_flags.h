@@ -21,6 +21,7 @@ struct SpecFlagInfo {
   const char* help;    // nullptr: the catalog's names (--model, --dataset)
   bool is_switch;      // takes no value and sets a bool field (--hflip)
   bool training_only;  // not offered by `bench train`
+  bool sets_false = false;  // a switch that sets its field false (--no-cuda-graph)
 };
 
 // Every row, in the order `--help` lists them.

@@ -54,44 +54,36 @@ TEST(SpecFlagTableTest, FlagsReachTheSpecAndBadValuesNameTheField) {
   EXPECT_EQ(big.epochs(), 0);
 }
 
+// `args` through trainctl's flags onto a spec of the fake dataset.
+absl::Status Apply(const std::string& args, trainer::v1::JobSpec* spec) {
+  CLI::App app;
+  SpecFlags flags;
+  AddSpecFlags(&app, &flags);
+  app.parse(args, /*program_name_included=*/false);
+  spec->set_dataset("fake");
+  return ApplySpecFlags(flags, spec);
+}
+
 // The fast paths are on by default where they apply (the worker decides); --no-X is how a user
 // turns one off, and giving both is a usage error, not "last one wins".
 TEST(SpecFlagTableTest, NoFlagsSetTheFieldFalseAndConflictWithTheirPositive) {
-  {
-    CLI::App app;
-    SpecFlags flags;
-    AddSpecFlags(&app, &flags);
-    app.parse("--model mlp --no-cuda-graph --no-device-resident", false);
-    trainer::v1::JobSpec spec;
-    spec.set_dataset("fake");
-    ASSERT_TRUE(ApplySpecFlags(flags, &spec).ok());
-    EXPECT_TRUE(spec.has_cuda_graph());
-    EXPECT_FALSE(spec.cuda_graph());
-    EXPECT_TRUE(spec.has_device_resident());
-    EXPECT_FALSE(spec.device_resident());
-  }
-  {
-    CLI::App app;
-    SpecFlags flags;
-    AddSpecFlags(&app, &flags);
-    app.parse("--model mlp", false);
-    trainer::v1::JobSpec spec;
-    spec.set_dataset("fake");
-    ASSERT_TRUE(ApplySpecFlags(flags, &spec).ok());
-    EXPECT_FALSE(spec.has_cuda_graph()) << "unset: the worker chooses";
-    EXPECT_FALSE(spec.has_device_resident());
-  }
-  {
-    CLI::App app;
-    SpecFlags flags;
-    AddSpecFlags(&app, &flags);
-    app.parse("--model mlp --device cuda --cuda-graph --no-cuda-graph", false);
-    trainer::v1::JobSpec spec;
-    spec.set_dataset("fake");
-    const absl::Status status = ApplySpecFlags(flags, &spec);
-    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_EQ(status.message(), "--cuda-graph and --no-cuda-graph: give one of them");
-  }
+  trainer::v1::JobSpec off;
+  ASSERT_TRUE(Apply("--model mlp --no-cuda-graph --no-device-resident", &off).ok());
+  EXPECT_TRUE(off.has_cuda_graph());
+  EXPECT_FALSE(off.cuda_graph());
+  EXPECT_TRUE(off.has_device_resident());
+  EXPECT_FALSE(off.device_resident());
+
+  trainer::v1::JobSpec unset;
+  ASSERT_TRUE(Apply("--model mlp", &unset).ok());
+  EXPECT_FALSE(unset.has_cuda_graph()) << "unset: the worker chooses";
+  EXPECT_FALSE(unset.has_device_resident());
+
+  trainer::v1::JobSpec both;
+  const absl::Status status =
+      Apply("--model mlp --device cuda --cuda-graph --no-cuda-graph", &both);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "--cuda-graph and --no-cuda-graph: give one of them");
 }
 
 TEST(SpecFlagTableTest, BenchMatmulTakesOnlyTheNamedFlags) {

@@ -73,7 +73,6 @@ FastPaths ChooseFastPaths(const trainer::v1::JobSpec& spec, const FastPathFacts&
     off.push_back(absl::StrCat("no CUDA graph: ", why));
   } else {
     paths.cuda_graph = true;
-    paths.cuda_graph_by_default = true;
   }
   if (paths.cuda_graph) on.push_back("CUDA graph");
 

@@ -24,9 +24,6 @@ struct FastPathFacts {
 struct FastPaths {
   bool device_resident = false;
   bool cuda_graph = false;
-  // The graph was chosen by default, not asked for: a model that cannot be captured trains
-  // eagerly (saying so) instead of failing the job.
-  bool cuda_graph_by_default = false;
   // One log line: what is on, and why each default that is off is off. Empty on the CPU, where
   // neither applies.
   std::string explanation;

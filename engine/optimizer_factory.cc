@@ -17,7 +17,6 @@ namespace {
 
 namespace optim = torch::optim;
 
-#ifdef TRAIND_HAVE_FUSED_ADAM
 // The key of a parameter in Optimizer::state_: its TensorImpl*, which LibTorch 1.x spells as a
 // string (c10::guts::to_string of the pointer) and 2.x as the pointer itself.
 template <typename Map>
@@ -37,7 +36,24 @@ torch::Tensor LikeParameter(const torch::Tensor& t, const torch::Tensor& p) {
   if (t.strides() == p.strides()) return t;
   return torch::empty_like(p, torch::MemoryFormat::Preserve).copy_(t);
 }
-#endif
+
+// `p`'s Adam/AdamW state in `states` (an optimizer's), created zeroed when it has none yet, its
+// moments laid out like `p`.
+template <class State, class Map>
+State& StateFor(Map& states, const torch::Tensor& p) {
+  auto& slot = states[StateKey(states, p)];
+  if (!slot) {
+    auto state = std::make_unique<State>();
+    state->step(0);
+    state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    slot = std::move(state);
+  }
+  auto& state = static_cast<State&>(*slot);
+  state.exp_avg(LikeParameter(state.exp_avg(), p));
+  state.exp_avg_sq(LikeParameter(state.exp_avg_sq(), p));
+  return state;
+}
 
 // Adam (AdamW) whose step() updates all of a group's parameters with ATen's fused kernel when they
 // are CUDA fp32 tensors and this LibTorch has it; otherwise it is LibTorch's Adam, unchanged. The
@@ -63,15 +79,7 @@ class FusedAdam final : public Base {
       for (const torch::Tensor& p : group.params()) {
         if (!p.grad().defined()) continue;
         TORCH_CHECK(!p.grad().is_sparse(), "Adam does not support sparse gradients");
-        auto& slot = this->state_[StateKey(this->state_, p)];
-        if (!slot) {
-          auto state = std::make_unique<State>();
-          state->step(0);
-          state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-          state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-          slot = std::move(state);
-        }
-        auto& state = static_cast<State&>(*slot);
+        State& state = StateFor<State>(this->state_, p);
         // The kernels read step counts from device tensors (so that they can run inside a CUDA
         // graph) and do not advance them: kept here, made from the host count (which checkpoints
         // save) when first seen, after a checkpoint is loaded too.
@@ -81,8 +89,6 @@ class FusedAdam final : public Base {
                                     torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
         }
         state.step(state.step() + 1);
-        state.exp_avg(LikeParameter(state.exp_avg(), p));
-        state.exp_avg_sq(LikeParameter(state.exp_avg_sq(), p));
         params.push_back(p);
         grads.push_back(LikeParameter(p.grad(), p));
         exp_avgs.push_back(state.exp_avg());
@@ -137,24 +143,12 @@ bool FusedAdamAvailable(const std::vector<torch::Tensor>& parameters) {
 
 namespace {
 
-#ifdef TRAIND_HAVE_FUSED_ADAM
 template <class State>
 AdamStateTensors StateTensors(optim::Optimizer& optimizer,
                               const std::vector<torch::Tensor>& parameters) {
   AdamStateTensors out;
-  auto& states = optimizer.state();
   for (const torch::Tensor& p : parameters) {
-    auto& slot = states[StateKey(states, p)];
-    if (!slot) {
-      auto state = std::make_unique<State>();
-      state->step(0);
-      state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-      state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-      slot = std::move(state);
-    }
-    auto& state = static_cast<State&>(*slot);
-    state.exp_avg(LikeParameter(state.exp_avg(), p));
-    state.exp_avg_sq(LikeParameter(state.exp_avg_sq(), p));
+    const State& state = StateFor<State>(optimizer.state(), p);
     out.exp_avgs.push_back(state.exp_avg());
     out.exp_avg_sqs.push_back(state.exp_avg_sq());
     out.steps.push_back(state.step());
@@ -171,13 +165,11 @@ void SetSteps(optim::Optimizer& optimizer, const std::vector<torch::Tensor>& par
     if (slot) static_cast<State&>(*slot).step(steps[i]);
   }
 }
-#endif
 
 }  // namespace
 
 absl::StatusOr<AdamStateTensors> AdamStateOf(optim::Optimizer& optimizer,
                                              const std::vector<torch::Tensor>& parameters) {
-#ifdef TRAIND_HAVE_FUSED_ADAM
   // AdamW derives from neither Adam nor the other way round: ask for each.
   if (dynamic_cast<optim::AdamW*>(&optimizer) != nullptr) {
     return StateTensors<optim::AdamWParamState>(optimizer, parameters);
@@ -186,10 +178,6 @@ absl::StatusOr<AdamStateTensors> AdamStateOf(optim::Optimizer& optimizer,
     return StateTensors<optim::AdamParamState>(optimizer, parameters);
   }
   return absl::InvalidArgumentError("optimizer: not adam or adamw");
-#else
-  (void)optimizer, (void)parameters;
-  return absl::UnimplementedError("Adam's state tensors: this LibTorch has no fused Adam");
-#endif
 }
 
 absl::Status SetAdamSteps(optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters,
@@ -197,7 +185,6 @@ absl::Status SetAdamSteps(optim::Optimizer& optimizer, const std::vector<torch::
   if (steps.size() != parameters.size()) {
     return absl::InvalidArgumentError("SetAdamSteps: one step count per parameter");
   }
-#ifdef TRAIND_HAVE_FUSED_ADAM
   if (dynamic_cast<optim::AdamW*>(&optimizer) != nullptr) {
     SetSteps<optim::AdamWParamState>(optimizer, parameters, steps);
     return absl::OkStatus();
@@ -207,10 +194,6 @@ absl::Status SetAdamSteps(optim::Optimizer& optimizer, const std::vector<torch::
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError("optimizer: not adam or adamw");
-#else
-  (void)optimizer;
-  return absl::UnimplementedError("Adam's step counts: this LibTorch has no fused Adam");
-#endif
 }
 
 std::unique_ptr<optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters, double lr,

@@ -296,9 +296,9 @@ absl::Status JobRun::Run() {
     facts.free_device_bytes = facts.cuda ? AvailableMemory(device_) : 0;
     facts.graphs_built = CudaGraphTrainStep::Available();
     const FastPaths fast = ChooseFastPaths(spec_, facts);
+    cuda_graph_by_default_ = fast.cuda_graph && !spec_.has_cuda_graph();
     spec_.set_device_resident(fast.device_resident);
     spec_.set_cuda_graph(fast.cuda_graph);
-    cuda_graph_by_default_ = fast.cuda_graph_by_default;
     if (!fast.explanation.empty()) Log(fast.explanation);
   }
   *phase_ = "copying the dataset to the device (--device-resident)";

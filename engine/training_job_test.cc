@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
 #include "common/temp_dir_for_tests.h"
@@ -98,59 +99,76 @@ TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
             absl::StatusCode::kFailedPrecondition);
 }
 
-// Stops a job mid-epoch the way traind's shutdown does (suspend + stop), then runs it again in the
-// same directory: it resumes at the checkpointed batch with the model, optimizer and generators
-// restored, and ends exactly where an uninterrupted run ends.
-TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) {
-  JobSpec spec = SmallSpec("lenet5");
-  spec.set_threads(1);  // bitwise-repeatable on the CPU
-  spec.set_random_crop_padding(2);  // the augmentation generator must be restored too
-  auto final_accuracy = [](const std::vector<JobEvent>& events) {
-    return events.back().has_final_result() ? events.back().final_result().test_accuracy() : -1;
-  };
+std::vector<JobEvent> RunWhole(const JobSpec& spec) {
   std::atomic<bool> stop{false};
-  std::vector<JobEvent> whole;
-  ASSERT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { whole.push_back(e); }, stop).ok());
+  std::vector<JobEvent> events;
+  const absl::Status status = RunTrainingJob(
+      Request(spec), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
+  EXPECT_TRUE(status.ok()) << status;
+  return events;
+}
 
-  TempDirForTests temp;
-  const std::string& dir = temp.path();
+// Runs `spec` in `dir`, stopping it mid-way through epoch 2 the way traind's shutdown does
+// (suspend + stop, as if SIGUSR1 arrived), then runs it again there. The events of each run.
+struct InterruptedRun {
+  absl::Status interrupted;
+  std::vector<JobEvent> first, second;
+};
+InterruptedRun RunSuspendedAndResumed(const JobSpec& spec, const std::string& dir) {
   trainer::v1::WorkerRequest request = Request(spec);
   request.set_job_dir(dir);
-  std::atomic<bool> suspend{false};
-  std::vector<JobEvent> first;
-  absl::Status interrupted = RunTrainingJob(
+  std::atomic<bool> stop{false}, suspend{false};
+  InterruptedRun run;
+  run.interrupted = RunTrainingJob(
       request,
       [&](JobEvent e) {
-        // Mid-way through epoch 2: as if SIGUSR1 arrived.
         if (e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 6) {
           suspend = true;
           stop = true;
         }
-        first.push_back(std::move(e));
+        run.first.push_back(std::move(e));
       },
       stop, &suspend);
-  EXPECT_TRUE(absl::IsCancelled(interrupted)) << interrupted;
-  bool checkpointed = false;
-  for (const JobEvent& e : first) {
-    checkpointed |= e.has_log() && e.log().text().find("Checkpoint at epoch 2, batch 7/18 (before "
-                                                         "stopping)") == 0;
-  }
-  EXPECT_TRUE(checkpointed);
-
   stop = false;
   suspend = false;
-  std::vector<JobEvent> second;
-  ASSERT_TRUE(RunTrainingJob(request, [&](JobEvent e) { second.push_back(e); }, stop, &suspend).ok());
-  ASSERT_FALSE(second.empty());
-  bool resumed = false;
+  const absl::Status resumed = RunTrainingJob(
+      request, [&](JobEvent e) { run.second.push_back(std::move(e)); }, stop, &suspend);
+  EXPECT_TRUE(resumed.ok()) << resumed;
+  return run;
+}
+
+bool HasLogStartingWith(const std::vector<JobEvent>& events, const std::string& prefix) {
+  for (const JobEvent& e : events) {
+    if (e.has_log() && e.log().text().rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+double FinalAccuracy(const std::vector<JobEvent>& events) {
+  return !events.empty() && events.back().has_final_result()
+             ? events.back().final_result().test_accuracy()
+             : -1;
+}
+
+// Stops a job mid-epoch the way traind's shutdown does, then runs it again in the same
+// directory: it resumes at the checkpointed batch with the model, optimizer and generators
+// restored, and ends exactly where an uninterrupted run ends.
+TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) {
+  JobSpec spec = SmallSpec("lenet5");
+  spec.set_threads(1);              // bitwise-repeatable on the CPU
+  spec.set_random_crop_padding(2);  // the augmentation generator must be restored too
+  const std::vector<JobEvent> whole = RunWhole(spec);
+  TempDirForTests temp;
+  const InterruptedRun run = RunSuspendedAndResumed(spec, temp.path());
+  EXPECT_TRUE(absl::IsCancelled(run.interrupted)) << run.interrupted;
+  EXPECT_TRUE(HasLogStartingWith(run.first, "Checkpoint at epoch 2, batch 7/18 (before stopping)"));
+  EXPECT_TRUE(HasLogStartingWith(run.second, "Resumed from the checkpoint at epoch 2, batch 7"));
   int first_batch = -1;
-  for (const JobEvent& e : second) {
-    resumed |= e.has_log() && e.log().text().find("Resumed from the checkpoint at epoch 2, batch 7") == 0;
+  for (const JobEvent& e : run.second) {
     if (e.has_step() && first_batch < 0) first_batch = e.step().batch();
   }
-  EXPECT_TRUE(resumed);
   EXPECT_EQ(first_batch, 9) << "continues at batch 7 (the first step reported is 9: every 3rd)";
-  EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
+  EXPECT_EQ(FinalAccuracy(run.second), FinalAccuracy(whole));
 }
 
 // The same for a job whose step is a CUDA graph, under a schedule: the graph updates the
@@ -166,9 +184,6 @@ TEST(TrainingJobTest, ACudaGraphJobResumesFromItsCheckpointAndMatchesAnUninterru
   spec.set_deterministic(true);
   spec.set_lr_schedule("cosine");
   spec.set_label_smoothing(0.1);
-  auto final_accuracy = [](const std::vector<JobEvent>& events) {
-    return events.back().has_final_result() ? events.back().final_result().test_accuracy() : -1;
-  };
   auto last_loss = [](const std::vector<JobEvent>& events) {
     double loss = -1;
     for (const JobEvent& e : events) {
@@ -176,45 +191,19 @@ TEST(TrainingJobTest, ACudaGraphJobResumesFromItsCheckpointAndMatchesAnUninterru
     }
     return loss;
   };
-  std::atomic<bool> stop{false};
-  std::vector<JobEvent> whole;
-  ASSERT_TRUE(RunTrainingJob(
-                  Request(spec), [&](JobEvent e) { whole.push_back(e); }, stop)
-                  .ok());
-
+  const std::vector<JobEvent> whole = RunWhole(spec);
   TempDirForTests temp;
-  trainer::v1::WorkerRequest request = Request(spec);
-  request.set_job_dir(temp.path());
-  std::atomic<bool> suspend{false};
-  std::vector<JobEvent> first;
-  absl::Status interrupted = RunTrainingJob(
-      request,
-      [&](JobEvent e) {
-        if (e.has_step() && e.step().epoch() == 2 && e.step().batch() >= 6) {
-          suspend = true;
-          stop = true;
-        }
-        first.push_back(std::move(e));
-      },
-      stop, &suspend);
-  EXPECT_TRUE(absl::IsCancelled(interrupted)) << interrupted;
-  stop = false;
-  suspend = false;
-  std::vector<JobEvent> second;
-  ASSERT_TRUE(RunTrainingJob(
-                  request, [&](JobEvent e) { second.push_back(e); }, stop, &suspend)
-                  .ok());
-  bool resumed = false, graph = false;
-  for (const JobEvent& e : second) {
-    resumed |=
-        e.has_log() && e.log().text().find("Resumed from the checkpoint at epoch 2, batch 7") == 0;
-    graph |= e.has_log() && e.log().text().find("Fast paths: device-resident data") == 0 &&
-             e.log().text().find("CUDA graph") != std::string::npos;
+  const InterruptedRun run = RunSuspendedAndResumed(spec, temp.path());
+  EXPECT_TRUE(absl::IsCancelled(run.interrupted)) << run.interrupted;
+  EXPECT_TRUE(HasLogStartingWith(run.second, "Resumed from the checkpoint at epoch 2, batch 7"));
+  bool graph = false;  // "Fast paths: device-resident data (N MiB), CUDA graph"
+  for (const JobEvent& e : run.second) {
+    graph |= e.has_log() && e.log().text().rfind("Fast paths: ", 0) == 0 &&
+             absl::EndsWith(e.log().text(), ", CUDA graph");
   }
-  EXPECT_TRUE(resumed);
   EXPECT_TRUE(graph) << "the resumed run captured its step again";
-  EXPECT_EQ(last_loss(second), last_loss(whole));
-  EXPECT_EQ(final_accuracy(second), final_accuracy(whole));
+  EXPECT_EQ(last_loss(run.second), last_loss(whole));
+  EXPECT_EQ(FinalAccuracy(run.second), FinalAccuracy(whole));
 }
 
 }  // namespace

@@ -608,9 +608,9 @@ void Scheduler::Supervise(Running* running) {
   // Rank 0 reports for the job; the others write only their errors. When a rank ends badly the
   // others are killed at once: they would wait for it in their next collective.
   RankEvents events_seen;  // only this thread touches it
-  // A lone worker whose result is stored and whose events have ended is done: the job is
-  // SUCCEEDED at once, and its process is reaped after (a CUDA process's exit takes the kernel
-  // 0.1-0.2 s); its devices are released only then, by finish().
+  // When the last rank's events end, every other rank having ended well and the result being
+  // stored, the job is SUCCEEDED at once; that process is reaped after (a CUDA process's exit
+  // takes the kernel 0.1-0.2 s), and the devices are released only then, by finish().
   std::optional<absl::Status> succeeded_at_end_of_events;
   std::vector<std::optional<WorkerProcess::Exit>> exits(ranks);
   int failed_rank = -1;
@@ -639,7 +639,8 @@ void Scheduler::Supervise(Running* running) {
           hub_->latency().Record(EventLatency::kStored, stored->time());
         }
       } else if (read == WorkerProcess::ReadResult::kEnd) {
-        if (ranks == 1 && events_seen.got_result() && events_seen.first_error().empty()) {
+        if (alive == 1 && failed_rank < 0 && events_seen.got_result() &&
+            events_seen.first_error().empty()) {
           succeeded_at_end_of_events = Transition(job.id(), Job::SUCCEEDED, "");
         }
         exits[r] = worker.Wait();

@@ -74,9 +74,8 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
     if (!row.is_switch) continue;
     auto it = flags.switches.find(row.flag);
     if (it == flags.switches.end() || !it->second) continue;
-    // --no-X (--no-cuda-graph) sets X false for every member.
-    const bool negated = std::string(row.flag).rfind("--no-", 0) == 0;
-    if (absl::Status s = SetSpecField(spec->mutable_base(), row.field, negated ? "false" : "true");
+    if (absl::Status s =
+            SetSpecField(spec->mutable_base(), row.field, row.sets_false ? "false" : "true");
         !s.ok()) {
       return ctx.UsageError(std::string(s.message()));
     }
