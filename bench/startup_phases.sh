@@ -3,7 +3,7 @@
 # times through a warm daemon and prints each job's events on one time line, in seconds from the
 # submit call, so each phase (worker hand-over, device context, dataset, model, first step,
 # training, final evaluation, the daemon's bookkeeping) can be read off.
-#   BUILD_DIR=build-cuda bench/startup_phases.sh [ROUNDS] [JOB FLAGS...]
+#   BUILD_DIR=build-cuda [TRAIND_ENV="VAR=VALUE ..."] bench/startup_phases.sh [ROUNDS] [JOB FLAGS...]
 #   default job: LeNet5, Fashion-MNIST, cuda:0, 6 epochs, batch 256, lr 3e-3, onecycle (issue
 #   17's recipe; device-resident data and the CUDA graph are on by default there)
 set -uo pipefail
@@ -16,7 +16,8 @@ flags=("$@")
   --batch-size 256 --lr 3e-3 --lr-schedule onecycle)
 state=$(mktemp -d /tmp/traind-phases.XXXXXX)
 trap 'stop_traind "$state"; rm -rf "$state"' EXIT
-start_traind "$state" || exit 1
+# shellcheck disable=SC2086
+start_traind "$state" ${TRAIND_ENV:-} || exit 1  # TRAIND_ENV="VAR=VALUE ...": traind's environment
 export TRAINCTL_ADDR=unix:$state/traind.sock
 echo "# $(date -u +%F) $(nproc) cores; ${flags[*]}"
 for round in $(seq 1 "$rounds"); do

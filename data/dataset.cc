@@ -15,6 +15,13 @@ namespace traind {
 
 namespace {
 
+// A uint8 tensor over `bytes` (its first elements), which it keeps alive: no copy of the images.
+torch::Tensor OwningTensor(std::vector<uint8_t> bytes, std::vector<int64_t> sizes) {
+  auto owner = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  return torch::from_blob(
+      owner->data(), sizes, [owner](void*) mutable { owner.reset(); }, torch::kUInt8);
+}
+
 // Reads one IDX images/labels pair and checks that they agree.
 absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& prefix,
                                    int64_t limit) {
@@ -43,9 +50,7 @@ absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& pr
   if (limit > 0 && limit < n) n = limit;
   const int64_t h = images.dims[1], w = images.dims[2];
   Split split;
-  split.inputs = torch::from_blob(images.data.data(), {n, 1, h, w}, torch::kUInt8)
-                     .to(torch::kFloat32)
-                     .div_(255.0);
+  split.inputs = OwningTensor(std::move(images.data), {n, 1, h, w});
   split.labels = torch::from_blob(labels.data.data(), {n}, torch::kUInt8).to(torch::kInt64);
   return split;
 }
@@ -54,16 +59,24 @@ Split Slice(const Split& s, int64_t begin, int64_t end) {
   return Split{s.inputs.slice(0, begin, end), s.labels.slice(0, begin, end)};
 }
 
-// Resize (bilinear) then Normalize(0.5, 0.5), as the reference's torchvision pipeline.
-void Transform(Split& split, int64_t size) {
-  if (size > 0 && (split.inputs.size(2) != size || split.inputs.size(3) != size)) {
-    split.inputs = torch::nn::functional::interpolate(
-        split.inputs, torch::nn::functional::InterpolateFuncOptions()
-                          .size(std::vector<int64_t>{size, size})
-                          .mode(torch::kBilinear)
-                          .align_corners(false));
+// On `device`: bytes to floats in 0..1 (ToTensor), Resize (bilinear), then Normalize(0.5, 0.5), as
+// the reference's torchvision pipeline.
+void Transform(Split& split, int64_t size, torch::Device device) {
+  torch::Tensor x = split.inputs.to(device);
+  if (x.scalar_type() == torch::kUInt8) x = x.to(torch::kFloat32).div_(255.0);
+  if (size > 0 && (x.size(2) != size || x.size(3) != size)) {
+    x = torch::nn::functional::interpolate(x, torch::nn::functional::InterpolateFuncOptions()
+                                                  .size(std::vector<int64_t>{size, size})
+                                                  .mode(torch::kBilinear)
+                                                  .align_corners(false));
   }
-  split.inputs = split.inputs.sub(0.5).div_(0.5).contiguous();
+  split.inputs = x.sub(0.5).div_(0.5).contiguous();
+  split.labels = split.labels.to(device);
+}
+
+bool IsImageDataset(const trainer::v1::JobSpec& spec) {
+  const DatasetInfo* info = FindDataset(spec.dataset());
+  return info != nullptr && info->images;
 }
 
 }  // namespace
@@ -101,9 +114,7 @@ absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64
   int64_t n = static_cast<int64_t>(labels.size());
   if (limit > 0 && limit < n) n = limit;
   Split split;
-  split.inputs = torch::from_blob(pixels.data(), {n, 3, 32, 32}, torch::kUInt8)
-                     .to(torch::kFloat32)
-                     .div_(255.0);
+  split.inputs = OwningTensor(std::move(pixels), {n, 3, 32, 32});
   split.labels = torch::from_blob(labels.data(), {n}, torch::kUInt8).to(torch::kInt64);
   return split;
 }
@@ -116,7 +127,7 @@ Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, 
   return split;
 }
 
-absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t size,
+absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t size,
                                     const std::string& data_path) {
   Dataset data;
   Split full_train, test;
@@ -170,26 +181,54 @@ absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t si
   data.train = Slice(full_train, 0, n - n_validation);
   data.validation = Slice(full_train, n - n_validation, n);
   data.test = std::move(test);
-  const DatasetInfo* info = FindDataset(spec.dataset());
-  if (info != nullptr && info->images) {
-    for (Split* split : {&data.train, &data.validation, &data.test}) Transform(*split, size);
-    data.channels = data.train.inputs.size(1);
-    data.height = data.train.inputs.size(2);
-    data.width = data.train.inputs.size(3);
-  } else {
-    data.channels = data.height = data.width = 0;
-    if (data.train.inputs.dim() == 4) {  // tensors that are images all the same
-      data.channels = data.train.inputs.size(1);
-      data.height = data.train.inputs.size(2);
-      data.width = data.train.inputs.size(3);
-    }
-  }
   if (regression) {
     data.num_classes = data.train.labels[0].numel();
   } else if (from_file) {
     data.num_classes = 1 + std::max(data.train.labels.max().item<int64_t>(),
                                     data.test.size() > 0 ? data.test.labels.max().item<int64_t>() : 0);
   }
+  return data;
+}
+
+int64_t PreparedBytes(const Dataset& data, const trainer::v1::JobSpec& spec, int64_t size) {
+  int64_t total = 0;
+  for (const Split* split : {&data.train, &data.validation, &data.test}) {
+    const torch::Tensor& x = split->inputs;
+    total += split->labels.nbytes();
+    if (IsImageDataset(spec) && x.dim() == 4) {
+      const int64_t h = size > 0 ? size : x.size(2), w = size > 0 ? size : x.size(3);
+      total += x.size(0) * x.size(1) * h * w * static_cast<int64_t>(sizeof(float));
+    } else {
+      total += x.nbytes();
+    }
+  }
+  return total;
+}
+
+void PrepareImages(Dataset& data, const trainer::v1::JobSpec& spec, int64_t size,
+                   torch::Device device) {
+  data.channels = data.height = data.width = 0;
+  if (IsImageDataset(spec)) {
+    for (Split* split : {&data.train, &data.validation, &data.test}) {
+      Transform(*split, size, device);
+    }
+  } else {
+    for (Split* split : {&data.train, &data.validation, &data.test}) {
+      split->inputs = split->inputs.to(device);
+      split->labels = split->labels.to(device);
+    }
+  }
+  if (data.train.inputs.dim() == 4) {  // images, or tensors that are images all the same
+    data.channels = data.train.inputs.size(1);
+    data.height = data.train.inputs.size(2);
+    data.width = data.train.inputs.size(3);
+  }
+}
+
+absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t size,
+                                    const std::string& data_path) {
+  ASSIGN_OR_RETURN(Dataset data, ReadDataset(spec, size, data_path));
+  PrepareImages(data, spec, size, torch::kCPU);
   return data;
 }
 

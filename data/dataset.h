@@ -16,7 +16,8 @@
 namespace traind {
 
 struct Split {
-  torch::Tensor inputs;  // [N, ...] float32; images [N, C, H, W], normalised
+  // [N, ...] float32; images [N, C, H, W], normalised (before PrepareImages: uint8 as read)
+  torch::Tensor inputs;
   torch::Tensor labels;  // [N] int64 class indices; with loss mse, float32 targets [N, ...]
   int64_t size() const { return labels.size(0); }
 };
@@ -40,14 +41,29 @@ struct Dataset {
   int64_t num_classes = 10;
 };
 
-// Loads spec.dataset (from `data_path` for the file datasets: WorkerRequest.data_path), applies
-// limit_train / limit_test, and for images resizes to `size` x `size` when `size` > 0 and differs
-// from the files', and normalises with mean 0.5 and std 0.5 per channel. Non-image data is used as
-// the file holds it.
+// Reads spec.dataset (from `data_path` for the file datasets: WorkerRequest.data_path), applies
+// limit_train / limit_test and splits off the validation set. Images stay as the files hold them
+// (IDX and CIFAR-10: bytes, 0..255; image folders are decoded at `size`) until PrepareImages: a
+// job whose data will live on a GPU converts them there, from a quarter of the bytes.
+absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t size,
+                                    const std::string& data_path = "");
+
+// The bytes every split will take once PrepareImages has made its images floats of `size` x `size`.
+int64_t PreparedBytes(const Dataset& data, const trainer::v1::JobSpec& spec, int64_t size);
+
+// Moves the splits to `device` and, for image datasets, converts them there: to floats in 0..1,
+// resized (bilinear) to `size` x `size` when `size` > 0 and differs from the files', normalised
+// with mean 0.5 and std 0.5 per channel, as the reference's torchvision pipeline does. Non-image
+// data is used as the file holds it. Sets channels, height and width.
+void PrepareImages(Dataset& data, const trainer::v1::JobSpec& spec, int64_t size,
+                   torch::Device device);
+
+// ReadDataset, then PrepareImages on the CPU.
 absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t size,
                                     const std::string& data_path = "");
 
-// Raw (unnormalised, 0..1) splits as the loaders produce them; exposed for tests.
+// Raw splits as the loaders produce them (CIFAR-10: bytes; fake: floats in 0..1); exposed for
+// tests.
 absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit);
 Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, uint64_t seed);
 

@@ -284,15 +284,14 @@ absl::Status JobRun::Run() {
   }
   *phase_ = "loading the dataset";
   phase_start = Clock::now();
-  ASSIGN_OR_RETURN(Dataset data, LoadDataset(spec_, ImageSizeFor(spec_), data_path_));
+  const int64_t image_size = ImageSizeFor(spec_);
+  ASSIGN_OR_RETURN(Dataset data, ReadDataset(spec_, image_size, data_path_));
   Took("dataset", phase_start);
   {
     FastPathFacts facts;
     facts.cuda = device_.is_cuda();
     facts.data_parallel = placement_.has_value();
-    for (const Split* split : {&data.train, &data.validation, &data.test}) {
-      facts.dataset_bytes += split->inputs.nbytes() + split->labels.nbytes();
-    }
+    facts.dataset_bytes = PreparedBytes(data, spec_, image_size);
     facts.free_device_bytes = facts.cuda ? AvailableMemory(device_) : 0;
     facts.graphs_built = CudaGraphTrainStep::Available();
     const FastPaths fast = ChooseFastPaths(spec_, facts);
@@ -301,16 +300,15 @@ absl::Status JobRun::Run() {
     spec_.set_cuda_graph(fast.cuda_graph);
     if (!fast.explanation.empty()) Log(fast.explanation);
   }
-  *phase_ = "copying the dataset to the device (--device-resident)";
-  if (spec_.device_resident() && !device_.is_cpu()) {
-    phase_start = Clock::now();
-    for (Split* split : {&data.train, &data.validation, &data.test}) {
-      split->inputs = split->inputs.to(device_);
-      split->labels = split->labels.to(device_);
-    }
-    Synchronize(device_);
-    Took("to the device", phase_start);
-  }
+  // A resident dataset travels as the files' bytes and becomes floats on the device: a quarter of
+  // the copy, and the GPU converts Fashion-MNIST in milliseconds where the CPU took 0.2-0.3 s.
+  const bool resident = spec_.device_resident() && !device_.is_cpu();
+  *phase_ = resident ? "preparing the dataset on the device (--device-resident)"
+                     : "preparing the dataset";
+  phase_start = Clock::now();
+  PrepareImages(data, spec_, image_size, resident ? device_ : torch::Device(torch::kCPU));
+  if (resident) Synchronize(device_);
+  Took(resident ? "images on " + device_.str() : "images", phase_start);
   int64_t batch_size = spec_.batch_size();
   *phase_ = "choosing the batch size";
   if (spec_.batch_size_auto()) {

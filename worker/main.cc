@@ -25,6 +25,7 @@
 #include "common/worker_exit.h"
 #include "common/worker_side.h"
 #include "engine/device.h"
+#include "engine/device_rehearsal.h"
 #include "engine/training_job.h"
 #include "models/scripted_model.h"
 #include "trainer/v1/worker.pb.h"
@@ -53,10 +54,16 @@ int main(int argc, char** argv) {
   traind::RetainFreedHeapMemory();
 
   // A warm worker on a machine with a GPU (traind sets TRAIND_PREPARE_DEVICE): create the GPU's
-  // context and library handles now, while no job waits for them.
+  // context and library handles, and load the kernels a training step uses
+  // (engine/device_rehearsal.h; TRAIND_REHEARSE=0 leaves them to the job, to measure the
+  // difference), while no job waits for them.
   if (const char* prepare = std::getenv("TRAIND_PREPARE_DEVICE"); prepare != nullptr && *prepare) {
     try {
       traind::PrepareDevice(torch::Device(prepare));
+      const char* rehearse = std::getenv("TRAIND_REHEARSE");
+      if (rehearse == nullptr || std::strcmp(rehearse, "0") != 0) {
+        traind::RehearseTrainingStep(torch::Device(prepare));
+      }
     } catch (const std::exception& e) {  // the job will meet it again, and say so
       std::fprintf(stderr, "traind-worker: cannot prepare %s: %s\n", prepare, e.what());
     }
