@@ -74,27 +74,28 @@ void InjectFault(const std::string& kind) {
   raise(SIGSEGV);
 }
 
-// Models below this many parameters train without cuDNN's autotuning: for them tuning costs more
-// than it can save (LeNet5, 62k parameters, on an H200: about 0.4 s of tuning before the first
-// step, for convolutions that take microseconds). TRAIND_CUDNN_AUTOTUNE=1 or 0 in the worker's
-// environment decides instead (benchmarks).
-constexpr int64_t kAutotuneMinParameters = 1000000;
+// cuDNN's autotuning times every algorithm for each new convolution shape before it first runs
+// it. Measured on the H200 (docs/benchmarks.md, session 14): 1-7.6 s before the first step of
+// VGG16 and ResNet-18 (the CUDA graph's capture: 0.14-0.23 s without), for steady-state epochs
+// only 0.5-2.3% shorter (0.1-0.15 ms a step), so it pays back after about 12,000-50,000 steps.
+// Jobs planned for at least kAutotuneMinSteps steps tune; shorter ones take cuDNN's heuristics.
+// TRAIND_CUDNN_AUTOTUNE=1 or 0 in the worker's environment decides instead (benchmarks).
+constexpr int64_t kAutotuneMinSteps = 50000;
 
-// After ConfigureDevice (which turns autotuning on for CUDA): turns it off for a small model.
+// After ConfigureDevice (which turns autotuning on for CUDA): turns it off for a short job.
 // Returns what the settings line should say instead of "cuDNN autotuning on" ("": unchanged).
-std::string ChooseAutotuning(const torch::nn::Module& model) {
+std::string ChooseAutotuning(int64_t planned_steps) {
   if (!at::globalContext().benchmarkCuDNN()) return "";  // not CUDA, or --deterministic
   const char* forced = std::getenv("TRAIND_CUDNN_AUTOTUNE");
   if (forced != nullptr && std::string(forced) == "1") return "";
-  int64_t parameters = 0;
-  for (const torch::Tensor& p : model.parameters()) parameters += p.numel();
   const bool off =
-      forced != nullptr ? std::string(forced) == "0" : parameters < kAutotuneMinParameters;
+      forced != nullptr ? std::string(forced) == "0" : planned_steps < kAutotuneMinSteps;
   if (!off) return "";
   at::globalContext().setBenchmarkCuDNN(false);
-  return forced != nullptr
-             ? "cuDNN autotuning off (TRAIND_CUDNN_AUTOTUNE=0)"
-             : absl::StrCat("cuDNN autotuning off (a small model: ", parameters, " parameters)");
+  return forced != nullptr ? "cuDNN autotuning off (TRAIND_CUDNN_AUTOTUNE=0)"
+                           : absl::StrCat("cuDNN autotuning off (", planned_steps,
+                                          " steps planned: tuning pays back after about ",
+                                          kAutotuneMinSteps, ")");
 }
 
 // Every parameter group's learning rate (the schedule's value for this step).
@@ -387,7 +388,11 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
   Took("model", start);
-  const std::string autotuning = ChooseAutotuning(*model.ptr());
+  const int64_t planned_steps =
+      spec_.epochs() *
+      (data.train.size() /
+       std::max<int64_t>(1, batch_size * (dp_ != nullptr ? dp_->world_size() : 1)));
+  const std::string autotuning = ChooseAutotuning(planned_steps);
   if (!settings.empty()) {
     Log(absl::StrCat(autotuning.empty()
                          ? settings

@@ -310,6 +310,9 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--limit-train", type=int, default=0)
     p.add_argument("--loader", choices=["dataloader", "tensor"], default="dataloader")
+    p.add_argument("--test-each-epoch", action="store_true",
+                   help="also evaluate the test set after each epoch (outside the timed training), "
+                        "for the time to reach an accuracy")
     p.add_argument("--profile-steps", type=int, default=0,
                    help="profile N training steps (after the first) with torch.profiler and "
                         "print the operators by self time, longest first, as traind's "
@@ -348,7 +351,7 @@ def main():
         scaler = torch.cuda.amp.GradScaler(enabled=args.amp == "fp16")
     generator = torch.Generator().manual_seed(args.seed)
     num_batches = len(y_train) // args.batch_size
-    epoch_times = []
+    epoch_times, valid_accs, test_accs = [], [], []
     profiler, global_step = None, 0
     train_start = time.time()
     for epoch in range(args.epochs):
@@ -380,8 +383,12 @@ def main():
         print(f"Time / epoch without evaluation: {epoch_times[-1] / 60:.2f} min")
         train_acc = accuracy(model, x_train, y_train, device, args.amp, args.batch_size)
         valid_acc = accuracy(model, x_valid, y_valid, device, args.amp, args.batch_size)
+        valid_accs.append(valid_acc / 100)
+        if args.test_each_epoch:
+            test_accs.append(accuracy(model, x_test, y_test, device, args.amp, args.batch_size) / 100)
         print(f"Epoch: {epoch+1:03d}/{args.epochs:03d} | Train: {train_acc:.2f}% | "
-              f"Validation: {valid_acc:.2f}%")
+              f"Validation: {valid_acc:.2f}%" +
+              (f" | Test: {100 * test_accs[-1]:.2f}%" if args.test_each_epoch else ""))
     train_time = time.time() - train_start
     if profiler:  # training ended before the profiled steps did
         print_profile(profiler, device, global_step - 1)
@@ -391,6 +398,7 @@ def main():
     print(f"Total Time: {(time.time() - start) / 60:.2f} min")
     cuda = device.startswith("cuda")
     print(json.dumps({"epoch_seconds_no_eval": epoch_times, "test_accuracy": test_acc / 100,
+                      "validation_accuracy": valid_accs, "test_accuracy_per_epoch": test_accs,
                       "parameters": sum(p.numel() for p in model.parameters()),
                       "train_images": len(y_train), "batches_per_epoch": num_batches,
                       "amp": args.amp or "fp32", "threads": torch.get_num_threads(),
