@@ -15,7 +15,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -28,6 +27,7 @@
 #include "engine/artifacts.h"
 #include "engine/batch_size_search.h"
 #include "engine/benchmarks.h"
+#include "engine/cpu_threads.h"
 #include "engine/cuda_graph_step.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
@@ -96,6 +96,13 @@ std::string ChooseAutotuning(int64_t planned_steps) {
                            : absl::StrCat("cuDNN autotuning off (", planned_steps,
                                           " steps planned: tuning pays back after about ",
                                           kAutotuneMinSteps, ")");
+}
+
+// The jobs traind's CPU lane runs at once (`traind --slots cpu=N`), which share its cores.
+int CpuSlots() {
+  const char* slots = std::getenv("TRAIND_CPU_SLOTS");
+  const int n = slots == nullptr ? 1 : std::atoi(slots);
+  return std::max(1, n);
 }
 
 // Every parameter group's learning rate (the schedule's value for this step).
@@ -247,10 +254,18 @@ absl::Status JobRun::Run() {
   if (spec_.has_threads()) {
     torch::set_num_threads(spec_.threads());
   } else if (placement_.has_value()) {
-    // Ranks share the machine's cores, as torchrun's OMP_NUM_THREADS does (it uses 1); each
-    // taking them all would oversubscribe them.
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    torch::set_num_threads(std::max(1, cores / placement_->world_size));
+    // Ranks share the machine's cores (torchrun's OMP_NUM_THREADS gives each 1); each taking
+    // them all would oversubscribe them.
+    const CpuThreads chosen =
+        ChooseCpuThreads(ReadCpuFacts(), placement_->world_size, "ranks of this job");
+    torch::set_num_threads(chosen.threads);
+    if (device_.is_cpu()) Log("CPU: " + chosen.explanation);
+  } else if (device_.is_cpu()) {
+    const int slots = CpuSlots();
+    const CpuThreads chosen = ChooseCpuThreads(
+        ReadCpuFacts(), slots, slots == 1 ? "CPU job at a time" : "CPU jobs at a time");
+    torch::set_num_threads(chosen.threads);
+    Log("CPU: " + chosen.explanation);
   }
   if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,

@@ -126,8 +126,13 @@ void Scheduler::Shutdown() {
 }
 
 std::vector<std::string> Scheduler::WorkerEnvironment() const {
-  if (options_.cache_dir.empty()) return {};
-  return {"TRAIND_CACHE_DIR=" + options_.cache_dir};
+  std::vector<std::string> environment;
+  if (!options_.cache_dir.empty()) environment.push_back("TRAIND_CACHE_DIR=" + options_.cache_dir);
+  // A CPU job shares the cores with the other jobs the CPU lane runs (engine/cpu_threads.h).
+  const auto cpu = options_.slots.find("cpu");
+  environment.push_back(
+      absl::StrCat("TRAIND_CPU_SLOTS=", cpu == options_.slots.end() ? 1 : cpu->second));
+  return environment;
 }
 
 void Scheduler::KeepWorkersWarm() {

@@ -1,0 +1,35 @@
+// How many intra-op threads a job takes when its spec does not say (`--threads`): from what the
+// machine really gives this worker (the physical cores in its CPU affinity, within a cgroup CPU
+// quota) and how many jobs or ranks share them. One core is left to the daemon, the worker's other
+// threads and local clients: OpenMP's threads wait for each other at the end of every operator,
+// so one preempted thread stalls them all. On the 2-vCPU VM a LeNet5 epoch took 4.79 s with one
+// thread and 5.80 s with two (medians of 3, docs/benchmarks.md, session 14).
+#ifndef TRAIND_ENGINE_CPU_THREADS_H_
+#define TRAIND_ENGINE_CPU_THREADS_H_
+
+#include <string>
+
+namespace traind {
+
+struct CpuFacts {
+  int logical_cpus = 1;    // in this process's affinity mask
+  int physical_cores = 1;  // of those, SMT siblings counted once
+  double quota_cpus = 0;   // the cgroup's CPU quota (cpu.max), in CPUs; 0: none
+};
+
+// Reads the affinity mask, /sys/devices/system/cpu/cpuN/topology and the cgroup's cpu.max. What
+// it cannot read it takes from what it can (no topology: each logical CPU is a core).
+CpuFacts ReadCpuFacts();
+
+struct CpuThreads {
+  int threads = 1;
+  std::string explanation;  // for the job's log: "1 intra-op thread: 2 physical cores, ..."
+};
+
+// `sharers`: the jobs the CPU lane runs at once (traind --slots cpu=N, TRAIND_CPU_SLOTS in the
+// worker's environment), or a data-parallel job's ranks on this machine.
+CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are);
+
+}  // namespace traind
+
+#endif  // TRAIND_ENGINE_CPU_THREADS_H_
