@@ -15,19 +15,20 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 extern "C" __attribute__((weak)) int LLVMFuzzerInitialize(int* argc, char*** argv);
 
+// ASan and TSan reserve terabytes of address space for their shadow memory.
 #if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TRAIND_REPLAY_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TRAIND_REPLAY_SHADOW_MEMORY 1
 #endif
 #endif
-#if defined(__SANITIZE_ADDRESS__)
-#define TRAIND_REPLAY_ASAN 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TRAIND_REPLAY_SHADOW_MEMORY 1
 #endif
 
 int main(int argc, char** argv) {
-#ifndef TRAIND_REPLAY_ASAN
+#ifndef TRAIND_REPLAY_SHADOW_MEMORY
   // libFuzzer stops an input at 2 GiB; here a runaway allocation fails instead of taking the
-  // machine (ASan reserves terabytes of address space, so only without it).
+  // machine (only without a sanitizer's shadow memory, which an address-space limit breaks).
   const rlimit limit{8ull << 30, 8ull << 30};
   setrlimit(RLIMIT_AS, &limit);
 #endif

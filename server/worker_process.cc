@@ -117,8 +117,13 @@ absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
   return absl::OkStatus();
 }
 
+bool WorkerProcess::Reaped() const {
+  absl::MutexLock lock(&reap_mu_);
+  return reaped_;
+}
+
 bool WorkerProcess::HasExited() const {
-  if (reaped_) return true;
+  if (Reaped()) return true;
   siginfo_t info{};
   // WNOWAIT: look, leaving the exit status for Wait.
   if (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return true;
@@ -131,7 +136,7 @@ WorkerProcess::WorkerProcess(pid_t pid, int request_fd, int events_fd, int stder
 }
 
 WorkerProcess::~WorkerProcess() {
-  if (!reaped_) {
+  if (!Reaped()) {
     Kill();
     Wait();
   }
@@ -187,24 +192,31 @@ WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
   }
 }
 
-void WorkerProcess::Terminate() {
-  if (!reaped_) kill(pid_, SIGTERM);
+void WorkerProcess::Signal(int signal) {
+  absl::MutexLock lock(&reap_mu_);
+  if (!reaped_) kill(pid_, signal);
 }
 
-void WorkerProcess::Suspend() {
-  if (!reaped_) kill(pid_, SIGUSR1);
-}
+void WorkerProcess::Terminate() { Signal(SIGTERM); }
 
-void WorkerProcess::Kill() {
-  if (!reaped_) kill(pid_, SIGKILL);
-}
+void WorkerProcess::Suspend() { Signal(SIGUSR1); }
+
+void WorkerProcess::Kill() { Signal(SIGKILL); }
 
 WorkerProcess::Exit WorkerProcess::Wait() {
   Exit exit;
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  // Waits for the exit without reaping (WNOWAIT), holding no lock: the zombie keeps its pid, so a
+  // signal sent meanwhile reaches it and nothing else. Then reaps under the lock.
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
   }
-  reaped_ = true;
+  int status = 0;
+  {
+    absl::MutexLock lock(&reap_mu_);
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
   if (WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
   if (stderr_thread_.joinable()) stderr_thread_.join();

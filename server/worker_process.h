@@ -48,6 +48,8 @@ class WorkerProcess {
   // bytes that do not decode (then its process is killed).
   ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
 
+  // Any thread may signal while another waits in Wait(): a signal is sent only while the child is
+  // unreaped (its pid cannot have been reused), and never once Wait() has reaped it.
   void Terminate();  // SIGTERM: stop (a cancel)
   void Suspend();    // SIGUSR1: checkpoint, then stop (shutdown)
   void Kill();       // SIGKILL
@@ -66,12 +68,17 @@ class WorkerProcess {
  private:
   WorkerProcess(pid_t pid, int request_fd, int events_fd, int stderr_fd);
   void DrainStderr(int fd);
+  void Signal(int signal);
+  bool Reaped() const;
 
   const pid_t pid_;
   int request_fd_;  // -1 once the request was sent
   const int events_fd_;
   DelimitedReader reader_;
-  bool reaped_ = false;
+  // The supervising thread reaps while the scheduler's may signal (cancel, shutdown): the reap and
+  // every kill() hold reap_mu_, so no signal can reach a process that reused the pid.
+  mutable absl::Mutex reap_mu_;
+  bool reaped_ ABSL_GUARDED_BY(reap_mu_) = false;
   std::thread stderr_thread_;
 
   absl::Mutex mu_;
