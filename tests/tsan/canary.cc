@@ -24,7 +24,12 @@ int main(int argc, char** argv) {
     }
     // Racing, both threads at once: each thread's writes are ordered after main's store to `go`,
     // not after the other thread's.
-    for (int i = 0; race && i < 1000; ++i) ++unguarded;
+    // Nothing after it: a long run of other events would push the first thread's write out of
+    // TSan's history, and a race whose other stack cannot be restored is not reported.
+    if (race) {
+      for (int i = 0; i < 1000; ++i) ++unguarded;
+      return;
+    }
     for (int i = 0; i < 100000; ++i) {
       absl::MutexLock lock(&mu);
       ++guarded;
@@ -35,5 +40,5 @@ int main(int argc, char** argv) {
   a.join();
   b.join();
   absl::MutexLock lock(&mu);
-  return guarded == 200000 ? 0 : 1;
+  return race || guarded == 200000 ? 0 : 1;
 }
