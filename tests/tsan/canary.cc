@@ -1,7 +1,7 @@
 // Proves the ThreadSanitizer build can be believed (deploy/tsan.sh): two threads that take one
-// absl::Mutex in turn must draw no report (so the Abseil on LD_LIBRARY_PATH is instrumented and
+// absl::Mutex in turn must draw no report (so the Abseil found through the RPATH is instrumented and
 // the suppressions hold: with Debian's Abseil this reports a race), and with `race` as argument
-// they also touch a counter without it, which must be reported.
+// they instead both write one counter without it, which must be reported.
 #include <atomic>
 #include <cstring>
 #include <thread>
