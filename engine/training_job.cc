@@ -403,11 +403,12 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   ASSIGN_OR_RETURN(std::unique_ptr<torch::optim::Optimizer> optimizer,
                    CreateOptimizer(spec_, model.ptr()->parameters()));
   Took("model", start);
-  const int64_t planned_steps =
-      spec_.epochs() *
-      (data.train.size() /
-       std::max<int64_t>(1, batch_size * (dp_ != nullptr ? dp_->world_size() : 1)));
-  const std::string autotuning = ChooseAutotuning(planned_steps);
+  const int world = dp_ != nullptr ? dp_->world_size() : 1;
+  const int rank = dp_ != nullptr ? dp_->rank() : 0;
+  // A step takes a global batch of world * batch_size from the shuffled order; rank r trains on
+  // its r-th slice. The last partial global batch is dropped.
+  const int64_t batches = data.train.size() / (batch_size * world);
+  const std::string autotuning = ChooseAutotuning(spec_.epochs() * batches);
   if (!settings.empty()) {
     Log(absl::StrCat(autotuning.empty()
                          ? settings
@@ -419,8 +420,6 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
                          ? "; fused bf16 batch norm"
                          : ""));
   }
-  const int world = dp_ != nullptr ? dp_->world_size() : 1;
-  const int rank = dp_ != nullptr ? dp_->rank() : 0;
   TrainStep step(model, optimizer.get(), device_, spec_.amp(), spec_.accumulate(),
                  Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()},
                  spec_.seed() + static_cast<uint64_t>(rank), loss_, spec_.label_smoothing(),
@@ -434,9 +433,6 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     return absl::OkStatus();
   }
 
-  // A step takes a global batch of world * batch_size from the shuffled order; rank r trains on
-  // its r-th slice. The last partial global batch is dropped.
-  const int64_t batches = data.train.size() / (batch_size * world);
   if (batches == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch_size: ", batch_size, world > 1 ? absl::StrCat(" x ", world, " ranks") : "",
