@@ -7,6 +7,13 @@
 // learning rate is a device tensor too (a schedule sets it before each replay); label smoothing
 // and gradient clipping are captured with the step. The moments are the optimizer's own tensors,
 // so a checkpoint saves them; SyncOptimizer() writes the step counts back first.
+// Under bf16 autocast, conv and linear weights can train through bf16 copies
+// (`bf16_weight_copies`): the graph's forward and backward read the copies, so autocast casts no
+// weight and no gradient, and one kernel (engine/cuda/master_weight_adam.h) updates the fp32
+// weight, its moments and its copy from the bf16 gradient. The forward, the backward and the
+// gradients are the numbers autocast's casts give; the fp32 weights stay the model's, which
+// evaluation and checkpoints read. The weights must then change only through Run() (a copy is
+// refreshed by the update alone).
 // Built only where LibTorch has CUDA (TRAIND_HAVE_CUDA) and the fused optimizers (2.x).
 // Thread-compatible; use from one thread.
 #ifndef TRAIND_ENGINE_CUDA_GRAPH_STEP_H_
@@ -30,11 +37,17 @@ class CudaGraphTrainStep {
   // targets like `label_sample` (a class index, or an mse target), updating `optimizer`'s state
   // (one of CreateFusedAdam's; a loaded checkpoint's state continues), which must outlive the
   // step. The model's parameters and the optimizer's state are left exactly as they were
-  // (warm-up steps are undone). UNIMPLEMENTED where this build has no CUDA graphs.
+  // (warm-up steps are undone). `bf16_weight_copies`: with amp bf16, where this build has
+  // traind's CUDA kernels, train conv and linear weights through bf16 copies (above).
+  // UNIMPLEMENTED where this build has no CUDA graphs.
   static absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> Create(
       torch::nn::AnyModule model, torch::optim::Optimizer& optimizer,
       const trainer::v1::JobSpec& spec, const torch::Device& device, int64_t batch_size,
-      const torch::Tensor& sample, const torch::Tensor& label_sample);
+      const torch::Tensor& sample, const torch::Tensor& label_sample,
+      bool bf16_weight_copies = true);
+  // Whether traind_worker's environment leaves bf16 weight copies on (TRAIND_BF16_WEIGHT_COPIES=0
+  // turns them off, to measure them).
+  static bool Bf16WeightCopiesWanted();
   // Replays the step on this batch (already on the device). Returns the loss as a device
   // tensor that the next Run overwrites: read it before then.
   virtual torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels) = 0;
@@ -42,6 +55,9 @@ class CudaGraphTrainStep {
   virtual void SetLearningRate(double learning_rate) = 0;
   // Writes the device's step counts into the optimizer's state (before it is saved).
   virtual absl::Status SyncOptimizer() = 0;
+  // How many parameter tensors train through bf16 copies (0: none), and their elements.
+  virtual int64_t bf16_copied_tensors() const = 0;
+  virtual int64_t bf16_copied_elements() const = 0;
 };
 
 }  // namespace traind

@@ -22,6 +22,23 @@ struct TinyNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(TinyNet);
 
+// A conv and a linear layer with a batch norm between: what autocast casts (the conv's and the
+// linear's weights and biases, the conv's in channels_last) and what it does not (batch norm's).
+struct TinyConvNetImpl : torch::nn::Module {
+  TinyConvNetImpl() {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).padding(1)));
+    norm = register_module("norm", torch::nn::BatchNorm2d(8));
+    head = register_module("head", torch::nn::Linear(8 * 4 * 4, 4));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    return head(torch::relu(norm(conv(x))).flatten(1));
+  }
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::BatchNorm2d norm{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(TinyConvNet);
+
 torch::nn::AnyModule MakeModel(const torch::Device& device) {
   torch::manual_seed(7);  // both copies start from the same weights
   TinyNet net;
@@ -102,6 +119,92 @@ TEST(CudaGraphStepTest, MatchesTheEagerStepUnderAScheduleWithSmoothingAndClippin
   ASSERT_TRUE(eager_state.ok());
   EXPECT_TRUE(AllClose(state->exp_avgs, eager_state->exp_avgs));
   EXPECT_TRUE(AllClose(state->exp_avg_sqs, eager_state->exp_avg_sqs));
+}
+
+// bf16 weight copies: the graph's forward and backward read bf16 copies of the conv and linear
+// weights, and one kernel updates the fp32 weights, the moments and the copies. The same job
+// trained eagerly under autocast (ATen's casts, ATen's fused Adam) must end with the same fp32
+// weights and moments, with Adam and with AdamW's decoupled decay, clipping every step.
+TEST(CudaGraphStepTest, Bf16WeightCopiesTrainLikeAutocastsCasts) {
+  if (!torch::cuda::is_available() || !CudaGraphTrainStep::Available()) {
+    GTEST_SKIP() << "no CUDA device, or this LibTorch cannot capture CUDA graphs";
+  }
+  const torch::Device device("cuda:0");
+  torch::manual_seed(5);
+  const torch::Tensor images = torch::randn({8, 1, 4, 4}, torch::TensorOptions().device(device));
+  const torch::Tensor labels =
+      torch::randint(0, 4, {8}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  auto make = [&] {
+    torch::manual_seed(11);
+    TinyConvNet net;
+    net->to(device);
+    net->conv->weight.set_data(
+        net->conv->weight.detach().contiguous(torch::MemoryFormat::ChannelsLast));
+    return torch::nn::AnyModule(net);
+  };
+  for (const std::string optimizer : {"adam", "adamw"}) {
+    SCOPED_TRACE(optimizer);
+    trainer::v1::JobSpec spec;
+    spec.set_optimizer(optimizer);
+    spec.set_amp("bf16");
+    spec.set_learning_rate(1e-2);
+    spec.set_weight_decay(optimizer == "adamw" ? 0.1 : 1e-3);
+    spec.set_clip_grad_norm(0.5);
+    const bool decoupled = optimizer == "adamw";
+
+    torch::nn::AnyModule eager_model = make();
+    std::unique_ptr<torch::optim::Optimizer> eager_optimizer = CreateFusedAdam(
+        eager_model.ptr()->parameters(), 1e-2, spec.weight_decay(), decoupled);
+    TrainStep eager(eager_model, eager_optimizer.get(), device, "bf16", 1, Augmentation{}, 1,
+                    LossKind::kCrossEntropy, 0.0, spec.clip_grad_norm());
+
+    torch::nn::AnyModule copies_model = make();
+    std::unique_ptr<torch::optim::Optimizer> copies_optimizer = CreateFusedAdam(
+        copies_model.ptr()->parameters(), 1e-2, spec.weight_decay(), decoupled);
+    absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> copies = CudaGraphTrainStep::Create(
+        copies_model, *copies_optimizer, spec, device, 8, images[0], labels[0],
+        /*bf16_weight_copies=*/true);
+    ASSERT_TRUE(copies.ok()) << copies.status();
+    // conv weight and bias, linear weight and bias; not batch norm's two.
+    EXPECT_EQ((*copies)->bf16_copied_tensors(), 4);
+    EXPECT_EQ((*copies)->bf16_copied_elements(), 8 * 9 + 8 + 4 * 128 + 4);
+    for (const torch::Tensor& p : copies_model.ptr()->parameters()) {
+      EXPECT_EQ(p.scalar_type(), torch::kFloat32) << "the model keeps its fp32 weights";
+    }
+    EXPECT_TRUE(copies_model.ptr()->named_parameters()["conv.weight"].is_contiguous(
+        torch::MemoryFormat::ChannelsLast));
+    ASSERT_TRUE(AllClose(Snapshot(eager_model), Snapshot(copies_model)))
+        << "capture's warm-up steps must be undone";
+
+    torch::nn::AnyModule plain_model = make();
+    std::unique_ptr<torch::optim::Optimizer> plain_optimizer = CreateFusedAdam(
+        plain_model.ptr()->parameters(), 1e-2, spec.weight_decay(), decoupled);
+    absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> plain = CudaGraphTrainStep::Create(
+        plain_model, *plain_optimizer, spec, device, 8, images[0], labels[0],
+        /*bf16_weight_copies=*/false);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_EQ((*plain)->bf16_copied_tensors(), 0);
+
+    for (int i = 0; i < 4; ++i) {
+      const std::vector<torch::Tensor> before = Snapshot(copies_model);
+      eager.Run(images, labels);
+      (*copies)->Run(images, labels);
+      (*plain)->Run(images, labels);
+      torch::cuda::synchronize();
+      EXPECT_TRUE(AllClose(Snapshot(eager_model), Snapshot(copies_model))) << "step " << i;
+      EXPECT_TRUE(AllClose(Snapshot(eager_model), Snapshot(plain_model))) << "step " << i;
+      EXPECT_FALSE(AllClose(before, Snapshot(copies_model))) << "step " << i << " did not train";
+    }
+    ASSERT_TRUE((*copies)->SyncOptimizer().ok());
+    absl::StatusOr<AdamStateTensors> state =
+        AdamStateOf(*copies_optimizer, copies_model.ptr()->parameters());
+    absl::StatusOr<AdamStateTensors> eager_state =
+        AdamStateOf(*eager_optimizer, eager_model.ptr()->parameters());
+    ASSERT_TRUE(state.ok() && eager_state.ok());
+    for (int64_t count : state->steps) EXPECT_EQ(count, 4);
+    EXPECT_TRUE(AllClose(state->exp_avgs, eager_state->exp_avgs));
+    EXPECT_TRUE(AllClose(state->exp_avg_sqs, eager_state->exp_avg_sqs));
+  }
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
-// StepProfiler: LibTorch's (legacy, CPU-side) profiler over a window of training steps. Turns the
-// recorded ranges into operator self times (time in an operator minus time in the operators it
-// called) and writes a Chrome trace. Use from the training thread only.
+// StepProfiler: LibTorch's profiler over a window of training steps. Turns the recorded ranges
+// into operator self times (time in an operator minus time in the operators it called) and writes
+// a Chrome trace. Where LibTorch has CUDA (2.x), it profiles through Kineto, which also records
+// the GPU's kernels (inside CUDA graphs too): the result then lists them by device time, and the
+// trace shows both timelines. Elsewhere (Debian's LibTorch 1.13) it uses the legacy CPU-side
+// profiler. Use from the training thread only.
 #ifndef TRAIND_ENGINE_STEP_PROFILER_H_
 #define TRAIND_ENGINE_STEP_PROFILER_H_
 
@@ -14,6 +17,8 @@ namespace traind {
 class StepProfiler {
  public:
   static constexpr int kTopOperators = 15;
+  static constexpr int kTopKernels = 15;
+  static constexpr size_t kMaxNameBytes = 160;  // kernel names run to kilobytes of templates
 
   void Start();
   // Stops, writes the trace to `trace_path` and returns the top operators by self time.

@@ -454,7 +454,8 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   if (spec_.cuda_graph()) {
     const auto capture_start = Clock::now();
     absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> created = CudaGraphTrainStep::Create(
-        model, *optimizer, spec_, device_, batch_size, data.train.inputs[0], data.train.labels[0]);
+        model, *optimizer, spec_, device_, batch_size, data.train.inputs[0], data.train.labels[0],
+        CudaGraphTrainStep::Bf16WeightCopiesWanted());
     // A model may do what a graph cannot capture (host syncs, data-dependent control flow). A
     // graph chosen by default, or a TorchScript module's, then trains eagerly and says so;
     // traind's own models asked for a graph must capture.
@@ -466,6 +467,12 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       ASSIGN_OR_RETURN(graph_step, std::move(created));
     }
     Took("CUDA graph capture", capture_start);
+    if (graph_step && graph_step->bf16_copied_tensors() > 0) {
+      Log(absl::StrFormat(
+          "CUDA graph: %d conv and linear weight tensors (%.1f M parameters) train through bf16 "
+          "copies, updated with their fp32 weights in one pass (no autocast casts)",
+          graph_step->bf16_copied_tensors(), graph_step->bf16_copied_elements() / 1e6));
+    }
   }
   // After the checkpoint (and init_from's weights) are loaded: loading replaces the parameters'
   // storage, which a reducer attached before would no longer see.

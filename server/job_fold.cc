@@ -60,6 +60,9 @@ void ApplyEvent(const JobEvent& event, Job* job) {
     case JobEvent::kProfile:
       *result->mutable_top_operators() = event.profile().top_operators();
       result->set_trace_path(event.profile().trace_path());
+      *result->mutable_top_kernels() = event.profile().top_kernels();
+      result->set_profile_kernel_seconds(event.profile().kernel_seconds());
+      result->set_profile_steps(event.profile().steps());
       break;
     case JobEvent::kBench:
       *result->mutable_bench() = event.bench();

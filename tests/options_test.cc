@@ -147,9 +147,43 @@ TEST_F(OptionsTest, ProfileStepsKeepsTopOperatorsAndATrace) {
   EXPECT_EQ(job.result().trace_path(), state_dir_ + "/jobs/" + std::to_string(job.id()) + "/trace.json");
   std::ifstream trace(job.result().trace_path());
   std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text.rfind("{\"traceEvents\":[{", 0), 0u);
+  // A Chrome trace: traind's own (legacy profiler) or Kineto's (CUDA builds), both JSON objects
+  // with the operators among their traceEvents.
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  ASSERT_NE(first, std::string::npos) << "an empty trace";
+  EXPECT_EQ(text[first], '{');
+  EXPECT_NE(text.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(text.find("conv"), std::string::npos);
   Result show = Trainctl({"show", std::to_string(job.id())});
   EXPECT_NE(show.out.find("top operators by self time"), std::string::npos) << show.out;
+}
+
+// On a GPU the profile also times the device's kernels, inside a CUDA graph's replays too (a
+// graph job's steps are one launch each on the host side).
+TEST_F(OptionsTest, ProfileStepsOnCudaTimesTheKernelsInsideTheGraph) {
+  Result devices = Trainctl({"devices", "-o", "json"});
+  if (devices.out.find("\"cuda:0\"") == std::string::npos) GTEST_SKIP() << "no CUDA device";
+  Job job = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--device", "cuda",
+                           "--cuda-graph", "--profile-steps", "4", "--limit-train", "2000",
+                           "--limit-test", "100", "--batch-size", "64"});
+  ASSERT_EQ(job.state(), Job::SUCCEEDED);
+  EXPECT_EQ(job.result().profile_steps(), 4);
+  ASSERT_GT(job.result().top_kernels_size(), 3);
+  EXPECT_GT(job.result().profile_kernel_seconds(), 0);
+  double listed = 0;
+  int64_t launches = 0;
+  for (const auto& k : job.result().top_kernels()) {
+    listed += k.self_seconds();
+    EXPECT_GT(k.calls(), 0) << k.name();
+    launches += k.calls();
+  }
+  EXPECT_LE(listed, job.result().profile_kernel_seconds() * 1.000001);
+  // Outside the graph a step launches about six kernels (the batch's gather and its copies into
+  // the graph's buffers, the loss sum); the graph's dozens (convolutions, pooling, the loss,
+  // their gradients, Adam) count only if the profiler sees inside its replays.
+  EXPECT_GT(launches, 10 * 4) << "kernels inside the graph's replays are missing";
+  Result show = Trainctl({"show", std::to_string(job.id())});
+  EXPECT_NE(show.out.find("of device time per step over 4 steps"), std::string::npos) << show.out;
 }
 
 TEST_F(OptionsTest, BatchSizeAutoChoosesAndReports) {

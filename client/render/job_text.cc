@@ -1,5 +1,7 @@
 #include "client/render/job_text.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -123,6 +125,18 @@ std::string DescribeJob(const Job& job) {
     for (const auto& op : result.top_operators()) {
       absl::StrAppendFormat(&out, "            %9.3f ms  %6d calls  %s\n", op.self_seconds() * 1000,
                             op.calls(), TerminalSafe(op.name()));
+    }
+  }
+  if (result.top_kernels_size() > 0) {
+    const int steps = std::max(1, result.profile_steps());
+    absl::StrAppendFormat(&out,
+                          "  kernels   %.3f ms of device time per step over %d steps; the "
+                          "longest, per step:\n",
+                          result.profile_kernel_seconds() * 1000 / steps, steps);
+    for (const auto& k : result.top_kernels()) {
+      absl::StrAppendFormat(&out, "            %9.3f ms  %6.1f calls  %s\n",
+                            k.self_seconds() * 1000 / steps,
+                            static_cast<double>(k.calls()) / steps, TerminalSafe(k.name()));
     }
   }
   if (job.disk_bytes() > 0) {
