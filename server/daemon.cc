@@ -218,7 +218,8 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
           options.cancel_grace, options.slots, options.checkpoint_minutes * 60,
           daemon->blobs_.get(), options.warm_workers, std::move(gpus),
           SlurmLauncherPath(options.worker_path), options.slurm_address,
-          HostsLauncherPath(options.worker_path), options.hosts_environment, options.host_wait});
+          HostsLauncherPath(options.worker_path), options.hosts_environment, options.host_wait,
+          options.worker_nice});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),

@@ -62,6 +62,7 @@ struct DaemonOptions {
   std::vector<std::string> hosts_environment;
   absl::Duration host_wait = absl::Minutes(10);
   int warm_workers = 1;                  // traind-worker processes started ahead of their jobs
+  int worker_nice = 10;                  // workers' nice increment over traind's own (0-19)
   bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
   // Called by the Shutdown RPC (trainctl shutdown); unset: that RPC is refused.
   std::function<void()> shutdown_hook;

@@ -142,6 +142,12 @@ int main(int argc, char** argv) {
                  "LibTorch to load (about a second of CPU each, ~100 MiB resident); 0: none")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  app.add_option("--worker-nice", options.worker_nice,
+                 "How far below traind's own CPU priority the workers run (a nice increment). "
+                 "On busy cores traind's threads, which carry every job's events to its "
+                 "watchers, and your trainctl then go before training; 0: the same priority")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 19));
   app.add_option("--http", options.http,
                  "Serve the dashboard, JSON API and /metrics on HOST:PORT (e.g. 127.0.0.1:8080; "
                  "plain HTTP on loopback only, HTTPS with --tls-cert/--tls-key). traind prints "

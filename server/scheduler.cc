@@ -132,6 +132,8 @@ std::vector<std::string> Scheduler::WorkerEnvironment() const {
   const auto cpu = options_.slots.find("cpu");
   environment.push_back(
       absl::StrCat("TRAIND_CPU_SLOTS=", cpu == options_.slots.end() ? 1 : cpu->second));
+  // Below the daemon, whose threads carry every job's events to its watchers (worker/priority.h).
+  environment.push_back(absl::StrCat("TRAIND_WORKER_NICE=", options_.worker_nice));
   return environment;
 }
 

@@ -63,6 +63,8 @@ class Scheduler {
     std::string hosts_launcher_path;
     std::vector<std::string> hosts_environment;
     absl::Duration host_wait = absl::Minutes(10);
+    // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
+    int worker_nice = 10;
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown

@@ -46,6 +46,7 @@ void DaemonTest::StartDaemon() {
   options.http = http_;
   options.token_file = token_file_;
   options.limits = limits_;
+  options.worker_nice = worker_nice_;
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

@@ -52,6 +52,7 @@ class DaemonTest : public ::testing::Test {
   std::string http_;                  // DaemonOptions.http (the dashboard), e.g. "127.0.0.1:0"
   std::string token_file_;            // DaemonOptions.token_file
   AccessControl::Limits limits_;      // DaemonOptions.limits
+  int worker_nice_ = DaemonOptions().worker_nice;
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.

@@ -30,8 +30,13 @@
 #include "models/scripted_model.h"
 #include "trainer/v1/worker.pb.h"
 #include "worker/heap_retention.h"
+#include "worker/priority.h"
 
 int main(int argc, char** argv) {
+  // First: the threads started later inherit it (worker/priority.h).
+  if (absl::Status lowered = traind::LowerPriorityFromEnvironment(); !lowered.ok()) {
+    std::fprintf(stderr, "traind-worker: %s\n", std::string(lowered.message()).c_str());
+  }
   const int events_fd = traind::TakeStdoutForEvents();
   traind::EventPipeWriter pipe(events_fd);
 

@@ -1,0 +1,125 @@
+// Workers run below the daemon (traind --worker-nice, worker/priority.h): every thread of a real
+// running worker, LibTorch's included, has the nice value the daemon's own plus the increment.
+// The daemon runs in this test process, so its workers are this process's children.
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/daemon_fixture.h"
+
+namespace traind {
+namespace {
+
+// Field `n` (1-based, as in proc(5)) of a /proc stat line; the command may hold spaces, so
+// counting starts after its closing parenthesis (field 2).
+std::string StatField(const std::string& stat, int n) {
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= n && rest >> field; ++i) {
+  }
+  return field;
+}
+
+std::string ReadLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::vector<int> WorkerPids() {
+  std::vector<int> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* entry = readdir(proc)) {
+    const int pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    const std::string stat = ReadLine("/proc/" + std::to_string(pid) + "/stat");
+    if (stat.empty() || stat.find("(traind-worker)") == std::string::npos) continue;
+    if (std::stoi(StatField(stat, 4)) == getpid()) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+// The nice value of every thread of `pid`.
+std::vector<int> ThreadNices(int pid) {
+  std::vector<int> nices;
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(tasks.c_str());
+  if (dir == nullptr) return nices;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    const std::string stat = ReadLine(tasks + "/" + entry->d_name + "/stat");
+    if (!stat.empty()) nices.push_back(std::stoi(StatField(stat, 19)));
+  }
+  closedir(dir);
+  return nices;
+}
+
+class WorkerPriorityTest : public DaemonTest {
+ protected:
+  // Runs a job until it has trained a few steps, then returns the nice values of the threads of
+  // this daemon's workers (the job's and a waiting warm one) once they all equal `expected`, or
+  // after 10 s. A worker still loading LibTorch (a warm one just started) has not reached main()
+  // yet, hence the wait.
+  std::vector<int> NicesWhileTraining(int expected) {
+    // Two intra-op threads, so LibTorch starts one of its own after the worker lowered itself.
+    const int64_t id = SubmitSmall("lenet5", {"--epochs", "200", "--threads", "2"});
+    for (int tries = 0; tries < 600; ++tries) {
+      bool stepped = false;
+      for (const auto& e : Events(id)) stepped = stepped || e.has_step();
+      if (stepped) break;
+      usleep(50 * 1000);
+    }
+    std::vector<int> nices;
+    for (int tries = 0; tries < 100; ++tries) {
+      nices.clear();
+      for (int pid : WorkerPids()) {
+        std::vector<int> threads = ThreadNices(pid);
+        nices.insert(nices.end(), threads.begin(), threads.end());
+      }
+      if (nices.size() > 1 &&
+          std::all_of(nices.begin(), nices.end(), [&](int n) { return n == expected; })) {
+        break;
+      }
+      usleep(100 * 1000);
+    }
+    Trainctl({"cancel", std::to_string(id)});
+    WaitForState(id, trainer::v1::Job::CANCELLED);
+    return nices;
+  }
+
+  static int OwnNice() {
+    errno = 0;
+    const int nice = getpriority(PRIO_PROCESS, 0);
+    EXPECT_EQ(errno, 0);
+    return nice;
+  }
+};
+
+TEST_F(WorkerPriorityTest, EveryWorkerThreadRunsBelowTheDaemon) {
+  const int expected = std::min(19, OwnNice() + 10);
+  const std::vector<int> nices = NicesWhileTraining(expected);
+  ASSERT_GT(nices.size(), 2u) << "no training worker with LibTorch's threads found";
+  for (int nice : nices) EXPECT_EQ(nice, expected);
+}
+
+TEST_F(WorkerPriorityTest, ZeroKeepsTheDaemonsPriority) {
+  StopDaemon();
+  worker_nice_ = 0;
+  StartDaemon();
+  const int expected = OwnNice();
+  const std::vector<int> nices = NicesWhileTraining(expected);
+  ASSERT_GT(nices.size(), 2u) << "no training worker with LibTorch's threads found";
+  for (int nice : nices) EXPECT_EQ(nice, expected);
+}
+
+}  // namespace
+}  // namespace traind
