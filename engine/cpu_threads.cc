@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -64,6 +66,10 @@ CpuFacts ReadCpuFacts() {
   facts.logical_cpus = std::max(1, logical);
   facts.physical_cores = topology ? std::max<int>(1, cores.size()) : facts.logical_cpus;
   facts.quota_cpus = CgroupQuotaCpus();
+  if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr) {
+    int threads = 0;
+    if (absl::SimpleAtoi(omp, &threads) && threads > 0) facts.omp_num_threads = threads;
+  }
   return facts;
 }
 
@@ -79,10 +85,14 @@ CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::strin
   const int for_jobs = usable > 1 ? usable - 1 : 1;
   CpuThreads chosen;
   chosen.threads = std::max(1, for_jobs / sharers);
+  const bool capped = facts.omp_num_threads > 0 && facts.omp_num_threads < chosen.threads;
+  if (capped) chosen.threads = facts.omp_num_threads;
   absl::StrAppend(&chosen.explanation, chosen.threads, " intra-op thread",
                   chosen.threads == 1 ? "" : "s", ": ", what);
   if (usable > 1) absl::StrAppend(&chosen.explanation, ", one left for the daemon and clients");
-  absl::StrAppend(&chosen.explanation, "; ", sharers, " ", sharers_are, " (--threads N chooses)");
+  absl::StrAppend(&chosen.explanation, "; ", sharers, " ", sharers_are);
+  if (capped) absl::StrAppend(&chosen.explanation, "; at most OMP_NUM_THREADS=", facts.omp_num_threads);
+  absl::StrAppend(&chosen.explanation, " (--threads N chooses)");
   return chosen;
 }
 

@@ -16,10 +16,14 @@ struct CpuFacts {
   int logical_cpus = 1;    // in this process's affinity mask
   int physical_cores = 1;  // of those, SMT siblings counted once
   double quota_cpus = 0;   // the cgroup's CPU quota (cpu.max), in CPUs; 0: none
+  // OMP_NUM_THREADS in traind's (so the worker's) environment, 0: unset or not a number. Set, it
+  // caps the choice: whoever set it knows what else shares the cores (torchrun sets it too).
+  int omp_num_threads = 0;
 };
 
-// Reads the affinity mask, /sys/devices/system/cpu/cpuN/topology and the cgroup's cpu.max. What
-// it cannot read it takes from what it can (no topology: each logical CPU is a core).
+// Reads the affinity mask, /sys/devices/system/cpu/cpuN/topology, the cgroup's cpu.max and
+// OMP_NUM_THREADS. What it cannot read it takes from what it can (no topology: each logical CPU
+// is a core).
 CpuFacts ReadCpuFacts();
 
 struct CpuThreads {

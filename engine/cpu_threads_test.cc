@@ -1,6 +1,7 @@
 #include "engine/cpu_threads.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 namespace traind {
 namespace {
@@ -24,6 +25,29 @@ TEST(CpuThreadsTest, TheExplanationSaysWhy) {
   EXPECT_EQ(chosen.explanation,
             "2 intra-op threads: 8 physical cores (16 CPUs), a cgroup quota of 2.5 CPUs, one left "
             "for the daemon and clients; 1 CPU job at a time (--threads N chooses)");
+}
+
+// An OMP_NUM_THREADS someone set (torchrun does; so do the integration tests, which run several
+// daemons on one machine) caps the choice, and the log says so; it never raises it.
+TEST(CpuThreadsTest, OmpNumThreadsCapsTheChoice) {
+  CpuFacts facts{16, 16, 0, 2};
+  const CpuThreads capped = ChooseCpuThreads(facts, 1, "CPU job at a time");
+  EXPECT_EQ(capped.threads, 2);
+  EXPECT_EQ(capped.explanation,
+            "2 intra-op threads: 16 physical cores, one left for the daemon and clients; 1 CPU "
+            "job at a time; at most OMP_NUM_THREADS=2 (--threads N chooses)");
+  facts.omp_num_threads = 64;
+  EXPECT_EQ(ChooseCpuThreads(facts, 1, "CPU job at a time").threads, 15);
+  EXPECT_EQ(ChooseCpuThreads({2, 2, 0, 8}, 1, "CPU job at a time").threads, 1);
+}
+
+TEST(CpuThreadsTest, ReadsOmpNumThreads) {
+  setenv("OMP_NUM_THREADS", "3", 1);
+  EXPECT_EQ(ReadCpuFacts().omp_num_threads, 3);
+  setenv("OMP_NUM_THREADS", "three", 1);
+  EXPECT_EQ(ReadCpuFacts().omp_num_threads, 0);
+  unsetenv("OMP_NUM_THREADS");
+  EXPECT_EQ(ReadCpuFacts().omp_num_threads, 0);
 }
 
 TEST(CpuThreadsTest, ReadsThisMachine) {
