@@ -127,6 +127,7 @@ def main():
     lock = threading.Condition()
     submitted, finished = [], set()   # job ids
     latencies_ms = []                 # every live step event: worker stamp -> receipt
+    slowest = []                      # (ms, job id, seq, stamped): the tail, to look into
     gaps, failed = [], []
     stop = threading.Event()
 
@@ -150,13 +151,15 @@ def main():
                     return
                 job_id = submitted[n]
             watch_began = time.time()
-            seqs, mine, state = [], [], None
+            seqs, mine, slow, state = [], [], [], None
             for event in stub.WatchJob(pb.WatchJobRequest(id=job_id), timeout=600):
                 received = time.time()
                 seqs.append(event.seq)
                 stamped = event.time.seconds + event.time.nanos / 1e9
                 if event.HasField("step") and stamped > watch_began:
                     mine.append((received - stamped) * 1000)
+                    if mine[-1] >= 100:
+                        slow.append((mine[-1], job_id, event.seq, stamped))
                 if event.HasField("state_change"):
                     state = event.state_change.state
             with lock:
@@ -166,6 +169,7 @@ def main():
                     failed.append(job_id)
                 if n >= args.measure_after:
                     latencies_ms.extend(mine)
+                    slowest.extend(slow)
                 # Jobs end in order of id within a watcher's share, and every job is someone's.
                 finished.add(job_id)
                 lock.notify_all()
@@ -251,6 +255,10 @@ def main():
               f"{s['list_ms']:.0f} | {s['rpc_ms']:.1f} |")
     print(f"\nStep events of jobs {args.measure_after} and later, worker's timestamp to a watcher's receipt: {len(latencies_ms)} events, "
           f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(latencies_ms, default=0):.1f} ms")
+    over = lambda ms: sum(1 for x in latencies_ms if x >= ms)
+    print(f"  {over(100)} events took 100 ms or more, {over(1000)} a second or more; the slowest: " +
+          ", ".join(f"{ms:.0f} ms (job {job} seq {seq}, stamped {time.strftime('%H:%M:%S', time.gmtime(t))} UTC)"
+                    for ms, job, seq, t in sorted(slowest, reverse=True)[:5]))
     print("Inside traind (cumulative, from its log when it stopped):")
     for line in stages:
         print("  " + line.replace("traind: ", ""))
