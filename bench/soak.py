@@ -256,8 +256,8 @@ def main():
     print(f"\nStep events of jobs {args.measure_after} and later, worker's timestamp to a watcher's receipt: {len(latencies_ms)} events, "
           f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {max(latencies_ms, default=0):.1f} ms")
     over = lambda ms: sum(1 for x in latencies_ms if x >= ms)
-    print(f"  {over(100)} events took 100 ms or more, {over(1000)} a second or more; the slowest: " +
-          ", ".join(f"{ms:.0f} ms (job {job} seq {seq}, stamped {time.strftime('%H:%M:%S', time.gmtime(t))} UTC)"
+    print(f"  {over(100)} events took 100 ms or more, {over(1000)} a second or more" +
+          ("; the slowest: " if slowest else "") + ", ".join(f"{ms:.0f} ms (job {job} seq {seq}, stamped {time.strftime('%H:%M:%S', time.gmtime(t))} UTC)"
                     for ms, job, seq, t in sorted(slowest, reverse=True)[:5]))
     print("Inside traind (cumulative, from its log when it stopped):")
     for line in stages:
