@@ -91,7 +91,9 @@ CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::strin
                   chosen.threads == 1 ? "" : "s", ": ", what);
   if (usable > 1) absl::StrAppend(&chosen.explanation, ", one left for the daemon and clients");
   absl::StrAppend(&chosen.explanation, "; ", sharers, " ", sharers_are);
-  if (capped) absl::StrAppend(&chosen.explanation, "; at most OMP_NUM_THREADS=", facts.omp_num_threads);
+  if (capped) {
+    absl::StrAppend(&chosen.explanation, "; at most OMP_NUM_THREADS=", facts.omp_num_threads);
+  }
   absl::StrAppend(&chosen.explanation, " (--threads N chooses)");
   return chosen;
 }

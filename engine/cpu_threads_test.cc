@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdlib>
+#include <string>
+
 namespace traind {
 namespace {
 
@@ -42,12 +45,15 @@ TEST(CpuThreadsTest, OmpNumThreadsCapsTheChoice) {
 }
 
 TEST(CpuThreadsTest, ReadsOmpNumThreads) {
+  const char* before = std::getenv("OMP_NUM_THREADS");
+  const std::string saved = before == nullptr ? "" : before;
   setenv("OMP_NUM_THREADS", "3", 1);
   EXPECT_EQ(ReadCpuFacts().omp_num_threads, 3);
   setenv("OMP_NUM_THREADS", "three", 1);
   EXPECT_EQ(ReadCpuFacts().omp_num_threads, 0);
   unsetenv("OMP_NUM_THREADS");
   EXPECT_EQ(ReadCpuFacts().omp_num_threads, 0);
+  if (before != nullptr) setenv("OMP_NUM_THREADS", saved.c_str(), 1);
 }
 
 TEST(CpuThreadsTest, ReadsThisMachine) {

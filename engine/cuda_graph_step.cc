@@ -1,6 +1,8 @@
 #include "engine/cuda_graph_step.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -17,9 +19,6 @@
 #include "engine/cuda/master_weight_adam.h"
 #endif
 #endif
-
-#include <cstdlib>
-#include <cstring>
 
 namespace traind {
 
@@ -81,6 +80,13 @@ class GraphStep : public CudaGraphTrainStep {
       steps_.push_back(torch::full({}, static_cast<double>(count), floats));
     }
     if (bf16_weight_copies && amp_ == "bf16") ChooseCopies();
+    for (size_t i = 0, next = 0; i < params_.size(); ++i) {
+      if (next < copies_.size() && copies_[next].index == i) {
+        ++next;
+      } else {
+        fused_.push_back(i);
+      }
+    }
     // Warm-up runs the real step (allocations, cuDNN/cuBLAS choices) before capture; its effect
     // on the weights, the optimizer state and batch-norm statistics is undone afterwards.
     std::vector<torch::Tensor> saved;
@@ -200,13 +206,6 @@ class GraphStep : public CudaGraphTrainStep {
       }
       copies_.push_back(Copy{i, p.detach(), std::move(bf16)});
     }
-    for (size_t i = 0, next = 0; i < params_.size(); ++i) {
-      if (next < copies_.size() && copies_[next].index == i) {
-        ++next;
-      } else {
-        fused_.push_back(i);
-      }
-    }
 #endif
   }
 
@@ -237,20 +236,19 @@ class GraphStep : public CudaGraphTrainStep {
     grads_.clear();
     for (const torch::Tensor& p : params_) grads_.push_back(p.grad());
     // Copied parameters' gradients are bf16: the update kernel scales them as it reads them.
-    const torch::Tensor clip_scale = clip_grad_norm_ > 0 ? ClipGradients() : torch::Tensor();
+    const torch::Tensor clip_factor = clip_grad_norm_ > 0 ? ClipGradients() : torch::Tensor();
     constexpr double kBeta1 = 0.9, kBeta2 = 0.999, kEps = 1e-8;
     // The fused kernels read the step count but do not advance it (torch.optim does it first).
     at::_foreach_add_(steps_, 1);
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
-    for (size_t i : Fused()) {
+    for (size_t i : fused_) {
       params.push_back(params_[i]), grads.push_back(grads_[i]), exp_avgs.push_back(exp_avgs_[i]);
       exp_avg_sqs.push_back(exp_avg_sqs_[i]), steps.push_back(steps_[i]);
     }
-    if (params.empty()) {
-    } else if (adamw_) {
+    if (!params.empty() && adamw_) {
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr_, kBeta1, kBeta2,
                         weight_decay_, kEps, false, false);
-    } else {
+    } else if (!params.empty()) {
       at::_fused_adam_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr_, kBeta1, kBeta2,
                        weight_decay_, kEps, false, false);
     }
@@ -258,21 +256,11 @@ class GraphStep : public CudaGraphTrainStep {
     const AdamHyperparameters hyper{kBeta1, kBeta2, kEps, weight_decay_, adamw_};
     for (const Copy& c : copies_) {
       MasterWeightAdamStep(c.master, grads_[c.index], exp_avgs_[c.index],
-                           exp_avg_sqs_[c.index], c.bf16, steps_[c.index], lr_, clip_scale,
+                           exp_avg_sqs_[c.index], c.bf16, steps_[c.index], lr_, clip_factor,
                            hyper);
     }
 #endif
     loss_.copy_(loss.detach());
-  }
-
-  // The indices of params_ that ATen's fused kernel updates: all but the copied ones.
-  std::vector<size_t> Fused() const {
-    if (copies_.empty()) {
-      std::vector<size_t> all(params_.size());
-      for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-      return all;
-    }
-    return fused_;
   }
 
   // torch::nn::utils::clip_grad_norm_'s arithmetic (scale by max_norm / (norm + 1e-6), at most
@@ -282,9 +270,11 @@ class GraphStep : public CudaGraphTrainStep {
   torch::Tensor ClipGradients() {
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> fp32, bf16;
-    for (size_t i : Fused()) fp32.push_back(grads_[i]);
+    for (size_t i : fused_) fp32.push_back(grads_[i]);
     for (const Copy& c : copies_) bf16.push_back(grads_[c.index]);
-    std::vector<torch::Tensor> norms = at::_foreach_norm(fp32, 2);
+    // A foreach op refuses an empty list: a model of convs and linears alone has no fp32 ones.
+    std::vector<torch::Tensor> norms;
+    if (!fp32.empty()) norms = at::_foreach_norm(fp32, 2);
     if (!bf16.empty()) {
       for (torch::Tensor& n : at::_foreach_norm(bf16, 2, torch::kFloat32)) norms.push_back(n);
     }
@@ -309,7 +299,7 @@ class GraphStep : public CudaGraphTrainStep {
   // The last step's gradients; after capture, the graph's (its replays write them).
   std::vector<torch::Tensor> grads_;
   std::vector<Copy> copies_;   // in params_ order
-  std::vector<size_t> fused_;  // with copies: the other parameters
+  std::vector<size_t> fused_;  // the parameters ATen's fused kernel updates: all but the copied
   std::unique_ptr<at::cuda::CUDAGraph> graph_;
 };
 

@@ -26,7 +26,7 @@ TORCH_MODULE(TinyNet);
 // linear's weights and biases, the conv's in channels_last) and what it does not (batch norm's).
 struct TinyConvNetImpl : torch::nn::Module {
   TinyConvNetImpl() {
-    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).padding(1)));
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 8, 3).padding(1)));
     norm = register_module("norm", torch::nn::BatchNorm2d(8));
     head = register_module("head", torch::nn::Linear(8 * 4 * 4, 4));
   }
@@ -131,7 +131,9 @@ TEST(CudaGraphStepTest, Bf16WeightCopiesTrainLikeAutocastsCasts) {
   }
   const torch::Device device("cuda:0");
   torch::manual_seed(5);
-  const torch::Tensor images = torch::randn({8, 1, 4, 4}, torch::TensorOptions().device(device));
+  // Two input channels, so a channels_last conv weight is laid out differently from a contiguous
+  // one and the update kernel walks real strides.
+  const torch::Tensor images = torch::randn({8, 2, 4, 4}, torch::TensorOptions().device(device));
   const torch::Tensor labels =
       torch::randint(0, 4, {8}, torch::TensorOptions().dtype(torch::kLong).device(device));
   auto make = [&] {
@@ -149,7 +151,7 @@ TEST(CudaGraphStepTest, Bf16WeightCopiesTrainLikeAutocastsCasts) {
     spec.set_amp("bf16");
     spec.set_learning_rate(1e-2);
     spec.set_weight_decay(optimizer == "adamw" ? 0.1 : 1e-3);
-    spec.set_clip_grad_norm(0.5);
+    spec.set_clip_grad_norm(0.05);  // small enough to clip every step
     const bool decoupled = optimizer == "adamw";
 
     torch::nn::AnyModule eager_model = make();
@@ -167,12 +169,13 @@ TEST(CudaGraphStepTest, Bf16WeightCopiesTrainLikeAutocastsCasts) {
     ASSERT_TRUE(copies.ok()) << copies.status();
     // conv weight and bias, linear weight and bias; not batch norm's two.
     EXPECT_EQ((*copies)->bf16_copied_tensors(), 4);
-    EXPECT_EQ((*copies)->bf16_copied_elements(), 8 * 9 + 8 + 4 * 128 + 4);
+    EXPECT_EQ((*copies)->bf16_copied_elements(), 8 * 2 * 9 + 8 + 4 * 128 + 4);
     for (const torch::Tensor& p : copies_model.ptr()->parameters()) {
       EXPECT_EQ(p.scalar_type(), torch::kFloat32) << "the model keeps its fp32 weights";
     }
-    EXPECT_TRUE(copies_model.ptr()->named_parameters()["conv.weight"].is_contiguous(
-        torch::MemoryFormat::ChannelsLast));
+    const torch::Tensor conv_weight = copies_model.ptr()->named_parameters()["conv.weight"];
+    EXPECT_TRUE(conv_weight.is_contiguous(torch::MemoryFormat::ChannelsLast));
+    EXPECT_FALSE(conv_weight.is_contiguous());
     ASSERT_TRUE(AllClose(Snapshot(eager_model), Snapshot(copies_model)))
         << "capture's warm-up steps must be undone";
 
@@ -204,6 +207,42 @@ TEST(CudaGraphStepTest, Bf16WeightCopiesTrainLikeAutocastsCasts) {
     for (int64_t count : state->steps) EXPECT_EQ(count, 4);
     EXPECT_TRUE(AllClose(state->exp_avgs, eager_state->exp_avgs));
     EXPECT_TRUE(AllClose(state->exp_avg_sqs, eager_state->exp_avg_sqs));
+  }
+}
+
+// A model of linear layers only: every parameter has a copy and none is left to ATen's fused
+// kernel (nor to its clipping norms), which must still capture and train like the eager step.
+TEST(CudaGraphStepTest, Bf16WeightCopiesOfEveryParameterClipAndTrain) {
+  if (!torch::cuda::is_available() || !CudaGraphTrainStep::Available()) {
+    GTEST_SKIP() << "no CUDA device, or this LibTorch cannot capture CUDA graphs";
+  }
+  const torch::Device device("cuda:0");
+  trainer::v1::JobSpec spec;
+  spec.set_optimizer("adam");
+  spec.set_amp("bf16");
+  spec.set_learning_rate(1e-2);
+  spec.set_clip_grad_norm(0.05);
+  torch::manual_seed(3);
+  const torch::Tensor images = torch::randn({8, 1, 4, 4}, torch::TensorOptions().device(device));
+  const torch::Tensor labels =
+      torch::randint(0, 4, {8}, torch::TensorOptions().dtype(torch::kLong).device(device));
+  torch::nn::AnyModule eager_model = MakeModel(device);
+  std::unique_ptr<torch::optim::Optimizer> eager_optimizer =
+      CreateFusedAdam(eager_model.ptr()->parameters(), 1e-2, 0, /*decoupled=*/false);
+  TrainStep eager(eager_model, eager_optimizer.get(), device, "bf16", 1, Augmentation{}, 1,
+                  LossKind::kCrossEntropy, 0.0, spec.clip_grad_norm());
+  torch::nn::AnyModule graph_model = MakeModel(device);
+  std::unique_ptr<torch::optim::Optimizer> graph_optimizer =
+      CreateFusedAdam(graph_model.ptr()->parameters(), 1e-2, 0, /*decoupled=*/false);
+  absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> graph = CudaGraphTrainStep::Create(
+      graph_model, *graph_optimizer, spec, device, 8, images[0], labels[0]);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ((*graph)->bf16_copied_tensors(), 4);  // both layers' weights and biases
+  for (int i = 0; i < 3; ++i) {
+    eager.Run(images, labels);
+    (*graph)->Run(images, labels);
+    torch::cuda::synchronize();
+    EXPECT_TRUE(AllClose(Snapshot(eager_model), Snapshot(graph_model))) << "step " << i;
   }
 }
 

@@ -29,7 +29,8 @@ struct Totals {
   int64_t calls = 0;
 };
 
-// The `limit` largest totals, as OperatorTimes, with names cut to `max_name` bytes.
+// The `limit` largest totals, as OperatorTimes; a name longer than `max_name` bytes is cut there
+// and ends in "...".
 void AddTop(const std::map<std::string, Totals>& totals, size_t limit, size_t max_name,
             google::protobuf::RepeatedPtrField<trainer::v1::OperatorTime>* out) {
   std::vector<std::pair<std::string, Totals>> sorted(totals.begin(), totals.end());
@@ -62,8 +63,6 @@ std::string JsonEscape(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
 #ifdef TRAIND_KINETO_PROFILER
 namespace kineto_profiler {
 
@@ -83,7 +82,9 @@ void Start() {
 }
 
 // Host events' self times: per thread, an event's duration less that of the events inside it.
-// Device work: kernels, copies and fills summed by name.
+// Host events are LibTorch's operators and the CUDA runtime's calls (cudaLaunchKernel,
+// cudaGraphLaunch: host time too); Kineto's own overhead records are left out. Device work:
+// kernels, copies and fills summed by name.
 absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, int steps) {
   std::unique_ptr<profiler::ProfilerResult> recorded = profiler::disableProfiler();
   struct Span {
@@ -106,7 +107,10 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
       t.self_us += us;
       t.calls += 1;
       kernel_us += us;
-    } else if (e.deviceType() == c10::DeviceType::CPU && e.durationNs() > 0) {
+    } else if (e.deviceType() == c10::DeviceType::CPU && e.durationNs() > 0 &&
+               (activity == libkineto::ActivityType::CPU_OP ||
+                activity == libkineto::ActivityType::USER_ANNOTATION ||
+                activity == libkineto::ActivityType::CUDA_RUNTIME)) {
       host.push_back(Span{e.startThreadId(), e.startNs(), e.endNs(), &e});
     }
   }
@@ -118,8 +122,11 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
   std::vector<double> self(host.size());
   std::vector<size_t> open;  // indices into host: the enclosing events of the current one
   for (size_t i = 0; i < host.size(); ++i) {
+    // An event inside another ends before it does; one that outlasts it (records of different
+    // sources need not nest) is its sibling, not its child.
     while (!open.empty() && (host[open.back()].thread != host[i].thread ||
-                             host[open.back()].end <= host[i].start)) {
+                             host[open.back()].end <= host[i].start ||
+                             host[open.back()].end < host[i].end)) {
       open.pop_back();
     }
     const double duration = (host[i].end - host[i].start) / 1e3;
@@ -129,7 +136,7 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
   }
   for (size_t i = 0; i < host.size(); ++i) {
     Totals& t = totals[host[i].event->name()];
-    t.self_us += self[i];
+    t.self_us += std::max(0.0, self[i]);
     t.calls += 1;
   }
   trainer::v1::ProfileResult result;
@@ -145,7 +152,8 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
       recorded->save(temp);
     } catch (const std::exception& e) {
       std::remove(temp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write the trace ", trace_path, ": ", e.what()));
+      return absl::InternalError(
+          absl::StrCat("cannot write the trace ", trace_path, ": ", e.what()));
     }
     if (absl::Status s = RenameInto(temp, trace_path); !s.ok()) return s;
     result.set_trace_path(trace_path);
@@ -156,14 +164,30 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
 }  // namespace kineto_profiler
 #endif
 
+}  // namespace
+
 void StepProfiler::Start() {
-  running_ = true;
 #ifdef TRAIND_KINETO_PROFILER
   kineto_profiler::Start();
 #else
   profiler::enableProfilerLegacy(
       torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::CPU));
 #endif
+  running_ = true;
+}
+
+StepProfiler::~StepProfiler() {
+  if (!running_) return;
+  // A job that ended inside its profiled window (cancelled, suspended, a failed step): the
+  // profiler is per process, so leave it off for whatever this worker does next.
+  try {
+#ifdef TRAIND_KINETO_PROFILER
+    profiler::disableProfiler();
+#else
+    profiler::disableProfilerLegacy();
+#endif
+  } catch (const std::exception&) {  // nothing to report it to, and nothing else to undo
+  }
 }
 
 absl::StatusOr<trainer::v1::ProfileResult> StepProfiler::Stop(const std::string& trace_path,

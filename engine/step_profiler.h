@@ -20,6 +20,12 @@ class StepProfiler {
   static constexpr int kTopKernels = 15;
   static constexpr size_t kMaxNameBytes = 160;  // kernel names run to kilobytes of templates
 
+  StepProfiler() = default;
+  // Turns the profiler off if it is still running (a job that ended inside its window).
+  ~StepProfiler();
+  StepProfiler(const StepProfiler&) = delete;
+  StepProfiler& operator=(const StepProfiler&) = delete;
+
   void Start();
   // Stops, writes the trace to `trace_path` and returns the top operators by self time.
   absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, int steps);

@@ -469,8 +469,8 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     Took("CUDA graph capture", capture_start);
     if (graph_step && graph_step->bf16_copied_tensors() > 0) {
       Log(absl::StrFormat(
-          "CUDA graph: %d conv and linear weight tensors (%.1f M parameters) train through bf16 "
-          "copies, updated with their fp32 weights in one pass (no autocast casts)",
+          "CUDA graph: %d conv and linear weights and biases (%.1f M parameters) train through "
+          "bf16 copies, updated with their fp32 weights in one pass (no autocast casts)",
           graph_step->bf16_copied_tensors(), graph_step->bf16_copied_elements() / 1e6));
     }
   }

@@ -331,10 +331,13 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
     worker_request.set_job_dir(session.dir);
     worker_request.set_data_path(session.spec.data_file());
     const int rank = request->first_rank() + i;
-    const std::vector<std::string> environment = {
-        absl::StrCat("RANK=", rank), absl::StrCat("LOCAL_RANK=", i),
-        absl::StrCat("WORLD_SIZE=", request->world_size()), "MASTER_ADDR=" + master_addr,
-        absl::StrCat("MASTER_PORT=", request->master_port())};
+    std::vector<std::string> environment = scheduler_->WorkerEnvironment();
+    for (std::string variable :
+         {absl::StrCat("RANK=", rank), absl::StrCat("LOCAL_RANK=", i),
+          absl::StrCat("WORLD_SIZE=", request->world_size()), "MASTER_ADDR=" + master_addr,
+          absl::StrCat("MASTER_PORT=", request->master_port())}) {
+      environment.push_back(std::move(variable));
+    }
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
         WorkerProcess::Start(options_.worker_path, worker_request, environment);
     if (worker.ok()) {

@@ -202,6 +202,8 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
     // (hosts/launcher_main.cc).
     std::vector<std::string> environment = options_.hosts_environment;
     environment.push_back("TRAIND_HOST_DEVICES=" + absl::StrJoin(devices, ","));
+    // The ranks it starts here inherit its environment: they run below traind too.
+    environment.push_back(absl::StrCat("TRAIND_WORKER_NICE=", options_.worker_nice));
     ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> launcher,
                      WorkerProcess::Start(options_.hosts_launcher_path, request, environment));
     workers.push_back(std::move(launcher));

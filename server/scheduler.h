@@ -69,6 +69,9 @@ class Scheduler {
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
 
+  // What every worker this traind starts gets in its environment besides traind's own
+  // (TRAIND_CACHE_DIR, TRAIND_CPU_SLOTS, TRAIND_WORKER_NICE); PeerService's ranks too.
+  std::vector<std::string> WorkerEnvironment() const;
   // Marks jobs left RUNNING by a previous daemon as QUEUED again, then starts the loop.
   absl::Status Start();
   // Something changed (a job was queued, a setting changed): look again.
@@ -132,8 +135,6 @@ class Scheduler {
   // What the running jobs hold, then what peers' reservations hold (whole devices).
   std::vector<HeldDevices> Holding() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Supervise(Running* running);
-  // What every worker gets in its environment besides traind's own (TRAIND_CACHE_DIR).
-  std::vector<std::string> WorkerEnvironment() const;
   // Spawns warm workers up to options_.warm_workers (the loop thread only).
   void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A started worker with `request` sent: a warm one when one is alive, else a new one.

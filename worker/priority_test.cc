@@ -5,6 +5,8 @@
 
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -35,7 +37,17 @@ Outcome InAThread(const char* value) {
 }
 
 TEST(WorkerPriorityTest, AddsTheIncrementToEveryThreadOfTheProcess) {
+  // A thread that exists before the call and does not make it (as LibTorch's do).
+  std::atomic<bool> done{false};
+  std::atomic<int> bystander{-100};
+  std::thread waiting([&] {
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    bystander = CurrentNice();
+  });
   Outcome three = InAThread("3");
+  done = true;
+  waiting.join();
+  EXPECT_EQ(bystander.load(), three.after) << "a thread that was already running";
   ASSERT_TRUE(three.status.ok()) << three.status;
   EXPECT_EQ(three.after, std::min(19, three.before + 3));
   EXPECT_EQ(CurrentNice(), three.after) << "the thread that started the caller changes too";

@@ -24,14 +24,14 @@ struct Hyper {
 };
 
 struct StepScalars {
-  float lr, step_size, bias_correction2_sqrt, grad_scale;
+  float lr, step_size, bias_correction2_sqrt, clip_factor;
 };
 
 // The fused Adam arithmetic, in fp32: the moments as fma(beta, m, (1 - beta) g) written the way
 // ATen's kernel writes them, so the same gradient gives the same update.
 __device__ __forceinline__ void Update(float& param, float grad, float& exp_avg, float& exp_avg_sq,
                                        const Hyper& h, const StepScalars& s) {
-  grad *= s.grad_scale;
+  grad *= s.clip_factor;
   if (h.weight_decay != 0.0f) {
     if (h.decoupled) {
       param -= s.lr * h.weight_decay * param;
@@ -52,13 +52,13 @@ __global__ void MasterWeightAdamKernel(float* __restrict__ master,
                                        __nv_bfloat16* __restrict__ copy, int64_t n,
                                        int64_t vector_groups, const float* __restrict__ step,
                                        const float* __restrict__ learning_rate,
-                                       const float* __restrict__ grad_scale, Hyper h) {
+                                       const float* __restrict__ clip_factor, Hyper h) {
   StepScalars s;
   s.lr = *learning_rate;
   const float count = *step;
   s.step_size = s.lr / (1.0f - powf(h.beta1, count));
   s.bias_correction2_sqrt = sqrtf(1.0f - powf(h.beta2, count));
-  s.grad_scale = grad_scale != nullptr ? *grad_scale : 1.0f;
+  s.clip_factor = clip_factor != nullptr ? *clip_factor : 1.0f;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t g = first; g < vector_groups; g += stride) {
@@ -93,6 +93,16 @@ __global__ void MasterWeightAdamKernel(float* __restrict__ master,
 
 bool Aligned(const void* p, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
+// The same element order in memory: equal strides wherever a dimension has more than one
+// element (autograd leaves a gradient's strides of size-1 dimensions free).
+bool SameLayout(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes()) return false;
+  for (int64_t d = 0; d < a.dim(); ++d) {
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  }
+  return true;
+}
+
 bool IsScalar(const at::Tensor& t) {
   return t.defined() && t.is_cuda() && t.scalar_type() == at::kFloat && t.numel() == 1;
 }
@@ -104,8 +114,7 @@ bool MasterWeightAdamSupports(const at::Tensor& master, const at::Tensor& grad,
                               const at::Tensor& copy) {
   for (const at::Tensor* t : {&master, &grad, &exp_avg, &exp_avg_sq, &copy}) {
     if (!t->defined() || !t->is_cuda() || t->device() != master.device() ||
-        !t->is_non_overlapping_and_dense() || t->sizes() != master.sizes() ||
-        t->strides() != master.strides()) {
+        !t->is_non_overlapping_and_dense() || !SameLayout(*t, master)) {
       return false;
     }
   }
@@ -117,12 +126,12 @@ bool MasterWeightAdamSupports(const at::Tensor& master, const at::Tensor& grad,
 void MasterWeightAdamStep(const at::Tensor& master, const at::Tensor& grad,
                           const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
                           const at::Tensor& copy, const at::Tensor& step,
-                          const at::Tensor& learning_rate, const at::Tensor& grad_scale,
+                          const at::Tensor& learning_rate, const at::Tensor& clip_factor,
                           const AdamHyperparameters& hyper) {
   TORCH_CHECK(MasterWeightAdamSupports(master, grad, exp_avg, exp_avg_sq, copy),
               "MasterWeightAdamStep: fp32 master and moments, bf16 gradient and copy, one layout");
   TORCH_CHECK(IsScalar(step) && IsScalar(learning_rate) &&
-                  (!grad_scale.defined() || IsScalar(grad_scale)),
+                  (!clip_factor.defined() || IsScalar(clip_factor)),
               "MasterWeightAdamStep: step, learning rate and gradient scale are [] fp32 on CUDA");
   const int64_t n = master.numel();
   if (n == 0) return;
@@ -146,7 +155,7 @@ void MasterWeightAdamStep(const at::Tensor& master, const at::Tensor& grad,
                 hyper.decoupled};
   MasterWeightAdamKernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(
       p, g, m, v, c, n, groups, step.data_ptr<float>(), learning_rate.data_ptr<float>(),
-      grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr, h);
+      clip_factor.defined() ? clip_factor.data_ptr<float>() : nullptr, h);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
