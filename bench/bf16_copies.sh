@@ -35,18 +35,12 @@ for _ in $(seq 1 "$rounds"); do
 done
 # One line per round: fp32, bf16 with casts, bf16 with copies.
 paste "$state/fp32" "$state/casts.bf16" "$state/copies.bf16" >"$state/rounds"
-summary() {  # column -> "median [min-max]"
-  local m
-  m=$(cut -f"$1" "$state/rounds" | median)
-  cut -f"$1" "$state/rounds" | sort -g |
-    awk -v m="$m" '{a[NR]=$1} END {printf "%.3f [%.3f-%.3f]", m, a[1], a[NR]}'
-}
+summary() { cut -f"$1" "$state/rounds" | median_range; }  # column -> "median [min-max]"
 ratio() {  # numerator column, denominator column -> "ratio of medians [min-max of the rounds']"
-  local m
-  m=$(awk -v a="$(cut -f"$1" "$state/rounds" | median)" -v b="$(cut -f"$2" "$state/rounds" | median)" \
-    'BEGIN {print a/b}')
-  awk -F'\t' -v i="$1" -v j="$2" '{print $i/$j}' "$state/rounds" | sort -g |
-    awk -v m="$m" '{a[NR]=$1} END {printf "%.2fx [%.2f-%.2f]", m, a[1], a[NR]}'
+  awk -v a="$(cut -f"$1" "$state/rounds" | median)" -v b="$(cut -f"$2" "$state/rounds" | median)" \
+    'BEGIN {printf "%.2fx ", a/b}'
+  awk -F'\t' -v i="$1" -v j="$2" '{print $i/$j}' "$state/rounds" | median_range %.2f |
+    sed 's/^[^ ]* //'
 }
 if [ "${HEADER:-1}" != 0 ]; then
   echo "| model | setup | rounds | fp32 s/epoch | bf16, autocast's casts | bf16, weight copies | bf16 over fp32, casts | **bf16 over fp32, copies** | copies over casts |"

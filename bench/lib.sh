@@ -28,6 +28,13 @@ stop_traind() { [ -f "$1/pid" ] && kill "$(cat "$1/pid")" 2>/dev/null; return 0;
 # median: the median of the numbers on stdin, one per line (nothing for no input).
 median() { sort -g | awk '{a[NR]=$1} END {if (NR) print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
+# median_range [FORMAT]: "MEDIAN [MIN-MAX]" of the numbers on stdin, each printed with FORMAT
+# (default %.3f); nothing for no input. What the bars' figures are quoted as.
+median_range() {
+  sort -g | awk -v f="${1:-%.3f}" '{a[NR]=$1} END {if (!NR) exit
+    printf f " [" f "-" f "]", (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2), a[1], a[NR]}'
+}
+
 # steady JSON_LIST: seconds per epoch from a job's epoch times: the mean of epochs 2..N (the first
 # pays one-time costs: CUDA context, cuDNN autotuning, the allocator's first allocations), or
 # epoch 1 when there is only one.

@@ -200,10 +200,10 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
     // One launcher stands for the job's ranks on every host: it reserves the peers' devices,
     // runs this host's ranks on `devices` and the others through the peers
     // (hosts/launcher_main.cc).
-    std::vector<std::string> environment = options_.hosts_environment;
+    // The ranks it starts here inherit its environment: what every worker gets, then its own.
+    std::vector<std::string> environment = WorkerEnvironment();
+    for (const std::string& variable : options_.hosts_environment) environment.push_back(variable);
     environment.push_back("TRAIND_HOST_DEVICES=" + absl::StrJoin(devices, ","));
-    // The ranks it starts here inherit its environment: they run below traind too.
-    environment.push_back(absl::StrCat("TRAIND_WORKER_NICE=", options_.worker_nice));
     ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> launcher,
                      WorkerProcess::Start(options_.hosts_launcher_path, request, environment));
     workers.push_back(std::move(launcher));

@@ -70,7 +70,8 @@ class Scheduler {
   ~Scheduler();  // calls Shutdown
 
   // What every worker this traind starts gets in its environment besides traind's own
-  // (TRAIND_CACHE_DIR, TRAIND_CPU_SLOTS, TRAIND_WORKER_NICE); PeerService's ranks too.
+  // (TRAIND_CACHE_DIR, TRAIND_CPU_SLOTS, TRAIND_WORKER_NICE): local jobs, the ranks traind-hosts
+  // starts here (they inherit its environment) and PeerService's ranks.
   std::vector<std::string> WorkerEnvironment() const;
   // Marks jobs left RUNNING by a previous daemon as QUEUED again, then starts the loop.
   absl::Status Start();

@@ -1,11 +1,12 @@
 // Workers run below the daemon (traind --worker-nice, worker/priority.h): every thread of a real
 // running worker, LibTorch's included, has the nice value the daemon's own plus the increment.
 // The daemon runs in this test process, so its workers are this process's children.
-#include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,33 +34,35 @@ std::string ReadLine(const std::string& path) {
   return line;
 }
 
-std::vector<int> WorkerPids() {
-  std::vector<int> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (dirent* entry = readdir(proc)) {
-    const int pid = std::atoi(entry->d_name);
-    if (pid <= 0) continue;
-    const std::string stat = ReadLine("/proc/" + std::to_string(pid) + "/stat");
-    if (stat.empty() || stat.find("(traind-worker)") == std::string::npos) continue;
+// The numerically named entries of a /proc directory: processes, or a process's threads.
+std::vector<std::string> NumberedEntries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (std::all_of(name.begin(), name.end(), ::isdigit)) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> WorkerPids() {
+  std::vector<std::string> pids;
+  for (const std::string& pid : NumberedEntries("/proc")) {
+    const std::string stat = ReadLine("/proc/" + pid + "/stat");
+    if (stat.find("(traind-worker)") == std::string::npos) continue;
     if (std::stoi(StatField(stat, 4)) == getpid()) pids.push_back(pid);
   }
-  closedir(proc);
   return pids;
 }
 
 // The nice value of every thread of `pid`.
-std::vector<int> ThreadNices(int pid) {
+std::vector<int> ThreadNices(const std::string& pid) {
   std::vector<int> nices;
-  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
-  DIR* dir = opendir(tasks.c_str());
-  if (dir == nullptr) return nices;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    const std::string stat = ReadLine(tasks + "/" + entry->d_name + "/stat");
+  const std::string tasks = "/proc/" + pid + "/task/";
+  for (const std::string& tid : NumberedEntries(tasks)) {
+    const std::string stat = ReadLine(tasks + tid + "/stat");
     if (!stat.empty()) nices.push_back(std::stoi(StatField(stat, 19)));
   }
-  closedir(dir);
   return nices;
 }
 
@@ -81,7 +84,7 @@ class WorkerPriorityTest : public DaemonTest {
     std::vector<int> nices;
     for (int tries = 0; tries < 100; ++tries) {
       nices.clear();
-      for (int pid : WorkerPids()) {
+      for (const std::string& pid : WorkerPids()) {
         std::vector<int> threads = ThreadNices(pid);
         nices.insert(nices.end(), threads.begin(), threads.end());
       }

@@ -1,17 +1,40 @@
 #include "worker/priority.h"
 
-#include <dirent.h>
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace traind {
+namespace {
+
+// The thread ids in /proc/self/task; none where there is no /proc.
+std::vector<id_t> ThreadsOfThisProcess() {
+  std::vector<id_t> threads;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    int tid = 0;
+    if (absl::SimpleAtoi(entry.path().filename().string(), &tid)) threads.push_back(tid);
+  }
+  return threads;
+}
+
+// A thread that has ended meanwhile is not an error.
+absl::Status LowerThread(id_t tid, int target) {
+  if (setpriority(PRIO_PROCESS, tid, target) == 0 || errno == ESRCH) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat("setpriority(thread ", tid, ", ", target, "): ", std::strerror(errno)));
+}
+
+}  // namespace
 
 absl::Status LowerPriorityFromEnvironment() {
   const char* value = std::getenv("TRAIND_WORKER_NICE");
@@ -24,37 +47,21 @@ absl::Status LowerPriorityFromEnvironment() {
   if (increment == 0) return absl::OkStatus();
   const int target = std::min(19, CurrentNice() + increment);
   // Every thread the process has: LibTorch's static initialisers start some before main().
-  // Threads started from then on inherit the value from their (lowered) creators; a second pass
-  // finds any that a creator started while the first pass ran.
-  for (int pass = 0; pass < 5; ++pass) {
-    DIR* tasks = opendir("/proc/self/task");
-    if (tasks == nullptr) {  // no /proc: this thread, whose later threads inherit it
-      if (setpriority(PRIO_PROCESS, 0, target) != 0) {
-        return absl::InternalError(
-            absl::StrCat("setpriority(", target, "): ", std::strerror(errno)));
-      }
-      return absl::OkStatus();
-    }
+  // Threads started from then on inherit the value from their (lowered) creators; another pass
+  // finds any that a creator started while one ran. Without /proc: this thread alone.
+  std::vector<id_t> threads = ThreadsOfThisProcess();
+  if (threads.empty()) return LowerThread(0, target);
+  for (int pass = 0; pass < 5 && !threads.empty(); ++pass) {
     bool changed = false;
-    absl::Status failed;
-    while (dirent* entry = readdir(tasks)) {
-      int tid = 0;
-      if (!absl::SimpleAtoi(entry->d_name, &tid)) continue;  // "." and ".."
+    for (id_t tid : threads) {
       errno = 0;
-      const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+      const int nice = getpriority(PRIO_PROCESS, tid);
       if (errno != 0 || nice >= target) continue;  // gone, or already low enough
-      if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), target) != 0) {
-        if (errno != ESRCH) {
-          failed = absl::InternalError(absl::StrCat("setpriority(thread ", tid, ", ", target,
-                                                    "): ", std::strerror(errno)));
-        }
-        continue;
-      }
+      RETURN_IF_ERROR(LowerThread(tid, target));
       changed = true;
     }
-    closedir(tasks);
-    if (!failed.ok()) return failed;
     if (!changed) break;
+    threads = ThreadsOfThisProcess();
   }
   return absl::OkStatus();
 }
