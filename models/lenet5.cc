@@ -1,5 +1,7 @@
 #include "models/lenet5.h"
 
+#include "models/max_pool.h"
+
 namespace traind {
 
 namespace nn = torch::nn;
@@ -7,10 +9,10 @@ namespace nn = torch::nn;
 LeNet5Impl::LeNet5Impl(int64_t in_channels, int64_t num_classes) {
   features_ = register_module(
       "features",
-      nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in_channels, 6, 5)), nn::Tanh(),
-                     nn::MaxPool2d(nn::MaxPool2dOptions(2)),
-                     nn::Conv2d(nn::Conv2dOptions(6, 16, 5)), nn::Tanh(),
-                     nn::MaxPool2d(nn::MaxPool2dOptions(2))));
+      nn::Sequential(nn::Conv2d(nn::Conv2dOptions(in_channels, 6, 5)),
+                     MaxPool2d(/*kernel=*/2, /*stride=*/2), nn::Tanh(),
+                     nn::Conv2d(nn::Conv2dOptions(6, 16, 5)),
+                     MaxPool2d(/*kernel=*/2, /*stride=*/2), nn::Tanh()));
   classifier_ = register_module(
       "classifier", nn::Sequential(nn::Linear(16 * 5 * 5, 120), nn::Tanh(), nn::Linear(120, 84),
                                    nn::Tanh(), nn::Linear(84, num_classes)));

@@ -1,5 +1,10 @@
 // LeNet-5 exactly as the reference benchmark scripts build it: 32x32 input,
 // Conv 6@5x5 -> Tanh -> MaxPool2 -> Conv 16@5x5 -> Tanh -> MaxPool2 -> FC 400-120-84-classes, Tanh.
+// Each Tanh runs after its pooling instead: tanh is increasing, so max(tanh(a), tanh(b)) is
+// tanh(max(a, b)): both orders compute the same function and gradient (the pooling picks the same
+// element, unless rounding makes tanh of two different inputs equal), but this one takes tanh of
+// a quarter of the elements. The parameters keep their names (features.0, features.3,
+// classifier.0/2/4), so checkpoints are unchanged.
 #ifndef TRAIND_MODELS_LENET5_H_
 #define TRAIND_MODELS_LENET5_H_
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "models/cpu/max_pool_nchw.h"
 #include "models/own_kernels.h"
 #ifdef TRAIND_HAVE_CUDA_KERNELS
 #include "models/cuda/max_pool_nhwc.h"
@@ -9,11 +10,36 @@
 
 namespace traind {
 
-#ifdef TRAIND_HAVE_CUDA_KERNELS
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+// traind's NCHW CPU forward and backward (models/cpu/max_pool_nchw.h); only the indices are kept
+// for the backward, not the input.
+class NchwMaxPoolFunction : public torch::autograd::Function<NchwMaxPoolFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
+                               int64_t kernel) {
+    auto [output, indices] = MaxPoolNchwForward(input, kernel);
+    context->save_for_backward({indices});
+    context->saved_data["height"] = input.size(2);
+    context->saved_data["width"] = input.size(3);
+    return output;
+  }
+
+  static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
+    const torch::Tensor grad_input = MaxPoolNchwBackward(
+        grad_outputs[0], context->get_saved_variables()[0],
+        context->saved_data["height"].toInt(), context->saved_data["width"].toInt());
+    return {grad_input, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+namespace {
 
 bool Aligned(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
 
@@ -59,6 +85,12 @@ void MaxPool2dImpl::pretty_print(std::ostream& stream) const {
 }
 
 torch::Tensor MaxPool2dImpl::forward(const torch::Tensor& input) {
+  if (OwnCpuKernelsEnabled() && MaxPoolNchwSupports(input, kernel_, stride_, padding_)) {
+    if (torch::GradMode::is_enabled() && input.requires_grad()) {
+      return NchwMaxPoolFunction::apply(input, kernel_);
+    }
+    return MaxPoolNchwForward(input, kernel_).first;
+  }
 #ifdef TRAIND_HAVE_CUDA_KERNELS
   if (torch::GradMode::is_enabled() && input.requires_grad() && OwnCudaKernelsEnabled() &&
       MaxPoolNhwcSupports(input)) {

@@ -1,8 +1,12 @@
-// traind::MaxPool2d against ATen's max pooling: same outputs and input gradients, on the CPU and,
-// through traind's NHWC backward kernel, on CUDA in fp32 and bf16.
+// traind::MaxPool2d against ATen's max pooling: same outputs and input gradients, on the CPU
+// (traind's NCHW kernels where the windows do not overlap, ATen's elsewhere) and, through traind's
+// NHWC backward kernel, on CUDA in fp32 and bf16.
 #include "models/max_pool.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
+#include "models/cpu/max_pool_nchw.h"
 #include "models/own_kernels.h"
 
 namespace traind {
@@ -13,27 +17,29 @@ struct Case {
 };
 
 // Output and input gradient of ours and of ATen's on the same input and output gradient.
-void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, double tolerance) {
+void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, double tolerance,
+                       torch::MemoryFormat format = torch::MemoryFormat::ChannelsLast) {
   SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.h << "x" << k.w << " kernel "
                                   << k.kernel << " stride " << k.stride << " padding " << k.padding
-                                  << " " << options.dtype());
+                                  << " " << options.dtype() << " " << format);
   torch::manual_seed(2);
   // Rounded values repeat, so ties (the first index wins in ATen) get exercised too.
-  const torch::Tensor input = (torch::randn({k.n, k.c, k.h, k.w}) * 4)
-                                  .round()
-                                  .to(options)
-                                  .contiguous(torch::MemoryFormat::ChannelsLast);
+  torch::Tensor values = (torch::randn({k.n, k.c, k.h, k.w}) * 4).round();
+  // A NaN wins its window in ATen; one in every 97 elements (not a window-aligned stride).
+  values.view(-1).slice(0, 5, values.numel(), 97).fill_(std::numeric_limits<float>::quiet_NaN());
+  const torch::Tensor input = values.to(options).contiguous(format);
   const torch::Tensor ours_in = input.clone().requires_grad_();
   const torch::Tensor theirs_in = input.clone().requires_grad_();
   MaxPool2d pool(k.kernel, k.stride, k.padding);
   const torch::Tensor ours = pool->forward(ours_in);
   const torch::Tensor theirs = torch::max_pool2d(theirs_in, {k.kernel, k.kernel},
                                                  {k.stride, k.stride}, {k.padding, k.padding});
-  ASSERT_TRUE(ours.equal(theirs));
+  ASSERT_TRUE(torch::allclose(ours, theirs, 0, 0, /*equal_nan=*/true));
   const torch::Tensor grad =
       torch::randn(ours.sizes()).to(options).contiguous(torch::MemoryFormat::ChannelsLast);
   ours.backward(grad);
   theirs.backward(grad);
+  // The gradient of a window whose maximum is NaN goes to the NaN, so gradients stay finite.
   const double difference = (ours_in.grad().to(torch::kFloat) - theirs_in.grad().to(torch::kFloat))
                                 .abs()
                                 .max()
@@ -42,11 +48,43 @@ void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, doubl
   EXPECT_EQ(ours_in.grad().sizes(), input.sizes());
 }
 
-// On the CPU the module is ATen's max pooling itself: this checks that it passes kernel, stride
-// and padding through (swapped stride and padding would change the output's shape).
+// Overlapping or padded windows and channels_last inputs go to ATen's max pooling: this checks
+// that the module passes kernel, stride and padding through (swapped stride and padding would
+// change the output's shape).
 TEST(MaxPoolTest, PassesItsGeometryToATenOnTheCpu) {
-  ExpectMatchesATen({2, 8, 9, 9, 3, 2, 1}, torch::TensorOptions(torch::kFloat), 0);
-  ExpectMatchesATen({2, 3, 8, 8, 2, 2, 0}, torch::TensorOptions(torch::kFloat), 0);
+  const auto fp32 = torch::TensorOptions(torch::kFloat);
+  ExpectMatchesATen({2, 8, 9, 9, 3, 2, 1}, fp32, 0);
+  ExpectMatchesATen({2, 3, 8, 8, 2, 2, 0}, fp32, 0);
+  ExpectMatchesATen({2, 8, 9, 9, 3, 2, 1}, fp32, 0, torch::MemoryFormat::Contiguous);
+  EXPECT_FALSE(MaxPoolNchwSupports(torch::zeros({2, 8, 9, 9}), 3, 2, 1));
+  EXPECT_FALSE(MaxPoolNchwSupports(torch::zeros({2, 8, 8, 8}, torch::kDouble), 2, 2, 0));
+}
+
+// Non-overlapping windows of contiguous fp32 inputs take traind's NCHW kernels: LeNet5's two
+// poolings, odd sizes (floor mode drops the last row and column), a 3x3 window, one channel.
+TEST(MaxPoolTest, NchwKernelsMatchATenOnTheCpu) {
+  ASSERT_TRUE(OwnCpuKernelsEnabled());  // else this would compare ATen with itself
+  const auto fp32 = torch::TensorOptions(torch::kFloat);
+  const auto nchw = torch::MemoryFormat::Contiguous;
+  for (const Case& k : {Case{16, 6, 28, 28, 2, 2, 0}, Case{16, 16, 10, 10, 2, 2, 0},
+                        Case{3, 5, 7, 9, 2, 2, 0}, Case{2, 4, 10, 11, 3, 3, 0},
+                        Case{5, 1, 6, 6, 2, 2, 0}}) {
+    ASSERT_TRUE(MaxPoolNchwSupports(torch::zeros({k.n, k.c, k.h, k.w}), k.kernel, k.stride,
+                                    k.padding));
+    ExpectMatchesATen(k, fp32, 0, nchw);
+  }
+}
+
+// Without a gradient (evaluation) the module takes the forward alone, with ATen's indices.
+TEST(MaxPoolTest, NchwForwardGivesATenIndices) {
+  torch::manual_seed(3);
+  const torch::Tensor input = (torch::randn({4, 3, 12, 12}) * 2).round();
+  const auto [output, indices] = MaxPoolNchwForward(input, 2);
+  const auto [aten_output, aten_indices] = torch::max_pool2d_with_indices(input, {2, 2}, {2, 2});
+  EXPECT_TRUE(output.equal(aten_output));
+  EXPECT_TRUE(indices.equal(aten_indices));
+  torch::NoGradGuard no_grad;
+  EXPECT_TRUE(MaxPool2d(2, 2)->forward(input).equal(aten_output));
 }
 
 TEST(MaxPoolTest, NhwcBackwardMatchesATenOnCuda) {

@@ -5,16 +5,26 @@
 
 namespace traind {
 
+namespace {
+
+bool NativeKernelsAsked() {
+  static const bool asked = [] {
+    const char* value = std::getenv("TRAIND_NATIVE_KERNELS");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return asked;
+}
+
+}  // namespace
+
 bool OwnCudaKernelsEnabled() {
 #ifdef TRAIND_HAVE_CUDA_KERNELS
-  static const bool enabled = [] {
-    const char* value = std::getenv("TRAIND_NATIVE_KERNELS");
-    return value == nullptr || std::strcmp(value, "1") != 0;
-  }();
-  return enabled;
+  return !NativeKernelsAsked();
 #else
   return false;
 #endif
 }
+
+bool OwnCpuKernelsEnabled() { return !NativeKernelsAsked(); }
 
 }  // namespace traind
