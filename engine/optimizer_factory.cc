@@ -6,6 +6,8 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "engine/cpu/adam_step.h"
+#include "models/own_kernels.h"
 
 #if defined(TRAIND_HAVE_CUDA) && TORCH_VERSION_MAJOR >= 2
 #define TRAIND_HAVE_FUSED_ADAM 1
@@ -55,16 +57,28 @@ State& StateFor(Map& states, const torch::Tensor& p) {
   return state;
 }
 
+// Every parameter CPU fp32 (what AdamStepCpu takes once gradients exist).
+bool AllCpuFloat(const std::vector<torch::Tensor>& parameters) {
+  for (const torch::Tensor& p : parameters) {
+    if (!p.device().is_cpu() || p.scalar_type() != torch::kFloat32) return false;
+  }
+  return !parameters.empty();
+}
+
 // Adam (AdamW) whose step() updates all of a group's parameters with ATen's fused kernel when they
-// are CUDA fp32 tensors and this LibTorch has it; otherwise it is LibTorch's Adam, unchanged. The
-// state and checkpoints are LibTorch's either way.
+// are CUDA fp32 tensors and this LibTorch has it, and each CPU fp32 parameter in one pass
+// (engine/cpu/adam_step.h); otherwise it is LibTorch's Adam, unchanged. The state and
+// checkpoints are LibTorch's either way.
 template <class Base, class Options, class State, bool kDecoupled>
 class FusedAdam final : public Base {
  public:
   FusedAdam(std::vector<torch::Tensor> parameters, Options options)
-      : Base(parameters, options), fused_(FusedAdamAvailable(parameters) && !options.amsgrad()) {}
+      : Base(parameters, options),
+        fused_(FusedAdamAvailable(parameters) && !options.amsgrad()),
+        cpu_(AllCpuFloat(parameters) && !options.amsgrad() && OwnCpuKernelsEnabled()) {}
 
   torch::Tensor step(optim::Optimizer::LossClosure closure = nullptr) override {
+    if (cpu_ && CpuTakesEveryGradient()) return CpuStep(std::move(closure));
     if (!fused_) return Base::step(std::move(closure));
 #ifdef TRAIND_HAVE_FUSED_ADAM
     torch::NoGradGuard no_grad;
@@ -119,7 +133,40 @@ class FusedAdam final : public Base {
   }
 
  private:
+  bool CpuTakesEveryGradient() const {
+    for (const auto& group : this->param_groups_) {
+      for (const torch::Tensor& p : group.params()) {
+        if (p.grad().defined() && !AdamStepCpuSupports(p)) return false;
+      }
+    }
+    return true;
+  }
+
+  torch::Tensor CpuStep(optim::Optimizer::LossClosure closure) {
+    torch::NoGradGuard no_grad;
+    torch::Tensor loss;
+    if (closure != nullptr) {
+      at::AutoGradMode enable_grad(true);
+      loss = closure();
+    }
+    for (auto& group : this->param_groups_) {
+      const auto& options = static_cast<const Options&>(group.options());
+      const AdamHyperparameters hyperparameters{
+          options.lr(), std::get<0>(options.betas()), std::get<1>(options.betas()), options.eps(),
+          options.weight_decay(), kDecoupled};
+      for (const torch::Tensor& p : group.params()) {
+        if (!p.grad().defined()) continue;
+        State& state = StateFor<State>(this->state_, p);
+        state.step(state.step() + 1);
+        AdamStepCpu(p, p.grad(), state.exp_avg(), state.exp_avg_sq(), state.step(),
+                    hyperparameters);
+      }
+    }
+    return loss;
+  }
+
   const bool fused_;
+  const bool cpu_;
   std::unordered_map<void*, torch::Tensor> steps_;
 };
 
