@@ -57,6 +57,13 @@ State& StateFor(Map& states, const torch::Tensor& p) {
   return state;
 }
 
+// The loss of `closure` (undefined without one), with gradients on, as LibTorch's step() has it.
+torch::Tensor EvaluateClosure(const optim::Optimizer::LossClosure& closure) {
+  if (closure == nullptr) return {};
+  at::AutoGradMode enable_grad(true);
+  return closure();
+}
+
 // Every parameter CPU fp32 (what AdamStepCpu takes once gradients exist).
 bool AllCpuFloat(const std::vector<torch::Tensor>& parameters) {
   for (const torch::Tensor& p : parameters) {
@@ -82,11 +89,7 @@ class FusedAdam final : public Base {
     if (!fused_) return Base::step(std::move(closure));
 #ifdef TRAIND_HAVE_FUSED_ADAM
     torch::NoGradGuard no_grad;
-    torch::Tensor loss;
-    if (closure != nullptr) {
-      at::AutoGradMode enable_grad(true);
-      loss = closure();
-    }
+    const torch::Tensor loss = EvaluateClosure(closure);
     for (auto& group : this->param_groups_) {
       const auto& options = static_cast<const Options&>(group.options());
       std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
@@ -144,11 +147,7 @@ class FusedAdam final : public Base {
 
   torch::Tensor CpuStep(optim::Optimizer::LossClosure closure) {
     torch::NoGradGuard no_grad;
-    torch::Tensor loss;
-    if (closure != nullptr) {
-      at::AutoGradMode enable_grad(true);
-      loss = closure();
-    }
+    const torch::Tensor loss = EvaluateClosure(closure);
     for (auto& group : this->param_groups_) {
       const auto& options = static_cast<const Options&>(group.options());
       const AdamHyperparameters hyperparameters{
