@@ -70,18 +70,52 @@ CpuFacts ReadCpuFacts() {
     int threads = 0;
     if (absl::SimpleAtoi(omp, &threads) && threads > 0) facts.omp_num_threads = threads;
   }
+  if (const char* wanted = std::getenv("TRAIND_BATCH_SHARDS"); wanted != nullptr) {
+    int shards = 0;
+    if (absl::SimpleAtoi(wanted, &shards) && shards > 0) facts.batch_shards = shards;
+  }
   return facts;
+}
+
+namespace {
+
+// The cores this process may use: physical cores, within a cgroup quota. `what` says which.
+int UsableCores(const CpuFacts& facts, std::string* what) {
+  int usable = std::max(1, facts.physical_cores);
+  *what = absl::StrCat(usable, " physical core", usable == 1 ? "" : "s");
+  if (facts.logical_cpus > usable) absl::StrAppend(what, " (", facts.logical_cpus, " CPUs)");
+  if (facts.quota_cpus > 0 && std::ceil(facts.quota_cpus) < usable) {
+    usable = std::max(1, static_cast<int>(std::ceil(facts.quota_cpus)));
+    absl::StrAppend(what, absl::StrFormat(", a cgroup quota of %.3g CPUs", facts.quota_cpus));
+  }
+  return usable;
+}
+
+}  // namespace
+
+BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::string& sharers_are) {
+  sharers = std::max(1, sharers);
+  std::string what;
+  const int share = UsableCores(facts, &what) / sharers;
+  BatchShards chosen;
+  if (facts.batch_shards > 0) {
+    chosen.shards = facts.batch_shards;
+    chosen.explanation = absl::StrCat("TRAIND_BATCH_SHARDS=", facts.batch_shards);
+  } else if (share >= 2 && share <= kMaxBatchShards) {
+    chosen.shards = share;
+    chosen.explanation = absl::StrCat(what, ", ", sharers, " ", sharers_are);
+    if (facts.omp_num_threads > 0 && facts.omp_num_threads < chosen.shards) {
+      chosen.shards = facts.omp_num_threads;
+      absl::StrAppend(&chosen.explanation, "; at most OMP_NUM_THREADS=", facts.omp_num_threads);
+    }
+  }
+  return chosen;
 }
 
 CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are) {
   sharers = std::max(1, sharers);
-  int usable = std::max(1, facts.physical_cores);
-  std::string what = absl::StrCat(usable, " physical core", usable == 1 ? "" : "s");
-  if (facts.logical_cpus > usable) absl::StrAppend(&what, " (", facts.logical_cpus, " CPUs)");
-  if (facts.quota_cpus > 0 && std::ceil(facts.quota_cpus) < usable) {
-    usable = std::max(1, static_cast<int>(std::ceil(facts.quota_cpus)));
-    absl::StrAppend(&what, absl::StrFormat(", a cgroup quota of %.3g CPUs", facts.quota_cpus));
-  }
+  std::string what;
+  const int usable = UsableCores(facts, &what);
   const int for_jobs = usable > 1 ? usable - 1 : 1;
   CpuThreads chosen;
   chosen.threads = std::max(1, for_jobs / sharers);

@@ -19,6 +19,8 @@ struct CpuFacts {
   // OMP_NUM_THREADS in traind's (so the worker's) environment, 0: unset or not a number. Set, it
   // caps the choice: whoever set it knows what else shares the cores (torchrun sets it too).
   int omp_num_threads = 0;
+  // TRAIND_BATCH_SHARDS in traind's environment, 0: unset or not a number (1 turns shards off).
+  int batch_shards = 0;
 };
 
 // Reads the affinity mask, /sys/devices/system/cpu/cpuN/topology, the cgroup's cpu.max and
@@ -34,6 +36,21 @@ struct CpuThreads {
 // `sharers`: the jobs the CPU lane runs at once (traind --slots cpu=N, TRAIND_CPU_SLOTS in the
 // worker's environment), or a data-parallel job's ranks on this machine.
 CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are);
+
+// How many shards of each batch a CPU job trains at once, one thread each (engine/shard_threads.h),
+// in place of intra-op threads: every core of the job's share when that share is 2 to
+// kMaxBatchShards cores, the one ChooseCpuThreads leaves to the daemon included (shards meet once
+// a step, not after every operator, so the daemon's short bursts of work delay a step, not every
+// operator); 1 (no shards) otherwise. Beyond a few cores the intra-op threads stay: that is what
+// was measured there (15 threads the fastest on the 16-core host), and shards of a few samples
+// each would be too small to keep a core busy. OMP_NUM_THREADS caps it, TRAIND_BATCH_SHARDS sets
+// it. `explanation`: for the job's log.
+inline constexpr int kMaxBatchShards = 4;
+struct BatchShards {
+  int shards = 1;
+  std::string explanation;
+};
+BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::string& sharers_are);
 
 }  // namespace traind
 

@@ -56,6 +56,44 @@ TEST(CpuThreadsTest, ReadsOmpNumThreads) {
   if (before != nullptr) setenv("OMP_NUM_THREADS", saved.c_str(), 1);
 }
 
+// A share of 2 to 4 cores (the daemon's included) is split into batch shards; one core, or a
+// large machine, keeps intra-op threads.
+TEST(CpuThreadsTest, BatchShardsOnAFewCoresOnly) {
+  EXPECT_EQ(ChooseBatchShards({2, 2, 0}, 1, "CPU job at a time").shards, 2);
+  EXPECT_EQ(ChooseBatchShards({4, 4, 0}, 1, "CPU job at a time").shards, 4);
+  EXPECT_EQ(ChooseBatchShards({8, 4, 0}, 1, "CPU job at a time").shards, 4);  // SMT counted once
+  EXPECT_EQ(ChooseBatchShards({1, 1, 0}, 1, "CPU job at a time").shards, 1);
+  EXPECT_EQ(ChooseBatchShards({2, 2, 0}, 2, "CPU jobs at a time").shards, 1);  // a core each
+  EXPECT_EQ(ChooseBatchShards({16, 16, 0}, 1, "CPU job at a time").shards, 1);
+  EXPECT_EQ(ChooseBatchShards({16, 16, 0}, 4, "CPU jobs at a time").shards, 4);
+  EXPECT_EQ(ChooseBatchShards({16, 16, 2.5}, 1, "CPU job at a time").shards, 3);  // the quota
+}
+
+TEST(CpuThreadsTest, BatchShardsFollowOmpNumThreadsAndTraindBatchShards) {
+  CpuFacts facts{4, 4, 0, 2};  // OMP_NUM_THREADS=2
+  BatchShards chosen = ChooseBatchShards(facts, 1, "CPU job at a time");
+  EXPECT_EQ(chosen.shards, 2);
+  EXPECT_EQ(chosen.explanation, "4 physical cores, 1 CPU job at a time; at most OMP_NUM_THREADS=2");
+  facts.batch_shards = 1;  // TRAIND_BATCH_SHARDS=1: off
+  EXPECT_EQ(ChooseBatchShards(facts, 1, "CPU job at a time").shards, 1);
+  facts.batch_shards = 3;
+  chosen = ChooseBatchShards(facts, 1, "CPU job at a time");
+  EXPECT_EQ(chosen.shards, 3);
+  EXPECT_EQ(chosen.explanation, "TRAIND_BATCH_SHARDS=3");
+}
+
+TEST(CpuThreadsTest, ReadsTraindBatchShards) {
+  const char* before = std::getenv("TRAIND_BATCH_SHARDS");
+  const std::string saved = before == nullptr ? "" : before;
+  setenv("TRAIND_BATCH_SHARDS", "1", 1);
+  EXPECT_EQ(ReadCpuFacts().batch_shards, 1);
+  setenv("TRAIND_BATCH_SHARDS", "-2", 1);
+  EXPECT_EQ(ReadCpuFacts().batch_shards, 0);
+  unsetenv("TRAIND_BATCH_SHARDS");
+  EXPECT_EQ(ReadCpuFacts().batch_shards, 0);
+  if (before != nullptr) setenv("TRAIND_BATCH_SHARDS", saved.c_str(), 1);
+}
+
 TEST(CpuThreadsTest, ReadsThisMachine) {
   const CpuFacts facts = ReadCpuFacts();
   EXPECT_GE(facts.logical_cpus, 1);

@@ -1,5 +1,8 @@
 #include "engine/train_step.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace traind {
 
 TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
@@ -23,6 +26,11 @@ TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimi
 
 torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& labels) {
   torch::Tensor input = augmentation_.enabled() ? Augment(images, augmentation_, rng_) : images;
+  if (shard_threads_ != nullptr && shard_threads_->shards() > 1 && input.size(0) > 1) {
+    torch::Tensor loss = ForwardBackwardInShards(input, labels);
+    if (++pending_ == accumulate_) ApplyGradients();
+    return loss;
+  }
   torch::Tensor loss;
   {
     AutocastScope autocast(device_, amp_);
@@ -33,6 +41,50 @@ torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& l
   scaler_.Scale(scaled).backward();
   if (++pending_ == accumulate_) ApplyGradients();
   return loss.detach();
+}
+
+torch::Tensor TrainStep::ForwardBackwardInShards(const torch::Tensor& input,
+                                                const torch::Tensor& labels) {
+  std::vector<torch::Tensor> parameters;
+  for (const torch::Tensor& parameter : model_.ptr()->parameters()) {
+    if (parameter.requires_grad()) parameters.push_back(parameter);
+  }
+  const int64_t batch = input.size(0);
+  const int shards = static_cast<int>(std::min<int64_t>(shard_threads_->shards(), batch));
+  std::vector<std::vector<torch::Tensor>> gradients(shards);
+  std::vector<torch::Tensor> losses(shards);
+  shard_threads_->Run([&](int shard) {
+    if (shard >= shards) return;
+    const int64_t begin = batch * shard / shards;
+    const int64_t end = batch * (shard + 1) / shards;
+    torch::Tensor loss;
+    {
+      AutocastScope autocast(device_, amp_);  // autocast's state is per thread
+      loss = ComputeLoss(loss_, model_.forward(input.slice(0, begin, end)),
+                         labels.slice(0, begin, end), label_smoothing_);
+    }
+    // Each loss is a mean over its shard's samples: weighted by the shard's share, they add up to
+    // the batch's mean.
+    loss = loss * (static_cast<double>(end - begin) / static_cast<double>(batch));
+    torch::Tensor scaled = accumulate_ > 1 ? loss / accumulate_ : loss;
+    gradients[shard] = torch::autograd::grad({scaled}, parameters, /*grad_outputs=*/{},
+                                             /*retain_graph=*/false, /*create_graph=*/false,
+                                             /*allow_unused=*/true);
+    losses[shard] = loss.detach();
+  });
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    torch::Tensor& grad = parameters[i].mutable_grad();
+    for (int shard = 0; shard < shards; ++shard) {
+      const torch::Tensor& gradient = gradients[shard][i];
+      if (!gradient.defined()) continue;  // a parameter this forward pass did not use
+      if (!grad.defined()) grad = torch::zeros_like(parameters[i]);  // the parameter's layout
+      grad.add_(gradient);
+    }
+  }
+  torch::Tensor loss = losses[0];
+  for (int shard = 1; shard < shards; ++shard) loss = loss + losses[shard];
+  return loss;
 }
 
 void TrainStep::Flush() {

@@ -1,6 +1,12 @@
 // One optimisation step (cross-entropy or mse, engine/loss.h), with every loop option applied: autocast, fp16 gradient
 // scaling, gradient accumulation (loss / N, an optimizer step every N micro-batches) and
 // augmentation. Shared by the training loop, the throughput benchmark and the batch-size search.
+// With shard threads (set_shard_threads), each micro-batch is cut into that many shards trained at
+// once, one thread each: every shard's loss is weighted by its share of the batch, its gradients
+// come back from autograd::grad (nothing accumulates into .grad concurrently) and are added into
+// the parameters' .grad in shard order, so a run is reproducible and the step is the batch's (up
+// to rounding). Only for models whose forward pass changes no state and draws no random numbers:
+// no buffers (batch norm's running statistics), no dropout (engine/shard_threads.h's caller checks).
 // Thread-compatible.
 #ifndef TRAIND_ENGINE_TRAIN_STEP_H_
 #define TRAIND_ENGINE_TRAIN_STEP_H_
@@ -14,6 +20,7 @@
 #include "data/augment.h"
 #include "engine/loss.h"
 #include "engine/mixed_precision.h"
+#include "engine/shard_threads.h"
 
 namespace traind {
 
@@ -33,6 +40,10 @@ class TrainStep {
   // Runs just before each backward pass (data parallel: the gradient reducer's preparation).
   void set_before_backward(std::function<void()> hook) { before_backward_ = std::move(hook); }
 
+  // Trains each micro-batch in `threads->shards()` shards at once (nullptr: whole). Not owned; it
+  // outlives this step's use of it.
+  void set_shard_threads(ShardThreads* threads) { shard_threads_ = threads; }
+
   // Applies pending accumulated gradients (end of an epoch).
   void Flush();
 
@@ -44,6 +55,8 @@ class TrainStep {
 
  private:
   void ApplyGradients();
+  // Run's forward and backward over shards; returns the batch's loss.
+  torch::Tensor ForwardBackwardInShards(const torch::Tensor& input, const torch::Tensor& labels);
 
   torch::nn::AnyModule model_;
   torch::optim::Optimizer* optimizer_;
@@ -58,6 +71,7 @@ class TrainStep {
   GradScaler scaler_;
   int pending_ = 0;  // micro-batches since the last optimizer step
   std::function<void()> before_backward_;
+  ShardThreads* shard_threads_ = nullptr;
 };
 
 }  // namespace traind

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -27,6 +28,7 @@
 #include "engine/artifacts.h"
 #include "engine/batch_size_search.h"
 #include "engine/benchmarks.h"
+#include "engine/blas_threads.h"
 #include "engine/cpu_threads.h"
 #include "engine/cuda_graph_step.h"
 #include "engine/data_parallel.h"
@@ -37,6 +39,7 @@
 #include "engine/loss.h"
 #include "engine/lr_schedule.h"
 #include "engine/optimizer_factory.h"
+#include "engine/shard_threads.h"
 #include "engine/step_profiler.h"
 #include "engine/train_step.h"
 #include "models/batch_norm.h"
@@ -96,6 +99,23 @@ std::string ChooseAutotuning(int64_t planned_steps) {
                            : absl::StrCat("cuDNN autotuning off (", planned_steps,
                                           " steps planned: tuning pays back after about ",
                                           kAutotuneMinSteps, ")");
+}
+
+// Why a model's batches cannot be trained in shards at once (engine/train_step.h), "" if they can.
+std::string ShardingObstacle(torch::nn::Module& model) {
+  if (dynamic_cast<const ScriptedModelImpl*>(&model) != nullptr) {
+    return "a TorchScript model (its state and randomness are not inspected)";
+  }
+  if (!model.buffers().empty()) {
+    return "the model has buffers (batch norm's running statistics), which shards would update "
+           "at once";
+  }
+  for (const std::shared_ptr<torch::nn::Module>& module : model.modules()) {
+    if (absl::StrContains(module->name(), "Dropout")) {
+      return "the model has dropout, whose random draws the shards would take in no fixed order";
+    }
+  }
+  return "";
 }
 
 // The jobs traind's CPU lane runs at once (`traind --slots cpu=N`), which share its cores.
@@ -244,6 +264,7 @@ class JobRun {
   const torch::Device device_;
   const std::optional<RankPlacement> placement_;  // set: this worker is one rank of several
   std::unique_ptr<DataParallel> dp_;              // joined in Run when placement_ is set
+  BatchShards batch_shards_;  // a CPU job's, chosen in Run; Train checks the model can take them
   int64_t peak_current_ = 0;
   int64_t peak_driver_ = 0;
   bool cuda_graph_by_default_ = false;  // a capture failure falls back to the eager step
@@ -262,10 +283,17 @@ absl::Status JobRun::Run() {
     if (device_.is_cpu()) Log("CPU: " + chosen.explanation);
   } else if (device_.is_cpu()) {
     const int slots = CpuSlots();
-    const CpuThreads chosen = ChooseCpuThreads(
-        ReadCpuFacts(), slots, slots == 1 ? "CPU job at a time" : "CPU jobs at a time");
+    const CpuFacts facts = ReadCpuFacts();
+    const std::string sharers = slots == 1 ? "CPU job at a time" : "CPU jobs at a time";
+    const CpuThreads chosen = ChooseCpuThreads(facts, slots, sharers);
     torch::set_num_threads(chosen.threads);
     Log("CPU: " + chosen.explanation);
+    batch_shards_ = ChooseBatchShards(facts, slots, sharers);
+  }
+  if (device_.is_cpu()) {
+    // The BLAS's own thread pool follows the job's threads (engine/blas_threads.h says why).
+    const std::string blas = DescribeBlasThreads(SetBlasThreads(torch::get_num_threads()));
+    if (!blas.empty()) Log("BLAS: " + blas);
   }
   if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
@@ -424,6 +452,24 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
                  Augmentation{spec_.random_crop_padding(), spec_.horizontal_flip()},
                  spec_.seed() + static_cast<uint64_t>(rank), loss_, spec_.label_smoothing(),
                  spec_.clip_grad_norm());
+
+  std::unique_ptr<ShardThreads> shard_threads;
+  if (batch_shards_.shards > 1) {
+    const std::string obstacle = ShardingObstacle(*model.ptr());
+    if (!obstacle.empty()) {
+      Log("CPU: batches are not split into shards: " + obstacle);
+    } else {
+      // Each shard on one thread, the BLAS's products too: the shards are the parallelism.
+      torch::set_num_threads(1);
+      SetBlasThreads(1);
+      shard_threads = std::make_unique<ShardThreads>(batch_shards_.shards);
+      step.set_shard_threads(shard_threads.get());
+      Log(absl::StrFormat(
+          "CPU: each batch trained in %d shards at once, one thread each, gradients added in "
+          "shard order (%s; TRAIND_BATCH_SHARDS=1 or --threads N: intra-op threads instead)",
+          batch_shards_.shards, batch_shards_.explanation));
+    }
+  }
 
   if (spec_.has_benchmark()) {  // kind "train"
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,

@@ -115,10 +115,13 @@ TEST_F(WatchTest, LogsPrintTheReferenceFormatLineForLine) {
 Epoch: 00\d/002 \| Train: \d+\.\d\d% \| Validation: \d+\.\d\d% \| Best Validation \(Ep\. 00\d\): \d+\.\d\d%
 Time elapsed: \d+\.\d\d min
 )";
-  // The job's own notes (the CPU threads it chose, where its start-up went) come first; the rest
+  // The job's own notes (the CPU threads it chose, its BLAS's threads where the BLAS has a switch,
+  // the batch shards on a machine of a few cores, where its start-up went) come first; the rest
   // is the reference's.
   std::string pattern = R"(CPU: \d+ intra-op threads?: [^\n]+
-Start-up: \d+\.\d\d s in this worker before the first step \(dataset \d+\.\d\d s, images \d+\.\d\d s, model \d+\.\d\d s\)
+(BLAS: [^\n]+: 1 thread[^\n]*
+)?(CPU: each batch trained in \d shards at once[^\n]+
+)?Start-up: \d+\.\d\d s in this worker before the first step \(dataset \d+\.\d\d s, images \d+\.\d\d s, model \d+\.\d\d s\)
 )";
   for (int e = 0; e < 2; ++e) {
     for (int b = 0; b < 6; ++b) pattern += step + "\n";

@@ -1,0 +1,34 @@
+// The BLAS library's own threads. Debian's LibTorch calls the system BLAS for matrix products
+// (linear layers, some convolutions), and OpenBLAS's pthreads build keeps a thread pool of its
+// own sized to every CPU, which LibTorch's set_num_threads does not reach. A job on one intra-op
+// thread then still split its products over two cores, whose waits spin in sched_yield: on the
+// 2-vCPU machine one LeNet5 epoch at batch 64 took 4.97 s with OpenBLAS's two threads and 3.96 s
+// with one (docs/benchmarks.md), and two ranks, or two threads each training half a batch, each
+// ran about 4x slower than alone while each OpenBLAS pool took both cores.
+// Thread-compatible: call it from the job's thread before its first operation.
+#ifndef TRAIND_ENGINE_BLAS_THREADS_H_
+#define TRAIND_ENGINE_BLAS_THREADS_H_
+
+#include <string>
+
+namespace traind {
+
+struct BlasThreads {
+  bool settable = false;  // the loaded BLAS has a thread count we can set (OpenBLAS)
+  int before = 0;         // its threads before, when settable
+  int after = 0;          // and after
+  std::string library;    // e.g. "OpenBLAS 0.3.21 (pthreads)"; empty when not settable
+};
+
+// Gives the BLAS library that this process loaded (found by its symbols, whichever
+// libblas.so.3 the system points at) `threads` threads, the job's intra-op threads, so its
+// products share the cores the job was given instead of taking them all. Does nothing when the
+// BLAS has no such switch (the reference BLAS is single-threaded; MKL follows LibTorch's own).
+BlasThreads SetBlasThreads(int threads);
+
+// For the job's log: "OpenBLAS 0.3.21 (pthreads): 1 thread (was 2)"; empty when not settable.
+std::string DescribeBlasThreads(const BlasThreads& blas);
+
+}  // namespace traind
+
+#endif  // TRAIND_ENGINE_BLAS_THREADS_H_
