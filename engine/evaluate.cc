@@ -1,5 +1,8 @@
 #include "engine/evaluate.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/mixed_precision.h"
@@ -40,13 +43,44 @@ class NoAutotuning {
   const bool was_;
 };
 
+// The summed loss and correct predictions of split[begin, end) in batches of `eval_batch`, summed
+// on the device and read once at the end: a read per batch waits for the device each time (235
+// waits per epoch for Fashion-MNIST at batch 256). Gradient mode and autocast are per thread, so
+// each shard thread sets its own here.
+struct Sums {
+  double loss = 0;
+  int64_t correct = 0;
+};
+Sums SumOnDevice(torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
+                 const std::string& amp, LossKind loss, int64_t eval_batch, int64_t begin,
+                 int64_t end) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss_sum =
+      torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  torch::Tensor correct =
+      torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  for (int64_t first = begin; first < end; first += eval_batch) {
+    const int64_t last = std::min(first + eval_batch, end);
+    const torch::Tensor target = split.labels.slice(0, first, last).to(device);
+    torch::Tensor output;
+    {
+      AutocastScope autocast(device, amp);
+      output = model.forward(split.inputs.slice(0, first, last).to(device));
+    }
+    const torch::Tensor batch_loss = ComputeLoss(loss, output.to(torch::kFloat32), target);
+    loss_sum += batch_loss.to(torch::kFloat64) * static_cast<double>(last - first);
+    if (loss == LossKind::kCrossEntropy) correct += output.argmax(1).eq(target).sum();
+  }
+  return Sums{loss_sum.item<double>(), correct.item<int64_t>()};
+}
+
 }  // namespace
 
 // Predictions are compared on the CPU: early MPS builds reported 0% accuracy when the comparison
 // ran on the device.
 Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
                     const std::string& amp, int64_t batch_size, LossKind loss, int64_t num_classes,
-                    bool with_confusion) {
+                    bool with_confusion, ShardThreads* shards) {
   torch::NoGradGuard no_grad;
   NoAutotuning no_autotuning;
   model.ptr()->eval();
@@ -57,43 +91,47 @@ Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch
   if (with_confusion && loss == LossKind::kCrossEntropy) {
     result.confusion = torch::zeros({num_classes, num_classes}, torch::kInt64);
   }
-  // Summed on the device and read once at the end: a read per batch waits for the device each
-  // time (235 waits per epoch for Fashion-MNIST at batch 256). Not on MPS (see above), nor when
-  // a confusion matrix is wanted.
+  // Not on MPS (see above), nor when a confusion matrix is wanted.
   const bool sum_on_device = !device.is_mps() && !result.confusion.defined();
-  torch::Tensor device_loss_sum, device_correct;
-  if (sum_on_device) {
-    device_loss_sum =
-        torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-    device_correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device));
-  }
-  for (int64_t begin = 0; begin < split.size(); begin += eval_batch) {
-    const int64_t end = std::min(begin + eval_batch, split.size());
-    const torch::Tensor target = split.labels.slice(0, begin, end).to(device);
-    torch::Tensor output;
-    {
-      AutocastScope autocast(device, amp);
-      output = model.forward(split.inputs.slice(0, begin, end).to(device));
+  if (sum_on_device && shards != nullptr && shards->shards() > 1 && device.is_cpu()) {
+    // Each shard takes whole evaluation batches, the same ones as without shards: the same
+    // predictions, and the sums added in shard order.
+    const int64_t batches = (split.size() + eval_batch - 1) / eval_batch;
+    std::vector<Sums> sums(shards->shards());
+    shards->Run([&](int shard) {
+      const int64_t begin = batches * shard / shards->shards() * eval_batch;
+      const int64_t end =
+          std::min(split.size(), batches * (shard + 1) / shards->shards() * eval_batch);
+      sums[shard] = SumOnDevice(model, split, device, amp, loss, eval_batch, begin, end);
+    });
+    for (const Sums& shard : sums) {
+      loss_sum += shard.loss;
+      correct += shard.correct;
     }
-    const torch::Tensor batch_loss = ComputeLoss(loss, output.to(torch::kFloat32), target);
-    if (sum_on_device) {
-      device_loss_sum += batch_loss.to(torch::kFloat64) * static_cast<double>(end - begin);
-      if (loss == LossKind::kCrossEntropy) device_correct += output.argmax(1).eq(target).sum();
-      continue;
+  } else if (sum_on_device) {
+    const Sums sums = SumOnDevice(model, split, device, amp, loss, eval_batch, 0, split.size());
+    loss_sum = sums.loss;
+    correct = sums.correct;
+  } else {
+    for (int64_t begin = 0; begin < split.size(); begin += eval_batch) {
+      const int64_t end = std::min(begin + eval_batch, split.size());
+      const torch::Tensor target = split.labels.slice(0, begin, end).to(device);
+      torch::Tensor output;
+      {
+        AutocastScope autocast(device, amp);
+        output = model.forward(split.inputs.slice(0, begin, end).to(device));
+      }
+      loss_sum +=
+          ComputeLoss(loss, output.to(torch::kFloat32), target).item<double>() * (end - begin);
+      if (loss != LossKind::kCrossEntropy) continue;
+      const torch::Tensor predicted = output.argmax(1).to(torch::kCPU);
+      const torch::Tensor truth = target.to(torch::kCPU);
+      correct += predicted.eq(truth).sum().item<int64_t>();
+      if (result.confusion.defined()) {
+        result.confusion.view(-1).index_add_(0, truth * num_classes + predicted,
+                                             torch::ones_like(truth));
+      }
     }
-    loss_sum += batch_loss.item<double>() * (end - begin);
-    if (loss != LossKind::kCrossEntropy) continue;
-    const torch::Tensor predicted = output.argmax(1).to(torch::kCPU);
-    const torch::Tensor truth = target.to(torch::kCPU);
-    correct += predicted.eq(truth).sum().item<int64_t>();
-    if (result.confusion.defined()) {
-      result.confusion.view(-1).index_add_(0, truth * num_classes + predicted,
-                                           torch::ones_like(truth));
-    }
-  }
-  if (sum_on_device) {
-    loss_sum = device_loss_sum.item<double>();
-    correct = device_correct.item<int64_t>();
   }
   model.ptr()->train();
   if (split.size() > 0) {
@@ -120,9 +158,9 @@ absl::Status CheckModelOutput(torch::nn::AnyModule& model, const Split& train,
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     std::string what = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
     if (what.size() > 2000) what.resize(2000);
-    return absl::InvalidArgumentError(
-        absl::StrCat("model: forward failed on inputs shaped [", absl::StrJoin(inputs.sizes(), ", "),
-                     "]: ", what));
+    return absl::InvalidArgumentError(absl::StrCat("model: forward failed on inputs shaped [",
+                                                   absl::StrJoin(inputs.sizes(), ", "),
+                                                   "]: ", what));
   }
   model.ptr()->train();
   return CheckOutputShape(loss, output, n, num_classes, train.labels[0]);

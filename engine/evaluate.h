@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "data/dataset.h"
 #include "engine/loss.h"
+#include "engine/shard_threads.h"
 
 namespace traind {
 
@@ -23,10 +24,12 @@ struct Evaluation {
 };
 
 // In eval mode under autocast `amp`, in batches of at most min(batch_size, 256). The model is put
-// back in training mode afterwards.
+// back in training mode afterwards. With `shards` (a CPU job's shard threads, whose model the
+// training step already found fit for them), the split's batches are shared among the threads,
+// unless a confusion matrix is wanted.
 Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
                     const std::string& amp, int64_t batch_size, LossKind loss, int64_t num_classes,
-                    bool with_confusion = false);
+                    bool with_confusion = false, ShardThreads* shards = nullptr);
 
 // One forward of two samples in eval mode: INVALID_ARGUMENT naming the expected and actual shapes,
 // or the forward's own error.

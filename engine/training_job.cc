@@ -690,9 +690,10 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       const auto eval_start = Clock::now();
       *phase_ = "evaluating";
       const Evaluation train_eval = Evaluate(model, data.train, device_, spec_.amp(), batch_size,
-                                             loss_, data.num_classes);
-      const Evaluation validation = Evaluate(model, data.validation, device_, spec_.amp(),
-                                             batch_size, loss_, data.num_classes);
+                                             loss_, data.num_classes, false, shard_threads.get());
+      const Evaluation validation =
+          Evaluate(model, data.validation, device_, spec_.amp(), batch_size, loss_,
+                   data.num_classes, false, shard_threads.get());
       const double score =
           loss_ == LossKind::kMse ? -validation.loss : validation.accuracy;
       summary->set_evaluated(true);
@@ -759,7 +760,8 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   const double training_seconds = SecondsSince(train_start);
   *phase_ = "evaluating";
   const Evaluation test =
-      Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes);
+      Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes,
+               false, shard_threads.get());
   TrackPeaks(ReadMemory(device_));
   if (dp_ != nullptr) RETURN_IF_ERROR(CheckRanksAgree(model));
   if (!job_dir_.empty() && rank == 0) {
