@@ -292,7 +292,8 @@ absl::Status JobRun::Run() {
   }
   if (device_.is_cpu()) {
     // The BLAS's own thread pool follows the job's threads (engine/blas_threads.h says why).
-    const std::string blas = DescribeBlasThreads(SetBlasThreads(torch::get_num_threads()));
+    const std::string blas =
+        DescribeBlasThreads(SetBlasThreads(BlasThreadsFor(torch::get_num_threads())));
     if (!blas.empty()) Log("BLAS: " + blas);
   }
   if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
@@ -461,7 +462,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     } else {
       // Each shard on one thread, the BLAS's products too: the shards are the parallelism.
       torch::set_num_threads(1);
-      SetBlasThreads(1);
+      SetBlasThreads(BlasThreadsFor(1));
       shard_threads = std::make_unique<ShardThreads>(batch_shards_.shards);
       step.set_shard_threads(shard_threads.get());
       Log(absl::StrFormat(
