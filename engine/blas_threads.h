@@ -1,10 +1,10 @@
 // The BLAS library's own threads. Debian's LibTorch calls the system BLAS for matrix products
 // (linear layers, some convolutions), and OpenBLAS's pthreads build keeps a thread pool of its
-// own sized to every CPU, which LibTorch's set_num_threads does not reach. A job on one intra-op
-// thread then still split its products over two cores, whose waits spin in sched_yield: on the
-// 2-vCPU machine one LeNet5 epoch at batch 64 took 4.97 s with OpenBLAS's two threads and 3.96 s
-// with one (docs/benchmarks.md), and two ranks, or two threads each training half a batch, each
-// ran about 4x slower than alone while each OpenBLAS pool took both cores.
+// own sized to every CPU, which LibTorch's set_num_threads does not reach: a job on one intra-op
+// thread still split its products over two cores, whose waiting threads spin in sched_yield.
+// On the 2-vCPU machine two threads each training LeNet5 took 12.1 ms a step each against 2.96 ms
+// alone, and 3.1 / 2.7 ms with OpenBLAS on one thread (docs/benchmarks.md, session 17): batch
+// shards (engine/shard_threads.h) need the BLAS on one thread each.
 // Thread-compatible: call it from the job's thread before its first operation.
 #ifndef TRAIND_ENGINE_BLAS_THREADS_H_
 #define TRAIND_ENGINE_BLAS_THREADS_H_

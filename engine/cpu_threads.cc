@@ -96,7 +96,11 @@ int UsableCores(const CpuFacts& facts, std::string* what) {
 BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::string& sharers_are) {
   sharers = std::max(1, sharers);
   std::string what;
-  const int share = UsableCores(facts, &what) / sharers;
+  int usable = UsableCores(facts, &what);
+  // Whole CPUs of a quota only: a shard on a fraction of a CPU would stall every step when the
+  // quota throttles it (threads are rounded up, since one operator's threads wait less).
+  if (facts.quota_cpus > 0) usable = std::min(usable, static_cast<int>(std::floor(facts.quota_cpus)));
+  const int share = usable / sharers;
   BatchShards chosen;
   if (facts.batch_shards > 0) {
     chosen.shards = facts.batch_shards;

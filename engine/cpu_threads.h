@@ -37,19 +37,22 @@ struct CpuThreads {
 // worker's environment), or a data-parallel job's ranks on this machine.
 CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are);
 
+// The most batch shards a job takes by default (ChooseBatchShards).
+inline constexpr int kMaxBatchShards = 4;
+
+struct BatchShards {
+  int shards = 1;
+  std::string explanation;  // for the job's log
+};
+
 // How many shards of each batch a CPU job trains at once, one thread each (engine/shard_threads.h),
 // in place of intra-op threads: every core of the job's share when that share is 2 to
 // kMaxBatchShards cores, the one ChooseCpuThreads leaves to the daemon included (shards meet once
 // a step, not after every operator, so the daemon's short bursts of work delay a step, not every
-// operator); 1 (no shards) otherwise. Beyond a few cores the intra-op threads stay: that is what
-// was measured there (15 threads the fastest on the 16-core host), and shards of a few samples
-// each would be too small to keep a core busy. OMP_NUM_THREADS caps it, TRAIND_BATCH_SHARDS sets
-// it. `explanation`: for the job's log.
-inline constexpr int kMaxBatchShards = 4;
-struct BatchShards {
-  int shards = 1;
-  std::string explanation;
-};
+// operator); 1 (no shards) otherwise. A cgroup quota counts in whole CPUs here. Beyond a few
+// cores the intra-op threads stay: on the 16-core host shards gained LeNet5 up to ~10% but cost
+// the MLP, whose products intra-op threads split well, up to 2.5x (docs/benchmarks.md, session
+// 17). OMP_NUM_THREADS caps it, TRAIND_BATCH_SHARDS sets it.
 BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::string& sharers_are);
 
 }  // namespace traind

@@ -66,7 +66,8 @@ TEST(CpuThreadsTest, BatchShardsOnAFewCoresOnly) {
   EXPECT_EQ(ChooseBatchShards({2, 2, 0}, 2, "CPU jobs at a time").shards, 1);  // a core each
   EXPECT_EQ(ChooseBatchShards({16, 16, 0}, 1, "CPU job at a time").shards, 1);
   EXPECT_EQ(ChooseBatchShards({16, 16, 0}, 4, "CPU jobs at a time").shards, 4);
-  EXPECT_EQ(ChooseBatchShards({16, 16, 2.5}, 1, "CPU job at a time").shards, 3);  // the quota
+  EXPECT_EQ(ChooseBatchShards({16, 16, 2.5}, 1, "CPU job at a time").shards, 2);  // whole CPUs
+  EXPECT_EQ(ChooseBatchShards({2, 2, 1.5}, 1, "CPU job at a time").shards, 1);     // of a quota
 }
 
 TEST(CpuThreadsTest, BatchShardsFollowOmpNumThreadsAndTraindBatchShards) {

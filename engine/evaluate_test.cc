@@ -32,6 +32,18 @@ TEST(EvaluateTest, ShardsGiveTheWholeSplitsResult) {
     EXPECT_NEAR(sharded.loss, whole.loss, 1e-6 * whole.loss) << count << " shards";
   }
   EXPECT_TRUE(model.ptr()->is_training());  // put back in training mode
+
+  // 100 images are two batches of 64: with three shards the first has none.
+  Split small;
+  small.inputs = split.inputs.slice(0, 0, 100);
+  small.labels = split.labels.slice(0, 0, 100);
+  const Evaluation small_whole =
+      Evaluate(model, small, torch::kCPU, "", 64, LossKind::kCrossEntropy, 10);
+  ShardThreads three(3);
+  const Evaluation small_sharded =
+      Evaluate(model, small, torch::kCPU, "", 64, LossKind::kCrossEntropy, 10, false, &three);
+  EXPECT_EQ(small_sharded.accuracy, small_whole.accuracy);
+  EXPECT_NEAR(small_sharded.loss, small_whole.loss, 1e-6 * small_whole.loss);
 }
 
 }  // namespace

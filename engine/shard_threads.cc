@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace traind {
@@ -38,9 +39,11 @@ void ShardThreads::WaitFor(const std::function<bool()>& done) {
 }
 
 void ShardThreads::Run(const std::function<void(int shard)>& work) {
+  const at::ThreadLocalState caller_state;
   {
     absl::MutexLock lock(&mu_);
     work_ = &work;
+    caller_state_ = &caller_state;
     for (std::exception_ptr& error : errors_) error = nullptr;
     running_ = static_cast<int>(threads_.size());
     ++round_;
@@ -54,6 +57,7 @@ void ShardThreads::Run(const std::function<void(int shard)>& work) {
   WaitFor([this] { return running_.load() == 0; });
   absl::MutexLock lock(&mu_);
   work_ = nullptr;
+  caller_state_ = nullptr;
   if (first == nullptr) {
     for (const std::exception_ptr& error : errors_) {
       if (error != nullptr) {
@@ -66,20 +70,23 @@ void ShardThreads::Run(const std::function<void(int shard)>& work) {
 }
 
 void ShardThreads::Loop(int shard) {
-  // OpenMP's thread count is per thread: a new thread would start with every core.
+  // This thread's operators on one intra-op thread (ShardThreads' constructor says more).
   at::set_num_threads(1);
   uint64_t done = 0;
   while (true) {
     WaitFor([this, done] { return stopping_.load() || round_.load() != done; });
     const std::function<void(int)>* work = nullptr;
+    const at::ThreadLocalState* caller_state = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
       done = round_;
       work = work_;
+      caller_state = caller_state_;
     }
     std::exception_ptr error;
     try {
+      at::ThreadLocalStateGuard state(*caller_state);
       (*work)(shard);
     } catch (...) {
       error = std::current_exception();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -23,7 +24,19 @@ TEST(ShardThreadsTest, EveryShardRunsOnceARoundEachOnItsOwnThread) {
     EXPECT_EQ(runs, std::vector<int>({1, 1, 1})) << "round " << round;
     EXPECT_EQ(ids[0], std::this_thread::get_id());  // shard 0 is the caller's
     EXPECT_NE(ids[1], ids[0]);
+    EXPECT_NE(ids[2], ids[0]);
     EXPECT_NE(ids[2], ids[1]);
+  }
+}
+
+// Rounds further apart than the threads spin: they sleep in between and wake for the next.
+TEST(ShardThreadsTest, ThreadsThatWentToSleepWakeForTheNextRound) {
+  ShardThreads threads(2);
+  for (int round = 0; round < 5; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::atomic<int> runs{0};
+    threads.Run([&](int) { runs.fetch_add(1); });
+    EXPECT_EQ(runs.load(), 2) << "round " << round;
   }
 }
 

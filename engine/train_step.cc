@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/shard_threads.h"
+
 namespace traind {
 
 TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
@@ -26,7 +28,8 @@ TrainStep::TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimi
 
 torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& labels) {
   torch::Tensor input = augmentation_.enabled() ? Augment(images, augmentation_, rng_) : images;
-  if (shard_threads_ != nullptr && shard_threads_->shards() > 1 && input.size(0) > 1) {
+  if (shard_threads_ != nullptr && shard_threads_->shards() > 1 && input.size(0) > 1 &&
+      device_.is_cpu() && !before_backward_ && !scaler_.enabled()) {
     torch::Tensor loss = ForwardBackwardInShards(input, labels);
     if (++pending_ == accumulate_) ApplyGradients();
     return loss;

@@ -5,8 +5,10 @@
 // once, one thread each: every shard's loss is weighted by its share of the batch, its gradients
 // come back from autograd::grad (nothing accumulates into .grad concurrently) and are added into
 // the parameters' .grad in shard order, so a run is reproducible and the step is the batch's (up
-// to rounding). Only for models whose forward pass changes no state and draws no random numbers:
-// no buffers (batch norm's running statistics), no dropout (engine/shard_threads.h's caller checks).
+// to rounding; the same on every run with the same number of shards). Only for CPU steps without a
+// before-backward hook (data parallel) or gradient scaling, which Run then trains whole, and for
+// models whose forward pass changes no state and draws no random numbers: no buffers (batch
+// norm's running statistics), no dropout (training_job.cc's ShardingObstacle checks).
 // Thread-compatible.
 #ifndef TRAIND_ENGINE_TRAIN_STEP_H_
 #define TRAIND_ENGINE_TRAIN_STEP_H_
@@ -20,9 +22,10 @@
 #include "data/augment.h"
 #include "engine/loss.h"
 #include "engine/mixed_precision.h"
-#include "engine/shard_threads.h"
 
 namespace traind {
+
+class ShardThreads;
 
 class TrainStep {
  public:

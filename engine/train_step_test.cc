@@ -2,10 +2,14 @@
 // rounding, and the same on every run.
 #include "engine/train_step.h"
 
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/job_spec.h"
@@ -108,6 +112,37 @@ TEST(TrainStepShardsTest, AccumulationAndBf16AutocastWorkInShards) {
   for (int i = 0; i < 30; ++i) last = step.Run(images, labels).item<double>();
   EXPECT_LT(last, first * 0.5);
   EXPECT_EQ(model.ptr()->parameters()[0].scalar_type(), torch::kFloat32);
+}
+
+// A module that notes, per call, the thread it ran on and whether autocast was on there.
+struct RecordingImpl : torch::nn::Module {
+  RecordingImpl() : linear(register_module("linear", torch::nn::Linear(8, 3))) {}
+  torch::Tensor forward(torch::Tensor x) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      threads.insert(std::this_thread::get_id());
+      autocast_on.push_back(at::autocast::is_cpu_enabled());
+    }
+    return linear->forward(x);
+  }
+  torch::nn::Linear linear;
+  std::mutex mu;
+  std::set<std::thread::id> threads;
+  std::vector<bool> autocast_on;
+};
+TORCH_MODULE(Recording);
+
+TEST(TrainStepShardsTest, EachShardRunsOnItsOwnThreadUnderAutocast) {
+  Recording model;
+  torch::optim::SGD optimizer(model->parameters(), 0.1);
+  ShardThreads threads(2);
+  TrainStep step(torch::nn::AnyModule(model), &optimizer, torch::kCPU, "bf16", 1, Augmentation{},
+                 1);
+  step.set_shard_threads(&threads);
+  step.Run(torch::randn({16, 8}), torch::randint(3, {16}));
+  EXPECT_EQ(model->threads.size(), 2u);  // two shards, two threads
+  EXPECT_EQ(model->autocast_on, std::vector<bool>({true, true}));
+  EXPECT_TRUE(model->linear->weight.grad().defined());
 }
 
 }  // namespace

@@ -102,6 +102,8 @@ std::string ChooseAutotuning(int64_t planned_steps) {
 }
 
 // Why a model's batches cannot be trained in shards at once (engine/train_step.h), "" if they can.
+// Dropout is found by its modules' names: a model that calls torch::dropout (or another random
+// operator) in its forward is not recognised; the zoo's models do not.
 std::string ShardingObstacle(torch::nn::Module& model) {
   if (dynamic_cast<const ScriptedModelImpl*>(&model) != nullptr) {
     return "a TorchScript model (its state and randomness are not inspected)";
@@ -466,8 +468,9 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       shard_threads = std::make_unique<ShardThreads>(batch_shards_.shards);
       step.set_shard_threads(shard_threads.get());
       Log(absl::StrFormat(
-          "CPU: each batch trained in %d shards at once, one thread each, gradients added in "
-          "shard order (%s; TRAIND_BATCH_SHARDS=1 or --threads N: intra-op threads instead)",
+          "CPU: each batch trained in %d shards at once, one thread each (intra-op and BLAS), "
+          "gradients added in shard order (%s; TRAIND_BATCH_SHARDS=1 or --threads N: intra-op "
+          "threads instead)",
           batch_shards_.shards, batch_shards_.explanation));
     }
   }
@@ -691,10 +694,11 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       const auto eval_start = Clock::now();
       *phase_ = "evaluating";
       const Evaluation train_eval = Evaluate(model, data.train, device_, spec_.amp(), batch_size,
-                                             loss_, data.num_classes, false, shard_threads.get());
+                                             loss_, data.num_classes, /*with_confusion=*/false,
+                                             shard_threads.get());
       const Evaluation validation =
           Evaluate(model, data.validation, device_, spec_.amp(), batch_size, loss_,
-                   data.num_classes, false, shard_threads.get());
+                   data.num_classes, /*with_confusion=*/false, shard_threads.get());
       const double score =
           loss_ == LossKind::kMse ? -validation.loss : validation.accuracy;
       summary->set_evaluated(true);
@@ -762,7 +766,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   *phase_ = "evaluating";
   const Evaluation test =
       Evaluate(model, data.test, device_, spec_.amp(), batch_size, loss_, data.num_classes,
-               false, shard_threads.get());
+               /*with_confusion=*/false, shard_threads.get());
   TrackPeaks(ReadMemory(device_));
   if (dp_ != nullptr) RETURN_IF_ERROR(CheckRanksAgree(model));
   if (!job_dir_.empty() && rank == 0) {

@@ -119,7 +119,7 @@ Time elapsed: \d+\.\d\d min
   // the batch shards on a machine of a few cores, where its start-up went) come first; the rest
   // is the reference's.
   std::string pattern = R"(CPU: \d+ intra-op threads?: [^\n]+
-(BLAS: [^\n]+: 1 thread[^\n]*
+(BLAS: [^\n]+: \d+ threads?[^\n]*
 )?(CPU: each batch trained in \d shards at once[^\n]+
 )?Start-up: \d+\.\d\d s in this worker before the first step \(dataset \d+\.\d\d s, images \d+\.\d\d s, model \d+\.\d\d s\)
 )";
