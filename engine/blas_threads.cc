@@ -2,10 +2,7 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -64,15 +61,6 @@ BlasThreads SetBlasThreads(int threads) {
   set(threads < 1 ? 1 : threads);
   blas.after = get();
   return blas;
-}
-
-int BlasThreadsFor(int job_threads) {
-  int wanted = 0;
-  if (const char* text = std::getenv("TRAIND_BLAS_THREADS");
-      text != nullptr && absl::SimpleAtoi(text, &wanted) && wanted > 0) {
-    return wanted;
-  }
-  return job_threads;
 }
 
 std::string DescribeBlasThreads(const BlasThreads& blas) {

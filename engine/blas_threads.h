@@ -21,14 +21,10 @@ struct BlasThreads {
 };
 
 // Gives the BLAS library that this process loaded (found by its symbols, whichever
-// libblas.so.3 the system points at) `threads` threads, the job's intra-op threads, so its
+// libblas.so.3 the system points at) `threads` threads (ChooseBlasThreads), so its
 // products share the cores the job was given instead of taking them all. Does nothing when the
 // BLAS has no such switch (the reference BLAS is single-threaded; MKL follows LibTorch's own).
 BlasThreads SetBlasThreads(int threads);
-
-// `job_threads`, unless TRAIND_BLAS_THREADS in traind's environment (a positive number) says
-// otherwise: for measuring, and for the machine where the default is wrong.
-int BlasThreadsFor(int job_threads);
 
 // For the job's log: "OpenBLAS 0.3.21 (pthreads): 1 thread (was 2)"; empty when not settable.
 std::string DescribeBlasThreads(const BlasThreads& blas);

@@ -26,6 +26,14 @@ std::string FirstLine(const std::string& path) {
   return line;
 }
 
+// A positive whole number from the environment; 0 when unset or anything else.
+int PositiveFromEnvironment(const char* name) {
+  const char* text = std::getenv(name);
+  int value = 0;
+  if (text == nullptr || !absl::SimpleAtoi(text, &value) || value < 0) return 0;
+  return value;
+}
+
 // cgroup v2: the CPU quota of this process's own cgroup ("max" or "QUOTA PERIOD"), 0 when none.
 double CgroupQuotaCpus() {
   std::string own = FirstLine("/proc/self/cgroup");  // "0::/path" under cgroup v2
@@ -42,6 +50,18 @@ double CgroupQuotaCpus() {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// The cores this process may use: physical cores, within a cgroup quota. `what` says which.
+int UsableCores(const CpuFacts& facts, std::string* what) {
+  int usable = std::max(1, facts.physical_cores);
+  *what = absl::StrCat(usable, " physical core", usable == 1 ? "" : "s");
+  if (facts.logical_cpus > usable) absl::StrAppend(what, " (", facts.logical_cpus, " CPUs)");
+  if (facts.quota_cpus > 0 && std::ceil(facts.quota_cpus) < usable) {
+    usable = std::max(1, static_cast<int>(std::ceil(facts.quota_cpus)));
+    absl::StrAppend(what, absl::StrFormat(", a cgroup quota of %.3g CPUs", facts.quota_cpus));
+  }
+  return usable;
 }
 
 }  // namespace
@@ -66,32 +86,11 @@ CpuFacts ReadCpuFacts() {
   facts.logical_cpus = std::max(1, logical);
   facts.physical_cores = topology ? std::max<int>(1, cores.size()) : facts.logical_cpus;
   facts.quota_cpus = CgroupQuotaCpus();
-  if (const char* omp = std::getenv("OMP_NUM_THREADS"); omp != nullptr) {
-    int threads = 0;
-    if (absl::SimpleAtoi(omp, &threads) && threads > 0) facts.omp_num_threads = threads;
-  }
-  if (const char* wanted = std::getenv("TRAIND_BATCH_SHARDS"); wanted != nullptr) {
-    int shards = 0;
-    if (absl::SimpleAtoi(wanted, &shards) && shards > 0) facts.batch_shards = shards;
-  }
+  facts.omp_num_threads = PositiveFromEnvironment("OMP_NUM_THREADS");
+  facts.batch_shards = PositiveFromEnvironment("TRAIND_BATCH_SHARDS");
+  facts.blas_threads = PositiveFromEnvironment("TRAIND_BLAS_THREADS");
   return facts;
 }
-
-namespace {
-
-// The cores this process may use: physical cores, within a cgroup quota. `what` says which.
-int UsableCores(const CpuFacts& facts, std::string* what) {
-  int usable = std::max(1, facts.physical_cores);
-  *what = absl::StrCat(usable, " physical core", usable == 1 ? "" : "s");
-  if (facts.logical_cpus > usable) absl::StrAppend(what, " (", facts.logical_cpus, " CPUs)");
-  if (facts.quota_cpus > 0 && std::ceil(facts.quota_cpus) < usable) {
-    usable = std::max(1, static_cast<int>(std::ceil(facts.quota_cpus)));
-    absl::StrAppend(what, absl::StrFormat(", a cgroup quota of %.3g CPUs", facts.quota_cpus));
-  }
-  return usable;
-}
-
-}  // namespace
 
 BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::string& sharers_are) {
   sharers = std::max(1, sharers);
@@ -99,7 +98,8 @@ BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::str
   int usable = UsableCores(facts, &what);
   // Whole CPUs of a quota only: a shard on a fraction of a CPU would stall every step when the
   // quota throttles it (threads are rounded up, since one operator's threads wait less).
-  if (facts.quota_cpus > 0) usable = std::min(usable, static_cast<int>(std::floor(facts.quota_cpus)));
+  if (facts.quota_cpus > 0)
+    usable = std::min(usable, static_cast<int>(std::floor(facts.quota_cpus)));
   const int share = usable / sharers;
   BatchShards chosen;
   if (facts.batch_shards > 0) {
@@ -114,6 +114,10 @@ BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::str
     }
   }
   return chosen;
+}
+
+int ChooseBlasThreads(const CpuFacts& facts, int job_threads) {
+  return facts.blas_threads > 0 ? facts.blas_threads : std::max(1, job_threads);
 }
 
 CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are) {

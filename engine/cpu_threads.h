@@ -21,6 +21,8 @@ struct CpuFacts {
   int omp_num_threads = 0;
   // TRAIND_BATCH_SHARDS in traind's environment, 0: unset or not a number (1 turns shards off).
   int batch_shards = 0;
+  // TRAIND_BLAS_THREADS in traind's environment, 0: unset or not a number.
+  int blas_threads = 0;
 };
 
 // Reads the affinity mask, /sys/devices/system/cpu/cpuN/topology, the cgroup's cpu.max and
@@ -36,6 +38,11 @@ struct CpuThreads {
 // `sharers`: the jobs the CPU lane runs at once (traind --slots cpu=N, TRAIND_CPU_SLOTS in the
 // worker's environment), or a data-parallel job's ranks on this machine.
 CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are);
+
+// The BLAS's own threads (engine/blas_threads.h): the job's intra-op threads, one per shard when
+// it trains in shards, unless TRAIND_BLAS_THREADS says otherwise (for measuring, and for the
+// machine where the default is wrong).
+int ChooseBlasThreads(const CpuFacts& facts, int job_threads);
 
 // The most batch shards a job takes by default (ChooseBatchShards).
 inline constexpr int kMaxBatchShards = 4;

@@ -44,16 +44,43 @@ TEST(CpuThreadsTest, OmpNumThreadsCapsTheChoice) {
   EXPECT_EQ(ChooseCpuThreads({2, 2, 0, 8}, 1, "CPU job at a time").threads, 1);
 }
 
-TEST(CpuThreadsTest, ReadsOmpNumThreads) {
-  const char* before = std::getenv("OMP_NUM_THREADS");
+// ReadCpuFacts() with the variable `name` set to `value` (nullptr: unset), the variable restored.
+CpuFacts ReadWith(const char* name, const char* value) {
+  const char* before = std::getenv(name);
   const std::string saved = before == nullptr ? "" : before;
-  setenv("OMP_NUM_THREADS", "3", 1);
-  EXPECT_EQ(ReadCpuFacts().omp_num_threads, 3);
-  setenv("OMP_NUM_THREADS", "three", 1);
-  EXPECT_EQ(ReadCpuFacts().omp_num_threads, 0);
-  unsetenv("OMP_NUM_THREADS");
-  EXPECT_EQ(ReadCpuFacts().omp_num_threads, 0);
-  if (before != nullptr) setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+  if (value == nullptr) {
+    unsetenv(name);
+  } else {
+    setenv(name, value, 1);
+  }
+  const CpuFacts facts = ReadCpuFacts();
+  if (before == nullptr) {
+    unsetenv(name);
+  } else {
+    setenv(name, saved.c_str(), 1);
+  }
+  return facts;
+}
+
+// The three variables traind reads: a positive whole number, else 0.
+TEST(CpuThreadsTest, ReadsItsEnvironmentVariables) {
+  EXPECT_EQ(ReadWith("OMP_NUM_THREADS", "3").omp_num_threads, 3);
+  EXPECT_EQ(ReadWith("OMP_NUM_THREADS", "three").omp_num_threads, 0);
+  EXPECT_EQ(ReadWith("OMP_NUM_THREADS", nullptr).omp_num_threads, 0);
+  EXPECT_EQ(ReadWith("TRAIND_BATCH_SHARDS", "1").batch_shards, 1);
+  EXPECT_EQ(ReadWith("TRAIND_BATCH_SHARDS", "-2").batch_shards, 0);
+  EXPECT_EQ(ReadWith("TRAIND_BATCH_SHARDS", nullptr).batch_shards, 0);
+  EXPECT_EQ(ReadWith("TRAIND_BLAS_THREADS", "2").blas_threads, 2);
+  EXPECT_EQ(ReadWith("TRAIND_BLAS_THREADS", "0").blas_threads, 0);
+}
+
+TEST(CpuThreadsTest, TheBlasFollowsTheJobUnlessTraindBlasThreadsSays) {
+  CpuFacts facts{2, 2, 0};
+  EXPECT_EQ(ChooseBlasThreads(facts, 1), 1);
+  EXPECT_EQ(ChooseBlasThreads(facts, 7), 7);
+  EXPECT_EQ(ChooseBlasThreads(facts, 0), 1);  // never none
+  facts.blas_threads = 2;
+  EXPECT_EQ(ChooseBlasThreads(facts, 1), 2);
 }
 
 // A share of 2 to 4 cores (the daemon's included) is split into batch shards; one core, or a
@@ -67,7 +94,7 @@ TEST(CpuThreadsTest, BatchShardsOnAFewCoresOnly) {
   EXPECT_EQ(ChooseBatchShards({16, 16, 0}, 1, "CPU job at a time").shards, 1);
   EXPECT_EQ(ChooseBatchShards({16, 16, 0}, 4, "CPU jobs at a time").shards, 4);
   EXPECT_EQ(ChooseBatchShards({16, 16, 2.5}, 1, "CPU job at a time").shards, 2);  // whole CPUs
-  EXPECT_EQ(ChooseBatchShards({2, 2, 1.5}, 1, "CPU job at a time").shards, 1);     // of a quota
+  EXPECT_EQ(ChooseBatchShards({2, 2, 1.5}, 1, "CPU job at a time").shards, 1);    // of a quota
 }
 
 TEST(CpuThreadsTest, BatchShardsFollowOmpNumThreadsAndTraindBatchShards) {
@@ -81,18 +108,6 @@ TEST(CpuThreadsTest, BatchShardsFollowOmpNumThreadsAndTraindBatchShards) {
   chosen = ChooseBatchShards(facts, 1, "CPU job at a time");
   EXPECT_EQ(chosen.shards, 3);
   EXPECT_EQ(chosen.explanation, "TRAIND_BATCH_SHARDS=3");
-}
-
-TEST(CpuThreadsTest, ReadsTraindBatchShards) {
-  const char* before = std::getenv("TRAIND_BATCH_SHARDS");
-  const std::string saved = before == nullptr ? "" : before;
-  setenv("TRAIND_BATCH_SHARDS", "1", 1);
-  EXPECT_EQ(ReadCpuFacts().batch_shards, 1);
-  setenv("TRAIND_BATCH_SHARDS", "-2", 1);
-  EXPECT_EQ(ReadCpuFacts().batch_shards, 0);
-  unsetenv("TRAIND_BATCH_SHARDS");
-  EXPECT_EQ(ReadCpuFacts().batch_shards, 0);
-  if (before != nullptr) setenv("TRAIND_BATCH_SHARDS", saved.c_str(), 1);
 }
 
 TEST(CpuThreadsTest, ReadsThisMachine) {

@@ -1,6 +1,7 @@
 #include "engine/evaluate.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -43,22 +44,14 @@ class NoAutotuning {
   const bool was_;
 };
 
-// The summed loss and correct predictions of split[begin, end) in batches of `eval_batch`, summed
-// on the device and read once at the end: a read per batch waits for the device each time (235
-// waits per epoch for Fashion-MNIST at batch 256). Gradient mode and autocast are per thread, so
-// each shard thread sets its own here.
-struct Sums {
-  double loss = 0;
-  int64_t correct = 0;
-};
-Sums SumOnDevice(torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
-                 const std::string& amp, LossKind loss, int64_t eval_batch, int64_t begin,
-                 int64_t end) {
+// Runs the model over split[begin, end) in batches of `eval_batch` without gradients, under
+// autocast `amp`, and hands each batch's output and target to `each`. Gradient mode and autocast
+// are per thread: a shard thread gets both here.
+void ForEachBatch(
+    torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
+    const std::string& amp, int64_t eval_batch, int64_t begin, int64_t end,
+    const std::function<void(const torch::Tensor& output, const torch::Tensor& target)>& each) {
   torch::NoGradGuard no_grad;
-  torch::Tensor loss_sum =
-      torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
-  torch::Tensor correct =
-      torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device));
   for (int64_t first = begin; first < end; first += eval_batch) {
     const int64_t last = std::min(first + eval_batch, end);
     const torch::Tensor target = split.labels.slice(0, first, last).to(device);
@@ -67,10 +60,31 @@ Sums SumOnDevice(torch::nn::AnyModule& model, const Split& split, const torch::D
       AutocastScope autocast(device, amp);
       output = model.forward(split.inputs.slice(0, first, last).to(device));
     }
-    const torch::Tensor batch_loss = ComputeLoss(loss, output.to(torch::kFloat32), target);
-    loss_sum += batch_loss.to(torch::kFloat64) * static_cast<double>(last - first);
-    if (loss == LossKind::kCrossEntropy) correct += output.argmax(1).eq(target).sum();
+    each(output, target);
   }
+}
+
+// The summed loss and correct predictions of split[begin, end), summed on the device and read
+// once at the end: a read per batch waits for the device each time (235 waits per epoch for
+// Fashion-MNIST at batch 256).
+struct Sums {
+  double loss = 0;
+  int64_t correct = 0;
+};
+Sums SumOnDevice(torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
+                 const std::string& amp, LossKind loss, int64_t eval_batch, int64_t begin,
+                 int64_t end) {
+  torch::Tensor loss_sum =
+      torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  torch::Tensor correct =
+      torch::zeros({}, torch::TensorOptions().dtype(torch::kInt64).device(device));
+  ForEachBatch(model, split, device, amp, eval_batch, begin, end,
+               [&](const torch::Tensor& output, const torch::Tensor& target) {
+                 const torch::Tensor batch_loss =
+                     ComputeLoss(loss, output.to(torch::kFloat32), target);
+                 loss_sum += batch_loss.to(torch::kFloat64) * static_cast<double>(target.size(0));
+                 if (loss == LossKind::kCrossEntropy) correct += output.argmax(1).eq(target).sum();
+               });
   return Sums{loss_sum.item<double>(), correct.item<int64_t>()};
 }
 
@@ -93,45 +107,41 @@ Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch
   }
   // Not on MPS (see above), nor when a confusion matrix is wanted.
   const bool sum_on_device = !device.is_mps() && !result.confusion.defined();
-  if (sum_on_device && shards != nullptr && shards->shards() > 1 && device.is_cpu()) {
-    // Each shard takes whole evaluation batches, the same ones as without shards: the same
+  if (sum_on_device) {
+    // With shard threads each takes whole evaluation batches, the same ones as without: the same
     // predictions, and the sums added in shard order.
+    const int count = shards != nullptr && device.is_cpu() ? shards->shards() : 1;
     const int64_t batches = (split.size() + eval_batch - 1) / eval_batch;
-    std::vector<Sums> sums(shards->shards());
-    shards->Run([&](int shard) {
-      const int64_t begin = batches * shard / shards->shards() * eval_batch;
-      const int64_t end =
-          std::min(split.size(), batches * (shard + 1) / shards->shards() * eval_batch);
+    std::vector<Sums> sums(count);
+    const auto sum_range = [&](int shard) {
+      const int64_t begin = batches * shard / count * eval_batch;
+      const int64_t end = std::min(split.size(), batches * (shard + 1) / count * eval_batch);
       sums[shard] = SumOnDevice(model, split, device, amp, loss, eval_batch, begin, end);
-    });
+    };
+    if (count == 1) {
+      sum_range(0);
+    } else {
+      shards->Run(sum_range);
+    }
     for (const Sums& shard : sums) {
       loss_sum += shard.loss;
       correct += shard.correct;
     }
-  } else if (sum_on_device) {
-    const Sums sums = SumOnDevice(model, split, device, amp, loss, eval_batch, 0, split.size());
-    loss_sum = sums.loss;
-    correct = sums.correct;
   } else {
-    for (int64_t begin = 0; begin < split.size(); begin += eval_batch) {
-      const int64_t end = std::min(begin + eval_batch, split.size());
-      const torch::Tensor target = split.labels.slice(0, begin, end).to(device);
-      torch::Tensor output;
-      {
-        AutocastScope autocast(device, amp);
-        output = model.forward(split.inputs.slice(0, begin, end).to(device));
-      }
-      loss_sum +=
-          ComputeLoss(loss, output.to(torch::kFloat32), target).item<double>() * (end - begin);
-      if (loss != LossKind::kCrossEntropy) continue;
-      const torch::Tensor predicted = output.argmax(1).to(torch::kCPU);
-      const torch::Tensor truth = target.to(torch::kCPU);
-      correct += predicted.eq(truth).sum().item<int64_t>();
-      if (result.confusion.defined()) {
-        result.confusion.view(-1).index_add_(0, truth * num_classes + predicted,
-                                             torch::ones_like(truth));
-      }
-    }
+    ForEachBatch(model, split, device, amp, eval_batch, 0, split.size(),
+                 [&](const torch::Tensor& output, const torch::Tensor& target) {
+                   loss_sum +=
+                       ComputeLoss(loss, output.to(torch::kFloat32), target).item<double>() *
+                       static_cast<double>(target.size(0));
+                   if (loss != LossKind::kCrossEntropy) return;
+                   const torch::Tensor predicted = output.argmax(1).to(torch::kCPU);
+                   const torch::Tensor truth = target.to(torch::kCPU);
+                   correct += predicted.eq(truth).sum().item<int64_t>();
+                   if (result.confusion.defined()) {
+                     result.confusion.view(-1).index_add_(0, truth * num_classes + predicted,
+                                                          torch::ones_like(truth));
+                   }
+                 });
   }
   model.ptr()->train();
   if (split.size() > 0) {

@@ -12,16 +12,25 @@ constexpr std::chrono::microseconds kSpin(1000);
 }  // namespace
 
 ShardThreads::ShardThreads(int shards) : errors_(std::max(1, shards)) {
-  for (int shard = 1; shard < shards; ++shard)
-    threads_.emplace_back([this, shard] { Loop(shard); });
+  try {
+    for (int shard = 1; shard < shards; ++shard) {
+      threads_.emplace_back([this, shard] { Loop(shard); });
+    }
+  } catch (...) {  // a thread that could not start: those that did must not outlive this
+    StopAndJoin();
+    throw;
+  }
 }
 
-ShardThreads::~ShardThreads() {
+ShardThreads::~ShardThreads() { StopAndJoin(); }
+
+void ShardThreads::StopAndJoin() {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
   for (std::thread& thread : threads_) thread.join();
+  threads_.clear();
 }
 
 void ShardThreads::WaitFor(const std::function<bool()>& done) {

@@ -266,6 +266,7 @@ class JobRun {
   const torch::Device device_;
   const std::optional<RankPlacement> placement_;  // set: this worker is one rank of several
   std::unique_ptr<DataParallel> dp_;              // joined in Run when placement_ is set
+  CpuFacts cpu_facts_;        // read in Run for CPU jobs and ranks
   BatchShards batch_shards_;  // a CPU job's, chosen in Run; Train checks the model can take them
   int64_t peak_current_ = 0;
   int64_t peak_driver_ = 0;
@@ -274,28 +275,29 @@ class JobRun {
 
 absl::Status JobRun::Run() {
   torch::manual_seed(spec_.seed());
+  // CPU jobs and ranks read the machine once: threads, shards and the BLAS's threads follow.
+  if (device_.is_cpu() || placement_.has_value()) cpu_facts_ = ReadCpuFacts();
   if (spec_.has_threads()) {
     torch::set_num_threads(spec_.threads());
   } else if (placement_.has_value()) {
     // Ranks share the machine's cores (torchrun's OMP_NUM_THREADS gives each 1); each taking
     // them all would oversubscribe them.
     const CpuThreads chosen =
-        ChooseCpuThreads(ReadCpuFacts(), placement_->world_size, "ranks of this job");
+        ChooseCpuThreads(cpu_facts_, placement_->world_size, "ranks of this job");
     torch::set_num_threads(chosen.threads);
     if (device_.is_cpu()) Log("CPU: " + chosen.explanation);
   } else if (device_.is_cpu()) {
     const int slots = CpuSlots();
-    const CpuFacts facts = ReadCpuFacts();
     const std::string sharers = slots == 1 ? "CPU job at a time" : "CPU jobs at a time";
-    const CpuThreads chosen = ChooseCpuThreads(facts, slots, sharers);
+    const CpuThreads chosen = ChooseCpuThreads(cpu_facts_, slots, sharers);
     torch::set_num_threads(chosen.threads);
     Log("CPU: " + chosen.explanation);
-    batch_shards_ = ChooseBatchShards(facts, slots, sharers);
+    batch_shards_ = ChooseBatchShards(cpu_facts_, slots, sharers);
   }
   if (device_.is_cpu()) {
     // The BLAS's own thread pool follows the job's threads (engine/blas_threads.h says why).
-    const std::string blas =
-        DescribeBlasThreads(SetBlasThreads(BlasThreadsFor(torch::get_num_threads())));
+    const int blas_threads = ChooseBlasThreads(cpu_facts_, torch::get_num_threads());
+    const std::string blas = DescribeBlasThreads(SetBlasThreads(blas_threads));
     if (!blas.empty()) Log("BLAS: " + blas);
   }
   if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
@@ -464,14 +466,17 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
     } else {
       // Each shard on one thread, the BLAS's products too: the shards are the parallelism.
       torch::set_num_threads(1);
-      SetBlasThreads(BlasThreadsFor(1));
+      const BlasThreads blas = SetBlasThreads(ChooseBlasThreads(cpu_facts_, 1));
       shard_threads = std::make_unique<ShardThreads>(batch_shards_.shards);
       step.set_shard_threads(shard_threads.get());
       Log(absl::StrFormat(
-          "CPU: each batch trained in %d shards at once, one thread each (intra-op and BLAS), "
-          "gradients added in shard order (%s; TRAIND_BATCH_SHARDS=1 or --threads N: intra-op "
-          "threads instead)",
-          batch_shards_.shards, batch_shards_.explanation));
+          "CPU: each batch trained in %d shards at once, %s, gradients added in shard order (%s; "
+          "TRAIND_BATCH_SHARDS=1 or --threads N: intra-op threads instead)",
+          batch_shards_.shards,
+          blas.settable && blas.after != 1
+              ? absl::StrCat("one intra-op thread each, the BLAS ", DescribeBlasThreads(blas))
+              : "one thread each (intra-op and BLAS)",
+          batch_shards_.explanation));
     }
   }
 
