@@ -15,16 +15,19 @@ if [ -z "${TRAINCTL_ADDR:-}" ]; then
   export TRAINCTL_ADDR=unix:$state/traind.sock
 fi
 field() { "$python" -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
-echo "| n | dtype | device | traind s/product | traind TFLOP/s | torch.mm s/product | torch.mm TFLOP/s | traind / torch.mm time |"
+# Each side's seconds per product and CPU threads, round by round, alternating.
+echo "| n | dtype | device | traind s/product [min-max] | threads | torch.mm s/product [min-max] | threads | traind / torch.mm time |"
 echo "|---|---|---|---|---|---|---|---|"
 for dtype in $dtypes; do
-  ours=(); ref=()
+  ours=(); ref=(); ours_threads=""; ref_threads=""
   for _ in $(seq 1 "$rounds"); do
-    ours+=("$("$bin/trainctl" bench matmul --size "$size" --dtype "$dtype" --device "$device" --repeat "$repeat" -o json 2>/dev/null | field '["result"]["bench"]["seconds"]')")
-    ref+=("$("$python" bench/reference/matmul_reference.py --size "$size" --dtype "$dtype" --device "$device" --repeat "$repeat" | field '["seconds"]')")
+    job=$("$bin/trainctl" bench matmul --size "$size" --dtype "$dtype" --device "$device" --repeat "$repeat" -o json 2>/dev/null)
+    ours+=("$(field '["result"]["bench"]["seconds"]' <<<"$job")")
+    ours_threads=$(field '["result"]["bench"].get("threads", "-")' <<<"$job")
+    out=$("$python" bench/reference/matmul_reference.py --size "$size" --dtype "$dtype" --device "$device" --repeat "$repeat")
+    ref+=("$(field '["seconds"]' <<<"$out")")
+    ref_threads=$(field '["threads"]' <<<"$out")
   done
   o=$(printf '%s\n' "${ours[@]}" | median); r=$(printf '%s\n' "${ref[@]}" | median)
-  awk -v n="$size" -v d="$dtype" -v dev="$device" -v o="$o" -v r="$r" 'BEGIN {
-    f = 2 * n * n * n / 1e12
-    printf "| %d | %s | %s | %.4f | %.1f | %.4f | %.1f | %.3f |\n", n, d, dev, o, f / o, r, f / r, o / r }'
+  echo "| $size | $dtype | $device | $(printf '%s\n' "${ours[@]}" | median_range %.4f) | $ours_threads | $(printf '%s\n' "${ref[@]}" | median_range %.4f) | $ref_threads | $(awk -v o="$o" -v r="$r" 'BEGIN {printf "%.3f", o / r}') |"
 done

@@ -1,7 +1,9 @@
 #include "client/job_file.h"
 
-
 #include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -85,11 +87,44 @@ absl::Status Emit(const YAML::Node& node, int depth, std::string* json) {
   return absl::OkStatus();
 }
 
+// A key written twice in one mapping (YAML and JSON parsers keep one of them without a word).
+absl::Status CheckNoDuplicateKeys(const YAML::Node& node, int depth) {
+  if (depth > kMaxDepth) {
+    return absl::InvalidArgumentError(absl::StrCat("nested more than ", kMaxDepth, " levels deep"));
+  }
+  if (node.IsMap()) {
+    std::set<std::string> keys;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.Scalar();
+      if (!keys.insert(key).second) {
+        return absl::InvalidArgumentError(absl::StrCat("line ", kv.first.Mark().line + 1,
+                                                       ": duplicate key '", key, "'"));
+      }
+      RETURN_IF_ERROR(CheckNoDuplicateKeys(kv.second, depth + 1));
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) RETURN_IF_ERROR(CheckNoDuplicateKeys(item, depth + 1));
+  }
+  return absl::OkStatus();
+}
+
+// One job (or sweep) a file: a second document (`---`) would be dropped without a word.
+absl::StatusOr<YAML::Node> LoadOneDocument(const std::string& text) {
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        documents.size(), " documents (separated by ---); a file holds one: split it"));
+  }
+  YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
+  RETURN_IF_ERROR(CheckNoDuplicateKeys(root, 0));
+  return root;
+}
+
 }  // namespace
 
 absl::Status YamlToJson(const std::string& yaml, std::string* json) {
   try {
-    YAML::Node root = YAML::Load(yaml);
+    ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(yaml));
     if (!root.IsMap()) return absl::InvalidArgumentError("expected a mapping of JobSpec fields");
     json->clear();
     return Emit(root, 0, json);
@@ -104,6 +139,14 @@ absl::Status ParseJobFile(const std::string& text, trainer::v1::JobSpec* spec) {
   if (!absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "{")) {
     RETURN_IF_ERROR(YamlToJson(text, &json));
     input = &json;
+  } else {
+    // JSON is read by protobuf's own parser (its number and escape rules), after the checks that
+    // parser does not make: JSON is YAML, so yaml-cpp finds repeated keys and extra documents.
+    // (JSON that yaml-cpp cannot read, e.g. tab-indented, is left to protobuf's parser alone.)
+    try {
+      RETURN_IF_ERROR(LoadOneDocument(text).status());
+    } catch (const YAML::Exception&) {
+    }
   }
   return ParseJobSpecJson(*input, spec);
 }
@@ -111,7 +154,7 @@ absl::Status ParseJobFile(const std::string& text, trainer::v1::JobSpec* spec) {
 absl::Status ParseSweepFile(const std::string& text, trainer::v1::SweepSpec* spec) {
   std::string json;
   try {  // conversions throw too: `grid: {device: [cpu, {a: b}]}` has a value that is no string
-    YAML::Node root = YAML::Load(text);
+    ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(text));
     if (!root.IsMap()) return absl::InvalidArgumentError("expected a mapping");
     // `grid: {field: [values]}` is friendlier to write than SweepSpec's list of axes.
     if (root["grid"]) {

@@ -51,6 +51,35 @@ TEST(JobFileTest, UnknownFieldNamesFileAndField) {
   EXPECT_NE(status.message().find("epochz"), absl::string_view::npos);
 }
 
+TEST(JobFileTest, ADuplicateKeyIsAnErrorNamingItsLine) {
+  trainer::v1::JobSpec spec;
+  absl::Status yaml =
+      LoadJobFile(WriteTemp("twice.yaml", "model: mlp\nepochs: 3\nepochs: 30\n"), &spec);
+  EXPECT_EQ(yaml.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(yaml.message().find("line 3: duplicate key 'epochs'"), absl::string_view::npos) << yaml;
+  absl::Status json = LoadJobFile(
+      WriteTemp("twice.json", "{\"model\": \"mlp\",\n \"debug\": {\"crashKind\": \"exit\", \"crashKind\": \"hang\"}}"), &spec);
+  EXPECT_EQ(json.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(json.message().find("line 2: duplicate key 'crashKind'"), absl::string_view::npos) << json;
+}
+
+TEST(JobFileTest, MoreThanOneDocumentIsAnError) {
+  trainer::v1::JobSpec spec;
+  absl::Status status =
+      LoadJobFile(WriteTemp("two.yaml", "model: mlp\n---\nmodel: lenet5\n"), &spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("2 documents"), absl::string_view::npos) << status;
+  trainer::v1::SweepSpec sweep;
+  EXPECT_EQ(LoadSweepFile(WriteTemp("two-sweeps.yaml", "name: a\n---\nname: b\n"), &sweep).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(JobFileTest, TabIndentedJsonStillLoads) {
+  trainer::v1::JobSpec spec;
+  ASSERT_TRUE(LoadJobFile(WriteTemp("tabs.json", "{\n\t\"model\": \"mlp\",\n\t\"epochs\": 2\n}\n"), &spec).ok());
+  EXPECT_EQ(spec.epochs(), 2);
+}
+
 TEST(JobFileTest, BrokenYamlIsAnError) {
   trainer::v1::JobSpec spec;
   EXPECT_EQ(LoadJobFile(WriteTemp("broken.yaml", "model: [unclosed\n"), &spec).code(),

@@ -7,6 +7,7 @@
 #include "client/config_file.h"
 #include "client/context.h"
 #include "client/exit_codes.h"
+#include "common/build_version.h"
 #include "common/paths.h"
 
 namespace traind {
@@ -42,6 +43,7 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
       ->envname("TRAINCTL_TOKEN_FILE");
   app.add_flag("--plaintext", connection.plaintext,
                "TCP without TLS (traind allows it on loopback only; the default there)");
+  app.set_version_flag("--version", std::string("trainctl, ") + BuildVersion());
   app.add_option("--output,-o", options.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();

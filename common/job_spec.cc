@@ -1,7 +1,6 @@
 #include "common/job_spec.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/catalog.h"
+#include "common/spec_ranges.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -83,55 +83,48 @@ absl::Status OneOf(const char* field, const std::string& value,
                    "; allowed: ", absl::StrJoin(allowed, ", ")));
 }
 
-// Infinity and NaN pass a plain comparison (inf > 0) or fail it with a confusing message; a
-// learning rate of inf would train to NaN and "succeed".
-absl::Status Positive(const char* field, double value) {
-  if (std::isfinite(value) && value > 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": must be greater than 0 and finite, got ", value));
+// Options the chosen optimizer would ignore are refused, not dropped: momentum and nesterov are
+// SGD's (Adam and AdamW keep moment estimates of their own), and LibTorch's SGD refuses Nesterov
+// without a momentum only when the worker builds it.
+absl::Status ValidateOptimizerOptions(const JobSpec& spec) {
+  if (spec.optimizer() != "sgd") {
+    const char* sgd_only = spec.momentum() != 0 ? "momentum"
+                           : spec.nesterov()    ? "nesterov"
+                                                : nullptr;
+    if (sgd_only != nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(sgd_only, ": only with optimizer sgd, not '", spec.optimizer(), "'"));
+    }
+    return absl::OkStatus();
+  }
+  if (spec.nesterov() && spec.momentum() == 0) {
+    return absl::InvalidArgumentError(
+        "nesterov: needs momentum greater than 0 (Nesterov momentum), e.g. --momentum 0.9");
+  }
+  return absl::OkStatus();
 }
 
-absl::Status NotNegative(const char* field, double value) {
-  if (std::isfinite(value) && value >= 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": must be 0 or more and finite, got ", value));
-}
-
-// lr_schedule and its parameters, label smoothing, clipping, stopping.
+// lr_schedule and its parameters, label smoothing, clipping, stopping: the rules between fields
+// (each field's own range is in common/spec_ranges.cc).
 absl::Status ValidateScheduleAndStopping(const JobSpec& spec) {
   if (!spec.lr_schedule().empty()) {
     RETURN_IF_ERROR(
         OneOf("lr_schedule", spec.lr_schedule(), {"constant", "step", "cosine", "onecycle"}));
   }
-  RETURN_IF_ERROR(NotNegative("warmup_epochs", spec.warmup_epochs()));
   if (spec.epochs() > 0 && spec.warmup_epochs() > spec.epochs()) {
     return absl::InvalidArgumentError(absl::StrCat("warmup_epochs: at most epochs (",
                                                    spec.epochs(), "), got ",
                                                    spec.warmup_epochs()));
   }
-  RETURN_IF_ERROR(NotNegative("lr_step_epochs", spec.lr_step_epochs()));
-  if (spec.has_lr_step_gamma()) RETURN_IF_ERROR(Positive("lr_step_gamma", spec.lr_step_gamma()));
   if ((spec.lr_step_epochs() > 0 || spec.has_lr_step_gamma()) && spec.lr_schedule() != "step") {
     return absl::InvalidArgumentError("lr_step_epochs, lr_step_gamma: only with lr_schedule step");
-  }
-  RETURN_IF_ERROR(NotNegative("label_smoothing", spec.label_smoothing()));
-  if (spec.label_smoothing() >= 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("label_smoothing: must be less than 1, got ", spec.label_smoothing()));
   }
   if (spec.label_smoothing() > 0 && spec.loss() == "mse") {
     return absl::InvalidArgumentError("label_smoothing: only with loss cross_entropy");
   }
-  RETURN_IF_ERROR(NotNegative("clip_grad_norm", spec.clip_grad_norm()));
-  RETURN_IF_ERROR(NotNegative("stop_at_accuracy", spec.stop_at_accuracy()));
-  if (spec.stop_at_accuracy() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "stop_at_accuracy: a fraction from 0 to 1 (0.89 for 89%), got ", spec.stop_at_accuracy()));
-  }
   if (spec.stop_at_accuracy() > 0 && spec.loss() == "mse") {
     return absl::InvalidArgumentError("stop_at_accuracy: only with loss cross_entropy");
   }
-  RETURN_IF_ERROR(NotNegative("early_stop_patience", spec.early_stop_patience()));
   return absl::OkStatus();
 }
 
@@ -198,8 +191,9 @@ absl::Status ValidateBackend(const JobSpec& spec) {
   }
   RETURN_IF_ERROR(ValidateHosts(spec));
   if (!IsSlurmJob(spec)) {
-    // nodes: this traind and its first peers (the daemon turns it into hosts).
-    if (spec.nodes() < 0 || spec.nodes() > 16) {
+    // nodes: this traind and its first peers (the daemon turns it into hosts). Slurm's may be
+    // more (the table's range).
+    if (spec.nodes() > 16) {
       return absl::InvalidArgumentError(
           absl::StrCat("nodes: 0 to 16 traind hosts (this one and its peers), got ", spec.nodes()));
     }
@@ -226,19 +220,11 @@ absl::Status ValidateBackend(const JobSpec& spec) {
         absl::StrCat("device: cpu or cuda on Slurm (the node's GPU for each task), got '",
                      spec.device().empty() ? "best available" : spec.device(), "'"));
   }
-  if (spec.nodes() < 0 || spec.nodes() > kMaxProcesses) {
-    return absl::InvalidArgumentError(absl::StrCat("nodes: 0 (as Slurm places the tasks) to ",
-                                                   kMaxProcesses, ", got ", spec.nodes()));
-  }
   if (spec.nodes() > RankCount(spec)) {
     return absl::InvalidArgumentError(absl::StrCat("nodes: ", spec.nodes(), " for ",
                                                    RankCount(spec),
                                                    " task(s): at least one task per node "
                                                    "(--processes N)"));
-  }
-  if (spec.gpus_per_node() < 0 || spec.gpus_per_node() > 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpus_per_node: 0 to 16, got ", spec.gpus_per_node()));
   }
   if (spec.device() == "cuda" && spec.gpus_per_node() == 0) {
     return absl::InvalidArgumentError(
@@ -262,15 +248,6 @@ absl::Status ValidateBackend(const JobSpec& spec) {
 }
 
 absl::Status ValidateDataParallel(const JobSpec& spec) {
-  if (spec.processes() < 0 || spec.processes() > kMaxProcesses) {
-    return absl::InvalidArgumentError(absl::StrCat("processes: 0 to ", kMaxProcesses,
-                                                   " (ranks of a data-parallel job), got ",
-                                                   spec.processes()));
-  }
-  if (spec.gpus() < 0 || spec.gpus() > kMaxProcesses) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpus: 0 to ", kMaxProcesses, " (one rank per GPU), got ", spec.gpus()));
-  }
   const bool on_gpus = spec.gpus() > 0 || !spec.devices().empty();
   if (on_gpus) {
     ASSIGN_OR_RETURN(std::vector<std::string> listed, ParseDeviceList(spec.devices()));
@@ -403,14 +380,13 @@ namespace {
 absl::Status ValidateBenchmark(const JobSpec& spec) {
   const trainer::v1::Benchmark& bench = spec.benchmark();
   RETURN_IF_ERROR(OneOf("benchmark.kind", bench.kind(), {"matmul", "train"}));
+  // Each kind's fields are refused with the other, where they would be ignored.
   if (bench.kind() == "matmul") {
-    RETURN_IF_ERROR(OneOf("benchmark.dtype", bench.dtype(), KnownMatmulDtypes()));
-    RETURN_IF_ERROR(Positive("benchmark.size", bench.size()));
-    RETURN_IF_ERROR(Positive("benchmark.repeat", bench.repeat()));
-    RETURN_IF_ERROR(NotNegative("benchmark.warmup", bench.warmup()));
-    if (bench.size() > 65536) {
-      return absl::InvalidArgumentError("benchmark.size: at most 65536");
+    if (bench.has_steps()) {
+      return absl::InvalidArgumentError(
+          "benchmark.steps: only for benchmark kind train (matmul times `repeat` products)");
     }
+    RETURN_IF_ERROR(OneOf("benchmark.dtype", bench.dtype(), KnownMatmulDtypes()));
     const bool cpu = spec.device() == "cpu";
     if (cpu && (bench.dtype() == "tf32" || bench.dtype() == "fp16")) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -418,7 +394,15 @@ absl::Status ValidateBenchmark(const JobSpec& spec) {
     }
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(Positive("benchmark.steps", bench.steps()));
+  const char* matmul_only = bench.has_size()         ? "benchmark.size"
+                            : bench.has_repeat()     ? "benchmark.repeat"
+                            : bench.has_warmup()     ? "benchmark.warmup"
+                            : !bench.dtype().empty() ? "benchmark.dtype"
+                                                     : nullptr;
+  if (matmul_only != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        matmul_only, ": only for benchmark kind matmul (train times `steps` training steps)"));
+  }
   return absl::OkStatus();
 }
 
@@ -521,6 +505,9 @@ absl::Status ValidateBlobDigest(const char* field, const std::string& digest) {
 }
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
+  // Every number first, each against its range (common/spec_ranges.cc): the rules below may
+  // then rely on them.
+  RETURN_IF_ERROR(CheckSpecRanges(spec));
   absl::Status status;
   if (spec.has_benchmark() && spec.benchmark().kind() == "matmul") {
     if (!spec.device().empty()) RETURN_IF_ERROR(ValidateDeviceName(spec.device()));
@@ -542,25 +529,8 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
     status.Update(ValidateDeviceName(spec.device()));
     if (!status.ok()) return status;
   }
-  status.Update(OneOf("optimizer", spec.optimizer(), KnownOptimizers()));
-  status.Update(Positive("epochs", spec.epochs()));
-  status.Update(Positive("batch_size", spec.batch_size()));
-  status.Update(Positive("learning_rate", spec.learning_rate()));
-  if (spec.has_momentum()) status.Update(NotNegative("momentum", spec.momentum()));
-  if (spec.has_weight_decay()) status.Update(NotNegative("weight_decay", spec.weight_decay()));
-  status.Update(NotNegative("limit_train", spec.limit_train()));
-  status.Update(NotNegative("limit_test", spec.limit_test()));
-  status.Update(Positive("log_every", spec.log_every()));
-  if (spec.has_threads()) status.Update(Positive("threads", spec.threads()));
-  status.Update(Positive("accumulate", spec.accumulate()));
-  status.Update(Positive("eval_every", spec.eval_every()));
-  status.Update(NotNegative("checkpoint_every", spec.checkpoint_every()));
-  status.Update(NotNegative("random_crop_padding", spec.random_crop_padding()));
-  if (spec.has_image_size()) status.Update(Positive("image_size", spec.image_size()));
-  if (spec.has_num_samples()) status.Update(Positive("num_samples", spec.num_samples()));
-  if (spec.has_channels()) status.Update(Positive("channels", spec.channels()));
-  if (spec.has_classes()) status.Update(Positive("classes", spec.classes()));
-  if (!status.ok()) return status;
+  RETURN_IF_ERROR(OneOf("optimizer", spec.optimizer(), KnownOptimizers()));
+  RETURN_IF_ERROR(ValidateOptimizerOptions(spec));
   if (!spec.amp().empty()) RETURN_IF_ERROR(OneOf("amp", spec.amp(), KnownAmpModes()));
   if (!spec.tf32().empty()) {
     RETURN_IF_ERROR(OneOf("tf32", spec.tf32(), {"off", "on"}));
@@ -570,14 +540,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
           absl::StrCat("tf32: on needs a cuda device, not ", spec.device()));
     }
   }
-  if (spec.has_profile_steps()) RETURN_IF_ERROR(Positive("profile_steps", spec.profile_steps()));
   if (spec.has_benchmark()) RETURN_IF_ERROR(ValidateBenchmark(spec));
-  if (spec.image_size() > 1024) return absl::InvalidArgumentError("image_size: at most 1024");
-  if (spec.channels() > 64) return absl::InvalidArgumentError("channels: at most 64");
-  if (spec.classes() > 100000) return absl::InvalidArgumentError("classes: at most 100000");
-  if (spec.num_samples() > 10000000) {
-    return absl::InvalidArgumentError("num_samples: at most 10000000");
-  }
   if (spec.dataset() != "fake" &&
       (spec.has_num_samples() || spec.has_channels() || spec.has_classes())) {
     return absl::InvalidArgumentError(
@@ -600,18 +563,13 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
     }
   }
   if (spec.has_debug()) {
-    RETURN_IF_ERROR(OneOf("debug.crash_kind", spec.debug().crash_kind(),
-                          {"abort", "exit", "hang", "oom", "segfault"}));
-    RETURN_IF_ERROR(NotNegative("debug.crash_at_step", spec.debug().crash_at_step()));
+    if (!spec.debug().crash_kind().empty() || spec.debug().crash_at_step() != 0) {
+      RETURN_IF_ERROR(OneOf("debug.crash_kind", spec.debug().crash_kind(),
+                            {"abort", "exit", "hang", "oom", "segfault"}));
+    }
   }
   if (spec.cifar_stem() && spec.model() != "resnet18") {
     return absl::InvalidArgumentError("cifar_stem: only for model 'resnet18'");
-  }
-  if (spec.epochs() > kMaxEpochs) {
-    return absl::InvalidArgumentError(absl::StrCat("epochs: at most ", kMaxEpochs));
-  }
-  if (spec.batch_size() > (1 << 20)) {
-    return absl::InvalidArgumentError("batch_size: at most 1048576");
   }
   return absl::OkStatus();
 }

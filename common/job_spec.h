@@ -33,7 +33,10 @@ inline constexpr int kMaxProcesses = 64;  // ranks of a data-parallel job
 void ApplyDefaults(trainer::v1::JobSpec* spec);
 
 // INVALID_ARGUMENT naming the first bad field, e.g.
-// "model: unknown model 'nosuch'; allowed: lenet5, mlp". Call after ApplyDefaults.
+// "model: unknown model 'nosuch'; allowed: lenet5, mlp". Call after ApplyDefaults. Every number
+// is held to its range in common/spec_ranges.h first ("batch_size: must be 1 to 1048576, got
+// 2000000"); options the chosen optimizer or benchmark kind would ignore (momentum with adam,
+// benchmark.steps with matmul) are refused, not dropped.
 absl::Status ValidateJobSpec(const trainer::v1::JobSpec& spec);
 
 // "cpu", "mps", "cuda" or "cuda:N". Availability is the daemon's business.

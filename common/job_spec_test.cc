@@ -1,6 +1,10 @@
 #include "common/job_spec.h"
 
+#include <functional>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -142,13 +146,13 @@ TEST(JobSpecTest, NonFiniteAndNegativeTrainingValuesAreRefused) {
   };
   const Case cases[] = {
       {[](trainer::v1::JobSpec* s, double v) { s->set_learning_rate(v); }, inf,
-       "learning_rate: must be greater than 0 and finite, got inf"},
+       "learning_rate: must be greater than 0 and at most 1e+30, got inf"},
       {[](trainer::v1::JobSpec* s, double v) { s->set_learning_rate(v); }, nan,
-       "learning_rate: must be greater than 0 and finite, got nan"},
+       "learning_rate: must be greater than 0 and at most 1e+30, got nan"},
       {[](trainer::v1::JobSpec* s, double v) { s->set_momentum(v); }, nan,
-       "momentum: must be 0 or more and finite, got nan"},
+       "momentum: must be 0 or more and less than 1, got nan"},
       {[](trainer::v1::JobSpec* s, double v) { s->set_weight_decay(v); }, -0.5,
-       "weight_decay: must be 0 or more and finite, got -0.5"},
+       "weight_decay: must be 0 to 1, got -0.5"},
   };
   for (const Case& c : cases) {
     trainer::v1::JobSpec spec = Valid();
@@ -158,9 +162,96 @@ TEST(JobSpecTest, NonFiniteAndNegativeTrainingValuesAreRefused) {
     EXPECT_EQ(status.message(), c.message);
   }
   trainer::v1::JobSpec fine = Valid();
+  fine.set_optimizer("sgd");
   fine.set_momentum(0.9);
   fine.set_weight_decay(0);
-  EXPECT_TRUE(ValidateJobSpec(fine).ok());
+  EXPECT_TRUE(ValidateJobSpec(fine).ok()) << ValidateJobSpec(fine);
+}
+
+// Issue "integers and values that cannot run": every number is held to its range at submit
+// (common/spec_ranges.h), on the training path and the matmul benchmark's alike.
+TEST(JobSpecTest, NumbersOutsideTheirRangeAreRefusedNamingTheField) {
+  const std::vector<std::pair<std::function<void(JobSpec*)>, std::string>> cases = {
+      {[](JobSpec* s) { s->set_batch_size(2000000); },
+       "batch_size: must be 1 to 1048576, got 2000000"},
+      {[](JobSpec* s) { s->set_learning_rate(1e300); },
+       "learning_rate: must be greater than 0 and at most 1e+30, got 1e+300"},
+      {[](JobSpec* s) { s->set_limit_test(-1); }, "limit_test: must be 0 to 2147483647, got -1"},
+      {[](JobSpec* s) { s->set_random_crop_padding(1 << 30); },
+       "random_crop_padding: must be 0 to 256, got 1073741824"},
+      {[](JobSpec* s) { s->set_epochs(kMaxEpochs + 1); },
+       "epochs: must be 1 to 100000, got 100001"},
+      {[](JobSpec* s) { s->set_stop_at_accuracy(89); },
+       "stop_at_accuracy: must be 0 to 1, got 89 (a fraction: 0.89 for 89%)"},
+      {[](JobSpec* s) { s->mutable_debug()->set_step_delay_ms(1001); },
+       "debug.step_delay_ms: must be 0 to 1000, got 1001"},
+      {[](JobSpec* s) { s->set_processes(65); }, "processes: must be 0 to 64, got 65"},
+  };
+  for (const auto& [set, message] : cases) {
+    JobSpec spec = Valid();
+    set(&spec);
+    const absl::Status status = ValidateJobSpec(spec);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_EQ(status.message(), message);
+  }
+  JobSpec edge = Valid();  // the ends themselves are allowed
+  edge.set_batch_size(1 << 20);
+  edge.set_learning_rate(1e30);  // tests/fault_test.cc diverges with it
+  edge.set_limit_train(2147483647);
+  edge.set_random_crop_padding(256);
+  EXPECT_TRUE(ValidateJobSpec(edge).ok()) << ValidateJobSpec(edge);
+
+  JobSpec matmul;
+  matmul.mutable_benchmark()->set_kind("matmul");
+  matmul.mutable_benchmark()->set_size(65537);
+  ApplyDefaults(&matmul);
+  EXPECT_EQ(ValidateJobSpec(matmul).message(), "benchmark.size: must be 1 to 65536, got 65537");
+  matmul.mutable_benchmark()->set_size(65536);
+  matmul.set_threads(0);
+  EXPECT_EQ(ValidateJobSpec(matmul).message(), "threads: must be 1 to 1024, got 0");
+}
+
+// Options that the chosen optimizer would ignore are refused, not silently dropped.
+TEST(JobSpecTest, OptionsTheOptimizerWouldIgnoreAreRefused) {
+  JobSpec spec = Valid();  // adam
+  spec.set_momentum(0.9);
+  EXPECT_EQ(ValidateJobSpec(spec).message(), "momentum: only with optimizer sgd, not 'adam'");
+  spec.set_momentum(0);  // no momentum, said explicitly: nothing is dropped
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  spec.set_optimizer("adamw");
+  spec.set_nesterov(true);
+  EXPECT_EQ(ValidateJobSpec(spec).message(), "nesterov: only with optimizer sgd, not 'adamw'");
+  spec.set_optimizer("sgd");  // LibTorch's SGD refuses Nesterov without momentum, at run time
+  const absl::Status no_momentum = ValidateJobSpec(spec);
+  EXPECT_EQ(no_momentum.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_momentum.message().rfind("nesterov: needs momentum greater than 0", 0), 0u)
+      << no_momentum;
+  spec.set_momentum(0.9);
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  spec.set_weight_decay(1e-4);  // every optimizer has one
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+}
+
+// A benchmark's fields of the other kind would be ignored: refused.
+TEST(JobSpecTest, BenchmarkFieldsOfTheOtherKindAreRefused) {
+  JobSpec matmul;
+  matmul.mutable_benchmark()->set_kind("matmul");
+  matmul.mutable_benchmark()->set_steps(10);
+  ApplyDefaults(&matmul);
+  const absl::Status steps = ValidateJobSpec(matmul);
+  EXPECT_EQ(steps.message().rfind("benchmark.steps: only for benchmark kind train", 0), 0u)
+      << steps;
+  matmul.mutable_benchmark()->clear_steps();
+  EXPECT_TRUE(ValidateJobSpec(matmul).ok()) << ValidateJobSpec(matmul);
+
+  JobSpec train = Valid();
+  train.mutable_benchmark()->set_kind("train");
+  ApplyDefaults(&train);
+  EXPECT_TRUE(ValidateJobSpec(train).ok()) << ValidateJobSpec(train);
+  train.mutable_benchmark()->set_repeat(3);
+  const absl::Status repeat = ValidateJobSpec(train);
+  EXPECT_EQ(repeat.message().rfind("benchmark.repeat: only for benchmark kind matmul", 0), 0u)
+      << repeat;
 }
 
 // A job on Slurm: tasks through processes, resources as sbatch's; what would reach sbatch's

@@ -4,6 +4,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/spec_ranges.h"
 
 namespace traind {
 
@@ -46,8 +47,8 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
       spec->set_batch_size_auto(false);
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("batch_size: expected 'auto' or an integer from 1 to 1048576, got '", value,
-                       "'"));
+          absl::StrCat("batch_size: expected 'auto' or an integer from ",
+                       DescribeRange(*FindSpecFieldRange("batch_size")), ", got '", value, "'"));
     }
     return absl::OkStatus();
   }

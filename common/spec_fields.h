@@ -11,7 +11,8 @@
 namespace traind {
 
 // INVALID_ARGUMENT naming the field when it is unknown, not a scalar, or the value does not parse.
-// batch_size also takes "auto" (sets batch_size_auto; a number clears it).
+// batch_size also takes "auto" (sets batch_size_auto; a number clears it). Only the field's type
+// is checked here; its range is CheckSpecFieldRange's (common/spec_ranges.h).
 absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
                           const std::string& value);
 

@@ -1,8 +1,14 @@
 #include "data/csv_file.h"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -41,14 +47,41 @@ absl::StatusOr<int> LabelIndex(const std::vector<std::string>& header, const std
       columns - 1));
 }
 
+// Lines of a FILE, as std::getline splits them (the newline dropped, nothing else).
+class LineReader {
+ public:
+  explicit LineReader(FILE* file) : file_(file) {}
+  ~LineReader() { std::free(buffer_); }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
+
+  bool Next(std::string* line) {
+    const ssize_t n = getline(&buffer_, &capacity_, file_);
+    if (n < 0) return false;
+    line->assign(buffer_, static_cast<size_t>(n));
+    if (!line->empty() && line->back() == '\n') line->pop_back();
+    return true;
+  }
+
+ private:
+  FILE* const file_;
+  char* buffer_ = nullptr;
+  size_t capacity_ = 0;
+};
+
 }  // namespace
 
-absl::StatusOr<TrainTest> ReadCsvFile(const std::string& path, const std::string& label_column,
-                                      bool regression) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("data_file: cannot open ", path));
+absl::StatusOr<TrainTest> ReadCsvFile(int fd, const std::string& label_column, bool regression) {
+  // fclose closes what fdopen was given: a duplicate, so `fd` stays the caller's.
+  const int own = dup(fd);
+  std::unique_ptr<FILE, int (*)(FILE*)> file(own < 0 ? nullptr : fdopen(own, "r"), fclose);
+  if (file == nullptr) {
+    if (own >= 0) close(own);
+    return absl::InternalError(absl::StrCat("data_file: cannot read: ", std::strerror(errno)));
+  }
+  LineReader in(file.get());
   std::string line;
-  if (!std::getline(in, line)) return absl::InvalidArgumentError("data_file: the CSV file is empty");
+  if (!in.Next(&line)) return absl::InvalidArgumentError("data_file: the CSV file is empty");
   const std::vector<std::string> header = Fields(line);
   if (header.size() < 2 || static_cast<int64_t>(header.size()) > kMaxColumns) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -62,7 +95,7 @@ absl::StatusOr<TrainTest> ReadCsvFile(const std::string& path, const std::string
   std::vector<float> features;
   std::vector<std::string> label_text;
   int64_t line_number = 1;
-  while (std::getline(in, line)) {
+  while (in.Next(&line)) {
     ++line_number;
     if (absl::StripAsciiWhitespace(line).empty()) continue;
     const std::vector<std::string> fields = Fields(line);

@@ -12,10 +12,10 @@
 
 namespace traind {
 
-// `label_column`: a header name or a 0-based index; empty: the last column. INVALID_ARGUMENT names
-// the line and column of a value that is not a number.
-absl::StatusOr<TrainTest> ReadCsvFile(const std::string& path, const std::string& label_column,
-                                      bool regression);
+// Reads the open file `fd` (borrowed; the caller opened it, beneath the data roots for a job:
+// dataset.h). `label_column`: a header name or a 0-based index; empty: the last column.
+// INVALID_ARGUMENT names the line and column of a value that is not a number.
+absl::StatusOr<TrainTest> ReadCsvFile(int fd, const std::string& label_column, bool regression);
 
 }  // namespace traind
 

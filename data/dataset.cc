@@ -1,9 +1,9 @@
 #include "data/dataset.h"
 
 #include <cstdlib>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/catalog.h"
 #include "common/status_macros.h"
 #include "data/csv_file.h"
@@ -23,15 +23,20 @@ torch::Tensor OwningTensor(std::vector<uint8_t> bytes, std::vector<int64_t> size
 }
 
 // Reads one IDX images/labels pair and checks that they agree.
-absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& prefix,
-                                   int64_t limit) {
-  ASSIGN_OR_RETURN(std::string images_path, FindIdxFile(dir, prefix + "-images-idx3-ubyte"));
-  ASSIGN_OR_RETURN(std::string labels_path, FindIdxFile(dir, prefix + "-labels-idx1-ubyte"));
-  // traind gives its workers a cache of decompressed copies (STATE/cache).
+absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& prefix, int64_t limit,
+                                   const BeneathRoots& roots) {
+  ASSIGN_OR_RETURN(IdxFile images_file, OpenIdxFile(dir, prefix + "-images-idx3-ubyte", roots));
+  ASSIGN_OR_RETURN(IdxFile labels_file, OpenIdxFile(dir, prefix + "-labels-idx1-ubyte", roots));
+  const std::string& images_path = images_file.path;
+  const std::string& labels_path = labels_file.path;
+  // traind gives its workers a cache of decompressed copies (STATE/cache): traind's own files,
+  // read only for a source opened above.
   const char* cache = std::getenv("TRAIND_CACHE_DIR");
   const std::string cache_dir = cache == nullptr ? "" : cache;
-  ASSIGN_OR_RETURN(IdxArray images, ReadIdxFileCached(images_path, cache_dir));
-  ASSIGN_OR_RETURN(IdxArray labels, ReadIdxFileCached(labels_path, cache_dir));
+  ASSIGN_OR_RETURN(IdxArray images,
+                   ReadIdxFileCached(images_file.fd.get(), images_path, cache_dir));
+  ASSIGN_OR_RETURN(IdxArray labels,
+                   ReadIdxFileCached(labels_file.fd.get(), labels_path, cache_dir));
   if (images.dims.size() != 3) {
     return absl::DataLossError(absl::StrCat(images_path, ": expected 3 dimensions, found ",
                                             images.dims.size()));
@@ -74,6 +79,20 @@ void Transform(Split& split, int64_t size, torch::Device device) {
   split.labels = split.labels.to(device);
 }
 
+// The job's data file, opened beneath the roots. Messages name spec.data_file(), the user's path
+// or an upload's digest, never `data_path` where that is an upload's place in traind's state
+// directory.
+absl::StatusOr<UniqueFd> OpenDataFile(const trainer::v1::JobSpec& spec,
+                                      const std::string& data_path, const BeneathRoots& roots) {
+  absl::StatusOr<UniqueFd> file = roots.OpenFile(data_path);
+  if (file.ok()) return file;
+  std::string message(file.status().message());
+  if (!data_path.empty() && data_path != spec.data_file()) {
+    message = absl::StrReplaceAll(message, {{data_path, spec.data_file()}});
+  }
+  return absl::Status(file.status().code(), absl::StrCat("data_file: ", message));
+}
+
 bool IsImageDataset(const trainer::v1::JobSpec& spec) {
   const DatasetInfo* info = FindDataset(spec.dataset());
   return info != nullptr && info->images;
@@ -81,7 +100,8 @@ bool IsImageDataset(const trainer::v1::JobSpec& spec) {
 
 }  // namespace
 
-absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit) {
+absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit,
+                                       const BeneathRoots& roots) {
   constexpr int64_t kRecord = 1 + 3 * 32 * 32;
   std::vector<std::string> files;
   if (train) {
@@ -93,9 +113,15 @@ absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64
   std::vector<uint8_t> pixels;
   for (const std::string& path : files) {
     if (limit > 0 && static_cast<int64_t>(labels.size()) >= limit) break;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return absl::NotFoundError(absl::StrCat("dataset file not found: ", path));
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    absl::StatusOr<UniqueFd> file = roots.OpenFile(path);
+    if (file.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(absl::StrCat("dataset file not found: ", path));
+    }
+    if (!file.ok()) {
+      return absl::Status(file.status().code(),
+                          absl::StrCat("data_dir: ", file.status().message()));
+    }
+    ASSIGN_OR_RETURN(std::vector<char> bytes, ReadAll(file->get(), path));
     if (bytes.empty() || bytes.size() % kRecord != 0) {
       return absl::DataLossError(absl::StrCat(path, ": truncated or corrupt: ", bytes.size(),
                                               " bytes is not a whole number of ", kRecord,
@@ -128,16 +154,20 @@ Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, 
 }
 
 absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t size,
-                                    const std::string& data_path) {
+                                    const std::string& data_path,
+                                    const std::vector<std::string>& data_roots) {
+  const BeneathRoots roots(data_roots);
   Dataset data;
   Split full_train, test;
   const bool regression = spec.loss() == "mse";
   if (spec.dataset() == "fashion-mnist" || spec.dataset() == "mnist") {
-    ASSIGN_OR_RETURN(full_train, ReadIdxSplit(spec.data_dir(), "train", spec.limit_train()));
-    ASSIGN_OR_RETURN(test, ReadIdxSplit(spec.data_dir(), "t10k", spec.limit_test()));
+    ASSIGN_OR_RETURN(full_train,
+                     ReadIdxSplit(spec.data_dir(), "train", spec.limit_train(), roots));
+    ASSIGN_OR_RETURN(test, ReadIdxSplit(spec.data_dir(), "t10k", spec.limit_test(), roots));
   } else if (spec.dataset() == "cifar10") {
-    ASSIGN_OR_RETURN(full_train, ReadCifar10Split(spec.data_dir(), true, spec.limit_train()));
-    ASSIGN_OR_RETURN(test, ReadCifar10Split(spec.data_dir(), false, spec.limit_test()));
+    ASSIGN_OR_RETURN(full_train,
+                     ReadCifar10Split(spec.data_dir(), true, spec.limit_train(), roots));
+    ASSIGN_OR_RETURN(test, ReadCifar10Split(spec.data_dir(), false, spec.limit_test(), roots));
   } else if (spec.dataset() == "fake") {
     int64_t n = spec.num_samples();
     if (spec.limit_train() > 0) n = std::min<int64_t>(n, spec.limit_train());
@@ -149,16 +179,16 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
                          spec.seed() + 1);
     data.num_classes = spec.classes();
   } else if (spec.dataset() == "imagefolder") {
-    ASSIGN_OR_RETURN(TrainTest files, ReadImageFolder(spec.data_dir(), size));
+    ASSIGN_OR_RETURN(TrainTest files, ReadImageFolder(spec.data_dir(), size, roots));
     full_train = std::move(files.train);
     test = std::move(files.test);
     data.num_classes = files.num_classes;
-  } else if (spec.dataset() == "tensors") {
-    ASSIGN_OR_RETURN(TrainTest files, ReadTensorFile(data_path, regression));
-    full_train = std::move(files.train);
-    test = std::move(files.test);
-  } else if (spec.dataset() == "csv") {
-    ASSIGN_OR_RETURN(TrainTest files, ReadCsvFile(data_path, spec.label_column(), regression));
+  } else if (spec.dataset() == "tensors" || spec.dataset() == "csv") {
+    ASSIGN_OR_RETURN(UniqueFd file, OpenDataFile(spec, data_path, roots));
+    ASSIGN_OR_RETURN(TrainTest files,
+                     spec.dataset() == "tensors"
+                         ? ReadTensorFile(file.get(), regression)
+                         : ReadCsvFile(file.get(), spec.label_column(), regression));
     full_train = std::move(files.train);
     test = std::move(files.test);
   } else {
@@ -226,8 +256,9 @@ void PrepareImages(Dataset& data, const trainer::v1::JobSpec& spec, int64_t size
 }
 
 absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t size,
-                                    const std::string& data_path) {
-  ASSIGN_OR_RETURN(Dataset data, ReadDataset(spec, size, data_path));
+                                    const std::string& data_path,
+                                    const std::vector<std::string>& data_roots) {
+  ASSIGN_OR_RETURN(Dataset data, ReadDataset(spec, size, data_path, data_roots));
   PrepareImages(data, spec, size, torch::kCPU);
   return data;
 }

@@ -9,8 +9,10 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/beneath.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
@@ -45,8 +47,13 @@ struct Dataset {
 // limit_train / limit_test and splits off the validation set. Images stay as the files hold them
 // (IDX and CIFAR-10: bytes, 0..255; image folders are decoded at `size`) until PrepareImages: a
 // job whose data will live on a GPU converts them there, from a quarter of the bytes.
+// `data_roots` (WorkerRequest.data_roots): spec.data_dir, `data_path` and every file read under
+// them are opened beneath these (common/beneath.h), here where they are read, so a path changed
+// since traind admitted the job cannot lead out of them: PERMISSION_DENIED "data_dir: ..." or
+// "data_file: ...". Empty: paths are opened as given (tests, tools).
 absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t size,
-                                    const std::string& data_path = "");
+                                    const std::string& data_path = "",
+                                    const std::vector<std::string>& data_roots = {});
 
 // The bytes every split will take once PrepareImages has made its images floats of `size` x `size`.
 int64_t PreparedBytes(const Dataset& data, const trainer::v1::JobSpec& spec, int64_t size);
@@ -60,11 +67,13 @@ void PrepareImages(Dataset& data, const trainer::v1::JobSpec& spec, int64_t size
 
 // ReadDataset, then PrepareImages on the CPU.
 absl::StatusOr<Dataset> LoadDataset(const trainer::v1::JobSpec& spec, int64_t size,
-                                    const std::string& data_path = "");
+                                    const std::string& data_path = "",
+                                    const std::vector<std::string>& data_roots = {});
 
 // Raw splits as the loaders produce them (CIFAR-10: bytes; fake: floats in 0..1); exposed for
 // tests.
-absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit);
+absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64_t limit,
+                                       const BeneathRoots& roots = BeneathRoots());
 Split MakeFakeSplit(int64_t n, int64_t channels, int64_t size, int64_t classes, uint64_t seed);
 
 }  // namespace traind

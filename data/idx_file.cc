@@ -48,18 +48,34 @@ absl::Status ReadExactly(gzFile file, const std::string& path, void* out, size_t
 
 }  // namespace
 
-absl::StatusOr<std::string> FindIdxFile(const std::string& dir, const std::string& stem) {
-  struct stat st;
-  for (const std::string& candidate : {absl::StrCat(dir, "/", stem), absl::StrCat(dir, "/", stem, ".gz")}) {
-    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return candidate;
+absl::StatusOr<IdxFile> OpenIdxFile(const std::string& dir, const std::string& stem,
+                                    const BeneathRoots& roots) {
+  for (const std::string& candidate :
+       {absl::StrCat(dir, "/", stem), absl::StrCat(dir, "/", stem, ".gz")}) {
+    absl::StatusOr<UniqueFd> fd = roots.OpenFile(candidate);
+    if (fd.ok()) return IdxFile{candidate, *std::move(fd)};
+    if (fd.status().code() != absl::StatusCode::kNotFound) {
+      return absl::Status(fd.status().code(), absl::StrCat("data_dir: ", fd.status().message()));
+    }
   }
   return absl::NotFoundError(
       absl::StrCat("dataset file not found: ", dir, "/", stem, " (or ", stem, ".gz)"));
 }
 
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
-  GzFile file(gzopen(path.c_str(), "rb"));  // reads plain files too
-  if (file == nullptr) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  return ReadIdxFile(fd.get(), path);
+}
+
+absl::StatusOr<IdxArray> ReadIdxFile(int fd, const std::string& path) {
+  // gzclose closes the descriptor gzdopen was given: hand it a duplicate, keep `fd` the caller's.
+  const int own = dup(fd);
+  GzFile file(own < 0 ? nullptr : gzdopen(own, "rb"));  // reads plain files too
+  if (file == nullptr) {
+    if (own >= 0) close(own);
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  }
   gzbuffer(file.get(), 1 << 20);
 
   uint8_t magic[4];
@@ -92,9 +108,18 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path) {
 }
 
 absl::StatusOr<IdxArray> ReadIdxFileCached(const std::string& path, const std::string& cache_dir) {
+  const UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  return ReadIdxFileCached(fd.get(), path, cache_dir);
+}
+
+absl::StatusOr<IdxArray> ReadIdxFileCached(int fd, const std::string& path,
+                                           const std::string& cache_dir) {
+  // The source is read (and keyed) through `fd`, opened where the caller checked it: the cache
+  // never stands in for a file the caller could not open.
   struct stat source;
-  if (cache_dir.empty() || !absl::EndsWith(path, ".gz") || stat(path.c_str(), &source) != 0) {
-    return ReadIdxFile(path);
+  if (cache_dir.empty() || !absl::EndsWith(path, ".gz") || fstat(fd, &source) != 0) {
+    return ReadIdxFile(fd, path);
   }
   Sha256 key;
   key.Update(absl::StrCat(path, "|", source.st_size, "|", source.st_mtim.tv_sec, ".",
@@ -102,7 +127,7 @@ absl::StatusOr<IdxArray> ReadIdxFileCached(const std::string& path, const std::s
   const std::string copy = absl::StrCat(cache_dir, "/idx-", key.HexDigest().substr(0, 32));
   if (absl::StatusOr<IdxArray> cached = ReadIdxFile(copy); cached.ok()) return cached;
 
-  ASSIGN_OR_RETURN(IdxArray array, ReadIdxFile(path));
+  ASSIGN_OR_RETURN(IdxArray array, ReadIdxFile(fd, path));
   // The copy: header and data exactly as the IDX format has them, under a name no other
   // writer uses, renamed into place only once whole.
   std::string header = {0, 0, 0x08, static_cast<char>(array.dims.size())};
@@ -111,13 +136,13 @@ absl::StatusOr<IdxArray> ReadIdxFileCached(const std::string& path, const std::s
   }
   mkdir(cache_dir.c_str(), 0700);
   const std::string partial = absl::StrCat(copy, ".", RandomSecret().substr(0, 12), ".part");
-  const int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return array;
+  const int out = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (out < 0) return array;
   const bool written =
-      WriteAll(fd, header) &&
-      WriteAll(fd, absl::string_view(reinterpret_cast<const char*>(array.data.data()),
-                                     array.data.size()));
-  close(fd);
+      WriteAll(out, header) &&
+      WriteAll(out, absl::string_view(reinterpret_cast<const char*>(array.data.data()),
+                                      array.data.size()));
+  close(out);
   if (!written || rename(partial.c_str(), copy.c_str()) != 0) unlink(partial.c_str());
   return array;
 }

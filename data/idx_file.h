@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/beneath.h"
 
 namespace traind {
 
@@ -18,6 +19,9 @@ struct IdxArray {
 
 // Reads an unsigned-byte IDX array (type 0x08). Transparent to gzip.
 absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
+// The same from the open `fd` (borrowed: read through a duplicate), from its current offset;
+// `path` names it in messages.
+absl::StatusOr<IdxArray> ReadIdxFile(int fd, const std::string& path);
 
 // ReadIdxFile with a cache of decompressed copies in `cache_dir` (traind's STATE/cache, which
 // workers learn from TRAIND_CACHE_DIR): gunzipping Fashion-MNIST's training images takes a third
@@ -27,9 +31,21 @@ absl::StatusOr<IdxArray> ReadIdxFile(const std::string& path);
 // Plain files, and an empty `cache_dir`, are read directly; a cache that cannot be written only
 // costs the speed-up.
 absl::StatusOr<IdxArray> ReadIdxFileCached(const std::string& path, const std::string& cache_dir);
+// The same for a source already open (borrowed), keyed by `path` and what fstat says of `fd`.
+absl::StatusOr<IdxArray> ReadIdxFileCached(int fd, const std::string& path,
+                                           const std::string& cache_dir);
 
-// Finds "<dir>/<stem>" or "<dir>/<stem>.gz"; NOT_FOUND names both.
-absl::StatusOr<std::string> FindIdxFile(const std::string& dir, const std::string& stem);
+// An IDX file found and opened: `path` names it in messages and keys the cache.
+struct IdxFile {
+  std::string path;
+  UniqueFd fd;
+};
+
+// Opens "<dir>/<stem>" or else "<dir>/<stem>.gz", each a regular file beneath `roots`
+// (common/beneath.h; unconfined: as named). NOT_FOUND names both; PERMISSION_DENIED
+// "data_dir: PATH is outside the daemon's data roots ..." when `dir` or the file leads out.
+absl::StatusOr<IdxFile> OpenIdxFile(const std::string& dir, const std::string& stem,
+                                    const BeneathRoots& roots = BeneathRoots());
 
 }  // namespace traind
 

@@ -125,10 +125,11 @@ TEST_F(IdxFileTest, CorruptGzipIsAnError) {
 
 TEST_F(IdxFileTest, FindPrefersPlainThenGzip) {
   Write("train-labels-idx1-ubyte.gz", Header(1, {1}) + "x", true);
-  auto found = FindIdxFile(dir_->path(), "train-labels-idx1-ubyte");
+  auto found = OpenIdxFile(dir_->path(), "train-labels-idx1-ubyte");
   ASSERT_TRUE(found.ok());
-  EXPECT_EQ(*found, *dir_ / "train-labels-idx1-ubyte.gz");
-  EXPECT_EQ(FindIdxFile(dir_->path(), "t10k-labels-idx1-ubyte").status().code(),
+  EXPECT_EQ(found->path, *dir_ / "train-labels-idx1-ubyte.gz");
+  EXPECT_TRUE(found->fd.valid());
+  EXPECT_EQ(OpenIdxFile(dir_->path(), "t10k-labels-idx1-ubyte").status().code(),
             absl::StatusCode::kNotFound);
 }
 

@@ -1,9 +1,12 @@
 #include "data/image_folder.h"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -26,20 +29,42 @@ namespace traind {
 
 namespace {
 
-// Sorted names of the entries of `dir` that are directories (want_dirs) or regular files.
-absl::StatusOr<std::vector<std::string>> Entries(const std::string& dir, bool want_dirs) {
-  std::unique_ptr<DIR, int (*)(DIR*)> handle(opendir(dir.c_str()), closedir);
-  if (!handle) return absl::InvalidArgumentError(absl::StrCat("data_dir: cannot open ", dir));
+// `status` (from opening something under data_dir) in the field's words.
+absl::Status DataDirError(const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("data_dir: ", status.message()));
+}
+
+// Sorted names of the entries of `dir` that are directories (want_dirs) or regular files. A
+// symlink counts as what it leads to, opened beneath the roots; one that leads out of its root
+// fails the read (skipped, it would tell the job's owner whether something is there outside).
+// NOT_FOUND when `dir` is missing or not a directory.
+absl::StatusOr<std::vector<std::string>> Entries(const std::string& dir, bool want_dirs,
+                                                 const BeneathRoots& roots) {
+  absl::StatusOr<UniqueFd> handle = roots.OpenDirectory(dir);
+  if (!handle.ok()) return DataDirError(handle.status());
+  absl::StatusOr<std::vector<DirectoryEntry>> entries = ListDirectory(handle->get(), dir);
+  if (!entries.ok()) return DataDirError(entries.status());
   std::vector<std::string> names;
-  while (const dirent* entry = readdir(handle.get())) {
-    const std::string name = entry->d_name;
-    if (name.empty() || name[0] == '.') continue;
-    struct stat st;
-    if (stat((dir + "/" + name).c_str(), &st) != 0) continue;
-    if (want_dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode)) names.push_back(name);
+  for (const DirectoryEntry& entry : *entries) {
+    if (entry.name.empty() || entry.name[0] == '.') continue;
+    bool is_directory = entry.is_directory;
+    bool is_regular = entry.is_regular;
+    if (entry.is_symlink) {
+      absl::StatusOr<UniqueFd> target = roots.Open(dir + "/" + entry.name, O_RDONLY | O_NONBLOCK);
+      if (!target.ok()) {
+        if (target.status().code() == absl::StatusCode::kPermissionDenied) {
+          return DataDirError(target.status());
+        }
+        continue;  // a dangling link inside the root: nothing there
+      }
+      struct stat st;
+      if (fstat(target->get(), &st) != 0) continue;
+      is_directory = S_ISDIR(st.st_mode);
+      is_regular = S_ISREG(st.st_mode);
+    }
+    if (want_dirs ? is_directory : is_regular) names.push_back(entry.name);
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  return names;  // ListDirectory sorted them
 }
 
 bool IsImageName(const std::string& name) {
@@ -53,17 +78,25 @@ struct Decoder {
   int channels = 0;      // chosen by the first image
   int64_t height = 0, width = 0;
 
-  absl::StatusOr<torch::Tensor> Decode(const std::string& path) {
+  // Opened beneath `roots` again, whatever the listing saw: the file may have changed since.
+  absl::StatusOr<torch::Tensor> Decode(const std::string& path, const BeneathRoots& roots) {
+    absl::StatusOr<UniqueFd> fd = roots.OpenFile(path);
+    if (!fd.ok()) return DataDirError(fd.status());
+    std::unique_ptr<FILE, int (*)(FILE*)> file(fdopen(fd->get(), "rb"), fclose);
+    if (file == nullptr) {
+      return absl::InternalError(absl::StrCat("data_dir: ", path, ": ", std::strerror(errno)));
+    }
+    (void)fd->Release();  // the FILE closes it now
     int w = 0, h = 0, c = 0;
     if (channels == 0) {
-      if (!stbi_info(path.c_str(), &w, &h, &c)) {
+      if (!stbi_info_from_file(file.get(), &w, &h, &c)) {
         return absl::InvalidArgumentError(
             absl::StrCat("data_dir: ", path, ": not a PNG or JPEG image (", stbi_failure_reason(), ")"));
       }
       channels = c >= 3 ? 3 : 1;
     }
-    std::unique_ptr<stbi_uc, void (*)(void*)> pixels(stbi_load(path.c_str(), &w, &h, &c, channels),
-                                                     stbi_image_free);
+    std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
+        stbi_load_from_file(file.get(), &w, &h, &c, channels), stbi_image_free);
     if (!pixels) {
       return absl::InvalidArgumentError(
           absl::StrCat("data_dir: ", path, ": cannot decode (", stbi_failure_reason(), ")"));
@@ -93,23 +126,24 @@ struct Decoder {
 };
 
 absl::StatusOr<Split> ReadSplit(const std::string& dir, const std::vector<std::string>& classes,
-                                Decoder& decoder, bool require_every_class) {
+                                Decoder& decoder, bool require_every_class,
+                                const BeneathRoots& roots) {
   std::vector<torch::Tensor> images;
   std::vector<int64_t> labels;
   for (size_t label = 0; label < classes.size(); ++label) {
     const std::string class_dir = dir + "/" + classes[label];
-    struct stat st;
-    if (stat(class_dir.c_str(), &st) != 0) {
+    absl::StatusOr<std::vector<std::string>> files =
+        Entries(class_dir, /*want_dirs=*/false, roots);
+    if (files.status().code() == absl::StatusCode::kNotFound) {
       if (require_every_class) {
         return absl::InvalidArgumentError(absl::StrCat("data_dir: no folder ", class_dir));
       }
       continue;
     }
-    absl::StatusOr<std::vector<std::string>> files = Entries(class_dir, /*want_dirs=*/false);
     if (!files.ok()) return files.status();
     for (const std::string& file : *files) {
       if (!IsImageName(file)) continue;
-      absl::StatusOr<torch::Tensor> image = decoder.Decode(class_dir + "/" + file);
+      absl::StatusOr<torch::Tensor> image = decoder.Decode(class_dir + "/" + file, roots);
       if (!image.ok()) return image.status();
       images.push_back(*std::move(image));
       labels.push_back(static_cast<int64_t>(label));
@@ -127,14 +161,20 @@ absl::StatusOr<Split> ReadSplit(const std::string& dir, const std::vector<std::s
 
 }  // namespace
 
-absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size) {
-  absl::StatusOr<std::vector<std::string>> classes = Entries(dir + "/train", /*want_dirs=*/true);
+absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size,
+                                          const BeneathRoots& roots) {
+  absl::StatusOr<std::vector<std::string>> classes =
+      Entries(dir + "/train", /*want_dirs=*/true, roots);
+  if (classes.status().code() == absl::StatusCode::kPermissionDenied) return classes.status();
   if (!classes.ok() || classes->empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data_dir: ", dir, " has no train/CLASS/ folders (expected torchvision's ImageFolder "
         "layout: train/CLASS/*.png and test/CLASS/*.png)"));
   }
-  absl::StatusOr<std::vector<std::string>> test_classes = Entries(dir + "/test", true);
+  absl::StatusOr<std::vector<std::string>> test_classes = Entries(dir + "/test", true, roots);
+  if (test_classes.status().code() == absl::StatusCode::kPermissionDenied) {
+    return test_classes.status();
+  }
   if (!test_classes.ok() || test_classes->empty()) {
     return absl::InvalidArgumentError(absl::StrCat("data_dir: ", dir, " has no test/CLASS/ folders"));
   }
@@ -146,9 +186,9 @@ absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size) 
   }
   Decoder decoder{size};
   TrainTest data;
-  absl::StatusOr<Split> train = ReadSplit(dir + "/train", *classes, decoder, true);
+  absl::StatusOr<Split> train = ReadSplit(dir + "/train", *classes, decoder, true, roots);
   if (!train.ok()) return train.status();
-  absl::StatusOr<Split> test = ReadSplit(dir + "/test", *classes, decoder, false);
+  absl::StatusOr<Split> test = ReadSplit(dir + "/test", *classes, decoder, false, roots);
   if (!test.ok()) return test.status();
   data.train = *std::move(train);
   data.test = *std::move(test);
@@ -163,8 +203,9 @@ absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size) 
 
 #else
 
-absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size) {
-  (void)dir, (void)size;
+absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size,
+                                          const BeneathRoots& roots) {
+  (void)dir, (void)size, (void)roots;
   return absl::FailedPreconditionError(
       "dataset: imagefolder needs a traind-worker built with stb_image (Debian: libstb-dev)");
 }

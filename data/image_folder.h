@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/beneath.h"
 #include "data/dataset.h"
 
 namespace traind {
@@ -16,7 +17,11 @@ namespace traind {
 // `size` > 0: resize every image to size x size (bilinear). Grey images stay one channel, colour
 // ones three (alpha dropped); a folder mixing them is converted to the first image's.
 // INVALID_ARGUMENT names the file that does not decode or the folder that is missing.
-absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size);
+// Every folder and image is opened beneath `roots` (common/beneath.h; a job's data roots): a
+// class folder or image that is a symlink leading out of its root, or a folder swapped for one,
+// is PERMISSION_DENIED "data_dir: PATH is outside the daemon's data roots ...", never skipped.
+absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size,
+                                          const BeneathRoots& roots = BeneathRoots());
 
 }  // namespace traind
 

@@ -13,7 +13,14 @@ absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> ReadSavedDict(const std::str
                                                                   const std::string& expected) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(field, ": cannot open ", path));
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+  return ParseSavedDict(bytes, field, expected);
+}
+
+absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> ParseSavedDict(const std::vector<char>& bytes,
+                                                                   const std::string& field,
+                                                                   const std::string& expected) {
   c10::IValue value;
   try {
     value = torch::pickle_load(bytes);

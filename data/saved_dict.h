@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -20,6 +21,11 @@ namespace traind {
 absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> ReadSavedDict(const std::string& path,
                                                                   const std::string& field,
                                                                   const std::string& expected);
+// The same for a file's bytes, read by the caller (a job's data_file, opened beneath the data
+// roots: data/tensor_file.cc).
+absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> ParseSavedDict(const std::vector<char>& bytes,
+                                                                   const std::string& field,
+                                                                   const std::string& expected);
 
 }  // namespace traind
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/beneath.h"
 #include "data/saved_dict.h"
 
 namespace traind {
@@ -61,9 +62,11 @@ absl::StatusOr<Split> ToSplit(const torch::Tensor& x, const torch::Tensor& y, co
 
 }  // namespace
 
-absl::StatusOr<TrainTest> ReadTensorFile(const std::string& path, bool regression) {
+absl::StatusOr<TrainTest> ReadTensorFile(int fd, bool regression) {
+  absl::StatusOr<std::vector<char>> bytes = ReadAll(fd, "data_file");
+  if (!bytes.ok()) return bytes.status();
   absl::StatusOr<c10::Dict<c10::IValue, c10::IValue>> saved =
-      ReadSavedDict(path, "data_file", "a dict with train_x, train_y, test_x, test_y");
+      ParseSavedDict(*bytes, "data_file", "a dict with train_x, train_y, test_x, test_y");
   if (!saved.ok()) return saved.status();
   const c10::Dict<c10::IValue, c10::IValue>& dict = *saved;
   TrainTest data;

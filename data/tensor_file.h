@@ -11,9 +11,10 @@
 
 namespace traind {
 
-// INVALID_ARGUMENT naming the key, the shape or the dtype that is wrong; labels must be integer
-// class indices >= 0 unless `regression` (then float targets with one row per input).
-absl::StatusOr<TrainTest> ReadTensorFile(const std::string& path, bool regression);
+// Reads the open file `fd` (borrowed; the caller opened it, beneath the data roots for a job:
+// dataset.h). INVALID_ARGUMENT naming the key, the shape or the dtype that is wrong; labels must
+// be integer class indices >= 0 unless `regression` (then float targets with one row per input).
+absl::StatusOr<TrainTest> ReadTensorFile(int fd, bool regression);
 
 }  // namespace traind
 

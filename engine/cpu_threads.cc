@@ -140,4 +140,19 @@ CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::strin
   return chosen;
 }
 
+CpuThreads WholeMachineThreads(const CpuFacts& facts, const std::string& why) {
+  std::string what;
+  CpuThreads chosen;
+  chosen.threads = UsableCores(facts, &what);
+  const bool capped = facts.omp_num_threads > 0 && facts.omp_num_threads < chosen.threads;
+  if (capped) chosen.threads = facts.omp_num_threads;
+  chosen.explanation = absl::StrCat(chosen.threads, " intra-op thread", chosen.threads == 1 ? "" : "s",
+                                    ": ", what, ", the whole machine (", why, ")");
+  if (capped) {
+    absl::StrAppend(&chosen.explanation, "; at most OMP_NUM_THREADS=", facts.omp_num_threads);
+  }
+  absl::StrAppend(&chosen.explanation, " (--threads N chooses)");
+  return chosen;
+}
+
 }  // namespace traind

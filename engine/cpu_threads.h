@@ -39,6 +39,12 @@ struct CpuThreads {
 // worker's environment), or a data-parallel job's ranks on this machine.
 CpuThreads ChooseCpuThreads(const CpuFacts& facts, int sharers, const std::string& sharers_are);
 
+// A job that runs alone and meets nothing while it runs (an exclusive matmul benchmark: one long
+// product after another, no events between them): every core of the machine, none left for the
+// daemon, as torch.mm would take them; OMP_NUM_THREADS still caps it. Measuring a CPU on half of
+// a 2-core machine (0.18 against torch.mm's 0.33 TFLOP/s) would inflate every GPU speedup.
+CpuThreads WholeMachineThreads(const CpuFacts& facts, const std::string& why);
+
 // The BLAS's own threads (engine/blas_threads.h): the job's intra-op threads, one per shard when
 // it trains in shards, unless TRAIND_BLAS_THREADS says otherwise (for measuring, and for the
 // machine where the default is wrong).

@@ -30,6 +30,16 @@ TEST(CpuThreadsTest, TheExplanationSaysWhy) {
             "for the daemon and clients; 1 CPU job at a time (--threads N chooses)");
 }
 
+TEST(CpuThreadsTest, AnExclusiveBenchmarkTakesTheWholeMachine) {
+  const CpuThreads chosen = WholeMachineThreads({2, 2, 0}, "a benchmark that runs alone");
+  EXPECT_EQ(chosen.threads, 2);
+  EXPECT_EQ(chosen.explanation,
+            "2 intra-op threads: 2 physical cores, the whole machine (a benchmark that runs "
+            "alone) (--threads N chooses)");
+  EXPECT_EQ(WholeMachineThreads({16, 8, 2.5}, "x").threads, 3);  // a quota, in whole CPUs
+  EXPECT_EQ(WholeMachineThreads({16, 16, 0, 4}, "x").threads, 4);  // OMP_NUM_THREADS caps it
+}
+
 // An OMP_NUM_THREADS someone set (torchrun does; so do the integration tests, which run several
 // daemons on one machine) caps the choice, and the log says so; it never raises it.
 TEST(CpuThreadsTest, OmpNumThreadsCapsTheChoice) {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/proc_file.h"
 #include "engine/mixed_precision.h"
 
 #ifdef TRAIND_HAVE_CUDA
@@ -33,20 +34,6 @@ bool MpsAvailable() {
 #else
   return false;
 #endif
-}
-
-// A "Key:   123 kB" line of a /proc file, in bytes; 0 when absent.
-int64_t ProcKilobytes(const char* file, const std::string& key) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, key + ":")) {
-      std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipWhitespace());
-      int64_t kb = 0;
-      if (parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kb)) return kb * 1024;
-    }
-  }
-  return 0;
 }
 
 std::string CpuModelName() {

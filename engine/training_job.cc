@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -76,6 +77,10 @@ void InjectFault(const std::string& kind) {
   }
   raise(SIGSEGV);
 }
+
+// Where the checkpoint lies, for the job's log: said without the daemon's paths (a remote owner
+// reads the log and learns nothing of the daemon's file system from it).
+constexpr char kInJobDirectory[] = ": checkpoint.pt in the job's directory";
 
 // cuDNN's autotuning times every algorithm for each new convolution shape before it first runs
 // it. Measured on the H200 (docs/benchmarks.md, session 14): 1-7.6 s before the first step of
@@ -163,9 +168,12 @@ class JobRun {
          const std::atomic<bool>& stop, const std::atomic<bool>* suspend, torch::Device device,
          std::optional<RankPlacement> placement, const char** phase)
       : phase_(phase), spec_(request.spec()), job_dir_(request.job_dir()), model_path_(request.model_path()),
-        data_path_(request.data_path()), init_path_(request.init_path()), loss_(LossKindFromName(request.spec().loss())),
+        data_path_(request.data_path()),
+        data_roots_(request.data_roots().begin(), request.data_roots().end()),
+        init_path_(request.init_path()), loss_(LossKindFromName(request.spec().loss())),
         emit_(emit), stop_(stop),
         suspend_(suspend), checkpoint_interval_(request.checkpoint_interval_seconds()),
+        exclusive_(request.exclusive()),
         device_(device),
         placement_(std::move(placement)) {}
 
@@ -257,12 +265,15 @@ class JobRun {
   const std::string job_dir_;
   const std::string model_path_;  // torchscript jobs: the uploaded module
   const std::string data_path_;   // tensors, csv: the data file
+  // The data is opened beneath these where it is read (WorkerRequest.data_roots).
+  const std::vector<std::string> data_roots_;
   const std::string init_path_;   // init_from: the weights to start from (or to evaluate)
   const LossKind loss_;
   const EventSink& emit_;
   const std::atomic<bool>& stop_;
   const std::atomic<bool>* const suspend_;
   const double checkpoint_interval_;
+  const bool exclusive_;  // the job runs alone (WorkerRequest.exclusive)
   const torch::Device device_;
   const std::optional<RankPlacement> placement_;  // set: this worker is one rank of several
   std::unique_ptr<DataParallel> dp_;              // joined in Run when placement_ is set
@@ -277,8 +288,13 @@ absl::Status JobRun::Run() {
   torch::manual_seed(spec_.seed());
   // CPU jobs and ranks read the machine once: threads, shards and the BLAS's threads follow.
   if (device_.is_cpu() || placement_.has_value()) cpu_facts_ = ReadCpuFacts();
+  const bool matmul = spec_.has_benchmark() && spec_.benchmark().kind() == "matmul";
   if (spec_.has_threads()) {
     torch::set_num_threads(spec_.threads());
+  } else if (matmul && exclusive_ && device_.is_cpu() && !placement_.has_value()) {
+    const CpuThreads chosen = WholeMachineThreads(cpu_facts_, "a benchmark that runs alone");
+    torch::set_num_threads(chosen.threads);
+    Log("CPU: " + chosen.explanation);
   } else if (placement_.has_value()) {
     // Ranks share the machine's cores (torchrun's OMP_NUM_THREADS gives each 1); each taking
     // them all would oversubscribe them.
@@ -300,9 +316,10 @@ absl::Status JobRun::Run() {
     const std::string blas = DescribeBlasThreads(SetBlasThreads(blas_threads));
     if (!blas.empty()) Log("BLAS: " + blas);
   }
-  if (spec_.has_benchmark() && spec_.benchmark().kind() == "matmul") {
+  if (matmul) {
     ASSIGN_OR_RETURN(trainer::v1::BenchResult result,
                      RunMatmulBenchmark(spec_.benchmark(), device_, stop_));
+    if (device_.is_cpu()) result.set_threads(torch::get_num_threads());
     EmitBench(result);
     return absl::OkStatus();
   }
@@ -334,7 +351,7 @@ absl::Status JobRun::Run() {
   *phase_ = "loading the dataset";
   phase_start = Clock::now();
   const int64_t image_size = ImageSizeFor(spec_);
-  ASSIGN_OR_RETURN(Dataset data, ReadDataset(spec_, image_size, data_path_));
+  ASSIGN_OR_RETURN(Dataset data, ReadDataset(spec_, image_size, data_path_, data_roots_));
   Took("dataset", phase_start);
   {
     FastPathFacts facts;
@@ -503,6 +520,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
   if (checkpoints) {
     ASSIGN_OR_RETURN(progress, LoadCheckpoint(model, *optimizer, step));
   }
+  const bool resumed = progress.global_step > 0;
   // After the checkpoint is loaded (it replaces the parameters' and the optimizer's tensors):
   // the graph updates those tensors in place, so it must capture the loaded ones.
   std::unique_ptr<CudaGraphTrainStep> graph_step;
@@ -621,7 +639,11 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       torch::Tensor index = order.slice(0, first, first + batch_size);
       torch::Tensor images = data.train.inputs.index_select(0, index).to(device_);
       torch::Tensor labels = data.train.labels.index_select(0, index).to(device_);
-      if (spec_.has_debug() && global_step == spec_.debug().crash_at_step()) {
+      if (spec_.has_debug() && spec_.debug().step_delay_ms() > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(spec_.debug().step_delay_ms()));
+      }
+      if (spec_.has_debug() && !spec_.debug().crash_kind().empty() && !resumed &&
+          global_step == spec_.debug().crash_at_step()) {
         if (spec_.debug().crash_kind() == "oom") {
           // 1 PiB: more than any device has, so the allocator itself reports out of memory.
           torch::empty({int64_t{1} << 50}, torch::TensorOptions().dtype(torch::kUInt8).device(device_));
@@ -860,10 +882,10 @@ absl::Status JobRun::SaveCheckpoint(torch::nn::AnyModule& model, torch::optim::O
   };
   RETURN_IF_ERROR(WriteDurably(write, path));
   if (progress.batch == 0) {
-    Log(absl::StrCat("Checkpoint after epoch ", progress.epoch - 1, ": ", path));
+    Log(absl::StrCat("Checkpoint after epoch ", progress.epoch - 1, kInJobDirectory));
   } else {
     Log(absl::StrCat("Checkpoint at epoch ", progress.epoch, ", batch ", progress.batch, "/",
-                     batches, why.empty() ? "" : " (" + why + ")", ": ", path));
+                     batches, why.empty() ? "" : " (" + why + ")", kInJobDirectory));
   }
   return absl::OkStatus();
 }
@@ -917,10 +939,10 @@ absl::StatusOr<Progress> JobRun::LoadCheckpoint(torch::nn::AnyModule& model,
   if (read("rng_augment", &rng)) step.rng().set_state(rng.cpu());
   step.scaler().Load(archive);
   if (progress.batch == 0) {
-    Log(absl::StrCat("Resumed from the checkpoint after epoch ", progress.epoch - 1, ": ", path));
+    Log(absl::StrCat("Resumed from the checkpoint after epoch ", progress.epoch - 1, kInJobDirectory));
   } else {
     Log(absl::StrCat("Resumed from the checkpoint at epoch ", progress.epoch, ", batch ",
-                     progress.batch, ": ", path));
+                     progress.batch, kInJobDirectory));
   }
   return progress;
 }

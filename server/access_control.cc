@@ -141,7 +141,7 @@ absl::StatusOr<Caller> AccessControl::AuthenticateToken(const std::string& prese
   }
   if (match == nullptr) {
     const char* why = presented_any ? "wrong bearer token" : "no bearer token";
-    std::cerr << "traind: refused a call from " << TerminalSafe(peer) << ": " << why << "\n";
+    refused_log_.Log(absl::StrCat("traind: refused a call from ", TerminalSafe(peer), ": ", why));
     return absl::UnauthenticatedError(absl::StrCat(
         why, ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "
              "(trainctl: --token-file or TRAINCTL_TOKEN_FILE)"));

@@ -6,11 +6,13 @@
 // tokens are compared in constant time. A `user` token (the default role) acts on its own jobs,
 // sweeps and uploads only; an `admin` token on everyone's, and may pause the queue. Which RPC
 // needs what is decided in one table (rpc_policy.h). Each user token may hold at most
-// `max_queued_jobs` queued jobs and `max_watchers` open watches; local callers are not limited.
+// `max_queued_jobs` queued jobs, `max_watchers` open watches and `max_uploads` uploads in flight;
+// local callers are not limited.
 // Thread-safe.
 #ifndef TRAIND_SERVER_ACCESS_CONTROL_H_
 #define TRAIND_SERVER_ACCESS_CONTROL_H_
 
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "google/protobuf/message.h"
+#include "server/log_limiter.h"
 
 namespace traind {
 
@@ -48,6 +51,9 @@ class AccessControl {
   struct Limits {
     int max_queued_jobs = 1000;  // per token
     int max_watchers = 64;       // per token
+    // Uploads in flight per token (traind --max-uploads-per-token); counted by QuotaLedger
+    // (quota_ledger.h), which the upload path asks, together with the storage quota. 0: none.
+    int max_uploads = 4;
   };
 
   // Tokens from `token_file`: one per line, optionally followed by whitespace and a name (the
@@ -112,6 +118,8 @@ class AccessControl {
   const std::vector<Token> tokens_;
   const Limits limits_;
   std::string local_session_secret_;
+  // Refused calls are logged, but a caller can make any number of them: 20 lines per 10 s.
+  mutable LogLimiter refused_log_{{20, absl::Seconds(10), "refused calls"}, &std::cerr};
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, int> watchers_ ABSL_GUARDED_BY(mu_);
 };

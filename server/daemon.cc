@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/impl/server_builder_option.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -30,6 +31,20 @@
 namespace traind {
 
 namespace {
+
+// Takes server reflection's plugin out of a ServerBuilder (the plugin names itself
+// "proto_server_reflection").
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+                                    return plugin->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
 
 // One daemon per state directory: a second one would corrupt nothing (SQLite locks) but would
 // run jobs twice.
@@ -122,16 +137,29 @@ class DeviceProbe {
   int fd_;
 };
 
-// The configured roots plus the default Fashion-MNIST directory, resolved (symlinks, ..) once.
+// The configured roots plus the default Fashion-MNIST directory, each twice: as named (made
+// absolute, `..` taken by name) and resolved (symlinks too). A path is judged first by name
+// against these, so either spelling of a root must be there: the name for the default directory
+// a job gets when it names none (which may be a symlink), the resolved one for the paths
+// admission stores. A root that does not exist stays by name: a path under it is then "no such
+// directory", not "outside the roots".
 std::vector<std::string> DataRoots(std::vector<std::string> roots) {
   roots.push_back(DefaultFashionMnistDir());
-  std::vector<std::string> resolved;
+  std::vector<std::string> both;
+  auto add = [&](const std::string& root) {
+    if (std::find(both.begin(), both.end(), root) == both.end()) both.push_back(root);
+  };
   for (const std::string& root : roots) {
+    if (root.empty()) continue;
     std::error_code error;
+    add(std::filesystem::absolute(root, error).lexically_normal().string());
     const auto canonical = std::filesystem::canonical(root, error);
-    if (!error) resolved.push_back(canonical.string());
+    if (!error) add(canonical.string());
   }
-  return resolved;
+  for (std::string& root : both) {
+    while (root.size() > 1 && root.back() == '/') root.pop_back();  // "/data/" names "/data"
+  }
+  return both;
 }
 
 }  // namespace
@@ -211,6 +239,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   daemon->store_->SetEventListener(
       [hub = daemon->hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
   daemon->executor_ = std::make_unique<Executor>(options.executor_threads);
+  const std::vector<std::string> data_roots = DataRoots(options.data_roots);
+  // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
+  // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
+  // admission checks user paths against the data roots alone).
+  std::vector<std::string> worker_data_roots = data_roots;
+  worker_data_roots.push_back(
+      std::filesystem::absolute(options.state_dir + "/blobs").lexically_normal().string());
   daemon->scheduler_ = std::make_unique<Scheduler>(
       daemon->store_.get(), daemon->hub_.get(),
       Scheduler::Options{
@@ -219,13 +254,13 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
           daemon->blobs_.get(), options.warm_workers, std::move(gpus),
           SlurmLauncherPath(options.worker_path), options.slurm_address,
           HostsLauncherPath(options.worker_path), options.hosts_environment, options.host_wait,
-          options.worker_nice});
+          options.worker_nice, std::move(worker_data_roots)});
   daemon->service_ = std::make_unique<TrainerService>(
       daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
       daemon->access_.get(), std::move(devices),
       TrainerService::Files{daemon->blobs_.get(), options.state_dir + "/jobs", options.worker_path,
                             options.max_upload_bytes, options.max_storage_per_token},
-      options.enable_fault_injection, DataRoots(options.data_roots));
+      options.enable_fault_injection, data_roots);
 
   daemon->service_->set_shutdown_hook(options.shutdown_hook);
   daemon->service_->set_hosts(options.host_name, options.peer_names);
@@ -240,12 +275,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   const std::string local_session_secret = options.http.empty() ? "" : RandomSecret();
   daemon->access_->set_local_session_secret(local_session_secret);
   grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
   // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
-  // when every listener is a Unix socket.
+  // when every listener is a Unix socket. Linking grpc++_reflection registers its plugin for every
+  // server at static initialisation, whether or not InitProtoReflectionServerBuilderPlugin() is
+  // called, so the plugin has to be taken out again where it must not serve.
   const bool any_tcp = std::any_of(options.listen.begin(), options.listen.end(),
                                    [](const std::string& a) { return !absl::StartsWith(a, "unix:"); });
-  if (!any_tcp) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (any_tcp) builder.SetOption(std::make_unique<WithoutReflection>());
   std::vector<int> ports(options.listen.size(), 0);
   for (size_t i = 0; i < options.listen.size(); ++i) {
     const std::string& address = options.listen[i];

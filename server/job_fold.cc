@@ -21,11 +21,13 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       const Job::State state = event.state_change().state();
       job->set_state(state);
       if (state == Job::QUEUED && !job->has_create_time()) *job->mutable_create_time() = event.time();
-      if (state == Job::QUEUED) {
-        // A re-queued job runs again (from its checkpoint, if it has one).
-        job->clear_start_time();
+      // A re-queued job runs again (from its checkpoint, if it has one): start_time stays the
+      // first start, last_start_time is the latest.
+      if (state == Job::RUNNING) {
+        if (!job->has_start_time()) *job->mutable_start_time() = event.time();
+        *job->mutable_last_start_time() = event.time();
+        job->set_runs(job->runs() + 1);
       }
-      if (state == Job::RUNNING) *job->mutable_start_time() = event.time();
       if (IsTerminal(state)) *job->mutable_end_time() = event.time();
       if (state == Job::FAILED || state == Job::CANCELLED) {
         result->set_error(event.state_change().reason());

@@ -8,6 +8,26 @@ namespace {
 using trainer::v1::Job;
 using trainer::v1::JobEvent;
 
+TEST(JobFoldTest, AResumeKeepsTheFirstStartAndCountsTheRuns) {
+  Job job;
+  JobEvent e;
+  auto at = [&](Job::State state, int64_t seconds) {
+    e.Clear();
+    e.mutable_state_change()->set_state(state);
+    e.mutable_time()->set_seconds(seconds);
+    ApplyEvent(e, &job);
+  };
+  at(Job::QUEUED, 100);
+  at(Job::RUNNING, 110);
+  at(Job::QUEUED, 150);  // the daemon stopped, or the worker was killed
+  EXPECT_EQ(job.start_time().seconds(), 110);
+  at(Job::RUNNING, 200);
+  at(Job::SUCCEEDED, 300);
+  EXPECT_EQ(job.start_time().seconds(), 110);
+  EXPECT_EQ(job.last_start_time().seconds(), 200);
+  EXPECT_EQ(job.runs(), 2);
+}
+
 TEST(JobFoldTest, ResultIsBuiltFromEvents) {
   Job job;
   JobEvent e;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "client/config_file.h"
+#include "common/build_version.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
 #include "hosts/peer_config.h"
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"traind: a training daemon. Owns the accelerator and a persistent job queue; "
                "trainctl talks to it over gRPC."};
+  app.set_version_flag("--version", std::string("traind, ") + traind::BuildVersion());
   app.add_option("--state-dir", options.state_dir, "Jobs, events and the socket live here")
       ->capture_default_str();
   app.add_option("--listen", options.listen,
@@ -80,6 +82,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-watchers-per-token", options.limits.max_watchers,
                  "Open watch streams one token may have at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-uploads-per-token", options.limits.max_uploads,
+                 "Uploads one token may have in flight at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-upload-bytes", options.max_upload_bytes,
@@ -215,7 +221,7 @@ int main(int argc, char** argv) {
   const std::string pid_file = WritePidFile(options.state_dir);
   std::cerr << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ")
             << " (state in " << options.state_dir << ", pid " << getpid() << " in " << pid_file
-            << "; stop it with `trainctl shutdown`)\n";
+            << "; stop it with `trainctl shutdown`; " << traind::BuildVersion() << ")\n";
   if (traind::DashboardServer* dashboard = (*daemon)->dashboard()) {
     // The link works once (it becomes a cookie); <state-dir>/http.token stays valid for scripts.
     std::cerr << "traind: dashboard: " << dashboard->NewLoginUrl() << "\n"

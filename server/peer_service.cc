@@ -330,6 +330,9 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
     worker_request.mutable_spec()->set_device((*devices)[i]);
     worker_request.set_job_dir(session.dir);
     worker_request.set_data_path(session.spec.data_file());
+    for (const std::string& root : scheduler_->WorkerDataRoots()) {
+      worker_request.add_data_roots(root);  // this host's roots, not the coordinator's
+    }
     const int rank = request->first_rank() + i;
     std::vector<std::string> environment = scheduler_->WorkerEnvironment();
     for (std::string variable :

@@ -233,21 +233,36 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
   return workers;
 }
 
-std::optional<std::string> Scheduler::ResumeAfterRankFailure(const Job& job,
+std::map<std::string, std::vector<int64_t>> Scheduler::RunningJobsByDevice() {
+  std::map<std::string, std::vector<int64_t>> jobs;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, running] : running_) {
+    if (running->done) continue;
+    for (const std::string& device : running->devices) {
+      std::vector<int64_t>& on_device = jobs[device];
+      if (on_device.empty() || on_device.back() != id) on_device.push_back(id);  // ranks: once
+    }
+  }
+  return jobs;
+}
+
+std::optional<std::string> Scheduler::ResumeAfterCrash(const Job& job,
                                                              const std::string& job_dir,
                                                              const WorkerProcess::Exit& exit,
                                                              int ranks) {
-  // A rank that was killed or crashed (not one that reported an error of the job's own) is a
-  // fault of the machine or of one process: start all ranks again from rank 0's checkpoint.
-  if (ranks <= 1 || exit.signal == 0) return std::nullopt;
+  // A worker that was killed or crashed (not one that reported an error of the job's own) is a
+  // fault of the machine or of one process (the OOM killer, kill -9): start the job's workers
+  // again from (rank 0's) checkpoint, as a killed daemon's jobs do, a few times at most.
+  if (exit.signal == 0) return std::nullopt;
   if (access((job_dir + "/checkpoint.pt").c_str(), F_OK) != 0) return std::nullopt;
   absl::MutexLock lock(&mu_);
-  int& restarts = rank_restarts_[job.id()];
-  if (restarts >= kMaxRankRestarts) return std::nullopt;
+  int& restarts = crash_restarts_[job.id()];
+  if (restarts >= kMaxCrashRestarts) return std::nullopt;
   ++restarts;
-  return absl::StrCat("worker killed by signal ", exit.signal, " (", strsignal(exit.signal),
-                      "); every rank restarts from the last checkpoint (restart ", restarts, " of ",
-                      kMaxRankRestarts, ")");
+  return absl::StrCat("worker killed by signal ", exit.signal, " (", strsignal(exit.signal), "); ",
+                      ranks > 1 ? "every rank restarts" : "the job restarts",
+                      " from the last checkpoint (restart ", restarts, " of ", kMaxCrashRestarts,
+                      ")");
 }
 
 absl::Status Scheduler::WaitForHosts(const Job& job, const std::string& why, bool afresh) {
@@ -584,7 +599,10 @@ void Scheduler::Supervise(Running* running) {
   } else {
     request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
   }
+  // Checked again where the worker opens them: a path may have changed since submit.
+  for (const std::string& root : options_.worker_data_roots) request.add_data_roots(root);
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
+  request.set_exclusive(job.exclusive());
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started =
       StartRanks(request, running->devices);
   if (!started.ok()) {
@@ -694,7 +712,7 @@ void Scheduler::Supervise(Running* running) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
   } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
     recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
-  } else if (std::optional<std::string> resume = ResumeAfterRankFailure(job, job_dir, exit, ranks);
+  } else if (std::optional<std::string> resume = ResumeAfterCrash(job, job_dir, exit, ranks);
              resume.has_value()) {
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));

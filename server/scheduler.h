@@ -7,8 +7,9 @@
 //   when it is next in line nothing new starts until it can — it cannot be starved.
 //   Paused (persisted): nothing new starts; running jobs finish.
 //   Data parallel (spec.processes > 1): one worker per rank, all started together on a device
-//   nothing else uses; a rank that dies takes the others down with it, and a rank killed by a
-//   signal restarts the job from its checkpoint (kMaxRankRestarts times).
+//   nothing else uses; a rank that dies takes the others down with it.
+//   Crashes: a worker (or rank) killed by a signal restarts the job from its checkpoint, when it
+//   has one (kMaxCrashRestarts times); without one the job fails.
 //   Cancel: a queued job ends at once; a running one gets SIGTERM, then SIGKILL after
 //   `cancel_grace`.
 //   Warm workers: `warm_workers` traind-worker processes are kept started and waiting, so a job
@@ -65,6 +66,9 @@ class Scheduler {
     absl::Duration host_wait = absl::Minutes(10);
     // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
     int worker_nice = 10;
+    // WorkerRequest.data_roots of every job: the data roots and the blob directory, beneath
+    // which workers open a job's data; empty: workers read data unconfined (tests only).
+    std::vector<std::string> worker_data_roots;
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
@@ -73,6 +77,9 @@ class Scheduler {
   // (TRAIND_CACHE_DIR, TRAIND_CPU_SLOTS, TRAIND_WORKER_NICE): local jobs, the ranks traind-hosts
   // starts here (they inherit its environment) and PeerService's ranks.
   std::vector<std::string> WorkerEnvironment() const;
+  // What every worker this traind starts may read a job's data beneath (WorkerRequest.data_roots),
+  // for the same three kinds of worker.
+  const std::vector<std::string>& WorkerDataRoots() const { return options_.worker_data_roots; }
   // Marks jobs left RUNNING by a previous daemon as QUEUED again, then starts the loop.
   absl::Status Start();
   // Something changed (a job was queued, a setting changed): look again.
@@ -86,6 +93,9 @@ class Scheduler {
   // Stops starting jobs; running jobs' workers are stopped and the jobs re-queued, to run again
   // when the daemon next starts.
   void Shutdown();
+
+  // The jobs running now, by the device each rank of theirs holds ("cpu", "cuda:0").
+  std::map<std::string, std::vector<int64_t>> RunningJobsByDevice();
 
   // Workers that died without reporting an error (a signal, an unexpected exit) since start, not
   // counting those stopped on request; for /metrics.
@@ -145,12 +155,13 @@ class Scheduler {
   // with torchrun's environment.
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
-  // When a rank of a data-parallel job died of a signal and rank 0 left a checkpoint: the reason
-  // to re-queue the job with (at most kMaxRankRestarts times per job and daemon).
-  std::optional<std::string> ResumeAfterRankFailure(const trainer::v1::Job& job,
-                                                    const std::string& job_dir,
-                                                    const WorkerProcess::Exit& exit, int ranks);
-  static constexpr int kMaxRankRestarts = 3;
+  // When a worker (or a rank of a data-parallel job) died of a signal and the job (rank 0) left a
+  // checkpoint: the reason to re-queue the job with (at most kMaxCrashRestarts times per job and
+  // daemon).
+  std::optional<std::string> ResumeAfterCrash(const trainer::v1::Job& job,
+                                              const std::string& job_dir,
+                                              const WorkerProcess::Exit& exit, int ranks);
+  static constexpr int kMaxCrashRestarts = 3;
   // A job on several hosts whose launcher found a host unable to take it (or lost one): re-queued
   // to try again shortly (and resume from its checkpoint), until options_.host_wait has passed
   // since the first such attempt; then it fails with `why`.
@@ -174,7 +185,7 @@ class Scheduler {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, int> rank_restarts_ ABSL_GUARDED_BY(mu_);  // by job id
+  std::map<int64_t, int> crash_restarts_ ABSL_GUARDED_BY(mu_);  // by job id
   struct Reserved {
     std::vector<std::string> devices;
     absl::Time expires;

@@ -1,6 +1,5 @@
 #include "server/storage_quota.h"
 
-#include "absl/strings/str_cat.h"
 #include "server/job_files.h"
 
 namespace traind {
@@ -13,17 +12,6 @@ StorageUse MeasureStorage(Store& store, const BlobStore& blobs, const std::strin
     for (int64_t id : *ids) use.job_files += JobDiskBytes(jobs_dir, id);
   }
   return use;
-}
-
-absl::Status CheckStorageQuota(Store& store, const BlobStore& blobs, const std::string& jobs_dir,
-                               const std::string& owner, int64_t adding, int64_t quota) {
-  if (quota <= 0) return absl::OkStatus();
-  const StorageUse use = MeasureStorage(store, blobs, jobs_dir, owner);
-  if (use.total() + adding <= quota) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "storage quota: ", owner, " holds ", use.total(), " bytes (uploads ", use.uploads,
-      ", job files ", use.job_files, "); ", adding, " more would exceed the ", quota,
-      " bytes of traind --max-storage-per-token; trainctl delete finished jobs to free space"));
 }
 
 }  // namespace traind

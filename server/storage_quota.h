@@ -1,14 +1,15 @@
-// The per-token storage quota (traind --max-storage-per-token): what an owner holds on the daemon
-// is the blobs it uploaded plus its jobs' directories (checkpoints, artifacts). Checked before an
-// upload stores its first byte. Local callers (the Unix socket) are not limited, as with the other
-// per-token limits. Blocks on disk and the store: call on the executor.
+// What an owner holds on the daemon, for the per-token storage quota (traind
+// --max-storage-per-token): the blobs it uploaded plus its jobs' directories (checkpoints,
+// artifacts). This is work done only; the quota itself is enforced by QuotaLedger
+// (quota_ledger.h), which adds what the owner's uploads in flight announced, so that concurrent
+// uploads cannot each pass on the same measurement. There is deliberately no check here that
+// looks at stored bytes alone. Blocks on disk and the store: call on the executor.
 #ifndef TRAIND_SERVER_STORAGE_QUOTA_H_
 #define TRAIND_SERVER_STORAGE_QUOTA_H_
 
 #include <cstdint>
 #include <string>
 
-#include "absl/status/status.h"
 #include "server/blob_store.h"
 #include "server/store.h"
 
@@ -22,11 +23,6 @@ struct StorageUse {
 
 StorageUse MeasureStorage(Store& store, const BlobStore& blobs, const std::string& jobs_dir,
                           const std::string& owner);
-
-// RESOURCE_EXHAUSTED with the numbers when `adding` more bytes would take `owner` past `quota`
-// (0: no quota).
-absl::Status CheckStorageQuota(Store& store, const BlobStore& blobs, const std::string& jobs_dir,
-                               const std::string& owner, int64_t adding, int64_t quota);
 
 }  // namespace traind
 

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
 
@@ -725,7 +726,19 @@ absl::StatusOr<std::vector<int64_t>> Store::JobIdsOwnedBy(const std::string& own
   return ids;
 }
 
-absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id) {
+namespace {
+
+absl::Status NotWhileNeeded(int64_t job_id, const std::vector<int64_t>& dependents,
+                            const char* how_to_force) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "job ", job_id, " is needed by unfinished job", dependents.size() == 1 ? " " : "s ",
+      absl::StrJoin(dependents, ", "), " (--after or --init-from); cancel or delete ",
+      dependents.size() == 1 ? "it" : "them", " first", how_to_force));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id, bool force) {
   FairMutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<std::vector<std::string>> {
     mu_.AssertHeld();
@@ -733,6 +746,12 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id) {
     if (job.sweep_id() != 0) {
       return absl::FailedPreconditionError(absl::StrCat(
           "job ", job_id, " is a member of sweep ", job.sweep_id(), ", whose report needs it"));
+    }
+    if (!force && IsTerminal(job.state())) {
+      ASSIGN_OR_RETURN(const auto dependents, DependentsLocked());
+      if (auto it = dependents.find(job_id); it != dependents.end()) {
+        return NotWhileNeeded(job_id, it->second, ", or delete with --force (they will fail)");
+      }
     }
     std::vector<std::string> unused;
     RETURN_IF_ERROR(DeleteJobLocked(job, &unused));
@@ -774,8 +793,12 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteSweep(int64_t sweep_id,
     RETURN_IF_ERROR(members.status("read sweep members"));
     members.Bind(1, sweep_id);
     ASSIGN_OR_RETURN(std::vector<Job> jobs, ReadJobRows(db_, members, "read sweep members"));
+    ASSIGN_OR_RETURN(const auto dependents, DependentsLocked());
     std::vector<std::string> unused;
     for (const Job& job : jobs) {
+      if (auto it = dependents.find(job.id()); it != dependents.end() && IsTerminal(job.state())) {
+        return NotWhileNeeded(job.id(), it->second, "");
+      }
       RETURN_IF_ERROR(DeleteJobLocked(job, &unused));
       if (deleted_jobs != nullptr) deleted_jobs->push_back(job.id());
     }
@@ -816,21 +839,31 @@ absl::StatusOr<Store::Expired> Store::FinishedBefore(int64_t end_seconds, int li
 
 absl::StatusOr<std::set<int64_t>> Store::NeededByUnfinishedJobs() {
   FairMutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const auto dependents, DependentsLocked());
+  std::set<int64_t> needed;
+  for (const auto& [id, unused] : dependents) needed.insert(id);
+  return needed;
+}
+
+absl::StatusOr<std::map<int64_t, std::vector<int64_t>>> Store::DependentsLocked() {
   Statement select(db_, "SELECT id, job FROM jobs WHERE state IN (?, ?)");
   RETURN_IF_ERROR(select.status("read unfinished jobs"));
   select.Bind(1, static_cast<int64_t>(Job::QUEUED));
   select.Bind(2, static_cast<int64_t>(Job::RUNNING));
   ASSIGN_OR_RETURN(std::vector<Job> jobs, ReadJobRows(db_, select, "read unfinished jobs"));
-  std::set<int64_t> needed;
+  std::map<int64_t, std::vector<int64_t>> dependents;
   for (const Job& job : jobs) {
-    needed.insert(job.after().begin(), job.after().end());
+    for (int64_t after : job.after()) dependents[after].push_back(job.id());
     const std::string& init = job.spec().init_from();
     if (!init.empty() && !absl::StartsWith(init, "sha256:")) {
       int64_t id = 0;
-      if (absl::SimpleAtoi(init.substr(0, init.find(':')), &id)) needed.insert(id);
+      if (absl::SimpleAtoi(init.substr(0, init.find(':')), &id)) {
+        std::vector<int64_t>& needing = dependents[id];
+        if (needing.empty() || needing.back() != job.id()) needing.push_back(job.id());  // once
+      }
     }
   }
-  return needed;
+  return dependents;
 }
 
 absl::Status Store::Compact(int max_pages) {

@@ -82,11 +82,13 @@ class Store {
   absl::StatusOr<std::vector<int64_t>> JobIdsOwnedBy(const std::string& owner);
 
   // Removes a finished job and its events in one transaction. FAILED_PRECONDITION for a job that
-  // is not finished, or belongs to a sweep. Returns the blobs it used that no job uses any more
-  // (their files are the caller's to remove).
-  absl::StatusOr<std::vector<std::string>> DeleteJob(int64_t job_id);
-  // Removes a sweep and all its members (each must have ended) in one transaction; the blobs
-  // nothing uses any more, as DeleteJob. `deleted_jobs` (may be null) gets the members' ids.
+  // is not finished, belongs to a sweep, or (unless `force`) that a queued or running job needs
+  // (its `after` or `init_from`: the message names them). Returns the blobs it used that no job
+  // uses any more (their files are the caller's to remove).
+  absl::StatusOr<std::vector<std::string>> DeleteJob(int64_t job_id, bool force = false);
+  // Removes a sweep and all its members (each must have ended, and none be needed by a queued or
+  // running job outside it) in one transaction; the blobs nothing uses any more, as DeleteJob.
+  // `deleted_jobs` (may be null) gets the members' ids.
   absl::StatusOr<std::vector<std::string>> DeleteSweep(int64_t sweep_id,
                                                        std::vector<int64_t>* deleted_jobs);
 
@@ -153,6 +155,9 @@ class Store {
   absl::Status BackfillJobColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BackfillEndTimes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Deletes a finished job's row, events and blob uses; appends blobs nobody uses any more.
+  // Needed job id -> the queued or running jobs that need it (their `after` and `init_from`).
+  absl::StatusOr<std::map<int64_t, std::vector<int64_t>>> DependentsLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status DeleteJobLocked(const trainer::v1::Job& job, std::vector<std::string>* unused_blobs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(

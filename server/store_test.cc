@@ -319,6 +319,68 @@ TEST_F(StoreTest, OpensAVersion1Database) {
   EXPECT_EQ(store->CreateJob(Spec())->id(), 2);
 }
 
+TEST_F(StoreTest, AJobThatAnUnfinishedJobNeedsIsNotDeletedWithoutForce) {
+  auto store = Open();
+  const int64_t source = store->CreateJob(Spec())->id();
+  const int64_t other = store->CreateJob(Spec())->id();
+  JobEvent ended;
+  ended.mutable_state_change()->set_state(Job::SUCCEEDED);
+  ASSERT_TRUE(store->AppendEvent(source, ended).ok());
+  ASSERT_TRUE(store->AppendEvent(other, ended).ok());
+  Job after = Spec();
+  after.add_after(source);
+  const int64_t waiting = store->CreateJob(after)->id();
+  Job init = Spec();
+  init.mutable_spec()->set_init_from(absl::StrCat(source, ":final"));
+  init.add_after(source);  // both ways at once: named once
+  const int64_t starting = store->CreateJob(init)->id();
+
+  absl::StatusOr<std::vector<std::string>> refused = store->DeleteJob(source);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.status().message(),
+            absl::StrCat("job ", source, " is needed by unfinished jobs ", waiting, ", ", starting,
+                         " (--after or --init-from); cancel or delete them first, or delete with "
+                         "--force (they will fail)"));
+  EXPECT_TRUE(store->GetJob(source).ok());  // nothing lost
+  EXPECT_TRUE(store->DeleteJob(other).ok());  // a job nobody needs goes as before
+
+  // Once the dependents have ended, nothing needs it.
+  JobEvent cancelled;
+  cancelled.mutable_state_change()->set_state(Job::CANCELLED);
+  ASSERT_TRUE(store->AppendEvent(waiting, cancelled).ok());
+  EXPECT_EQ(store->DeleteJob(source).status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store->AppendEvent(starting, cancelled).ok());
+  EXPECT_TRUE(store->DeleteJob(source).ok());
+}
+
+TEST_F(StoreTest, ForceDeletesAJobThatOthersNeed) {
+  auto store = Open();
+  const int64_t source = store->CreateJob(Spec())->id();
+  JobEvent ended;
+  ended.mutable_state_change()->set_state(Job::FAILED);
+  ASSERT_TRUE(store->AppendEvent(source, ended).ok());
+  Job after = Spec();
+  after.add_after(source);
+  ASSERT_TRUE(store->CreateJob(after).ok());
+  EXPECT_TRUE(store->DeleteJob(source, /*force=*/true).ok());
+  EXPECT_EQ(store->GetJob(source).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(StoreTest, ASweepWhoseMemberAnUnfinishedJobNeedsIsNotDeleted) {
+  auto store = Open();
+  auto sweep = store->CreateSweep(trainer::v1::SweepSpec(), {Spec(), Spec()});
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  JobEvent ended;
+  ended.mutable_state_change()->set_state(Job::SUCCEEDED);
+  for (int64_t id : sweep->job_ids()) ASSERT_TRUE(store->AppendEvent(id, ended).ok());
+  Job init = Spec();
+  init.mutable_spec()->set_init_from(absl::StrCat(sweep->job_ids(1), ":best"));
+  ASSERT_TRUE(store->CreateJob(init).ok());
+  EXPECT_EQ(store->DeleteSweep(sweep->id(), nullptr).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(store->GetJob(sweep->job_ids(0)).ok());  // the transaction took nothing
+}
+
 TEST_F(StoreTest, UnknownJobIsNotFound) {
   auto store = Open();
   EXPECT_EQ(store->GetJob(42).status().code(), absl::StatusCode::kNotFound);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/spec_fields.h"
+#include "common/spec_ranges.h"
 #include "common/status_macros.h"
 
 namespace traind {
@@ -37,6 +38,18 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
     return absl::InvalidArgumentError(absl::StrCat(
         "a sweep's members may take at most ", kMaxSweepBytes >> 20, " MiB: ", total * repeat,
         " members of up to ", member_bytes, " bytes each"));
+  }
+  // Each number against its field's range before anything is copied, so that a value refused in
+  // a job is refused on an axis too, naming the field ("learning_rate: ..., got 1e+300").
+  RETURN_IF_ERROR(CheckSpecRanges(spec.base()));
+  for (const JobSpec& config : spec.configs()) RETURN_IF_ERROR(CheckSpecRanges(config));
+  for (const auto& axis : spec.axes()) {
+    const std::string field = CanonicalSpecField(axis.field());
+    for (const std::string& value : axis.values()) {
+      JobSpec probe;
+      RETURN_IF_ERROR(SetSpecField(&probe, axis.field(), value));
+      RETURN_IF_ERROR(CheckSpecFieldRange(probe, field));
+    }
   }
   std::vector<JobSpec> configs;
   if (spec.configs().empty()) {

@@ -2,6 +2,11 @@
 // crossed with every combination of the grid's axes, repeated. Repeats are interleaved (all
 // configurations once, then all again) so slow drift on the machine touches every configuration
 // alike. Pure.
+//
+// Every number of the base, of each configuration and on each axis is held to its field's range
+// (common/spec_ranges.h) here, before anything is copied; the caller still validates each member
+// in full (TrainerService::CreateSweep: ApplyDefaults, ValidateJobSpec), which rules between
+// fields need.
 #ifndef TRAIND_SERVER_SWEEP_EXPANSION_H_
 #define TRAIND_SERVER_SWEEP_EXPANSION_H_
 

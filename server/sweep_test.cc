@@ -1,4 +1,9 @@
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "common/job_spec.h"
 #include "common/spec_fields.h"
+#include "common/spec_ranges.h"
 #include "gtest/gtest.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
@@ -105,6 +110,88 @@ TEST(SweepExpansionTest, MembersMayNotMultiplyALargeBaseIntoGigabytes) {
   spec.set_repeat(1);
   spec.mutable_base()->set_name(std::string(1 << 20, 'x'));  // 8 members of 1 MiB: fine
   EXPECT_TRUE(ExpandSweep(spec).ok());
+}
+
+// Issue "integers and values that cannot run": a value refused in a job is refused on an axis,
+// in the base and in a configuration too, naming the field, before any member is copied.
+TEST(SweepExpansionTest, ValuesAreHeldToTheFieldsRanges) {
+  SweepSpec spec = Grid();
+  auto* rates = spec.add_axes();
+  rates->set_field("lr");
+  rates->add_values("1e-3");
+  rates->add_values("1e300");  // "float overflow" at run time
+  EXPECT_EQ(ExpandSweep(spec).status().message(),
+            "learning_rate: must be greater than 0 and at most 1e+30, got 1e+300");
+  rates->set_values(1, "1e30");
+  EXPECT_TRUE(ExpandSweep(spec).ok()) << ExpandSweep(spec).status();
+
+  spec = Grid();
+  auto* sizes = spec.add_axes();
+  sizes->set_field("batchSize");
+  sizes->add_values("2000000");
+  EXPECT_EQ(ExpandSweep(spec).status().message(), "batch_size: must be 1 to 1048576, got 2000000");
+  sizes->set_values(0, "auto");  // the search: no number to check
+  EXPECT_TRUE(ExpandSweep(spec).ok()) << ExpandSweep(spec).status();
+
+  spec = Grid();
+  auto* padding = spec.add_axes();
+  padding->set_field("random-crop");  // trainctl's flag name
+  padding->add_values("1000000");     // "storage size overflowed" at run time
+  EXPECT_EQ(ExpandSweep(spec).status().message(),
+            "random_crop_padding: must be 0 to 256, got 1000000");
+
+  spec = Grid();
+  spec.mutable_base()->set_epochs(0);
+  EXPECT_EQ(ExpandSweep(spec).status().message(), "epochs: must be 1 to 100000, got 0");
+  spec = Grid();
+  spec.add_configs()->set_model("mlp");
+  spec.add_configs()->set_limit_test(-1);
+  EXPECT_EQ(ExpandSweep(spec).status().message(), "limit_test: must be 0 to 2147483647, got -1");
+}
+
+// Every field of the range table that an axis can set is checked there: a value just outside
+// each range is refused with that field's message.
+TEST(SweepExpansionTest, EveryRangedFieldIsCheckedOnAnAxis) {
+  const auto* descriptor = trainer::v1::JobSpec::descriptor();
+  for (const SpecFieldRange& range : SpecFieldRanges()) {
+    const auto* field = descriptor->FindFieldByName(range.field);
+    if (field == nullptr) continue;  // inside benchmark or debug: not on an axis
+    using google::protobuf::FieldDescriptor;
+    std::string outside;
+    if (range.kind == SpecFieldRange::Kind::kReal) {
+      outside = absl::StrCat(range.real_max * 2 + 1);
+    } else {
+      const uint64_t type_max = field->cpp_type() == FieldDescriptor::CPPTYPE_INT32
+                                    ? std::numeric_limits<int32_t>::max()
+                                : field->cpp_type() == FieldDescriptor::CPPTYPE_UINT32
+                                    ? std::numeric_limits<uint32_t>::max()
+                                : field->cpp_type() == FieldDescriptor::CPPTYPE_INT64
+                                    ? std::numeric_limits<int64_t>::max()
+                                    : std::numeric_limits<uint64_t>::max();
+      // Above the range where the type goes higher, else below it (a signed type's top).
+      outside = range.int_max >= 0 && static_cast<uint64_t>(range.int_max) < type_max
+                    ? absl::StrCat(static_cast<uint64_t>(range.int_max) + 1)
+                    : absl::StrCat(range.int_min - 1);
+    }
+    SweepSpec spec = Grid();
+    auto* axis = spec.add_axes();
+    axis->set_field(range.field);
+    axis->add_values(outside);
+    const absl::Status status = ExpandSweep(spec).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << range.field << " = " << outside;
+    EXPECT_EQ(status.message().rfind(absl::StrCat(range.field, ": must be "), 0), 0u) << status;
+  }
+}
+
+// The members that ExpandSweep returns go through the whole validation in CreateSweep
+// (PrepareSpec: ApplyDefaults, then ValidateJobSpec), whose first step is the same table.
+TEST(SweepExpansionTest, MembersPassTheJobValidation) {
+  auto members = ExpandSweep(Grid());
+  ASSERT_TRUE(members.ok()) << members.status();
+  for (trainer::v1::JobSpec member : *members) {
+    ApplyDefaults(&member);
+    EXPECT_TRUE(ValidateJobSpec(member).ok()) << ValidateJobSpec(member);
+  }
 }
 
 Job Finished(int64_t id, const std::string& model, const std::string& device, double seconds,

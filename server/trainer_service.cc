@@ -1,5 +1,6 @@
 #include "server/trainer_service.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/util/time_util.h"
+#include "common/proc_file.h"
+#include "common/beneath.h"
 #include "common/grpc_status.h"
 #include "common/catalog.h"
 #include "common/job_spec.h"
@@ -62,7 +66,9 @@ TrainerService::TrainerService(Store* store, EventHub* hub, Executor* executor,
       scheduler_(scheduler),
       access_(access),
       devices_(std::move(devices)),
+      devices_time_(google::protobuf::util::TimeUtil::GetCurrentTime()),
       files_(std::move(files)),
+      uploads_({files_.max_storage_per_token, access->limits().max_uploads}),
       enable_fault_injection_(enable_fault_injection),
       data_roots_(std::move(data_roots)) {}
 
@@ -85,6 +91,21 @@ grpc::ServerUnaryReactor* TrainerService::Offload(grpc::CallbackServerContext* c
     }
   });
   return reactor;
+}
+
+template <typename Request, typename Reply, typename Work>
+grpc::ServerUnaryReactor* TrainerService::OffloadChecked(grpc::CallbackServerContext* context,
+                                                         const char* method,
+                                                         const grpc::ByteBuffer* request_bytes,
+                                                         grpc::ByteBuffer* reply_bytes, Work work) {
+  auto call = std::make_shared<CheckedCall<Request, Reply>>(reply_bytes);
+  if (absl::Status parsed = call->Parse(*request_bytes); !parsed.ok()) {
+    return FinishNow(context, parsed);
+  }
+  return Offload(context, method, call->request(),
+                 [call, work = std::move(work)](const Caller& caller) mutable {
+                   return call->Seal(work(call->request(), call->reply(), caller));
+                 });
 }
 
 absl::Status TrainerService::ResolveHosts(JobSpec* spec) const {
@@ -192,29 +213,58 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
 }
 
 absl::StatusOr<std::string> TrainerService::UnderDataRoot(const char* field,
-                                                          const std::string& path) const {
+                                                          const std::string& path, bool directory,
+                                                          const Caller& caller) const {
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": must be an absolute path, got '", path, "'"));
   }
-  // Resolved first, so neither `..` nor a symlink can lead out of a root.
-  std::error_code error;
-  const std::string resolved = std::filesystem::canonical(path, error).string();
-  if (error) {
+  // By name first, then opened beneath its root (common/beneath.h): a path outside every root and
+  // one inside that leads out (a symlink, `..`) get this one answer, decided without looking
+  // outside, so it says nothing of what is there. Where the roots are is the daemon's business:
+  // only its own user (a local caller: the Unix socket, a local dashboard session) is told.
+  const bool local = caller.owner == "local" && !caller.limited;
+  auto outside = [&] {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": no such file or directory on the daemon's machine: ", path));
+        local ? absl::StrCat(field, ": ", path, " is outside the daemon's data roots (",
+                             absl::StrJoin(data_roots_, ", "),
+                             "); start traind with --data-root DIR to allow it, or upload it "
+                             "(trainctl --upload)")
+              : absl::StrCat(field, ": ", path,
+                             " is outside the daemon's data roots; ask its operator for a data "
+                             "root (traind --data-root), or upload it (trainctl --upload)"));
+  };
+  const std::string normal = LexicallyNormal(path);
+  const BeneathRoots roots(data_roots_);
+  if (!roots.confined() || !roots.Contains(normal)) return outside();
+  absl::StatusOr<UniqueFd> opened =
+      roots.Open(normal, O_RDONLY | O_NONBLOCK | (directory ? O_DIRECTORY : 0));
+  if (!opened.ok()) {
+    switch (opened.status().code()) {
+      case absl::StatusCode::kPermissionDenied:
+        return outside();
+      case absl::StatusCode::kNotFound:  // inside a root: the caller may know what is there
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ": no such ", directory ? "directory" : "file or directory",
+                         " on the daemon's machine: ", path));
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(field, ": ", opened.status().message()));
+    }
   }
-  const bool allowed = std::any_of(data_roots_.begin(), data_roots_.end(),
-                                   [&](const std::string& root) {
-                                     return resolved == root ||
-                                            absl::StartsWith(resolved, root + "/");
-                                   });
-  if (!allowed) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": ", path, " is outside the daemon's data roots (", absl::StrJoin(data_roots_, ", "),
-        "); start traind with --data-root DIR to allow it, or upload it (trainctl --upload)"));
+  struct stat st;
+  if (!directory && (fstat(opened->get(), &st) != 0 || !S_ISREG(st.st_mode))) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", path, " is not a regular file"));
   }
-  return resolved;
+  // Recorded resolved, as the file opened is named; the worker opens it beneath the roots again
+  // (WorkerRequest.data_roots), since it may change before the job starts.
+  absl::StatusOr<std::string> resolved = PathOfFd(opened->get());
+  if (!resolved.ok()) {
+    std::error_code error;
+    resolved = std::filesystem::canonical(normal, error).string();
+    if (error) return outside();  // changed while we looked
+  }
+  if (!roots.Contains(*resolved)) return outside();
+  return *resolved;
 }
 
 absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) const {
@@ -268,12 +318,8 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
       }
       return absl::OkStatus();
     }
-    ASSIGN_OR_RETURN(std::string resolved, UnderDataRoot("data_file", spec->data_file()));
-    struct stat st;
-    if (stat(resolved.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data_file: ", spec->data_file(), " is not a regular file"));
-    }
+    ASSIGN_OR_RETURN(std::string resolved,
+                     UnderDataRoot("data_file", spec->data_file(), /*directory=*/false, caller));
     spec->set_data_file(resolved);
     return absl::OkStatus();
   }
@@ -281,12 +327,8 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
   if (spec->data_dir().empty() && dataset->has_default_dir) {
     spec->set_data_dir(DefaultFashionMnistDir());
   }
-  struct stat st;
-  if (stat(spec->data_dir().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data_dir: no such directory on the daemon's machine: ", spec->data_dir()));
-  }
-  ASSIGN_OR_RETURN(std::string resolved, UnderDataRoot("data_dir", spec->data_dir()));
+  ASSIGN_OR_RETURN(std::string resolved,
+                   UnderDataRoot("data_dir", spec->data_dir(), /*directory=*/true, caller));
   spec->set_data_dir(resolved);
   return absl::OkStatus();
 }
@@ -331,7 +373,15 @@ absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
                                                       Job::State_Name(old.state())));
   }
   Job job;
-  *job.mutable_spec() = old.spec();
+  // Admitted again, as a new submission would be: its files, roots and uploads may have changed.
+  ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(old.spec(), caller));
+  for (int64_t after : old.after()) {  // it waits for what the original waited for
+    if (!store_->GetJob(after).ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "after: job ", after, ", which job ", old.id(), " waited for, no longer exists"));
+    }
+    job.add_after(after);
+  }
   job.set_priority(old.priority());
   job.set_exclusive(old.exclusive());
   job.set_retry_of(old.id());
@@ -467,9 +517,11 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
 }
 
 grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext* context,
-                                                    const trainer::v1::SubmitJobRequest* request,
-                                                    Job* response) {
-  return Offload(context, "SubmitJob", request, [this, request, response](const Caller& caller) {
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::SubmitJobRequest, Job>(
+      context, "SubmitJob", request, response,
+      [this](const trainer::v1::SubmitJobRequest* request, Job* response, const Caller& caller) {
     return Submit(*request, caller, response);
   });
 }
@@ -525,9 +577,11 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, c
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListJobs(grpc::CallbackServerContext* context,
-                                                   const trainer::v1::ListJobsRequest* request,
-                                                   trainer::v1::ListJobsResponse* response) {
-  return Offload(context, "ListJobs", request, [this, request, response](const Caller& caller) {
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::ListJobsRequest, trainer::v1::ListJobsResponse>(
+      context, "ListJobs", request, response,
+      [this](const trainer::v1::ListJobsRequest* request, trainer::v1::ListJobsResponse* response, const Caller& caller) {
     return List(*request, caller, response);
   });
 }
@@ -542,11 +596,12 @@ grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext*
   });
 }
 
-grpc::ServerUnaryReactor* TrainerService::SetJobPriority(
-    grpc::CallbackServerContext* context, const trainer::v1::SetJobPriorityRequest* request,
-    Job* response) {
-  return Offload(context, "SetJobPriority", request,
-                 [this, request, response](const Caller& caller) -> absl::Status {
+grpc::ServerUnaryReactor* TrainerService::SetJobPriority(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::SetJobPriorityRequest, Job>(
+      context, "SetJobPriority", request, response,
+      [this](const trainer::v1::SetJobPriorityRequest* request, Job* response, const Caller& caller) -> absl::Status {
                    RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
                    ASSIGN_OR_RETURN(*response, store_->SetPriority(request->id(), request->priority()));
                    scheduler_->Wake();  // the new order may start it now
@@ -568,10 +623,12 @@ grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
                              });
 }
 
-grpc::ServerUnaryReactor* TrainerService::ListJobEvents(
-    grpc::CallbackServerContext* context, const trainer::v1::ListJobEventsRequest* request,
-    trainer::v1::ListJobEventsResponse* response) {
-  return Offload(context, "ListJobEvents", request, [this, request, response](const Caller& caller) -> absl::Status {
+grpc::ServerUnaryReactor* TrainerService::ListJobEvents(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::ListJobEventsRequest, trainer::v1::ListJobEventsResponse>(
+      context, "ListJobEvents", request, response,
+      [this](const trainer::v1::ListJobEventsRequest* request, trainer::v1::ListJobEventsResponse* response, const Caller& caller) -> absl::Status {
     const int page_size = request->page_size() == 0 ? kDefaultEventPage : request->page_size();
     if (page_size < 0 || page_size > kMaxEventPage) {
       return absl::InvalidArgumentError(
@@ -604,10 +661,12 @@ grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* 
   });
 }
 
-grpc::ServerUnaryReactor* TrainerService::SubmitSweep(
-    grpc::CallbackServerContext* context, const trainer::v1::SubmitSweepRequest* request,
-    trainer::v1::Sweep* response) {
-  return Offload(context, "SubmitSweep", request, [this, request, response](const Caller& caller) {
+grpc::ServerUnaryReactor* TrainerService::SubmitSweep(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::SubmitSweepRequest, trainer::v1::Sweep>(
+      context, "SubmitSweep", request, response,
+      [this](const trainer::v1::SubmitSweepRequest* request, trainer::v1::Sweep* response, const Caller& caller) {
     return CreateSweep(*request, caller, response);
   });
 }
@@ -629,10 +688,12 @@ grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
   });
 }
 
-grpc::ServerUnaryReactor* TrainerService::SetQueueState(
-    grpc::CallbackServerContext* context, const trainer::v1::SetQueueStateRequest* request,
-    trainer::v1::QueueState* response) {
-  return Offload(context, "SetQueueState", request, [this, request, response](const Caller& caller) -> absl::Status {
+grpc::ServerUnaryReactor* TrainerService::SetQueueState(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::SetQueueStateRequest, trainer::v1::QueueState>(
+      context, "SetQueueState", request, response,
+      [this](const trainer::v1::SetQueueStateRequest* request, trainer::v1::QueueState* response, const Caller& caller) -> absl::Status {
     using Action = trainer::v1::SetQueueStateRequest;
     if (request->action() != Action::GET && !caller.is_admin()) {
       return absl::PermissionDeniedError(absl::StrCat(
@@ -662,11 +723,24 @@ grpc::ServerUnaryReactor* TrainerService::SetQueueState(
 grpc::ServerUnaryReactor* TrainerService::ListDevices(
     grpc::CallbackServerContext* context, const trainer::v1::ListDevicesRequest* request,
     trainer::v1::ListDevicesResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<Caller> caller = access_->Admit(*context, "ListDevices", request);
-  if (caller.ok()) *response = devices_;
-  reactor->Finish(ToGrpcStatus(caller.status()));
-  return reactor;
+  // Offloaded: the CPU's free memory is read from /proc, now.
+  return Offload(context, "ListDevices", request, [this, response](const Caller&) -> absl::Status {
+    *response = devices_;
+    const std::map<std::string, std::vector<int64_t>> running = scheduler_->RunningJobsByDevice();
+    const google::protobuf::Timestamp now = google::protobuf::util::TimeUtil::GetCurrentTime();
+    for (trainer::v1::Device& device : *response->mutable_devices()) {
+      if (auto it = running.find(device.name()); it != running.end()) {
+        for (int64_t id : it->second) device.add_running_jobs(id);
+      }
+      if (device.name() == "cpu") {
+        device.set_free_memory_bytes(ProcKilobytes("/proc/meminfo", "MemAvailable"));
+        *device.mutable_free_memory_time() = now;
+      } else {
+        *device.mutable_free_memory_time() = devices_time_;
+      }
+    }
+    return absl::OkStatus();
+  });
 }
 
 namespace {
@@ -697,14 +771,12 @@ grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadB
     grpc::CallbackServerContext* context, trainer::v1::Blob* response) {
   absl::StatusOr<Caller> caller = access_->Admit(*context, "UploadBlob", nullptr);
   if (!caller.ok()) return new RejectedUpload(ToGrpcStatus(caller.status()));
-  UploadReactor::Options options{files_.worker_path, files_.max_upload_bytes, caller->owner};
-  if (caller->limited) {
-    options.admit = [this, owner = caller->owner](int64_t bytes) {
-      return CheckStorageQuota(*store_, *files_.blobs, files_.jobs_dir, owner, bytes,
-                               files_.max_storage_per_token);
-    };
-  }
-  return UploadReactor::Start(files_.blobs, executor_, std::move(options), response);
+  UploadReactor::Options options{files_.worker_path, files_.max_upload_bytes, caller->owner,
+                                 caller->limited};
+  options.measure_stored = [this, owner = caller->owner] {
+    return MeasureStorage(*store_, *files_.blobs, files_.jobs_dir, owner);
+  };
+  return UploadReactor::Start(files_.blobs, executor_, &uploads_, std::move(options), response);
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* context,
@@ -717,12 +789,15 @@ grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* c
 }
 
 grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext* context,
-                                                    const trainer::v1::DeleteJobRequest* request,
-                                                    trainer::v1::DeleteJobResponse* response) {
-  return Offload(context, "DeleteJob", request, [this, request, response](const Caller& caller) -> absl::Status {
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::DeleteJobRequest, trainer::v1::DeleteJobResponse>(
+      context, "DeleteJob", request, response,
+      [this](const trainer::v1::DeleteJobRequest* request, trainer::v1::DeleteJobResponse* response, const Caller& caller) -> absl::Status {
     ASSIGN_OR_RETURN(const Job job, OwnJob(caller, request->id()));
     const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
-    ASSIGN_OR_RETURN(std::vector<std::string> unused, store_->DeleteJob(request->id()));
+    ASSIGN_OR_RETURN(std::vector<std::string> unused,
+                     store_->DeleteJob(request->id(), request->force()));
     // The job is gone from the store (committed); its files follow. A crash in between leaves
     // files no job names, never a job without its files.
     response->set_id(request->id());

@@ -9,17 +9,30 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
+#include "server/checked_request.h"
 #include "server/access_control.h"
 #include "server/blob_store.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
+#include "server/quota_ledger.h"
 #include "server/scheduler.h"
 #include "server/store.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 
 namespace traind {
 
-class TrainerService final : public trainer::v1::Trainer::CallbackService {
+// The RPCs whose requests have 32-bit integer, enum or bool fields take their request as bytes,
+// checked by CheckVarintWidths before protobuf parses them (server/checked_request.h says why).
+using TrainerServiceBase = trainer::v1::Trainer::WithRawCallbackMethod_SubmitJob<
+    trainer::v1::Trainer::WithRawCallbackMethod_SubmitSweep<
+        trainer::v1::Trainer::WithRawCallbackMethod_ListJobs<
+            trainer::v1::Trainer::WithRawCallbackMethod_ListJobEvents<
+                trainer::v1::Trainer::WithRawCallbackMethod_SetQueueState<
+                    trainer::v1::Trainer::WithRawCallbackMethod_SetJobPriority<
+                        trainer::v1::Trainer::WithRawCallbackMethod_DeleteJob<
+                            trainer::v1::Trainer::CallbackService>>>>>>>;
+
+class TrainerService final : public TrainerServiceBase {
  public:
   // Uploaded files and the jobs' own files.
   struct Files {
@@ -35,14 +48,12 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                  bool enable_fault_injection = false, std::vector<std::string> data_roots = {});
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
-                                      const trainer::v1::SubmitJobRequest* request,
-                                      trainer::v1::Job* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const trainer::v1::GetJobRequest* request,
                                    trainer::v1::Job* response) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
-                                     const trainer::v1::ListJobsRequest* request,
-                                     trainer::v1::ListJobsResponse* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::CancelJobRequest* request,
                                       trainer::v1::Job* response) override;
@@ -50,8 +61,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
       grpc::CallbackServerContext* context,
       const trainer::v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* ListJobEvents(grpc::CallbackServerContext* context,
-                                          const trainer::v1::ListJobEventsRequest* request,
-                                          trainer::v1::ListJobEventsResponse* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const trainer::v1::ListDevicesRequest* request,
                                         trainer::v1::ListDevicesResponse* response) override;
@@ -60,8 +70,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                                      const trainer::v1::RetryJobRequest* request,
                                      trainer::v1::Job* response) override;
   grpc::ServerUnaryReactor* SubmitSweep(grpc::CallbackServerContext* context,
-                                        const trainer::v1::SubmitSweepRequest* request,
-                                        trainer::v1::Sweep* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context,
                                      const trainer::v1::GetSweepRequest* request,
                                      trainer::v1::Sweep* response) override;
@@ -69,19 +78,16 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                                            const trainer::v1::GetSweepReportRequest* request,
                                            trainer::v1::SweepReport* response) override;
   grpc::ServerUnaryReactor* SetQueueState(grpc::CallbackServerContext* context,
-                                          const trainer::v1::SetQueueStateRequest* request,
-                                          trainer::v1::QueueState* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* UploadBlob(
       grpc::CallbackServerContext* context, trainer::v1::Blob* response) override;
   grpc::ServerUnaryReactor* GetBlob(grpc::CallbackServerContext* context,
                                     const trainer::v1::GetBlobRequest* request,
                                     trainer::v1::Blob* response) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
-                                      const trainer::v1::DeleteJobRequest* request,
-                                      trainer::v1::DeleteJobResponse* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* SetJobPriority(grpc::CallbackServerContext* context,
-                                           const trainer::v1::SetJobPriorityRequest* request,
-                                           trainer::v1::Job* response) override;
+      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
                                      const trainer::v1::ShutdownRequest* request,
                                      trainer::v1::ShutdownResponse* response) override;
@@ -114,6 +120,12 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   template <typename Work>
   grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, const char* method,
                                     const google::protobuf::Message* request, Work work);
+  // Offload for a raw (byte) request: parsed by CheckedCall (server/checked_request.h) first, a
+  // request whose bytes fail the check finished at once; then `work(request, reply, caller)`.
+  template <typename Request, typename Reply, typename Work>
+  grpc::ServerUnaryReactor* OffloadChecked(grpc::CallbackServerContext* context, const char* method,
+                                           const grpc::ByteBuffer* request_bytes,
+                                           grpc::ByteBuffer* reply_bytes, Work work);
   // The job, sweep or blob if `caller` may act on it: PERMISSION_DENIED for someone else's job
   // or sweep; NOT_FOUND for someone else's blob (its digest alone proves nothing).
   absl::StatusOr<trainer::v1::Job> OwnJob(const Caller& caller, int64_t id) const;
@@ -135,16 +147,24 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
                     trainer::v1::ListJobsResponse* response);
   // model_file / data_file: a blob `caller` uploaded, or (data_file) a path under a data root.
   absl::Status ResolveFiles(trainer::v1::JobSpec* spec, const Caller& caller) const;
-  // The canonical path of `path` if it lies under a data root; INVALID_ARGUMENT naming `field`.
-  absl::StatusOr<std::string> UnderDataRoot(const char* field, const std::string& path) const;
+  // The resolved path of `path` (a directory, or a regular file) if it lies under a data root,
+  // by name and without a symlink or `..` leading out; INVALID_ARGUMENT naming `field`, with one
+  // message for every path outside the roots, there or not, that lists the roots to local
+  // callers only.
+  absl::StatusOr<std::string> UnderDataRoot(const char* field, const std::string& path,
+                                            bool directory, const Caller& caller) const;
 
   Store* const store_;
   EventHub* const hub_;
   Executor* const executor_;
   Scheduler* const scheduler_;
   AccessControl* const access_;
-  const trainer::v1::ListDevicesResponse devices_;
+  const trainer::v1::ListDevicesResponse devices_;  // as the worker listed them at start-up
+  const google::protobuf::Timestamp devices_time_;  // when
   const Files files_;
+  // Uploads in flight per owner: their slots and announced bytes, so that the storage quota
+  // and --max-uploads-per-token hold while uploads are in progress (quota_ledger.h).
+  QuotaLedger uploads_;
   const bool enable_fault_injection_;
   bool slurm_available_ = false;
   std::string host_name_;
@@ -152,7 +172,7 @@ class TrainerService final : public trainer::v1::Trainer::CallbackService {
   // JobSpec.nodes without Slurm becomes hosts (this one and the first peers); then every host
   // named must be this one or a peer.
   absl::Status ResolveHosts(trainer::v1::JobSpec* spec) const;
-  const std::vector<std::string> data_roots_;  // canonical paths
+  const std::vector<std::string> data_roots_;  // as named and resolved (daemon.cc DataRoots)
   std::function<void()> shutdown_hook_;        // set before the server starts
 };
 

@@ -12,35 +12,52 @@ namespace {
 constexpr size_t kMaxChunk = 4 << 20;
 }  // namespace
 
-UploadReactor* UploadReactor::Start(BlobStore* blobs, Executor* executor, Options options,
-                                    trainer::v1::Blob* response) {
+UploadReactor* UploadReactor::Start(BlobStore* blobs, Executor* executor, QuotaLedger* ledger,
+                                    Options options, trainer::v1::Blob* response) {
+  absl::StatusOr<std::unique_ptr<QuotaLedger::Reservation>> reservation =
+      ledger->Open(options.owner, options.limited);  // no I/O
   auto* reactor = new UploadReactor(blobs, executor, std::move(options), response);
+  if (!reservation.ok()) {
+    reactor->Finish(ToGrpcStatus(reservation.status()));
+    return reactor;
+  }
+  reactor->reservation_ = *std::move(reservation);
   reactor->StartRead(&reactor->request_);
   return reactor;
 }
 
 void UploadReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client finished sending (or the call ended)
-    executor_->Schedule([this] { Finish(ToGrpcStatus(Complete())); });
+    executor_->Schedule([this] { End(Complete()); });
     return;
   }
   executor_->Schedule([this] {
     if (absl::Status status = Consume(); !status.ok()) {
-      upload_.reset();
-      Finish(ToGrpcStatus(status));
+      End(status);
       return;
     }
     StartRead(&request_);
   });
 }
 
+void UploadReactor::End(const absl::Status& status) {
+  upload_.reset();       // an uncommitted upload's file goes
+  reservation_.reset();  // its slot and unsettled bytes go back before the client hears
+  Finish(ToGrpcStatus(status));
+}
+
 absl::Status UploadReactor::Consume() {
   if (request_.has_header()) {
     if (upload_ != nullptr) return absl::InvalidArgumentError("header: only in the first message");
     RETURN_IF_ERROR(CheckMessageBounds(request_));
-    if (options_.admit) RETURN_IF_ERROR(options_.admit(request_.header().size_bytes()));
-    ASSIGN_OR_RETURN(upload_,
+    // Validates the header (and --max-upload-bytes); stores nothing yet.
+    ASSIGN_OR_RETURN(std::unique_ptr<BlobStore::Upload> upload,
                      blobs_->BeginUpload(request_.header(), options_.max_bytes, options_.owner));
+    // The announced size counts against the quota from here until the upload ends; Append
+    // refuses bytes beyond it, so the reservation bounds what this upload can store.
+    RETURN_IF_ERROR(
+        reservation_->ReserveBytes(request_.header().size_bytes(), options_.measure_stored));
+    upload_ = std::move(upload);
     return absl::OkStatus();
   }
   if (upload_ == nullptr) {
@@ -61,7 +78,7 @@ absl::Status UploadReactor::Complete() {
     ASSIGN_OR_RETURN(description, InspectModel(options_.worker_path, upload_->temp_path()));
   }
   ASSIGN_OR_RETURN(*response_, upload_->Commit(description));
-  upload_.reset();
+  reservation_->Settle();  // stored now: MeasureStorage counts it from here
   return absl::OkStatus();
 }
 

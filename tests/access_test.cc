@@ -1,13 +1,17 @@
 // Who may do what, end to end: a real traind listening on a Unix socket and on plaintext loopback
 // TCP with a token file of two users and an admin, called with raw gRPC stubs the way an attacker
 // would (nothing filtered by trainctl).
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
 
+#include "common/beneath.h"
+#include "common/paths.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
@@ -362,6 +366,88 @@ TEST_F(AccessTest, SweepsAndUploadsBelongToWhoeverMadeThem) {
   ASSERT_TRUE(tcp_->GetBlob(As(kBob).get(), get, &blob).ok());
   EXPECT_EQ(std::set<std::string>(blob.owners().begin(), blob.owners().end()),
             (std::set<std::string>{"alice", "bob"}));
+}
+
+// A remote caller learns nothing of the daemon's file system outside the data roots: the same
+// message for a path there and one not there, and neither the roots nor the state directory named.
+TEST_F(AccessTest, AnOutsidePathGetsOneMessageThatNamesNoRootsForRemoteCallers) {
+  auto refusal = [&](trainer::v1::Trainer::Stub* stub, const std::string& token,
+                     const std::string& data_dir) {
+    trainer::v1::SubmitJobRequest request;
+    request.mutable_spec()->set_model("mlp");
+    request.mutable_spec()->set_dataset("mnist");
+    request.mutable_spec()->set_device("cpu");
+    request.mutable_spec()->set_data_dir(data_dir);
+    Job job;
+    const grpc::Status status = stub->SubmitJob(As(token).get(), request, &job);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << status.error_message();
+    std::string message = status.error_message();
+    const size_t at = message.find(data_dir);
+    if (at != std::string::npos) message.replace(at, data_dir.size(), "PATH");
+    return message;
+  };
+  const std::string there = refusal(tcp_.get(), kBob, state_dir_);
+  EXPECT_EQ(there,
+            "data_dir: PATH is outside the daemon's data roots; ask its operator for a data root "
+            "(traind --data-root), or upload it (trainctl --upload)");
+  EXPECT_EQ(refusal(tcp_.get(), kBob, state_dir_ + "/no-such-dir"), there);
+  EXPECT_EQ(refusal(tcp_.get(), kRoot, state_dir_ + "/state/blobs"), there) << "admins too";
+  EXPECT_EQ(refusal(tcp_.get(), kBob, DefaultFashionMnistDir() + "/../../../.." + state_dir_),
+            there);
+  // The daemon's own user, on its socket, is told where the roots are.
+  const std::string local = refusal(local_.get(), "", state_dir_);
+  EXPECT_NE(local.find(LexicallyNormal(DefaultFashionMnistDir())), std::string::npos) << local;
+}
+
+// Server reflection's ServerReflectionInfo (a bidi stream) called as a unary call with one
+// ServerReflectionRequest{list_services: ""}: OK with the service list where reflection is served,
+// UNIMPLEMENTED where it is not.
+grpc::Status ListServicesByReflection(const std::string& address, std::string* response_bytes) {
+  grpc::GenericStub stub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  const std::string list_services("\x3a\x00", 2);  // field 7 (list_services), empty string
+  grpc::Slice slice(list_services);
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  grpc::CompletionQueue cq;
+  auto call = stub.PrepareUnaryCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                    request, &cq);
+  call->StartCall();
+  grpc::Status status;
+  call->Finish(&response, &status, reinterpret_cast<void*>(1));
+  void* tag = nullptr;
+  bool ok = false;
+  cq.Next(&tag, &ok);
+  std::vector<grpc::Slice> slices;
+  response_bytes->clear();
+  if (status.ok() && response.Dump(&slices).ok()) {
+    for (const grpc::Slice& s : slices) response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return status;
+}
+
+// docs/remote.md: "server reflection is not offered when any TCP listener exists" — on the TCP
+// port without a token (the example) and, since it is one server, on its socket too.
+TEST_F(AccessTest, ReflectionIsNotServedWhenTcpIsListening) {
+  std::string services;
+  EXPECT_EQ(ListServicesByReflection(daemon_->addresses()[1], &services).error_code(),
+            StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(ListServicesByReflection(daemon_->addresses()[0], &services).error_code(),
+            StatusCode::UNIMPLEMENTED);
+}
+
+TEST(AccessStartTest, ReflectionIsServedOnAUnixSocketOnlyDaemon) {
+  DaemonOptions options;
+  options.state_dir = "/tmp/traind-access-reflection-" + std::to_string(getpid());
+  options.worker_path = TRAIND_WORKER_PATH;
+  auto daemon = Daemon::Start(options);
+  ASSERT_TRUE(daemon.ok()) << daemon.status();
+  std::string services;
+  const grpc::Status status = ListServicesByReflection((*daemon)->addresses()[0], &services);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_NE(services.find("trainer.v1.Trainer"), std::string::npos);
+  daemon->reset();
+  std::filesystem::remove_all(options.state_dir);
 }
 
 TEST(AccessStartTest, TcpWithoutTokensIsRefusedEvenOnLoopback) {

@@ -47,6 +47,7 @@ void DaemonTest::StartDaemon() {
   options.token_file = token_file_;
   options.limits = limits_;
   options.worker_nice = worker_nice_;
+  options.checkpoint_minutes = checkpoint_minutes_;
   auto daemon = Daemon::Start(options);
   ASSERT_TRUE(daemon.ok()) << daemon.status();
   daemon_ = std::move(*daemon);

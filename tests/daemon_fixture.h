@@ -53,6 +53,7 @@ class DaemonTest : public ::testing::Test {
   std::string token_file_;            // DaemonOptions.token_file
   AccessControl::Limits limits_;      // DaemonOptions.limits
   int worker_nice_ = DaemonOptions().worker_nice;
+  double checkpoint_minutes_ = DaemonOptions().checkpoint_minutes;
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.

@@ -267,15 +267,15 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
        "processes: CPU ranks (Gloo), so device must be cpu"},
       {{"--device", "cpu", "--gpus", "2"},
        "gpus: CUDA GPUs (NCCL), so device must be cuda or unset"},
-      {{"--gpus", "65"}, "gpus: 0 to 64"},
+      {{"--gpus", "65"}, "gpus: must be 0 to 64, got 65"},
       {{"--gpus", "2", "--processes", "2"}, "processes: for CPU ranks"},
       {{"--gpus", "2", "--devices", "cuda:0"}, "gpus: 2, but devices names 1"},
       {{"--devices", "cuda:0,cuda:0"}, "devices: cuda:0 is listed twice"},
       {{"--devices", "gpu0"}, "devices: CUDA devices separated by commas"},
       {{"--devices", "cuda:01"}, "devices: CUDA devices separated by commas"},
       {{"--device", "mps", "--processes", "2"}, "MPS has no collective library"},
-      {{"--device", "cpu", "--processes", "65"}, "processes: 0 to 64"},
-      {{"--device", "cpu", "--processes", "-1"}, "processes: 0 to 64"},
+      {{"--device", "cpu", "--processes", "65"}, "processes: must be 0 to 64, got 65"},
+      {{"--device", "cpu", "--processes", "-1"}, "processes: must be 0 to 64, got -1"},
       {{"--device", "cpu", "--processes", "2", "--batch-size", "auto"}, "batch_size auto"},
   };
   for (const Case& c : cases) {

@@ -104,6 +104,45 @@ TEST_F(FaultTest, AHungWorkerIsKilledOnCancel) {
   EXPECT_EQ(job.result().error(), "cancelled by request");
 }
 
+// A worker killed by a signal (the OOM killer, kill -9) after its job checkpointed: the job
+// resumes from the checkpoint instead of failing (docs/jobs.md: a crash costs at most
+// --checkpoint-minutes of work), and says why.
+TEST_F(FaultTest, AKilledWorkerResumesFromItsCheckpoint) {
+  StopDaemon();
+  checkpoint_minutes_ = 0.005;  // every 0.3 s
+  StartDaemon();
+  trainer::v1::SubmitJobRequest request;
+  auto* spec = request.mutable_spec();
+  spec->set_model("mlp");
+  spec->set_dataset("fashion-mnist");
+  spec->set_device("cpu");
+  spec->set_epochs(2);
+  spec->set_limit_train(2000);
+  spec->set_limit_test(100);
+  // Each step takes at least 50 ms, so checkpoints come before the crash at step 20 on any machine.
+  spec->mutable_debug()->set_step_delay_ms(50);
+  spec->mutable_debug()->set_crash_at_step(20);
+  spec->mutable_debug()->set_crash_kind("segfault");
+  Job job;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub().SubmitJob(&context, request, &job).ok());
+  WaitForState(job.id(), Job::SUCCEEDED);
+  bool requeued = false, resumed = false;
+  for (const trainer::v1::JobEvent& event : Events(job.id())) {
+    if (event.has_state_change() && event.state_change().state() == Job::QUEUED &&
+        event.state_change().reason() ==
+            "worker killed by signal 11 (Segmentation fault); the job restarts from the last "
+            "checkpoint (restart 1 of 3)") {
+      requeued = true;
+    }
+    if (event.has_log() && event.log().text().rfind("Resumed from the checkpoint", 0) == 0) {
+      resumed = true;
+    }
+  }
+  EXPECT_TRUE(requeued) << "the job was re-queued, saying why";
+  EXPECT_TRUE(resumed) << "and resumed from its checkpoint";
+}
+
 TEST_F(FaultTest, DebugSpecIsRefusedWithoutTheDaemonFlag) {
   StopDaemon();
   fault_injection_ = false;

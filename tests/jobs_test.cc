@@ -158,6 +158,34 @@ TEST_F(JobsTest, DevicesListsTheCpu) {
   EXPECT_NE(Trainctl({"devices"}).out.find("cpu "), std::string::npos);
 }
 
+// `devices` is now, not a snapshot from start-up: the CPU's free memory is read per call (with
+// its time) and the jobs running on each device are listed.
+TEST_F(JobsTest, DevicesSaysWhatRunsOnEachDeviceNow) {
+  // Long enough to be running when looked at, on any machine: 50 ms before each step.
+  trainer::v1::SubmitJobRequest request;
+  request.mutable_spec()->set_model("mlp");
+  request.mutable_spec()->set_dataset("fashion-mnist");
+  request.mutable_spec()->set_device("cpu");
+  request.mutable_spec()->set_limit_train(100000);
+  request.mutable_spec()->mutable_debug()->set_step_delay_ms(50);
+  trainer::v1::Job job;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub().SubmitJob(&context, request, &job).ok());
+  WaitForState(job.id(), trainer::v1::Job::RUNNING);
+  Result devices = Trainctl({"devices", "--output", "json"});
+  ASSERT_EQ(devices.exit_code, 0) << devices.err;
+  trainer::v1::ListDevicesResponse response;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(devices.out, &response).ok());
+  const trainer::v1::Device& cpu = response.devices(response.devices_size() - 1);
+  ASSERT_EQ(cpu.running_jobs_size(), 1);
+  EXPECT_EQ(cpu.running_jobs(0), job.id());
+  EXPECT_GT(cpu.free_memory_bytes(), 0);
+  EXPECT_GE(cpu.free_memory_time().seconds(), job.create_time().seconds());  // read just now
+  EXPECT_NE(Trainctl({"devices"}).out.find("job " + std::to_string(job.id())), std::string::npos);
+  EXPECT_EQ(Trainctl({"cancel", std::to_string(job.id())}).exit_code, 0);
+  WaitForState(job.id(), trainer::v1::Job::CANCELLED);
+}
+
 TEST_F(JobsTest, ARestartedJobResumesFromItsCheckpoint) {
   Result submit = Trainctl({"submit", "--model", "lenet5", "--dataset", "fashion-mnist", "--device",
                             "cpu", "--epochs", "3", "--checkpoint-every", "1", "--limit-train",

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/daemon_fixture.h"
 
@@ -83,10 +84,10 @@ TEST_F(OptionsTest, ScheduleAndStoppingValuesAreCheckedAtSubmit) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
       {{"--lr-schedule", "linear"}, "lr_schedule: unknown value 'linear'"},
       {{"--warmup-epochs", "5", "--epochs", "2"}, "warmup_epochs: at most epochs (2)"},
-      {{"--label-smoothing", "1"}, "label_smoothing: must be less than 1"},
-      {{"--stop-at-accuracy", "89"}, "stop_at_accuracy: a fraction from 0 to 1"},
+      {{"--label-smoothing", "1"}, "label_smoothing: must be 0 or more and less than 1"},
+      {{"--stop-at-accuracy", "89"}, "stop_at_accuracy: must be 0 to 1, got 89 (a fraction"},
       {{"--lr-step-gamma", "0.5"}, "only with lr_schedule step"},
-      {{"--clip-grad-norm", "-1"}, "clip_grad_norm: must be 0 or more"},
+      {{"--clip-grad-norm", "-1"}, "clip_grad_norm: must be 0 to 1000000, got -1"},
   };
   for (const auto& [flags, message] : refused) {
     std::vector<std::string> args = {"submit", "--model", "mlp", "--dataset", "fake"};
@@ -209,6 +210,28 @@ TEST_F(OptionsTest, BenchMatmulPrintsTheResult) {
   EXPECT_GT(job.result().bench().tflops(), 0);
   Result table = Trainctl({"bench", "matmul", "--size", "128", "--device", "cpu"});
   EXPECT_NE(table.out.find("matmul 128x128 fp32 on cpu"), std::string::npos) << table.out;
+}
+
+// A CPU benchmark runs alone and measures the whole machine, as torch.mm would (not the cores a
+// training job leaves the daemon): its log and its result say how many threads it took.
+TEST_F(OptionsTest, ACpuMatmulBenchmarkTakesTheWholeMachineAndSaysSo) {
+  Result bench = Trainctl({"bench", "matmul", "--size", "256", "--device", "cpu", "-o", "json"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  Job job;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(bench.out, &job).ok()) << bench.out;
+  const int threads = job.result().bench().threads();
+  EXPECT_GE(threads, 1);
+  Result logs = Trainctl({"logs", std::to_string(job.id())});
+  const std::string said = absl::StrCat("CPU: ", threads, " intra-op thread");
+  const size_t line = logs.out.find(said);
+  ASSERT_NE(line, std::string::npos) << logs.out;
+  EXPECT_NE(logs.out.find("the whole machine (a benchmark that runs alone)", line),
+            std::string::npos)
+      << logs.out;
+  // Its table line names them too.
+  Result table = Trainctl({"bench", "matmul", "--size", "128", "--device", "cpu"});
+  EXPECT_NE(table.out.find(" timed, "), std::string::npos) << table.out;  // "(10 timed, 2 threads)"
+  EXPECT_NE(table.out.find(" thread"), std::string::npos) << table.out;
 }
 
 TEST_F(OptionsTest, BenchTrainReportsThroughput) {

@@ -129,6 +129,46 @@ TEST_F(QueueTest, IdempotentSubmitAndRetry) {
   EXPECT_EQ(Trainctl({"retry", "424242"}).exit_code, 2);
 }
 
+TEST_F(QueueTest, ARetryWaitsForWhatTheOriginalWaitedFor) {
+  Trainctl({"pause"});
+  const int64_t first = Submit({});
+  const int64_t dependent = Submit({"--after", std::to_string(first)});
+  Trainctl({"cancel", std::to_string(dependent)});
+  Result retry = Trainctl({"retry", std::to_string(dependent)});
+  ASSERT_EQ(retry.exit_code, 0) << retry.err;
+  const Job retried = GetJob(std::stoll(retry.out));
+  ASSERT_EQ(retried.after_size(), 1);
+  EXPECT_EQ(retried.after(0), first);
+  // A dependency deleted since: refused, naming it (deleting it was refused while the retry
+  // waited for it).
+  EXPECT_EQ(Trainctl({"delete", std::to_string(first)}).exit_code, 1);  // still queued
+  Trainctl({"cancel", std::to_string(first), std::to_string(retried.id())});
+  Result deleted = Trainctl({"delete", std::to_string(first)});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
+  Result refused = Trainctl({"retry", std::to_string(dependent)});
+  EXPECT_EQ(refused.exit_code, 1);  // FAILED_PRECONDITION
+  EXPECT_NE(refused.err.find("after: job " + std::to_string(first) + ", which job " +
+                             std::to_string(dependent) + " waited for, no longer exists"),
+            std::string::npos)
+      << refused.err;
+}
+
+TEST_F(QueueTest, DeletingAJobThatAQueuedJobNeedsIsRefusedUnlessForced) {
+  const int64_t source = Submit({});
+  WaitForState(source, Job::SUCCEEDED);
+  Trainctl({"pause"});
+  const int64_t waiting = Submit({"--after", std::to_string(source)});
+  Result refused = Trainctl({"delete", std::to_string(source)});
+  EXPECT_EQ(refused.exit_code, 1);  // FAILED_PRECONDITION, as for a job still running
+  EXPECT_NE(refused.err.find("job " + std::to_string(source) + " is needed by unfinished job " +
+                             std::to_string(waiting)),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(GetJob(source).state(), Job::SUCCEEDED);  // nothing lost
+  Result forced = Trainctl({"delete", "--force", std::to_string(source)});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+}
+
 TEST_F(QueueTest, SweepWatchAndReport) {
   Result sweep = Trainctl({"sweep", "--model", "lenet5,mlp", "--dataset", "fashion-mnist",
                            "--device", "cpu", "--threads", "1,2", "--repeat", "2", "--epochs",
@@ -153,12 +193,16 @@ TEST_F(QueueTest, SweepWatchAndReport) {
   trainer::v1::SweepReport report;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &report).ok()) << json.out;
   ASSERT_EQ(report.rows_size(), 4);  // 2 models x 2 thread counts, 2 runs each
+  // All on the cpu: nothing to compare with the cpu baseline, and the report says so instead of
+  // calling every row "1.00x (baseline)".
+  EXPECT_EQ(report.no_speedup_reason(), "every run used device cpu");
   for (const auto& row : report.rows()) {
     EXPECT_EQ(row.runs(), 2);
     EXPECT_EQ(row.succeeded(), 2);
     EXPECT_GT(row.epoch_seconds_median(), 0);
     EXPECT_LE(row.epoch_seconds_min(), row.epoch_seconds_median());
-    EXPECT_DOUBLE_EQ(row.speedup(), 1.0);  // each row is its own cpu baseline
+    EXPECT_EQ(row.speedup(), 0);
+    EXPECT_FALSE(row.is_baseline());
     EXPECT_NE(row.options().find("threads="), std::string::npos);
     EXPECT_FALSE(row.loss_curve().empty());
   }

@@ -76,9 +76,9 @@ TEST_F(SubmitTest, UnknownDatasetAndDevice) {
 
 TEST_F(SubmitTest, NonPositiveNumbers) {
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--epochs", "0"},
-                "epochs: must be greater than 0");
+                "epochs: must be 1 to 100000, got 0");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--batch-size", "-5"},
-                "batch_size: must be greater than 0");
+                "batch_size: must be 1 to 1048576, got -5");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--lr", "0"},
                 "learning_rate: must be greater than 0");
   Result result = Trainctl({"submit", "--model", "mlp", "--epochs", "many"});
@@ -86,8 +86,10 @@ TEST_F(SubmitTest, NonPositiveNumbers) {
 }
 
 TEST_F(SubmitTest, MissingDataDirectory) {
-  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", "/no/such/dir"},
-                "data_dir: no such directory on the daemon's machine: /no/such/dir");
+  // Inside a root the caller may learn what is there (outside, see the next test).
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/no/such/dir"},
+                "data_dir: no such directory on the daemon's machine: " + state_dir_ +
+                    "/no/such/dir");
   ExpectRefused({"--model", "mlp", "--dataset", "mnist"}, "data_dir: required for dataset 'mnist'");
 }
 
@@ -102,12 +104,55 @@ TEST_F(SubmitTest, DataDirOutsideTheRootsIsRefused) {
   std::filesystem::create_symlink(outside, state_dir_ + "/escape");
   ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/escape"},
                 "is outside the daemon's data roots");
+  // Nothing tells whether something is there outside: a path that exists and one that does not,
+  // directly or through a symlink in a root, get the same message (this caller, local, also
+  // learns where the roots are).
+  auto refusal = [&](const std::string& data_dir) {
+    Result result = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir",
+                              data_dir});
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    std::string err = result.err;
+    err.replace(err.find(data_dir), data_dir.size(), "PATH");
+    return err;
+  };
+  std::filesystem::create_symlink("/no/such/dir", state_dir_ + "/escape-to-nothing");
+  const std::string existing = refusal(outside);
+  EXPECT_NE(existing.find("(" + state_dir_), std::string::npos) << existing;
+  EXPECT_EQ(refusal("/no/such/dir"), existing);
+  EXPECT_EQ(refusal(state_dir_ + "/escape"), existing);
+  EXPECT_EQ(refusal(state_dir_ + "/escape-to-nothing"), existing);
+  EXPECT_EQ(refusal(state_dir_ + "/escape-to-nothing/deeper"), existing);
   std::filesystem::remove_all(outside);
   // Inside a root is fine.
   const std::string inside = WriteTinyIdxDataset(state_dir_ + "/mnist", 50, false);
   Result ok = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", inside,
                         "--device", "cpu", "--batch-size", "8"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+// Admission checks the path when the job is submitted; the worker opens it beneath the roots
+// again when the job starts, so a directory swapped for a symlink out of the roots while the job
+// waited fails the job instead of being read.
+TEST_F(SubmitTest, ADataDirSwappedForASymlinkWhileQueuedIsRefusedWhereItIsRead) {
+  const std::string inside = WriteTinyIdxDataset(state_dir_ + "/mnist", 50, false);
+  const std::string outside = "/tmp/traind-outside-swap-" + std::to_string(getpid());
+  WriteTinyIdxDataset(outside, 50, false);
+  ASSERT_EQ(Trainctl({"pause"}).exit_code, 0);
+  Result submit = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", inside,
+                            "--device", "cpu", "--batch-size", "8"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const int64_t id = std::stoll(submit.out);
+  std::filesystem::rename(inside, inside + ".old");
+  std::filesystem::create_symlink(outside, inside);
+  ASSERT_EQ(Trainctl({"resume"}).exit_code, 0);
+  EXPECT_EQ(Trainctl({"watch", std::to_string(id)}).exit_code, 1);
+  const Job job = GetJob(id);
+  EXPECT_EQ(job.state(), Job::FAILED);
+  EXPECT_NE(job.result().error().find("data_dir: " + inside +
+                                      "/train-images-idx3-ubyte is outside the daemon's data roots"),
+            std::string::npos)
+      << job.result().error();
+  std::filesystem::remove_all(outside);
 }
 
 TEST_F(SubmitTest, TheDaemonValidatesToo) {

@@ -346,8 +346,7 @@ function renderJob(page, id) {
       log('state: ' + event.stateChange.state + (event.stateChange.reason ? ' (' + event.stateChange.reason + ')' : ''));
       if (job) {
         job.state = event.stateChange.state;
-        if (job.state === 'RUNNING') job.startTime = event.time;
-        if (job.state === 'QUEUED') job.startTime = undefined;
+        if (job.state === 'RUNNING' && !job.startTime) job.startTime = event.time;  // the first start
         if (['SUCCEEDED', 'FAILED', 'CANCELLED'].includes(job.state)) job.endTime = event.time;
         render();
       }
@@ -411,7 +410,7 @@ async function renderSweep(page, id) {
   let report;
   try { report = await api('GetSweepReport', { id }); } catch (error) { showError(error.message); return; }
   page.append(el('p', { class: 'muted' }, [report.name, report.jobsFinished + ' of ' + report.jobsTotal + ' jobs finished',
-    'speedup against ' + (report.baseline || report.baselineDevice || 'none')].filter((x) => x).join(' · ')),
+    report.noSpeedupReason ? 'no speedup: ' + report.noSpeedupReason : 'speedup against ' + (report.baseline || report.baselineDevice || 'none')].filter((x) => x).join(' · ')),
   el('a', { href: '/api/v1/sweeps/' + id + '/export?format=csv', download: true }, 'Export every member\'s metrics (CSV)'));
   const best = Math.max(1, ...report.rows.map((r) => r.speedup || 0));
   const rows = report.rows.map((r) => el('tr', {},

@@ -41,7 +41,8 @@ def main():
     args = p.parse_args()
     seconds = time_mm(args.size, args.dtype, args.device, args.repeat, args.warmup)
     print(json.dumps({"seconds": seconds, "tflops": 2 * args.size ** 3 / seconds / 1e12,
-                      "size": args.size, "dtype": args.dtype, "device": args.device}))
+                      "size": args.size, "dtype": args.dtype, "device": args.device,
+                      "threads": torch.get_num_threads()}))
 
 
 if __name__ == "__main__":

@@ -10,15 +10,21 @@ namespace traind {
 
 void AddDeleteCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto ids = std::make_shared<std::vector<int64_t>>();
+  auto force = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "delete", "Remove finished jobs: events, files, and uploads nothing else uses");
-  cmd->footer("Example:\n  trainctl delete 12 13 14\n  trainctl list   # DISK: what each job holds");
+  cmd->footer(
+      "Examples:\n  trainctl delete 12 13 14\n  trainctl list   # DISK: what each job holds\n"
+      "  trainctl delete --force 12   # even if a queued job waits for it (that job will fail)");
   cmd->add_option("ids", *ids, "Job ids")->required();
-  cmd->callback([&ctx, exit_code, ids] {
+  cmd->add_flag("--force", *force,
+                "Delete even jobs that queued or running jobs need (--after, --init-from)");
+  cmd->callback([&ctx, exit_code, ids, force] {
     int worst = kExitOk;
     for (int64_t id : *ids) {
       trainer::v1::DeleteJobRequest request;
       request.set_id(id);
+      request.set_force(*force);
       trainer::v1::DeleteJobResponse response;
       auto call = UnaryCall();
       grpc::Status status = ctx.stub().DeleteJob(call.get(), request, &response);

@@ -1,5 +1,6 @@
 // trainctl list [--state S]... [--limit N | --all]: jobs, newest first.
 #include "absl/strings/ascii.h"
+#include "client/cli_checks.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/render/job_text.h"
@@ -60,7 +61,7 @@ void AddListCommand(CLI::App& app, Context& ctx, int* exit_code) {
                   "cancelled");
   cmd->add_option("--limit,-n", flags->limit, "At most N jobs")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   cmd->add_flag("--all,-a", flags->all, "Every job (pages through them all)");
   cmd->add_option("--sweep", flags->sweep_id, "Only this sweep's members");
   cmd->add_option("--model", flags->model, "Only this model");

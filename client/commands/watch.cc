@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "client/cli_checks.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/render/event_renderer.h"
@@ -110,7 +111,7 @@ void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("id", flags->job_id, "Job id");
   cmd->add_option("--sweep", flags->sweep_id, "Follow every member of this sweep instead");
   cmd->add_option("--from-seq", flags->from_seq, "Start at this event (default: the first)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   cmd->callback([&ctx, exit_code, flags] {
     if (flags->sweep_id > 0) {
       *exit_code = WatchSweep(ctx, flags->sweep_id);

@@ -78,7 +78,12 @@ std::string DescribeJob(const Job& job) {
   absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
   absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
   if (job.has_start_time()) {
-    absl::StrAppendFormat(&out, "  started   %s\n", FormatTimestamp(job.start_time()));
+    absl::StrAppendFormat(&out, "  started   %s", FormatTimestamp(job.start_time()));
+    if (job.runs() > 1) {
+      absl::StrAppendFormat(&out, "  (resumed %d time%s, last at %s)", job.runs() - 1,
+                            job.runs() == 2 ? "" : "s", FormatTimestamp(job.last_start_time()));
+    }
+    out += "\n";
   }
   if (job.has_end_time()) {
     absl::StrAppendFormat(&out, "  ended     %s", FormatTimestamp(job.end_time()));
@@ -192,15 +197,26 @@ std::string JobTable(const std::vector<Job>& jobs) {
                                     "ID", "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS",
                                     "CREATED", "TEST ACC", "DISK", "NAME");
   for (const Job& job : jobs) {
+    const trainer::v1::JobSpec& spec = job.spec();
+    const bool matmul = spec.has_benchmark() && spec.benchmark().kind() == "matmul";
     const std::string accuracy =
-        job.state() == Job::SUCCEEDED ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
-                                      : "-";
-    absl::StrAppendFormat(&out, "%-6d %-10s %-11s %-14s %-7s %-6d %-19s %-8s %-9s %s\n", job.id(),
-                          StateName(job.state()), TerminalSafe(job.spec().model()),
-                          TerminalSafe(job.spec().dataset()), TerminalSafe(job.spec().device()),
-                          job.spec().epochs(), FormatTimestamp(job.create_time()), accuracy,
+        job.state() == Job::SUCCEEDED && !spec.has_benchmark()
+            ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
+            : "-";
+    // A benchmark says what it measures where a training job names its model and data.
+    const std::string model =
+        matmul ? "matmul" : spec.model().empty() ? "-" : TerminalSafe(spec.model());
+    const std::string dataset =
+        matmul ? absl::StrFormat("n=%d %s", spec.benchmark().has_size() ? spec.benchmark().size() : 4096,
+                                 spec.benchmark().dtype().empty() ? "fp32" : TerminalSafe(spec.benchmark().dtype()))
+        : spec.dataset().empty() ? "-"
+                                 : TerminalSafe(spec.dataset());
+    absl::StrAppendFormat(&out, "%-6d %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n", job.id(),
+                          StateName(job.state()), model, dataset, TerminalSafe(spec.device()),
+                          spec.has_benchmark() ? "-" : absl::StrCat(spec.epochs()),
+                          FormatTimestamp(job.create_time()), accuracy,
                           job.disk_bytes() > 0 ? FormatBytes(job.disk_bytes()) : "-",
-                          TerminalSafe(job.spec().name()));
+                          TerminalSafe(spec.name()));
   }
   return out;
 }

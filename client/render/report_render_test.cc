@@ -300,5 +300,19 @@ TEST(ReportTextTest, DataParallelRowsShowTheirScalingEfficiency) {
   EXPECT_TRUE(absl::EndsWith(records[2], ",0.97")) << records[2];
 }
 
+// A sweep of one device compares nothing: the daemon says why instead of a baseline, and no row
+// reads "1.00x (baseline)".
+TEST(ReportTextTest, ASweepWithNothingToCompareSaysSo) {
+  SweepReport report;
+  report.set_sweep_id(3);
+  report.set_no_speedup_reason("every run used device cpu");
+  AddRow(&report, "lenet5", "cpu", "", 0);
+  AddRow(&report, "mlp", "cpu", "", 0);
+  const std::string table = ReportTable(report);
+  EXPECT_FALSE(absl::StrContains(table, "baseline")) << table;
+  EXPECT_TRUE(absl::StrContains(ReportMarkdown(report), "no speedup: every run used device cpu"));
+  EXPECT_TRUE(absl::StrContains(ReportSvg(report), "no speedup: every run used device cpu"));
+}
+
 }  // namespace
 }  // namespace traind

@@ -33,6 +33,11 @@ constexpr size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
 std::string Caption(const SweepReport& report) {
   const std::string name =
       report.name().empty() ? "" : absl::StrCat(" (", TerminalSafe(report.name()), ")");
+  if (!report.no_speedup_reason().empty()) {
+    return absl::StrFormat("Sweep %d%s: %d/%d jobs finished; no speedup: %s", report.sweep_id(),
+                           name, report.jobs_finished(), report.jobs_total(),
+                           TerminalSafe(report.no_speedup_reason()));
+  }
   return absl::StrFormat("Sweep %d%s: %d/%d jobs finished; speedup against %s", report.sweep_id(),
                          name, report.jobs_finished(), report.jobs_total(),
                          TerminalSafe(ReportBaseline(report)));

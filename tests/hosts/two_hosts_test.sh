@@ -30,15 +30,7 @@ ns_a=${tag}a ns_b=${tag}b
 ip_a=10.98.0.1 ip_b=10.98.0.2 port=50051
 work=$(mktemp -d /tmp/traind-hosts.XXXXXX)
 cleanup() {
-  for host in a b; do
-    [ -f "$work/$host.pid" ] && kill "$(cat "$work/$host.pid")" 2>/dev/null
-  done
-  sleep 0.5
-  for host in a b; do
-    [ -f "$work/$host.pid" ] && kill -9 "$(cat "$work/$host.pid")" 2>/dev/null
-  done
-  ip netns del "$ns_a" 2>/dev/null
-  ip netns del "$ns_b" 2>/dev/null
+  netns_remove "$ns_a" "$ns_b"  # both traind, their workers and launchers, whatever state they are in
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -61,7 +53,7 @@ start_host() {
   if [ "$host" = b ]; then ns=$ns_b ip=$ip_b extra=(); fi
   rm -f "$work/$host.sock"
   ip netns exec "$ns" env XDG_CONFIG_HOME="$work/config" "$bin/traind" --name "$host" --state-dir "$work/$host" \
-    --listen "$ip:$port" --listen "unix:$work/$host.sock" --warm-workers 0 \
+    --listen "$ip:$port" --listen "unix:$work/$host.sock" --warm-workers 0 --enable-fault-injection \
     --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" \
     --tls-client-ca "$certs/ca.pem" --token-file "$certs/tokens.txt" "${extra[@]}" \
     >>"$work/$host.log" 2>&1 &
@@ -143,8 +135,12 @@ expect 2 "an upload cannot go to several hosts yet" "model_file: not with hosts"
   --dataset fashion-mnist --device cpu --hosts a,b
 
 # 3. b's traind dies mid-job.
-long=(--model lenet5 --dataset fashion-mnist --device cpu --epochs 2 --limit-train 24000
-      --limit-test 1000)
+# The faults below need the job still running when the test looks, on any machine: each step
+# sleeps 80 ms first (debug.step_delay_ms), so its 2 x 94 steps a rank take at least 15 s however
+# fast the CPU, and the first checkpoint comes after 3 s.
+echo '{"debug": {"stepDelayMs": 80}}' >"$work/slow.json"
+long=("$work/slow.json" --model lenet5 --dataset fashion-mnist --device cpu --epochs 2
+      --limit-train 12000 --limit-test 1000)
 # Submits the long job with "$@" (--hosts a,b or --nodes 2) into $job and waits for its first
 # checkpoint, so that a fault afterwards has something to resume from.
 start_long_job() {

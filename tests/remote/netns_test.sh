@@ -19,10 +19,7 @@ server_ns=${tag}s laptop_ns=${tag}l
 server_ip=10.99.0.1 laptop_ip=10.99.0.2 port=50051
 work=$(mktemp -d /tmp/traind-netns.XXXXXX)
 cleanup() {
-  [ -f "$work/traind.pid" ] && kill "$(cat "$work/traind.pid")" 2>/dev/null
-  sleep 0.2
-  ip netns del "$server_ns" 2>/dev/null
-  ip netns del "$laptop_ns" 2>/dev/null
+  netns_remove "$server_ns" "$laptop_ns"
   rm -rf "$work"
 }
 trap cleanup EXIT
