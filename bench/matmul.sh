@@ -16,8 +16,8 @@ if [ -z "${TRAINCTL_ADDR:-}" ]; then
 fi
 field() { "$python" -c "import json,sys; d=json.load(sys.stdin); print(d$1)"; }
 # Each side's seconds per product and CPU threads, round by round, alternating.
-echo "| n | dtype | device | traind s/product [min-max] | threads | torch.mm s/product [min-max] | threads | traind / torch.mm time |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| n | dtype | device | traind s/product [min-max] | TFLOP/s | threads | torch.mm s/product [min-max] | TFLOP/s | threads | traind / torch.mm time |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for dtype in $dtypes; do
   ours=(); ref=(); ours_threads=""; ref_threads=""
   for _ in $(seq 1 "$rounds"); do
@@ -29,5 +29,6 @@ for dtype in $dtypes; do
     ref_threads=$(field '["threads"]' <<<"$out")
   done
   o=$(printf '%s\n' "${ours[@]}" | median); r=$(printf '%s\n' "${ref[@]}" | median)
-  echo "| $size | $dtype | $device | $(printf '%s\n' "${ours[@]}" | median_range %.4f) | $ours_threads | $(printf '%s\n' "${ref[@]}" | median_range %.4f) | $ref_threads | $(awk -v o="$o" -v r="$r" 'BEGIN {printf "%.3f", o / r}') |"
+  tflops() { awk -v n="$size" -v s="$1" 'BEGIN {printf "%.2f", 2 * n * n * n / 1e12 / s}'; }
+  echo "| $size | $dtype | $device | $(printf '%s\n' "${ours[@]}" | median_range %.4f) | $(tflops "$o") | $ours_threads | $(printf '%s\n' "${ref[@]}" | median_range %.4f) | $(tflops "$r") | $ref_threads | $(awk -v o="$o" -v r="$r" 'BEGIN {printf "%.3f", o / r}') |"
 done

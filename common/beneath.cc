@@ -249,8 +249,10 @@ absl::StatusOr<UniqueFd> BeneathRoots::Open(const std::string& path, int flags) 
   const std::string normal = LexicallyNormal(path);
   for (const std::string& root : roots_) {
     if (!IsLexicallyUnder(normal, root)) continue;
+    // What follows the root and its "/" ("/" itself is the root's only "/").
+    const size_t skip = root == "/" ? 1 : root.size() + 1;
     absl::StatusOr<UniqueFd> opened =
-        OpenBeneath(root, normal.substr(std::min(normal.size(), root.size() + 1)), flags);
+        OpenBeneath(root, normal.substr(std::min(normal.size(), skip)), flags);
     if (!opened.ok() && opened.status().code() == absl::StatusCode::kPermissionDenied) {
       return Outside(path);  // in the caller's words, not the root's
     }

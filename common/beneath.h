@@ -11,7 +11,10 @@
 // lexically under the root, is refused without looking at its target, so the answer says nothing
 // about what lies outside. An absolute link to a path under the same root is followed (from the
 // root): a dataset of links into an image pool of the same root works. A link into another root
-// is refused: each path is walked beneath the one root it lies under.
+// is refused: each path is walked beneath the one root it lies under. Known limit: a root that is
+// itself reached through a symlink (--data-root /data, which leads to /mnt/data) is walked under
+// its resolved name once admitted, so absolute links inside it must spell that name
+// (/mnt/data/...); relative links work either way.
 //
 // How: on Linux >= 5.6 one openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) call. Where that
 // says no (it never follows absolute links) or is missing (older kernels, seccomp filters that

@@ -171,6 +171,13 @@ TEST_F(BeneathRootsTest, WithoutRootsNothingIsConfined) {
   EXPECT_EQ(Contents(unconfined.OpenFile(outside_ + "/file.txt")), "outside");
 }
 
+// `--data-root /`: everything is beneath it, and the path opened is the one named (its first
+// character was once cut off with the root's).
+TEST_F(BeneathRootsTest, TheFileSystemRootAsADataRootOpensThePathNamed) {
+  const BeneathRoots everything({"/"});
+  EXPECT_EQ(Contents(everything.OpenFile(outside_ + "/file.txt")), "outside");
+}
+
 TEST_F(BeneathRootsTest, OpenFileRefusesAFifoWithoutBlockingAndADirectory) {
   const BeneathRoots roots({root_});
   ASSERT_EQ(mkfifo((root_ + "/fifo").c_str(), 0600), 0);

@@ -1,5 +1,4 @@
-// The commit traind, traind-worker and trainctl were built from, for `--version` and the daemon's
-// first log line: "commit 9711ee9", "commit 9711ee9+changes" (built with uncommitted changes),
+// The commit traind and trainctl were built from, for `--version` and the daemon's start-up line: "commit 9711ee9", "commit 9711ee9+changes" (built with uncommitted changes),
 // "commit unknown" (not built from a git checkout). Written at build time by
 // cmake/write_version.cmake.
 #ifndef TRAIND_COMMON_BUILD_VERSION_H_

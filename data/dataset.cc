@@ -3,7 +3,6 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "common/catalog.h"
 #include "common/status_macros.h"
 #include "data/csv_file.h"
@@ -86,11 +85,16 @@ absl::StatusOr<UniqueFd> OpenDataFile(const trainer::v1::JobSpec& spec,
                                       const std::string& data_path, const BeneathRoots& roots) {
   absl::StatusOr<UniqueFd> file = roots.OpenFile(data_path);
   if (file.ok()) return file;
-  std::string message(file.status().message());
   if (!data_path.empty() && data_path != spec.data_file()) {
-    message = absl::StrReplaceAll(message, {{data_path, spec.data_file()}});
+    // An upload: the message is made from its digest and the reason, not from the path's text,
+    // which would show where traind keeps it (however the state directory is spelled).
+    const char* why = file.status().code() == absl::StatusCode::kNotFound
+                          ? "no such file or directory"
+                          : "cannot be read";
+    return absl::Status(file.status().code(),
+                        absl::StrCat("data_file: ", spec.data_file(), ": ", why));
   }
-  return absl::Status(file.status().code(), absl::StrCat("data_file: ", message));
+  return absl::Status(file.status().code(), absl::StrCat("data_file: ", file.status().message()));
 }
 
 bool IsImageDataset(const trainer::v1::JobSpec& spec) {

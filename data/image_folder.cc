@@ -36,7 +36,8 @@ absl::Status DataDirError(const absl::Status& status) {
 
 // Sorted names of the entries of `dir` that are directories (want_dirs) or regular files. A
 // symlink counts as what it leads to, opened beneath the roots; one that leads out of its root
-// fails the read (skipped, it would tell the job's owner whether something is there outside).
+// fails the read (it is not skipped: skipping would tell the job's owner whether something is
+// there outside).
 // NOT_FOUND when `dir` is missing or not a directory.
 absl::StatusOr<std::vector<std::string>> Entries(const std::string& dir, bool want_dirs,
                                                  const BeneathRoots& roots) {

@@ -170,7 +170,8 @@ absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
   std::string temp = dir_ + "/incoming/upload-XXXXXX";
   const int fd = mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot create a file in ", dir_, "/incoming: ",
+    // No path: the caller may be remote, and the state directory is not theirs to know.
+    return absl::InternalError(absl::StrCat("cannot create the upload's temporary file: ",
                                             std::strerror(errno)));
   }
   return std::unique_ptr<Upload>(new Upload(this, header, owner, temp, fd));

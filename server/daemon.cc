@@ -275,6 +275,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   const std::string local_session_secret = options.http.empty() ? "" : RandomSecret();
   daemon->access_->set_local_session_secret(local_session_secret);
   grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();  // before the builder: it copies them
   grpc::ServerBuilder builder;
   // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
   // when every listener is a Unix socket. Linking grpc++_reflection registers its plugin for every
@@ -282,7 +283,6 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   // called, so the plugin has to be taken out again where it must not serve.
   const bool any_tcp = std::any_of(options.listen.begin(), options.listen.end(),
                                    [](const std::string& a) { return !absl::StartsWith(a, "unix:"); });
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   if (any_tcp) builder.SetOption(std::make_unique<WithoutReflection>());
   std::vector<int> ports(options.listen.size(), 0);
   for (size_t i = 0; i < options.listen.size(); ++i) {

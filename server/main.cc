@@ -85,9 +85,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-uploads-per-token", options.limits.max_uploads,
-                 "Uploads one token may have in flight at once")
+                 "Uploads one token may have in flight at once (0: no limit)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--max-upload-bytes", options.max_upload_bytes,
                  "Largest file a client may upload (a model or a dataset); default 8 GiB");
   app.add_option("--max-storage-per-token", options.max_storage_per_token,

@@ -19,7 +19,9 @@
 // The measurement runs without the lock. An upload that settles meanwhile may or may not be in it,
 // so bytes settled during a measurement are counted as still in flight: the ledger may
 // over-count for that moment (a refusal near the limit that a retry would pass), never
-// under-count. Announced sizes bound what is stored: BlobStore::Upload refuses bytes beyond them.
+// under-count what uploads store. Announced sizes bound that: BlobStore::Upload refuses bytes
+// beyond them. (Job files that running jobs write, checkpoints and artifacts, are measured once
+// written, not reserved ahead.)
 //
 // Unlimited owners (local callers on the Unix socket) are counted too, never refused, and their
 // stored bytes are not measured. The ledger does not own the measurement: StorageUse comes from

@@ -154,10 +154,10 @@ class Store {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BackfillJobColumns() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status BackfillEndTimes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Deletes a finished job's row, events and blob uses; appends blobs nobody uses any more.
   // Needed job id -> the queued or running jobs that need it (their `after` and `init_from`).
   absl::StatusOr<std::map<int64_t, std::vector<int64_t>>> DependentsLocked()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes a finished job's row, events and blob uses; appends blobs nobody uses any more.
   absl::Status DeleteJobLocked(const trainer::v1::Job& job, std::vector<std::string>* unused_blobs)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(

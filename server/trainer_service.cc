@@ -98,6 +98,11 @@ grpc::ServerUnaryReactor* TrainerService::OffloadChecked(grpc::CallbackServerCon
                                                          const char* method,
                                                          const grpc::ByteBuffer* request_bytes,
                                                          grpc::ByteBuffer* reply_bytes, Work work) {
+  // Who calls first (a caller without a valid token learns nothing about its request's fields,
+  // and costs no parse); then the bytes; then Offload admits again with the request's bounds.
+  if (absl::StatusOr<Caller> caller = access_->Admit(*context, method, nullptr); !caller.ok()) {
+    return FinishNow(context, caller.status());
+  }
   auto call = std::make_shared<CheckedCall<Request, Reply>>(reply_bytes);
   if (absl::Status parsed = call->Parse(*request_bytes); !parsed.ok()) {
     return FinishNow(context, parsed);
@@ -263,8 +268,23 @@ absl::StatusOr<std::string> TrainerService::UnderDataRoot(const char* field,
     resolved = std::filesystem::canonical(normal, error).string();
     if (error) return outside();  // changed while we looked
   }
-  if (!roots.Contains(*resolved)) return outside();
+  if (!roots.Contains(*resolved) || IsDaemonsOwn(*resolved)) return outside();
   return *resolved;
+}
+
+bool TrainerService::IsDaemonsOwn(const std::string& resolved) const {
+  // A data root that holds the state directory (an operator's choice; the tests' too) must not
+  // open its database, tokens, uploads or jobs' files to whoever names them: those have owners
+  // and rules of their own. Other files there (a test's dataset) are data like any other.
+  std::error_code error;
+  const std::filesystem::path jobs = std::filesystem::weakly_canonical(files_.jobs_dir, error);
+  if (error) return false;
+  const std::string state = jobs.parent_path().string();
+  if (!absl::StartsWith(resolved, state + "/")) return false;
+  const std::string first = resolved.substr(state.size() + 1, resolved.find('/', state.size() + 1) -
+                                                                   (state.size() + 1));
+  return first == "blobs" || first == "jobs" || first == "peer-jobs" || first == "cache" ||
+         absl::StartsWith(first, "traind.") || first == "http.token";
 }
 
 absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) const {
@@ -333,6 +353,17 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
   return absl::OkStatus();
 }
 
+absl::Status TrainerService::CheckDependency(const Caller& caller, int64_t after) const {
+  absl::StatusOr<Job> dependency = store_->GetJob(after);
+  if (!dependency.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("after: job ", after, " not found"));
+  }
+  if (!caller.MayActFor(dependency->owner())) {
+    return NotYours(caller, absl::StrCat("after: job ", after));
+  }
+  return absl::OkStatus();
+}
+
 int TrainerService::QueueLimitFor(const Caller& caller) const {
   return caller.limited ? access_->limits().max_queued_jobs : 0;
 }
@@ -344,13 +375,7 @@ absl::Status TrainerService::Submit(const trainer::v1::SubmitJobRequest& request
   ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(request.spec(), caller));
   job.set_priority(request.priority());
   for (int64_t after : request.after()) {
-    absl::StatusOr<Job> dependency = store_->GetJob(after);
-    if (!dependency.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("after: job ", after, " not found"));
-    }
-    if (!caller.MayActFor(dependency->owner())) {
-      return NotYours(caller, absl::StrCat("after: job ", after));
-    }
+    RETURN_IF_ERROR(CheckDependency(caller, after));
     job.add_after(after);
   }
   if (request.idempotency_key().size() > 256) {
@@ -376,10 +401,7 @@ absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
   // Admitted again, as a new submission would be: its files, roots and uploads may have changed.
   ASSIGN_OR_RETURN(*job.mutable_spec(), PrepareSpec(old.spec(), caller));
   for (int64_t after : old.after()) {  // it waits for what the original waited for
-    if (!store_->GetJob(after).ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "after: job ", after, ", which job ", old.id(), " waited for, no longer exists"));
-    }
+    RETURN_IF_ERROR(CheckDependency(caller, after));
     job.add_after(after);
   }
   job.set_priority(old.priority());

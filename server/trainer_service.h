@@ -133,6 +133,11 @@ class TrainerService final : public TrainerServiceBase {
   absl::StatusOr<trainer::v1::Blob> UsableBlob(const Caller& caller,
                                                const std::string& digest) const;
 
+  // Whether `resolved` is one of traind's own files in its state directory (database, tokens,
+  // uploads, jobs' files, cache), which no job may read by path even under a data root.
+  bool IsDaemonsOwn(const std::string& resolved) const;
+  // A job `after` names: it must exist and be `caller`'s (INVALID_ARGUMENT, PERMISSION_DENIED).
+  absl::Status CheckDependency(const Caller& caller, int64_t after) const;
   absl::Status Submit(const trainer::v1::SubmitJobRequest& request, const Caller& caller,
                       trainer::v1::Job* response);
   absl::Status Retry(const trainer::v1::RetryJobRequest& request, const Caller& caller,

@@ -50,14 +50,14 @@ absl::Status UploadReactor::Consume() {
   if (request_.has_header()) {
     if (upload_ != nullptr) return absl::InvalidArgumentError("header: only in the first message");
     RETURN_IF_ERROR(CheckMessageBounds(request_));
-    // Validates the header (and --max-upload-bytes); stores nothing yet.
-    ASSIGN_OR_RETURN(std::unique_ptr<BlobStore::Upload> upload,
-                     blobs_->BeginUpload(request_.header(), options_.max_bytes, options_.owner));
-    // The announced size counts against the quota from here until the upload ends; Append
-    // refuses bytes beyond it, so the reservation bounds what this upload can store.
+    // The announced size counts against the quota from here until the upload ends (Append
+    // refuses bytes beyond it, so the reservation bounds what this upload can store); checked
+    // before anything is created, so a refused upload leaves no file behind.
     RETURN_IF_ERROR(
         reservation_->ReserveBytes(request_.header().size_bytes(), options_.measure_stored));
-    upload_ = std::move(upload);
+    // Validates the header (and --max-upload-bytes), then creates the upload's temporary file.
+    ASSIGN_OR_RETURN(upload_,
+                     blobs_->BeginUpload(request_.header(), options_.max_bytes, options_.owner));
     return absl::OkStatus();
   }
   if (upload_ == nullptr) {

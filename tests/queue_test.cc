@@ -146,9 +146,8 @@ TEST_F(QueueTest, ARetryWaitsForWhatTheOriginalWaitedFor) {
   Result deleted = Trainctl({"delete", std::to_string(first)});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.err;
   Result refused = Trainctl({"retry", std::to_string(dependent)});
-  EXPECT_EQ(refused.exit_code, 1);  // FAILED_PRECONDITION
-  EXPECT_NE(refused.err.find("after: job " + std::to_string(first) + ", which job " +
-                             std::to_string(dependent) + " waited for, no longer exists"),
+  EXPECT_EQ(refused.exit_code, 2);  // INVALID_ARGUMENT, as at submit
+  EXPECT_NE(refused.err.find("after: job " + std::to_string(first) + " not found"),
             std::string::npos)
       << refused.err;
 }

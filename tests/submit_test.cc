@@ -123,6 +123,14 @@ TEST_F(SubmitTest, DataDirOutsideTheRootsIsRefused) {
   EXPECT_EQ(refusal(state_dir_ + "/escape-to-nothing"), existing);
   EXPECT_EQ(refusal(state_dir_ + "/escape-to-nothing/deeper"), existing);
   std::filesystem::remove_all(outside);
+  // The fixture's state directory is a data root: its uploads, jobs' files and database are
+  // still not a job's to read by path.
+  std::filesystem::create_directories(state_dir_ + "/jobs/1");
+  EXPECT_EQ(refusal(state_dir_ + "/jobs/1"), existing);
+  Result db = Trainctl({"submit", "--model", "mlp", "--dataset", "csv", "--data-file",
+                        state_dir_ + "/traind.db"});
+  EXPECT_EQ(db.exit_code, 2);
+  EXPECT_NE(db.err.find("is outside the daemon's data roots"), std::string::npos) << db.err;
   // Inside a root is fine.
   const std::string inside = WriteTinyIdxDataset(state_dir_ + "/mnist", 50, false);
   Result ok = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", inside,

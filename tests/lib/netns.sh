@@ -39,8 +39,9 @@ netns_remove() {
     done
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
   done
-  for ns in "$@"; do
-    while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ]; do sleep 0.1; done
+  for ns in "$@"; do  # SIGKILL ends anything not stuck in the kernel: 10 s at most, to be safe
+    deadline=$((SECONDS + 10))
+    while [ -n "$(ip netns pids "$ns" 2>/dev/null)" ] && [ $SECONDS -lt $deadline ]; do sleep 0.1; done
     ip netns del "$ns" 2>/dev/null
   done
 }
