@@ -88,9 +88,16 @@ absl::Status Emit(const YAML::Node& node, int depth, std::string* json) {
 }
 
 // A key written twice in one mapping (YAML and JSON parsers keep one of them without a word).
-absl::Status CheckNoDuplicateKeys(const YAML::Node& node, int depth) {
+// `budget` counts the nodes looked at: aliases of aliases would make the walk exponential, as
+// they would make Emit's output (kMaxJsonBytes), so it is bounded the same way.
+constexpr int kMaxNodes = 100000;
+absl::Status CheckNoDuplicateKeys(const YAML::Node& node, int depth, int* budget) {
   if (depth > kMaxDepth) {
     return absl::InvalidArgumentError(absl::StrCat("nested more than ", kMaxDepth, " levels deep"));
+  }
+  if (--*budget < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("more than ", kMaxNodes, " values once its aliases are expanded"));
   }
   if (node.IsMap()) {
     std::set<std::string> keys;
@@ -100,10 +107,10 @@ absl::Status CheckNoDuplicateKeys(const YAML::Node& node, int depth) {
         return absl::InvalidArgumentError(absl::StrCat("line ", kv.first.Mark().line + 1,
                                                        ": duplicate key '", key, "'"));
       }
-      RETURN_IF_ERROR(CheckNoDuplicateKeys(kv.second, depth + 1));
+      RETURN_IF_ERROR(CheckNoDuplicateKeys(kv.second, depth + 1, budget));
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) RETURN_IF_ERROR(CheckNoDuplicateKeys(item, depth + 1));
+    for (const auto& item : node) RETURN_IF_ERROR(CheckNoDuplicateKeys(item, depth + 1, budget));
   }
   return absl::OkStatus();
 }
@@ -116,7 +123,8 @@ absl::StatusOr<YAML::Node> LoadOneDocument(const std::string& text) {
         documents.size(), " documents (separated by ---); a file holds one: split it"));
   }
   YAML::Node root = documents.empty() ? YAML::Node() : documents.front();
-  RETURN_IF_ERROR(CheckNoDuplicateKeys(root, 0));
+  int budget = kMaxNodes;
+  RETURN_IF_ERROR(CheckNoDuplicateKeys(root, 0, &budget));
   return root;
 }
 
