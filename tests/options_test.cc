@@ -232,6 +232,16 @@ TEST_F(OptionsTest, ACpuMatmulBenchmarkTakesTheWholeMachineAndSaysSo) {
   Result table = Trainctl({"bench", "matmul", "--size", "128", "--device", "cpu"});
   EXPECT_NE(table.out.find(" timed, "), std::string::npos) << table.out;  // "(10 timed, 2 threads)"
   EXPECT_NE(table.out.find(" thread"), std::string::npos) << table.out;
+  // `list` names what a benchmark measures where a training job shows its model and data.
+  Result list = Trainctl({"list"});
+  EXPECT_NE(list.out.find("matmul      n=256 fp32"), std::string::npos) << list.out;
+}
+
+TEST_F(OptionsTest, ABadListLimitIsOneShortLine) {
+  Result list = Trainctl({"list", "--limit", "0"});
+  EXPECT_EQ(list.exit_code, 2);
+  EXPECT_NE(list.err.find("must be an integer of at least 1, got 0"), std::string::npos) << list.err;
+  EXPECT_LT(list.err.size(), 200u) << list.err;  // not CLI11's 309-digit range
 }
 
 TEST_F(OptionsTest, BenchTrainReportsThroughput) {
