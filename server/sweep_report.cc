@@ -107,6 +107,25 @@ absl::Status ParseBaseline(const std::string& text, SweepReportOptions* options)
   return absl::OkStatus();
 }
 
+namespace {
+
+// A sweep of one device (or of one value of the baseline's field) compares nothing: every row
+// would be its own "1.00x (baseline)". Then the report says why and no row is the baseline.
+bool NothingToCompare(const SweepReportOptions& options, trainer::v1::SweepReport* report) {
+  const int baseline_rows = static_cast<int>(
+      std::count_if(report->rows().begin(), report->rows().end(),
+                    [](const ReportRow& r) { return r.is_baseline(); }));
+  if (baseline_rows > 0 && baseline_rows < report->rows_size()) return false;
+  report->set_no_speedup_reason(absl::StrCat(baseline_rows == 0 ? "no run used " : "every run used ",
+                                             options.baseline_field, " ", options.baseline_value));
+  report->clear_baseline_device();
+  report->clear_baseline();
+  for (ReportRow& row : *report->mutable_rows()) row.set_is_baseline(false);
+  return true;
+}
+
+}  // namespace
+
 trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
                                           const std::vector<Job>& jobs,
                                           const std::map<int64_t, JobTrace>& traces,
@@ -230,19 +249,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     }
   }
 
-  // A sweep of one device (or one value of the baseline's field) compares nothing: every row would
-  // be its own "1.00x (baseline)".
-  const int baseline_rows = static_cast<int>(std::count_if(
-      report.rows().begin(), report.rows().end(), [](const ReportRow& r) { return r.is_baseline(); }));
-  if (baseline_rows == 0 || baseline_rows == report.rows_size()) {
-    report.set_no_speedup_reason(absl::StrCat(baseline_rows == 0 ? "no run used " : "every run used ",
-                                              options.baseline_field, " ",
-                                              options.baseline_value));
-    report.clear_baseline_device();
-    report.clear_baseline();
-    for (ReportRow& row : *report.mutable_rows()) row.set_is_baseline(false);
-    return report;
-  }
+  if (NothingToCompare(options, &report)) return report;
 
   // Speedup and agreement against the row that differs at most in the baseline field and has the
   // baseline value there: the same configuration on the baseline device, by default.
