@@ -38,8 +38,7 @@ std::string WhyUnavailable(const std::string& message, const ResolvedConnection&
            "`traind &` (or `build/bin/traind --state-dir DIR`), or point --addr / TRAINCTL_ADDR "
            "/ --context at a running one";
   }
-  return std::string("nothing answers there") +
-         (connection.tls ? " over TLS" : "") +
+  return std::string("nothing answers there") + (connection.tls ? " over TLS" : "") +
          ". Start traind with `traind &` (or `build/bin/traind --state-dir DIR`), or point "
          "--addr / TRAINCTL_ADDR / --context at a running one";
 }

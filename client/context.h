@@ -3,14 +3,14 @@
 #ifndef TRAIND_CLIENT_CONTEXT_H_
 #define TRAIND_CLIENT_CONTEXT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <ostream>
 #include <string>
 
-#include <grpcpp/grpcpp.h>
-
 #include "absl/status/status.h"
-#include "client/connection.h"
+#include "connect/connection.h"
 #include "google/protobuf/message.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 

@@ -66,9 +66,9 @@ absl::StatusOr<std::string> CachedSha256OfFile(const std::string& path,
     struct stat cache_st;
     const bool full = lstat(cache.c_str(), &cache_st) == 0 && cache_st.st_size > kMaxCacheBytes;
     // Never through a link: the file is written where it is, or not at all.
-    const int fd = open(cache.c_str(),
-                        O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (full ? O_TRUNC : O_APPEND),
-                        0600);
+    const int fd =
+        open(cache.c_str(),
+             O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (full ? O_TRUNC : O_APPEND), 0600);
     if (fd >= 0) {
       const std::string line = absl::StrCat(key, " ", *digest, "\n");
       (void)WriteAll(fd, line);  // a cache entry that did not make it is just not cached

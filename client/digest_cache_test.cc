@@ -33,7 +33,9 @@ TEST(DigestCacheTest, RemembersAnUnchangedFileAndRehashesAChangedOne) {
 
   // New content (a new size and mtime): hashed again.
   std::ofstream(file) << "second, longer content";
-  struct utimbuf times {1000000, 1000000};
+  struct utimbuf times {
+    1000000, 1000000
+  };
   utime(file.c_str(), &times);
   auto second = CachedSha256OfFile(file, cache);
   ASSERT_TRUE(second.ok());

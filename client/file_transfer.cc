@@ -1,9 +1,8 @@
 #include "client/file_transfer.h"
 
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <stdlib.h>
 
 #include <cerrno>
 #include <chrono>
@@ -110,9 +109,8 @@ absl::StatusOr<UploadResult> UploadFile(trainer::v1::Trainer::Stub& stub, const 
   return result;
 }
 
-
-absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stub& stub,
-                                                       int64_t id, const std::string& name,
+absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stub& stub, int64_t id,
+                                                       const std::string& name,
                                                        const std::string& output, bool force,
                                                        std::ostream& progress) {
   if (!force && access(output.c_str(), F_OK) == 0) {

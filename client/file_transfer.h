@@ -27,8 +27,8 @@ absl::StatusOr<UploadResult> UploadFile(trainer::v1::Trainer::Stub& stub, const 
 
 // Downloads artifact `name` of job `id` to `output` (refusing to overwrite unless `force`).
 // DATA_LOSS when the bytes do not match the announced SHA-256 (nothing is written then).
-absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stub& stub,
-                                                       int64_t id, const std::string& name,
+absl::StatusOr<trainer::v1::Artifact> DownloadArtifact(trainer::v1::Trainer::Stub& stub, int64_t id,
+                                                       const std::string& name,
                                                        const std::string& output, bool force,
                                                        std::ostream& progress);
 

@@ -104,8 +104,8 @@ absl::Status CheckNoDuplicateKeys(const YAML::Node& node, int depth, int* budget
     for (const auto& kv : node) {
       const std::string key = kv.first.Scalar();
       if (!keys.insert(key).second) {
-        return absl::InvalidArgumentError(absl::StrCat("line ", kv.first.Mark().line + 1,
-                                                       ": duplicate key '", key, "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("line ", kv.first.Mark().line + 1, ": duplicate key '", key, "'"));
       }
       RETURN_IF_ERROR(CheckNoDuplicateKeys(kv.second, depth + 1, budget));
     }
@@ -191,7 +191,8 @@ absl::Status ParseSweepFile(const std::string& text, trainer::v1::SweepSpec* spe
   google::protobuf::util::JsonParseOptions options;
   auto status = google::protobuf::util::JsonStringToMessage(json, spec, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(std::string(status.message().data(), status.message().size()));
+    return absl::InvalidArgumentError(
+        std::string(status.message().data(), status.message().size()));
   }
   return absl::OkStatus();
 }
@@ -201,7 +202,8 @@ namespace {
 // The file's text, or INVALID_ARGUMENT naming the file and what it is ("job", "sweep").
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* what) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
-  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the ", what, " file"));
+  if (!text.ok())
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read the ", what, " file"));
   return text;
 }
 

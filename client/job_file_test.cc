@@ -58,9 +58,13 @@ TEST(JobFileTest, ADuplicateKeyIsAnErrorNamingItsLine) {
   EXPECT_EQ(yaml.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(yaml.message().find("line 3: duplicate key 'epochs'"), absl::string_view::npos) << yaml;
   absl::Status json = LoadJobFile(
-      WriteTemp("twice.json", "{\"model\": \"mlp\",\n \"debug\": {\"crashKind\": \"exit\", \"crashKind\": \"hang\"}}"), &spec);
+      WriteTemp(
+          "twice.json",
+          "{\"model\": \"mlp\",\n \"debug\": {\"crashKind\": \"exit\", \"crashKind\": \"hang\"}}"),
+      &spec);
   EXPECT_EQ(json.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(json.message().find("line 2: duplicate key 'crashKind'"), absl::string_view::npos) << json;
+  EXPECT_NE(json.message().find("line 2: duplicate key 'crashKind'"), absl::string_view::npos)
+      << json;
 }
 
 TEST(JobFileTest, MoreThanOneDocumentIsAnError) {
@@ -76,7 +80,9 @@ TEST(JobFileTest, MoreThanOneDocumentIsAnError) {
 
 TEST(JobFileTest, TabIndentedJsonStillLoads) {
   trainer::v1::JobSpec spec;
-  ASSERT_TRUE(LoadJobFile(WriteTemp("tabs.json", "{\n\t\"model\": \"mlp\",\n\t\"epochs\": 2\n}\n"), &spec).ok());
+  ASSERT_TRUE(
+      LoadJobFile(WriteTemp("tabs.json", "{\n\t\"model\": \"mlp\",\n\t\"epochs\": 2\n}\n"), &spec)
+          .ok());
   EXPECT_EQ(spec.epochs(), 2);
 }
 

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "common/file_ops.h"
+#include "common/durable_file.h"
 #include "common/write_all.h"
 
 namespace traind {
@@ -36,27 +36,19 @@ PartFile::~PartFile() {
 bool PartFile::Write(const std::string& bytes) { return WriteAll(fd_, bytes); }
 
 absl::Status PartFile::KeepAs(const std::string& output, bool force) {
-  if (Files().Fsync(fd_) != 0 || close(fd_) != 0) {
-    fd_ = -1;
+  const bool closed = close(fd_) == 0;
+  fd_ = -1;
+  if (!closed) {
     return absl::DataLossError(absl::StrCat("cannot write ", path_, ": ", std::strerror(errno)));
   }
-  fd_ = -1;
-  if (force) {
-    if (Files().Rename(path_.c_str(), output.c_str()) != 0) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
-    }
-  } else if (Files().Link(path_.c_str(), output.c_str()) != 0) {
-    return errno == EEXIST
-               ? absl::AlreadyExistsError(
-                     absl::StrCat(output, " appeared meanwhile; --force overwrites it"))
-               : absl::PermissionDeniedError(
-                     absl::StrCat("cannot write ", output, ": ", std::strerror(errno)));
-  } else {
-    unlink(path_.c_str());
+  const absl::Status kept =
+      CommitDurably(path_, output, force ? IfPresent::kReplace : IfPresent::kRefuse);
+  path_.clear();  // CommitDurably removed it, or gave it its name
+  if (absl::IsAlreadyExists(kept)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(output, " appeared meanwhile; --force overwrites it"));
   }
-  path_.clear();
-  return absl::OkStatus();
+  return kept;
 }
 
 }  // namespace traind

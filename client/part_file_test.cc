@@ -54,8 +54,8 @@ TEST(PartFileTest, AFailedWriteFsyncLinkOrRenameLeavesNothingHalfWritten) {
     const char* says;
   };
   for (const Case& c :
-       {Case{Call::kFsync, EIO, false, absl::StatusCode::kDataLoss, "Input/output error"},
-        Case{Call::kLink, EDQUOT, false, absl::StatusCode::kPermissionDenied,
+       {Case{Call::kFsync, EIO, false, absl::StatusCode::kInternal, "Input/output error"},
+        Case{Call::kLink, EDQUOT, false, absl::StatusCode::kResourceExhausted,
              "Disk quota exceeded"},
         Case{Call::kRename, EROFS, true, absl::StatusCode::kPermissionDenied,
              "Read-only file system"}}) {

@@ -3,10 +3,10 @@
 #ifndef TRAIND_CLIENT_RPC_H_
 #define TRAIND_CLIENT_RPC_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <chrono>
 #include <memory>
-
-#include <grpcpp/grpcpp.h>
 
 namespace traind {
 

@@ -17,10 +17,10 @@ absl::StatusOr<std::string> Upload(trainer::v1::Trainer::Stub& stub, const std::
   absl::StatusOr<UploadResult> uploaded = UploadFile(stub, path, kind, progress);
   if (!uploaded.ok()) return uploaded.status();
   const trainer::v1::Blob& blob = uploaded->blob;
-  progress << absl::StrFormat("%s %s (%s, %.1f MB)%s\n", uploaded->sent ? "uploaded" : "already on the daemon:",
-                              path, TerminalSafe(blob.digest().substr(0, 19)),
-                              blob.size_bytes() / 1e6,
-                              blob.description().empty() ? "" : ": " + TerminalSafe(blob.description()));
+  progress << absl::StrFormat(
+      "%s %s (%s, %.1f MB)%s\n", uploaded->sent ? "uploaded" : "already on the daemon:", path,
+      TerminalSafe(blob.digest().substr(0, 19)), blob.size_bytes() / 1e6,
+      blob.description().empty() ? "" : ": " + TerminalSafe(blob.description()));
   return blob.digest();
 }
 

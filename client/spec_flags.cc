@@ -143,9 +143,7 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
   return *table;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 std::string SpecFlagHelp(const SpecFlagInfo& row) {
   if (row.help != nullptr) return row.help;

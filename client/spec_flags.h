@@ -16,11 +16,11 @@
 namespace traind {
 
 struct SpecFlagInfo {
-  const char* flag;    // "--batch-size"
-  const char* field;   // the JobSpec field it sets: "batch_size"
-  const char* help;    // nullptr: the catalog's names (--model, --dataset)
-  bool is_switch;      // takes no value and sets a bool field (--hflip)
-  bool training_only;  // not offered by `bench train`
+  const char* flag;         // "--batch-size"
+  const char* field;        // the JobSpec field it sets: "batch_size"
+  const char* help;         // nullptr: the catalog's names (--model, --dataset)
+  bool is_switch;           // takes no value and sets a bool field (--hflip)
+  bool training_only;       // not offered by `bench train`
   bool sets_false = false;  // a switch that sets its field false (--no-cuda-graph)
 };
 

@@ -1,9 +1,9 @@
 #include "client/spec_flags.h"
 
+#include <gtest/gtest.h>
+
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "common/spec_fields.h"
 
@@ -18,8 +18,7 @@ TEST(SpecFlagTableTest, EveryRowNamesARealFieldOfTheRightKind) {
   std::set<std::string> flags;
   for (const SpecFlagInfo& row : SpecFlagTable()) {
     EXPECT_TRUE(flags.insert(row.flag).second) << row.flag << " twice";
-    const FieldDescriptor* field =
-        trainer::v1::JobSpec::descriptor()->FindFieldByName(row.field);
+    const FieldDescriptor* field = trainer::v1::JobSpec::descriptor()->FindFieldByName(row.field);
     ASSERT_NE(field, nullptr) << row.flag << " -> " << row.field;
     EXPECT_EQ(row.is_switch, field->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) << row.flag;
   }

@@ -2,10 +2,10 @@
 #ifndef TRAIND_CLIENT_STORED_EVENTS_H_
 #define TRAIND_CLIENT_STORED_EVENTS_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <cstdint>
 #include <functional>
-
-#include <grpcpp/grpcpp.h>
 
 #include "trainer/v1/trainer.grpc.pb.h"
 

@@ -4,11 +4,11 @@
 
 #include "CLI/CLI.hpp"
 #include "client/commands/commands.h"
-#include "client/config_file.h"
 #include "client/context.h"
 #include "client/exit_codes.h"
 #include "common/build_version.h"
 #include "common/paths.h"
+#include "connect/config_file.h"
 
 namespace traind {
 
@@ -24,9 +24,10 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   app.fallthrough();  // global options may follow the verb: `trainctl devices --output json`
   app.require_subcommand(1);
   // Where traind is. Flags win over TRAINCTL_* variables, which win over the context.
-  app.add_option("--addr", connection.addr,
-                 "unix:PATH or HOST:PORT of traind (default: the context's, else the local socket "
-                 + DefaultAddress(DefaultStateDir()) + ")")
+  app.add_option(
+         "--addr", connection.addr,
+         "unix:PATH or HOST:PORT of traind (default: the context's, else the local socket " +
+             DefaultAddress(DefaultStateDir()) + ")")
       ->envname("TRAINCTL_ADDR");
   app.add_option("--context", connection.context,
                  "Use this context from " + options.config_path + " (see `trainctl context`)")

@@ -11,9 +11,9 @@ namespace traind {
 
 struct ModelInfo {
   std::string name;
-  std::string summary;            // one line, for --help and docs
-  int min_image_size = 0;         // the smallest square input it takes; 0: any input
-  int image_size = 0;             // images are resized to this by default (lenet5: 32); 0: keep
+  std::string summary;     // one line, for --help and docs
+  int min_image_size = 0;  // the smallest square input it takes; 0: any input
+  int image_size = 0;      // images are resized to this by default (lenet5: 32); 0: keep
   bool channels_last_on_cuda = false;  // weights kept NHWC on CUDA (cuDNN's tensor-core convs)
   bool needs_model_file = false;  // JobSpec.model_file: the network comes from an uploaded file
 };
@@ -27,9 +27,9 @@ struct DatasetInfo {
   std::string name;
   std::string summary;
   Source source = Source::kGenerated;
-  bool images = true;             // [N, C, H, W] images: resizing, normalisation, augmentation apply
-  bool has_default_dir = false;   // fashion-mnist: the Debian package's directory
-  std::string expects;            // what the directory or file must hold, for error messages
+  bool images = true;            // [N, C, H, W] images: resizing, normalisation, augmentation apply
+  bool has_default_dir = false;  // fashion-mnist: the Debian package's directory
+  std::string expects;           // what the directory or file must hold, for error messages
 };
 
 const std::vector<ModelInfo>& ModelCatalog();

@@ -1,6 +1,6 @@
 // A TCP port on the loopback interface that nothing listens on right now (the kernel's pick), for
-// a data-parallel job's rendezvous store (and tests that need one). Another process could take it before the job's rank 0
-// binds it; that rank then fails to start and says so.
+// a data-parallel job's rendezvous store (and tests that need one). Another process could take it
+// before the job's rank 0 binds it; that rank then fails to start and says so.
 #ifndef TRAIND_COMMON_FREE_PORT_H_
 #define TRAIND_COMMON_FREE_PORT_H_
 

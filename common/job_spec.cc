@@ -78,9 +78,9 @@ namespace {
 absl::Status OneOf(const char* field, const std::string& value,
                    const std::vector<std::string>& allowed) {
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": ", value.empty() ? "missing" : absl::StrCat("unknown value '", value, "'"),
-                   "; allowed: ", absl::StrJoin(allowed, ", ")));
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": ", value.empty() ? "missing" : absl::StrCat("unknown value '", value, "'"),
+      "; allowed: ", absl::StrJoin(allowed, ", ")));
 }
 
 // Options the chosen optimizer would ignore are refused, not dropped: momentum and nesterov are
@@ -112,9 +112,8 @@ absl::Status ValidateScheduleAndStopping(const JobSpec& spec) {
         OneOf("lr_schedule", spec.lr_schedule(), {"constant", "step", "cosine", "onecycle"}));
   }
   if (spec.epochs() > 0 && spec.warmup_epochs() > spec.epochs()) {
-    return absl::InvalidArgumentError(absl::StrCat("warmup_epochs: at most epochs (",
-                                                   spec.epochs(), "), got ",
-                                                   spec.warmup_epochs()));
+    return absl::InvalidArgumentError(absl::StrCat("warmup_epochs: at most epochs (", spec.epochs(),
+                                                   "), got ", spec.warmup_epochs()));
   }
   if ((spec.lr_step_epochs() > 0 || spec.has_lr_step_gamma()) && spec.lr_schedule() != "step") {
     return absl::InvalidArgumentError("lr_step_epochs, lr_step_gamma: only with lr_schedule step");
@@ -292,8 +291,7 @@ absl::Status ValidateDataParallel(const JobSpec& spec) {
         "gradient_allreduce: bf16 is for jobs on several GPUs (NCCL): with --gpus N or --devices");
   }
   if (RankCount(spec) <= 1) return absl::OkStatus();
-  if (spec.has_benchmark() || spec.batch_size_auto() || spec.cuda_graph() ||
-      spec.evaluate_only()) {
+  if (spec.has_benchmark() || spec.batch_size_auto() || spec.cuda_graph() || spec.evaluate_only()) {
     return absl::InvalidArgumentError(absl::StrCat(
         spec.processes() > 1    ? "processes"
         : spec.gpus() > 0       ? "gpus"
@@ -371,8 +369,9 @@ absl::Status ValidateDeviceName(const std::string& device) {
       index >= 0) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "device: unknown device '", device, "'; allowed: cpu, cuda, cuda:N, mps (or empty for the best available)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("device: unknown device '", device,
+                   "'; allowed: cpu, cuda, cuda:N, mps (or empty for the best available)"));
 }
 
 namespace {
@@ -418,8 +417,8 @@ absl::Status ValidateModelAndDataFiles(const JobSpec& spec) {
     }
     RETURN_IF_ERROR(ValidateBlobDigest("model_file", spec.model_file()));
   } else if (!spec.model_file().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model_file: only for model 'torchscript', not '", spec.model(), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model_file: only for model 'torchscript', not '", spec.model(), "'"));
   }
   using Source = DatasetInfo::Source;
   if (dataset.source == Source::kDirectory && !dataset.has_default_dir && spec.data_dir().empty()) {
@@ -486,22 +485,24 @@ absl::StatusOr<InitFrom> ParseInitFrom(const std::string& text) {
   init.artifact = colon == std::string::npos ? "best" : text.substr(colon + 1);
   if (!absl::SimpleAtoi(text.substr(0, colon), &init.job_id) || init.job_id <= 0 ||
       (init.artifact != "best" && init.artifact != "final")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "init_from: '", text.substr(0, 80), "'; expected JOB, JOB:best, JOB:final (another job's "
-        "weights) or sha256:HEX (uploaded weights: trainctl --init-from-file FILE)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("init_from: '", text.substr(0, 80),
+                     "'; expected JOB, JOB:best, JOB:final (another job's "
+                     "weights) or sha256:HEX (uploaded weights: trainctl --init-from-file FILE)"));
   }
   return init;
 }
 
 absl::Status ValidateBlobDigest(const char* field, const std::string& digest) {
   constexpr size_t kHexDigits = 64;
-  const bool well_formed =
-      absl::StartsWith(digest, "sha256:") && digest.size() == 7 + kHexDigits &&
-      std::all_of(digest.begin() + 7, digest.end(),
-                  [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  const bool well_formed = absl::StartsWith(digest, "sha256:") && digest.size() == 7 + kHexDigits &&
+                           std::all_of(digest.begin() + 7, digest.end(), [](char c) {
+                             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                           });
   if (well_formed) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      field, ": '", digest.substr(0, 80), "' is not a digest; expected sha256: and 64 lowercase hex digits"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": '", digest.substr(0, 80),
+                   "' is not a digest; expected sha256: and 64 lowercase hex digits"));
 }
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
@@ -543,8 +544,7 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   if (spec.has_benchmark()) RETURN_IF_ERROR(ValidateBenchmark(spec));
   if (spec.dataset() != "fake" &&
       (spec.has_num_samples() || spec.has_channels() || spec.has_classes())) {
-    return absl::InvalidArgumentError(
-        "num_samples, channels, classes: only for dataset 'fake'");
+    return absl::InvalidArgumentError("num_samples, channels, classes: only for dataset 'fake'");
   }
   RETURN_IF_ERROR(ValidateScheduleAndStopping(spec));
   RETURN_IF_ERROR(ValidateBackend(spec));
@@ -579,7 +579,8 @@ absl::Status ParseJobSpecJson(const std::string& text, JobSpec* spec) {
   options.ignore_unknown_fields = false;
   auto status = google::protobuf::util::JsonStringToMessage(text, spec, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("job file: ", std::string(status.message().data(), status.message().size())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job file: ", std::string(status.message().data(), status.message().size())));
   }
   return absl::OkStatus();
 }

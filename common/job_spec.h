@@ -64,9 +64,9 @@ absl::Status ValidateBlobDigest(const char* field, const std::string& digest);
 
 // JobSpec.init_from: another job's artifact ("7", "7:best", "7:final") or an uploaded blob.
 struct InitFrom {
-  int64_t job_id = 0;    // set for a job's artifact
-  std::string artifact;  // best (default) or final
-  std::string digest;    // set for a blob: "sha256:..."
+  int64_t job_id = 0;            // set for a job's artifact
+  std::string artifact;          // best (default) or final
+  std::string digest;            // set for a blob: "sha256:..."
   std::string Describe() const;  // "job 7's best weights" / "the uploaded weights sha256:1234abcd"
 };
 // INVALID_ARGUMENT naming init_from and the accepted forms.

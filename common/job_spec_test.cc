@@ -59,7 +59,8 @@ TEST(JobSpecTest, UnknownModelNamesTheAllowedOnes) {
   spec.set_model("nosuch");
   absl::Status status = ValidateJobSpec(spec);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(status.message(), "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
+  EXPECT_EQ(status.message(),
+            "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
 }
 
 TEST(JobSpecTest, UnknownDatasetAndOptimizer) {
@@ -108,9 +109,9 @@ TEST(JobSpecTest, MnistNeedsADirectory) {
 
 TEST(JobSpecTest, JsonJobFile) {
   JobSpec spec;
-  ASSERT_TRUE(ParseJobSpecJson(R"({"model": "mlp", "dataset": "fashion-mnist", "batchSize": 64})",
-                               &spec)
-                  .ok());
+  ASSERT_TRUE(
+      ParseJobSpecJson(R"({"model": "mlp", "dataset": "fashion-mnist", "batchSize": 64})", &spec)
+          .ok());
   EXPECT_EQ(spec.model(), "mlp");
   EXPECT_EQ(spec.batch_size(), 64);
   absl::Status bad = ParseJobSpecJson(R"({"modle": "mlp"})", &spec);

@@ -17,7 +17,8 @@ std::string FormatStepLine(const trainer::v1::StepMetrics& step) {
 std::vector<std::string> FormatEpochLines(const trainer::v1::EpochSummary& s) {
   if (!s.evaluated()) {
     return {
-        absl::StrFormat("Time / epoch without evaluation: %.2f min", s.epoch_seconds_no_eval() / 60),
+        absl::StrFormat("Time / epoch without evaluation: %.2f min",
+                        s.epoch_seconds_no_eval() / 60),
         absl::StrFormat("Time elapsed: %.2f min", s.elapsed_seconds() / 60),
     };
   }
@@ -71,8 +72,6 @@ std::string FormatDuration(double seconds) {
   return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
 }
 
-std::string StateName(trainer::v1::Job::State state) {
-  return trainer::v1::Job::State_Name(state);
-}
+std::string StateName(trainer::v1::Job::State state) { return trainer::v1::Job::State_Name(state); }
 
 }  // namespace traind

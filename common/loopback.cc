@@ -30,7 +30,8 @@ bool IsLoopbackAddress(const std::string& host_port) {
   std::string host;
   if (!host_port.empty() && host_port[0] == '[') {
     const size_t close = host_port.find(']');
-    if (close == std::string::npos || close + 1 >= host_port.size() || host_port[close + 1] != ':') {
+    if (close == std::string::npos || close + 1 >= host_port.size() ||
+        host_port[close + 1] != ':') {
       return false;
     }
     host = host_port.substr(1, close - 1);

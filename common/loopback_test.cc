@@ -15,7 +15,7 @@ TEST(LoopbackTest, LoopbackAddressesAreRecognisedByWhatTheyResolveTo) {
 TEST(LoopbackTest, TextThatOnlyLooksLikeLoopbackIsNot) {
   // The old check compared prefixes: each of these passed it.
   EXPECT_FALSE(IsLoopbackAddress("127.0.0.1.nip.invalid:50051"));  // a host name, unresolvable
-  EXPECT_FALSE(IsLoopbackAddress("127.0.0.1"));                   // no port
+  EXPECT_FALSE(IsLoopbackAddress("127.0.0.1"));                    // no port
   EXPECT_FALSE(IsLoopbackAddress("[::1]"));
   EXPECT_FALSE(IsLoopbackAddress("0.0.0.0:50051"));  // every interface
   EXPECT_FALSE(IsLoopbackAddress("[::]:50051"));

@@ -57,7 +57,8 @@ absl::Status Check(const Message& message, const std::string& prefix) {
   std::vector<const FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);  // only those set: cheap for small requests
   for (const FieldDescriptor* field : fields) {
-    const std::string path = prefix.empty() ? field->name() : absl::StrCat(prefix, ".", field->name());
+    const std::string path =
+        prefix.empty() ? field->name() : absl::StrCat(prefix, ".", field->name());
     const bool is_string = field->cpp_type() == FieldDescriptor::CPPTYPE_STRING;
     const bool is_message = field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE;
     if (field->is_repeated()) {

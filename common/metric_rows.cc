@@ -23,10 +23,21 @@ struct Row {
   std::optional<int64_t> current_bytes, driver_bytes;
 };
 
-constexpr const char* kColumns[] = {
-    "job",  "seq",        "time",     "kind",        "epoch",        "batch",
-    "loss", "accuracy",   "validation_loss", "validation_accuracy", "learning_rate",
-    "samples_per_second", "step_seconds",   "current_bytes",       "driver_bytes"};
+constexpr const char* kColumns[] = {"job",
+                                    "seq",
+                                    "time",
+                                    "kind",
+                                    "epoch",
+                                    "batch",
+                                    "loss",
+                                    "accuracy",
+                                    "validation_loss",
+                                    "validation_accuracy",
+                                    "learning_rate",
+                                    "samples_per_second",
+                                    "step_seconds",
+                                    "current_bytes",
+                                    "driver_bytes"};
 
 std::optional<Row> ToRow(const JobEvent& event) {
   Row row;
@@ -148,10 +159,10 @@ bool AppendMetricRow(int64_t job_id, const JobEvent& event, RowFormat format, st
     if (!values[i]) continue;
     // The time and kind are strings, and so is a NaN or infinite loss (a diverged run: JSON has
     // no such numbers); everything else is a number.
-    const bool text = i == 2 || i == 3 || *values[i] == "nan" || *values[i] == "inf" ||
-                      *values[i] == "-inf";
-    absl::StrAppend(out, first ? "" : ",", "\"", kColumns[i], "\":", text ? "\"" : "",
-                    *values[i], text ? "\"" : "");
+    const bool text =
+        i == 2 || i == 3 || *values[i] == "nan" || *values[i] == "inf" || *values[i] == "-inf";
+    absl::StrAppend(out, first ? "" : ",", "\"", kColumns[i], "\":", text ? "\"" : "", *values[i],
+                    text ? "\"" : "");
     first = false;
   }
   out->append("}\n");

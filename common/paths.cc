@@ -41,7 +41,8 @@ std::string DefaultAddress(const std::string& state_dir) {
 }
 
 std::string DefaultFashionMnistDir() {
-  if (const char* dir = std::getenv("FASHION_MNIST_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (const char* dir = std::getenv("FASHION_MNIST_DIR"); dir != nullptr && *dir != '\0')
+    return dir;
   return "/usr/share/datasets/fashion-mnist";
 }
 

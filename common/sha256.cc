@@ -31,8 +31,7 @@ std::string Sha256::HexDigest() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   EVP_DigestFinal_ex(context_->md, digest, &length);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), length));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), length));
 }
 
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {

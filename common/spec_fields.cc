@@ -54,8 +54,7 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
   }
   const auto* reflection = spec->GetReflection();
   auto bad = [&](const char* what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(f->name(), ": '", value, "' is not ", what));
+    return absl::InvalidArgumentError(absl::StrCat(f->name(), ": '", value, "' is not ", what));
   };
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32: {
@@ -99,7 +98,8 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
 
 std::string GetSpecField(const trainer::v1::JobSpec& spec, const std::string& field) {
   const FieldDescriptor* f = FindField(field);
-  if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) return "";
+  if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE)
+    return "";
   if (f->name() == "batch_size" && spec.batch_size_auto()) return "auto";
   const auto* reflection = spec.GetReflection();
   if (f->has_presence() && !reflection->HasField(spec, f)) return "";

@@ -8,10 +8,10 @@
 #define TRAIND_CONCAT_INNER(a, b) a##b
 #define TRAIND_CONCAT(a, b) TRAIND_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                         \
-  do {                                                \
-    ::absl::Status _traind_status = (expr);           \
-    if (!_traind_status.ok()) return _traind_status;  \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status _traind_status = (expr);          \
+    if (!_traind_status.ok()) return _traind_status; \
   } while (0)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \

@@ -15,10 +15,14 @@ TEST(TerminalSafeTest, EscapeSequencesDoNotReachTheTerminal) {
   // Recolour, clear the screen, retitle the window: all shown, none obeyed.
   EXPECT_EQ(TerminalSafe("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
   EXPECT_EQ(TerminalSafe("\x1b[2J\x1b]0;owned\x07"), "\\x1b[2J\\x1b]0;owned\\x07");
-  EXPECT_EQ(TerminalSafe("a\x7f" "b"), "a\\x7fb");
+  EXPECT_EQ(TerminalSafe("a\x7f"
+                         "b"),
+            "a\\x7fb");
   EXPECT_EQ(TerminalSafe(std::string("nul\0byte", 8)), "nul\\x00byte");
   // The 8-bit CSI (U+009B) and a right-to-left override.
-  EXPECT_EQ(TerminalSafe("x\xc2\x9b" "31my"), "x\\u009b31my");
+  EXPECT_EQ(TerminalSafe("x\xc2\x9b"
+                         "31my"),
+            "x\\u009b31my");
   EXPECT_EQ(TerminalSafe("evil\xe2\x80\xaetxt.exe"), "evil\\u202etxt.exe");
 }
 

@@ -42,9 +42,9 @@ absl::StatusOr<int> LabelIndex(const std::vector<std::string>& header, const std
   if (named != header.end()) return static_cast<int>(named - header.begin());
   int index = -1;
   if (absl::SimpleAtoi(column, &index) && index >= 0 && index < columns) return index;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "label_column: '", column, "' is neither a column of the header nor an index 0..",
-      columns - 1));
+  return absl::InvalidArgumentError(
+      absl::StrCat("label_column: '", column,
+                   "' is neither a column of the header nor an index 0..", columns - 1));
 }
 
 // Lines of a FILE, as std::getline splits them (the newline dropped, nothing else).
@@ -84,9 +84,9 @@ absl::StatusOr<TrainTest> ReadCsvFile(int fd, const std::string& label_column, b
   if (!in.Next(&line)) return absl::InvalidArgumentError("data_file: the CSV file is empty");
   const std::vector<std::string> header = Fields(line);
   if (header.size() < 2 || static_cast<int64_t>(header.size()) > kMaxColumns) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data_file: the header has ", header.size(), " columns; expected 2 to ", kMaxColumns,
-        " (features and a label)"));
+    return absl::InvalidArgumentError(absl::StrCat("data_file: the header has ", header.size(),
+                                                   " columns; expected 2 to ", kMaxColumns,
+                                                   " (features and a label)"));
   }
   absl::StatusOr<int> label_index = LabelIndex(header, label_column);
   if (!label_index.ok()) return label_index.status();
@@ -135,9 +135,9 @@ absl::StatusOr<TrainTest> ReadCsvFile(int fd, const std::string& label_column, b
     for (size_t i = 0; i < label_text.size(); ++i) {
       float value = 0;
       if (!absl::SimpleAtof(label_text[i], &value) || !std::isfinite(value)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "data_file: label '", label_text[i].substr(0, 40), "' in data row ", i + 1,
-            " is not a number (loss mse needs numeric targets)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("data_file: label '", label_text[i].substr(0, 40), "' in data row ", i + 1,
+                         " is not a number (loss mse needs numeric targets)"));
       }
       targets.push_back(value);
     }

@@ -1,7 +1,8 @@
 // Tabular data: a CSV file with a header row, numeric feature columns and one label column.
 // Labels are integer class indices, or names (classes are then the sorted distinct names); with
-// loss mse, numbers (targets [N, 1]). Rows are split into train (80%) and test (20%) by a permutation with a fixed
-// seed, so every job on one file tests on the same rows. Quoted fields may not contain commas.
+// loss mse, numbers (targets [N, 1]). Rows are split into train (80%) and test (20%) by a
+// permutation with a fixed seed, so every job on one file tests on the same rows. Quoted fields may
+// not contain commas.
 #ifndef TRAIND_DATA_CSV_FILE_H_
 #define TRAIND_DATA_CSV_FILE_H_
 

@@ -37,17 +37,17 @@ absl::StatusOr<Split> ReadIdxSplit(const std::string& dir, const std::string& pr
   ASSIGN_OR_RETURN(IdxArray labels,
                    ReadIdxFileCached(labels_file.fd.get(), labels_path, cache_dir));
   if (images.dims.size() != 3) {
-    return absl::DataLossError(absl::StrCat(images_path, ": expected 3 dimensions, found ",
-                                            images.dims.size()));
+    return absl::DataLossError(
+        absl::StrCat(images_path, ": expected 3 dimensions, found ", images.dims.size()));
   }
   if (labels.dims.size() != 1 || labels.dims[0] != images.dims[0]) {
-    return absl::DataLossError(absl::StrCat(labels_path, ": label count does not match ",
-                                            images_path));
+    return absl::DataLossError(
+        absl::StrCat(labels_path, ": label count does not match ", images_path));
   }
   for (uint8_t label : labels.data) {
     if (label > 9) {
-      return absl::DataLossError(absl::StrCat(labels_path, ": label ", int{label},
-                                              " outside 0..9"));
+      return absl::DataLossError(
+          absl::StrCat(labels_path, ": label ", int{label}, " outside 0..9"));
     }
   }
   int64_t n = images.dims[0];
@@ -134,8 +134,8 @@ absl::StatusOr<Split> ReadCifar10Split(const std::string& dir, bool train, int64
     for (size_t offset = 0; offset < bytes.size(); offset += kRecord) {
       const uint8_t label = static_cast<uint8_t>(bytes[offset]);
       if (label > 9) {
-        return absl::DataLossError(absl::StrCat(path, ": label ", int{label}, " outside 0..9 in record ",
-                                                offset / kRecord));
+        return absl::DataLossError(absl::StrCat(path, ": label ", int{label},
+                                                " outside 0..9 in record ", offset / kRecord));
       }
       labels.push_back(label);
       pixels.insert(pixels.end(), bytes.begin() + offset + 1, bytes.begin() + offset + kRecord);
@@ -165,8 +165,7 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
   Split full_train, test;
   const bool regression = spec.loss() == "mse";
   if (spec.dataset() == "fashion-mnist" || spec.dataset() == "mnist") {
-    ASSIGN_OR_RETURN(full_train,
-                     ReadIdxSplit(spec.data_dir(), "train", spec.limit_train(), roots));
+    ASSIGN_OR_RETURN(full_train, ReadIdxSplit(spec.data_dir(), "train", spec.limit_train(), roots));
     ASSIGN_OR_RETURN(test, ReadIdxSplit(spec.data_dir(), "t10k", spec.limit_test(), roots));
   } else if (spec.dataset() == "cifar10") {
     ASSIGN_OR_RETURN(full_train,
@@ -179,8 +178,8 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
     if (spec.limit_test() > 0) n_test = std::min<int64_t>(n_test, spec.limit_test());
     // Generated at the requested size: nothing to resize.
     full_train = MakeFakeSplit(n, spec.channels(), spec.image_size(), spec.classes(), spec.seed());
-    test = MakeFakeSplit(n_test, spec.channels(), spec.image_size(), spec.classes(),
-                         spec.seed() + 1);
+    test =
+        MakeFakeSplit(n_test, spec.channels(), spec.image_size(), spec.classes(), spec.seed() + 1);
     data.num_classes = spec.classes();
   } else if (spec.dataset() == "imagefolder") {
     ASSIGN_OR_RETURN(TrainTest files, ReadImageFolder(spec.data_dir(), size, roots));
@@ -196,7 +195,8 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
     full_train = std::move(files.train);
     test = std::move(files.test);
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("dataset: unknown value '", spec.dataset(), "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("dataset: unknown value '", spec.dataset(), "'"));
   }
   const bool from_file = spec.dataset() == "tensors" || spec.dataset() == "csv";
   if (from_file) {  // the IDX and CIFAR readers stop early; these read whole files
@@ -218,8 +218,9 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
   if (regression) {
     data.num_classes = data.train.labels[0].numel();
   } else if (from_file) {
-    data.num_classes = 1 + std::max(data.train.labels.max().item<int64_t>(),
-                                    data.test.size() > 0 ? data.test.labels.max().item<int64_t>() : 0);
+    data.num_classes =
+        1 + std::max(data.train.labels.max().item<int64_t>(),
+                     data.test.size() > 0 ? data.test.labels.max().item<int64_t>() : 0);
   }
   return data;
 }

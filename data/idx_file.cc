@@ -10,7 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/random_secret.h"
+#include "common/durable_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "common/write_all.h"
@@ -38,8 +38,8 @@ absl::Status ReadExactly(gzFile file, const std::string& path, void* out, size_t
       return absl::DataLossError(absl::StrCat(path, ": corrupt (", msg, ") while reading ", what));
     }
     if (got == 0) {
-      return absl::DataLossError(absl::StrCat(path, ": truncated: expected ", n, " bytes of ",
-                                              what, ", found ", done));
+      return absl::DataLossError(
+          absl::StrCat(path, ": truncated: expected ", n, " bytes of ", what, ", found ", done));
     }
     done += static_cast<size_t>(got);
   }
@@ -128,22 +128,23 @@ absl::StatusOr<IdxArray> ReadIdxFileCached(int fd, const std::string& path,
   if (absl::StatusOr<IdxArray> cached = ReadIdxFile(copy); cached.ok()) return cached;
 
   ASSIGN_OR_RETURN(IdxArray array, ReadIdxFile(fd, path));
-  // The copy: header and data exactly as the IDX format has them, under a name no other
-  // writer uses, renamed into place only once whole.
+  // The copy: header and data exactly as the IDX format has them, written durably (a crash or a
+  // second worker writing it at the same time leaves a whole copy or none). A cache: a copy that
+  // cannot be written is no error.
   std::string header = {0, 0, 0x08, static_cast<char>(array.dims.size())};
   for (int64_t dim : array.dims) {
     for (int shift : {24, 16, 8, 0}) header += static_cast<char>((dim >> shift) & 0xff);
   }
   mkdir(cache_dir.c_str(), 0700);
-  const std::string partial = absl::StrCat(copy, ".", RandomSecret().substr(0, 12), ".part");
-  const int out = open(partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (out < 0) return array;
-  const bool written =
-      WriteAll(out, header) &&
-      WriteAll(out, absl::string_view(reinterpret_cast<const char*>(array.data.data()),
-                                      array.data.size()));
-  close(out);
-  if (!written || rename(partial.c_str(), copy.c_str()) != 0) unlink(partial.c_str());
+  (void)WriteDurably(copy, [&](const std::string& temp) {
+    const int out = open(temp.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    const bool written =
+        out >= 0 && WriteAll(out, header) &&
+        WriteAll(out, absl::string_view(reinterpret_cast<const char*>(array.data.data()),
+                                        array.data.size()));
+    if (out >= 0) close(out);
+    return written ? absl::OkStatus() : absl::InternalError("cannot write the dataset's cache");
+  });
   return array;
 }
 

@@ -75,8 +75,8 @@ bool IsImageName(const std::string& name) {
 }
 
 struct Decoder {
-  int64_t size;          // resize target, 0: keep
-  int channels = 0;      // chosen by the first image
+  int64_t size;      // resize target, 0: keep
+  int channels = 0;  // chosen by the first image
   int64_t height = 0, width = 0;
 
   // Opened beneath `roots` again, whatever the listing saw: the file may have changed since.
@@ -91,8 +91,8 @@ struct Decoder {
     int w = 0, h = 0, c = 0;
     if (channels == 0) {
       if (!stbi_info_from_file(file.get(), &w, &h, &c)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("data_dir: ", path, ": not a PNG or JPEG image (", stbi_failure_reason(), ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "data_dir: ", path, ": not a PNG or JPEG image (", stbi_failure_reason(), ")"));
       }
       channels = c >= 3 ? 3 : 1;
     }
@@ -108,19 +108,19 @@ struct Decoder {
                               .div_(255.0)
                               .unsqueeze(0);
     if (size > 0 && (h != size || w != size)) {
-      image = torch::nn::functional::interpolate(
-          image, torch::nn::functional::InterpolateFuncOptions()
-                     .size(std::vector<int64_t>{size, size})
-                     .mode(torch::kBilinear)
-                     .align_corners(false));
+      image =
+          torch::nn::functional::interpolate(image, torch::nn::functional::InterpolateFuncOptions()
+                                                        .size(std::vector<int64_t>{size, size})
+                                                        .mode(torch::kBilinear)
+                                                        .align_corners(false));
     }
     if (height == 0) {
       height = image.size(2);
       width = image.size(3);
     } else if (image.size(2) != height || image.size(3) != width) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data_dir: ", path, " is ", w, "x", h, ", the first image ", width, "x", height,
-          "; give --image-size N to resize them all"));
+      return absl::InvalidArgumentError(absl::StrCat("data_dir: ", path, " is ", w, "x", h,
+                                                     ", the first image ", width, "x", height,
+                                                     "; give --image-size N to resize them all"));
     }
     return image.squeeze(0).contiguous();
   }
@@ -133,8 +133,7 @@ absl::StatusOr<Split> ReadSplit(const std::string& dir, const std::vector<std::s
   std::vector<int64_t> labels;
   for (size_t label = 0; label < classes.size(); ++label) {
     const std::string class_dir = dir + "/" + classes[label];
-    absl::StatusOr<std::vector<std::string>> files =
-        Entries(class_dir, /*want_dirs=*/false, roots);
+    absl::StatusOr<std::vector<std::string>> files = Entries(class_dir, /*want_dirs=*/false, roots);
     if (files.status().code() == absl::StatusCode::kNotFound) {
       if (require_every_class) {
         return absl::InvalidArgumentError(absl::StrCat("data_dir: no folder ", class_dir));
@@ -168,21 +167,24 @@ absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size,
       Entries(dir + "/train", /*want_dirs=*/true, roots);
   if (classes.status().code() == absl::StatusCode::kPermissionDenied) return classes.status();
   if (!classes.ok() || classes->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data_dir: ", dir, " has no train/CLASS/ folders (expected torchvision's ImageFolder "
-        "layout: train/CLASS/*.png and test/CLASS/*.png)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_dir: ", dir,
+                     " has no train/CLASS/ folders (expected torchvision's ImageFolder "
+                     "layout: train/CLASS/*.png and test/CLASS/*.png)"));
   }
   absl::StatusOr<std::vector<std::string>> test_classes = Entries(dir + "/test", true, roots);
   if (test_classes.status().code() == absl::StatusCode::kPermissionDenied) {
     return test_classes.status();
   }
   if (!test_classes.ok() || test_classes->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("data_dir: ", dir, " has no test/CLASS/ folders"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_dir: ", dir, " has no test/CLASS/ folders"));
   }
   for (const std::string& name : *test_classes) {
     if (!std::binary_search(classes->begin(), classes->end(), name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data_dir: test/", name, " is not a class of train/ (", absl::StrJoin(*classes, ", "), ")"));
+      return absl::InvalidArgumentError(absl::StrCat("data_dir: test/", name,
+                                                     " is not a class of train/ (",
+                                                     absl::StrJoin(*classes, ", "), ")"));
     }
   }
   Decoder decoder{size};
@@ -198,7 +200,8 @@ absl::StatusOr<TrainTest> ReadImageFolder(const std::string& dir, int64_t size,
   // the training set's last 10%.
   torch::Generator rng = at::detail::createCPUGenerator(20261130);
   const torch::Tensor order = torch::randperm(data.train.size(), rng);
-  data.train = Split{data.train.inputs.index_select(0, order), data.train.labels.index_select(0, order)};
+  data.train =
+      Split{data.train.inputs.index_select(0, order), data.train.labels.index_select(0, order)};
   return data;
 }
 

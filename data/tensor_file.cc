@@ -32,14 +32,14 @@ absl::StatusOr<torch::Tensor> TensorAt(const c10::Dict<c10::IValue, c10::IValue>
 absl::StatusOr<Split> ToSplit(const torch::Tensor& x, const torch::Tensor& y, const char* name,
                               bool regression) {
   if (x.dim() < 1 || y.dim() < 1 || x.size(0) != y.size(0)) {
-    return absl::InvalidArgumentError(absl::StrCat("data_file: ", name, "_x ", ShapeText(x), " and ",
-                                                   name, "_y ", ShapeText(y),
+    return absl::InvalidArgumentError(absl::StrCat("data_file: ", name, "_x ", ShapeText(x),
+                                                   " and ", name, "_y ", ShapeText(y),
                                                    " must have the same first dimension"));
   }
   if (!x.is_floating_point() && x.scalar_type() != torch::kUInt8) {
-    return absl::InvalidArgumentError(absl::StrCat("data_file: ", name, "_x has dtype ",
-                                                   c10::toString(x.scalar_type()),
-                                                   "; expected a floating-point (or uint8) tensor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_file: ", name, "_x has dtype ", c10::toString(x.scalar_type()),
+                     "; expected a floating-point (or uint8) tensor"));
   }
   Split split;
   split.inputs = x.to(torch::kFloat32).contiguous();

@@ -35,7 +35,7 @@ fi
 packages="build-essential cmake pkg-config ccache libtorch-dev libgloo-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
 libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-pil
-openssl libssl-dev iproute2 clang libclang-rt-14-dev
+openssl libssl-dev iproute2 clang clang-format libclang-rt-14-dev
 libcpp-httplib-dev prometheus-cpp-dev nodejs chromium python3-prometheus-client
 slurm-client slurmctld slurmd munge slurmdbd mariadb-server"
 # Slurm: its client commands are how traind submits jobs with --backend slurm; slurmctld, slurmd

@@ -6,15 +6,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
+# Formatting first: seconds, and it fails before an hour of building does.
+checks=0
+deploy/check-format.sh || checks=1
 start=$(date +%s)
 deploy/build.sh
 echo "test.sh: built in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+deploy/check-thread-safety.sh || checks=1
+echo "test.sh: clang's thread-safety check in $(( $(date +%s) - start )) s"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 main=0
 ctest --test-dir build --output-on-failure -j"${TRAIND_TEST_JOBS:-2}" --timeout 600 2>&1 |
   tee "$logs/main" || main=$?
 status=$main
+[ $checks = 0 ] || status=1
 # ctest prints "***Skipped" without the reason: print each skipped test's own words (GTEST_SKIP's
 # message, or a script's "SKIPPED: ..." line) from its log.
 skips() {
@@ -33,7 +40,7 @@ totals() {
 
 if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
   echo "test.sh: TRAIND_SKIP_SANITIZERS=1: no ASan/UBSan build"
-  echo "test.sh: main suite $(verdict $main); exit $status"
+  echo "test.sh: format and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main); exit $status"
   totals "$logs/main"
   exit $status
 fi
@@ -55,6 +62,7 @@ ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
 [ $sanitized = 0 ] || status=$sanitized
 skips build-asan
 # One summary of both parts, last, so a failure far up is not hidden by a green second part.
-echo "test.sh: main suite $(verdict $main); ASan/UBSan suite $(verdict $sanitized); exit $status"
+echo "test.sh: format and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main);" \
+  "ASan/UBSan suite $(verdict $sanitized); exit $status"
 totals "$logs/main" "$logs/sanitized"
 exit $status

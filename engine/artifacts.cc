@@ -1,21 +1,20 @@
 #include "engine/artifacts.h"
 
+#include <caffe2/serialize/inline_container.h>
 #include <sys/stat.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 
 #include <algorithm>
 #include <fstream>
 #include <map>
 #include <vector>
 
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/pickler.h>
-
 #include "absl/strings/str_cat.h"
+#include "common/durable_file.h"
 #include "common/sha256.h"
 #include "common/status_macros.h"
 #include "data/saved_dict.h"
-#include "engine/durable_file.h"
 #include "models/scripted_model.h"
 
 namespace traind {
@@ -41,7 +40,9 @@ namespace {
 std::vector<char> StateDictBytes(const c10::Dict<std::string, torch::Tensor>& state) {
   std::vector<char> pickled;
   torch::jit::Pickler pickler(
-      [&pickled](const char* bytes, size_t size) { pickled.insert(pickled.end(), bytes, bytes + size); },
+      [&pickled](const char* bytes, size_t size) {
+        pickled.insert(pickled.end(), bytes, bytes + size);
+      },
       /*tensor_table=*/nullptr, /*type_renamer=*/nullptr, /*memoized_class_types=*/nullptr,
       /*get_tensor_id=*/nullptr, /*tag_aggregates=*/false);
   pickler.protocol();
@@ -54,8 +55,8 @@ std::vector<char> StateDictBytes(const c10::Dict<std::string, torch::Tensor>& st
       archive.insert(archive.end(), bytes, bytes + size);
       return size;
     });
-    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(),
-                                       pickler.tensorData(), writer);
+    torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(),
+                                       writer);
     writer.writeEndOfFile();
   }
   return archive;
@@ -100,16 +101,17 @@ absl::StatusOr<int> LoadWeights(torch::nn::AnyModule& model, const std::string& 
   if (const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get())) {
     targets = scripted->NamedTensors();
   } else {
-    for (const auto& p : model.ptr()->named_parameters(true)) targets.emplace_back(p.key(), p.value());
+    for (const auto& p : model.ptr()->named_parameters(true))
+      targets.emplace_back(p.key(), p.value());
     for (const auto& b : model.ptr()->named_buffers(true)) targets.emplace_back(b.key(), b.value());
   }
   for (const auto& [name, target] : targets) {
     const auto found = source->find(name);
     if (found == source->end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "init_from: the weights have no '", name, "', which the model has (",
-          source->size(), " tensors in the file, starting with '",
-          source->empty() ? "" : source->begin()->first, "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("init_from: the weights have no '", name, "', which the model has (",
+                       source->size(), " tensors in the file, starting with '",
+                       source->empty() ? "" : source->begin()->first, "')"));
     }
     if (found->second.sizes() != target.sizes()) {
       return absl::InvalidArgumentError(absl::StrCat("init_from: '", name, "' is ",
@@ -118,9 +120,10 @@ absl::StatusOr<int> LoadWeights(torch::nn::AnyModule& model, const std::string& 
     }
   }
   if (source->size() != targets.size()) {
-    for (const auto& [name, tensor] : *source) {
+    for (const auto& entry : *source) {
+      const std::string& name = entry.first;
       const bool known = std::any_of(targets.begin(), targets.end(),
-                                     [&](const auto& t) { return t.first == name; });
+                                     [&name](const auto& t) { return t.first == name; });
       if (!known) {
         return absl::InvalidArgumentError(
             absl::StrCat("init_from: the weights have '", name, "', which the model does not"));
@@ -136,22 +139,26 @@ absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
                                                    const std::string& job_dir,
                                                    const std::string& name) {
   const std::string path = absl::StrCat(job_dir, "/", name, ".pt");
+  // For errors, which the job's owner reads: without the daemon's paths.
+  const std::string in_job_directory = absl::StrCat(name, ".pt in the job's directory");
   trainer::v1::Artifact artifact;
   artifact.set_name(name);
   const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get());
-  std::function<void(const std::string&)> write;
   if (scripted != nullptr) {
     artifact.set_format("torchscript");
-    write = [scripted](const std::string& temp) { scripted->SaveScriptOnCpu(temp); };
+    RETURN_IF_ERROR(WriteDurably(
+        path,
+        [scripted](const std::string& temp) {
+          scripted->SaveScriptOnCpu(temp);
+          return absl::OkStatus();
+        },
+        in_job_directory));
   } else {
     artifact.set_format("state_dict");
-    write = [&model](const std::string& temp) {
-      const std::vector<char> bytes = StateDictBytes(StateDict(*model.ptr()));
-      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    };
+    const std::vector<char> bytes = StateDictBytes(StateDict(*model.ptr()));
+    RETURN_IF_ERROR(
+        WriteFileDurably(path, absl::string_view(bytes.data(), bytes.size()), in_job_directory));
   }
-  RETURN_IF_ERROR(WriteDurably(write, path));
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return absl::InternalError(absl::StrCat("cannot stat ", path));
   artifact.set_size_bytes(st.st_size);

@@ -36,16 +36,16 @@ absl::StatusOr<int64_t> ProbePeak(const trainer::v1::JobSpec& spec, const ModelI
   };
   const auto on_device = torch::TensorOptions().device(device);
   torch::Tensor images = torch::randn(batch_of(example.input), on_device);
-  torch::Tensor labels =
-      loss == LossKind::kMse
-          ? torch::randn(batch_of(example.label), on_device)
-          : torch::randint(input.num_classes, {batch_size}, on_device.dtype(torch::kInt64));
+  torch::Tensor labels = loss == LossKind::kMse ? torch::randn(batch_of(example.label), on_device)
+                                                : torch::randint(input.num_classes, {batch_size},
+                                                                 on_device.dtype(torch::kInt64));
   Synchronize(device);
   ResetPeakMemory(device);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 2; ++i) step.Run(images, labels);
   Synchronize(device);
-  *step_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 2;
+  *step_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 2;
   const MemoryReading m = ReadMemory(device);
   return std::max(m.peak_current_allocated, m.current_allocated);
 }
@@ -63,8 +63,8 @@ absl::StatusOr<BatchSizeChoice> ChooseBatchSize(const trainer::v1::JobSpec& spec
   const int64_t baseline = device.is_cpu() ? ReadMemory(device).current_allocated : 0;
   const int64_t largest = std::min<int64_t>(kLargest, std::max<int64_t>(kFirst, train_size / 4));
   BatchSizeChoice choice;
-  std::string stopped_by = absl::StrCat("the largest tried (at most a quarter of the ",
-                                        train_size, " training images)");
+  std::string stopped_by =
+      absl::StrCat("the largest tried (at most a quarter of the ", train_size, " training images)");
   int64_t chosen_peak = 0;
   for (int64_t batch_size = kFirst; batch_size <= largest; batch_size *= 2) {
     if (stop.load()) return absl::CancelledError("cancelled");
@@ -87,19 +87,20 @@ absl::StatusOr<BatchSizeChoice> ChooseBatchSize(const trainer::v1::JobSpec& spec
     choice.batch_size = batch_size;
     chosen_peak = used;
     if (seconds > kSlowStepSeconds) {
-      stopped_by = absl::StrCat(batch_size, " already takes ", static_cast<int>(seconds), " s a step");
+      stopped_by =
+          absl::StrCat(batch_size, " already takes ", static_cast<int>(seconds), " s a step");
       break;
     }
   }
   ReleaseCachedMemory(device);
   if (choice.batch_size == 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "batch_size: even ", kFirst, " does not fit on ", device.str(), " (", stopped_by,
-        "; budget ", FormatBytes(budget), ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("batch_size: even ", kFirst, " does not fit on ", device.str(), " (",
+                     stopped_by, "; budget ", FormatBytes(budget), ")"));
   }
-  choice.explanation = absl::StrCat("batch-size auto: ", choice.batch_size, " (peak ",
-                                    FormatBytes(chosen_peak), " of a ", FormatBytes(budget),
-                                    " budget; stopped at ", stopped_by, ")");
+  choice.explanation =
+      absl::StrCat("batch-size auto: ", choice.batch_size, " (peak ", FormatBytes(chosen_peak),
+                   " of a ", FormatBytes(budget), " budget; stopped at ", stopped_by, ")");
   return choice;
 }
 

@@ -17,7 +17,8 @@ namespace traind {
 
 struct BatchSizeChoice {
   int64_t batch_size = 0;
-  std::string explanation;  // e.g. "batch-size auto: 512 (peak 1.2 GiB of a 3.1 GiB budget; 1024 ...)"
+  std::string
+      explanation;  // e.g. "batch-size auto: 512 (peak 1.2 GiB of a 3.1 GiB budget; 1024 ...)"
 };
 
 // Each probe is a throwaway model (`model_path`: a torchscript job's file) trained two steps on

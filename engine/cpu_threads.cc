@@ -146,8 +146,9 @@ CpuThreads WholeMachineThreads(const CpuFacts& facts, const std::string& why) {
   chosen.threads = UsableCores(facts, &what);
   const bool capped = facts.omp_num_threads > 0 && facts.omp_num_threads < chosen.threads;
   if (capped) chosen.threads = facts.omp_num_threads;
-  chosen.explanation = absl::StrCat(chosen.threads, " intra-op thread", chosen.threads == 1 ? "" : "s",
-                                    ": ", what, ", the whole machine (", why, ")");
+  chosen.explanation =
+      absl::StrCat(chosen.threads, " intra-op thread", chosen.threads == 1 ? "" : "s", ": ", what,
+                   ", the whole machine (", why, ")");
   if (capped) {
     absl::StrAppend(&chosen.explanation, "; at most OMP_NUM_THREADS=", facts.omp_num_threads);
   }

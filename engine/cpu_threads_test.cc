@@ -36,7 +36,7 @@ TEST(CpuThreadsTest, AnExclusiveBenchmarkTakesTheWholeMachine) {
   EXPECT_EQ(chosen.explanation,
             "2 intra-op threads: 2 physical cores, the whole machine (a benchmark that runs "
             "alone) (--threads N chooses)");
-  EXPECT_EQ(WholeMachineThreads({16, 8, 2.5}, "x").threads, 3);  // a quota, in whole CPUs
+  EXPECT_EQ(WholeMachineThreads({16, 8, 2.5}, "x").threads, 3);    // a quota, in whole CPUs
   EXPECT_EQ(WholeMachineThreads({16, 16, 0, 4}, "x").threads, 4);  // OMP_NUM_THREADS caps it
 }
 

@@ -255,9 +255,8 @@ class GraphStep : public CudaGraphTrainStep {
 #ifdef TRAIND_HAVE_CUDA_KERNELS
     const AdamHyperparameters hyper{kBeta1, kBeta2, kEps, weight_decay_, adamw_};
     for (const Copy& c : copies_) {
-      MasterWeightAdamStep(c.master, grads_[c.index], exp_avgs_[c.index],
-                           exp_avg_sqs_[c.index], c.bf16, steps_[c.index], lr_, clip_factor,
-                           hyper);
+      MasterWeightAdamStep(c.master, grads_[c.index], exp_avgs_[c.index], exp_avg_sqs_[c.index],
+                           c.bf16, steps_[c.index], lr_, clip_factor, hyper);
     }
 #endif
     loss_.copy_(loss.detach());

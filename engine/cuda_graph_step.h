@@ -24,13 +24,13 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "engine/step_runner.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
 
-class CudaGraphTrainStep {
+class CudaGraphTrainStep : public StepRunner {
  public:
-  virtual ~CudaGraphTrainStep() = default;
   // Whether this build can capture graphs (LibTorch 2.x with CUDA).
   static bool Available();
   // Captures the step for batches of `batch_size` inputs shaped like `sample` ([C, H, W]) with
@@ -48,13 +48,8 @@ class CudaGraphTrainStep {
   // Whether traind_worker's environment leaves bf16 weight copies on (TRAIND_BF16_WEIGHT_COPIES=0
   // turns them off, to measure them).
   static bool Bf16WeightCopiesWanted();
-  // Replays the step on this batch (already on the device). Returns the loss as a device
-  // tensor that the next Run overwrites: read it before then.
-  virtual torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels) = 0;
-  // The learning rate of the following replays (a schedule's value for the next step).
-  virtual void SetLearningRate(double learning_rate) = 0;
-  // Writes the device's step counts into the optimizer's state (before it is saved).
-  virtual absl::Status SyncOptimizer() = 0;
+  // StepRunner: Run replays the step on this batch; SyncOptimizer writes the device's step counts
+  // into the optimizer's state (before it is saved). Flush has nothing to do (no accumulation).
   // How many parameter tensors train through bf16 copies (0: none), and their elements.
   virtual int64_t bf16_copied_tensors() const = 0;
   virtual int64_t bf16_copied_elements() const = 0;

@@ -32,9 +32,7 @@ struct TinyConvNetImpl : torch::nn::Module {
     norm = register_module("norm", torch::nn::BatchNorm2d(8));
     head = register_module("head", torch::nn::Linear(8 * 4 * 4, 4));
   }
-  torch::Tensor forward(torch::Tensor x) {
-    return head(torch::relu(norm(conv(x))).flatten(1));
-  }
+  torch::Tensor forward(torch::Tensor x) { return head(torch::relu(norm(conv(x))).flatten(1)); }
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d norm{nullptr};
   torch::nn::Linear head{nullptr};
@@ -91,10 +89,10 @@ std::unique_ptr<TrainStep> EagerStep(Trainee& t, const trainer::v1::JobSpec& spe
 }
 
 absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> Capture(Trainee& t,
-                                                             const trainer::v1::JobSpec& spec,
-                                                             const torch::Device& device,
-                                                             const Batch& batch,
-                                                             bool bf16_weight_copies = true) {
+                                                            const trainer::v1::JobSpec& spec,
+                                                            const torch::Device& device,
+                                                            const Batch& batch,
+                                                            bool bf16_weight_copies = true) {
   return CudaGraphTrainStep::Create(t.model, *t.optimizer, spec, device, 8, batch.images[0],
                                     batch.labels[0], bf16_weight_copies);
 }
@@ -130,8 +128,7 @@ TEST(CudaGraphStepTest, MatchesTheEagerStepUnderAScheduleWithSmoothingAndClippin
   std::unique_ptr<TrainStep> eager_step = EagerStep(eager, spec, device);
   Trainee graphed(MakeModel(device), spec);
   ASSERT_TRUE(AllClose(Snapshot(eager.model), Snapshot(graphed.model)));
-  absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> graph =
-      Capture(graphed, spec, device, batch);
+  absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> graph = Capture(graphed, spec, device, batch);
   ASSERT_TRUE(graph.ok()) << graph.status();
   ASSERT_TRUE(AllClose(Snapshot(eager.model), Snapshot(graphed.model)))
       << "capture's warm-up steps must be undone";

@@ -71,9 +71,8 @@ absl::StatusOr<std::optional<RankPlacement>> RankFromEnvironment() {
   if (!(value = IntFromEnvironment("RANK", true, 0)).ok()) return value.status();
   placement.rank = *value;
   if (placement.rank >= placement.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("RANK: ", placement.rank,
-                                                   " is not below WORLD_SIZE ",
-                                                   placement.world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("RANK: ", placement.rank, " is not below WORLD_SIZE ", placement.world_size));
   }
   if (!(value = IntFromEnvironment("LOCAL_RANK", false, placement.rank)).ok()) {
     return value.status();
@@ -231,9 +230,10 @@ absl::StatusOr<std::unique_ptr<DataParallel>> DataParallel::Join(const RankPlace
     groups->store = c10::make_intrusive<c10d::TCPStore>(placement.master_addr, options);
     groups->group = CreateGroup(groups->store, placement, device, wait, &backend);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat(
-        "rank ", placement.rank, " of ", placement.world_size, ": cannot join the process group at ",
-        placement.master_addr, ":", placement.master_port, ": ", e.what()));
+    return absl::UnavailableError(
+        absl::StrCat("rank ", placement.rank, " of ", placement.world_size,
+                     ": cannot join the process group at ", placement.master_addr, ":",
+                     placement.master_port, ": ", e.what()));
   }
   return std::unique_ptr<DataParallel>(
       new DataParallel(placement, device, std::move(groups), std::move(backend)));
@@ -298,8 +298,8 @@ void DataParallel::AttachReducer(const std::vector<torch::Tensor>& parameters,
   std::vector<std::vector<size_t>> buckets;
   std::vector<size_t> limits;
   std::tie(buckets, limits) = c10d::compute_bucket_assignment_by_size(
-      parameters, {static_cast<size_t>(c10d::kDefaultFirstBucketBytes),
-                   static_cast<size_t>(kBucketBytes)},
+      parameters,
+      {static_cast<size_t>(c10d::kDefaultFirstBucketBytes), static_cast<size_t>(kBucketBytes)},
       sparse);
   std::reverse(buckets.begin(), buckets.end());
   std::reverse(limits.begin(), limits.end());
@@ -356,7 +356,8 @@ std::vector<bool> DataParallel::Any(const std::vector<bool>& flags) {
   for (size_t i = 0; i < flags.size(); ++i) values[static_cast<int64_t>(i)] = flags[i] ? 1 : 0;
   values = AllReduce(*groups_->group, values.to(collective_device()), c10d::ReduceOp::MAX).cpu();
   std::vector<bool> any(flags.size());
-  for (size_t i = 0; i < flags.size(); ++i) any[i] = values[static_cast<int64_t>(i)].item<int>() != 0;
+  for (size_t i = 0; i < flags.size(); ++i)
+    any[i] = values[static_cast<int64_t>(i)].item<int>() != 0;
   return any;
 }
 
@@ -385,8 +386,6 @@ double DataParallel::Mean(double value) {
              .item<double>() /
          placement_.world_size;
 }
-
-void DataParallel::Barrier() { groups_->group->barrier()->wait(); }
 
 #else  // !TRAIND_DATA_PARALLEL
 
@@ -419,7 +418,6 @@ std::vector<bool> DataParallel::Any(const std::vector<bool>& flags) { return fla
 std::vector<std::string> DataParallel::AllGather(const std::string& text) { return {text}; }
 torch::Device DataParallel::collective_device() const { return device_; }
 double DataParallel::Mean(double value) { return value; }
-void DataParallel::Barrier() {}
 
 #endif  // TRAIND_DATA_PARALLEL
 

@@ -72,8 +72,6 @@ class DataParallel {
   std::vector<std::string> AllGather(const std::string& text);
   // Collective: the mean of `value` over the ranks.
   double Mean(double value);
-  // Collective: waits until every rank gets here.
-  void Barrier();
 
  private:
   struct Groups;

@@ -1,12 +1,11 @@
 #include "engine/data_parallel.h"
 
-#include "common/free_port.h"
-
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <thread>
 
-#include <gtest/gtest.h>
+#include "common/free_port.h"
 
 namespace traind {
 namespace {

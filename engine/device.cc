@@ -42,7 +42,8 @@ std::string CpuModelName() {
   while (std::getline(in, line)) {
     if (absl::StartsWith(line, "model name")) {
       auto pos = line.find(':');
-      if (pos != std::string::npos) return std::string(absl::StripAsciiWhitespace(line.substr(pos + 1)));
+      if (pos != std::string::npos)
+        return std::string(absl::StripAsciiWhitespace(line.substr(pos + 1)));
     }
   }
   return "cpu";
@@ -79,8 +80,8 @@ absl::StatusOr<torch::Device> ResolveDevice(const std::string& name) {
 
 trainer::v1::ListDevicesResponse DiscoverDevices() {
   trainer::v1::ListDevicesResponse response;
-  response.set_torch_version(absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".",
-                                          TORCH_VERSION_PATCH));
+  response.set_torch_version(
+      absl::StrCat(TORCH_VERSION_MAJOR, ".", TORCH_VERSION_MINOR, ".", TORCH_VERSION_PATCH));
 #ifdef TRAIND_HAVE_CUDA
   if (torch::cuda::is_available()) {
     for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
@@ -140,7 +141,8 @@ MemoryReading ReadMemory(const torch::Device& device) {
 #ifdef TRAIND_HAVE_MPS_MEMORY
   if (device.is_mps()) {
     // Unverified on hardware: follows torch.mps.current_allocated_memory / driver_allocated_memory.
-    m.current_allocated = static_cast<int64_t>(at::detail::getMPSHooks().getCurrentAllocatedMemory());
+    m.current_allocated =
+        static_cast<int64_t>(at::detail::getMPSHooks().getCurrentAllocatedMemory());
     m.driver_allocated = static_cast<int64_t>(at::detail::getMPSHooks().getDriverAllocatedMemory());
     m.peak_current_allocated = m.current_allocated;
     m.peak_driver_allocated = m.driver_allocated;

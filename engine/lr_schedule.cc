@@ -27,8 +27,8 @@ LrSchedule::LrSchedule(const trainer::v1::JobSpec& spec, int64_t steps_per_epoch
   }
   warmup_ = std::min<int64_t>(static_cast<int64_t>(std::llround(warmup_epochs * steps_per_epoch_)),
                               total_);
-  step_epochs_ = spec.lr_step_epochs() > 0 ? spec.lr_step_epochs()
-                                           : std::max<int64_t>(spec.epochs() / 3, 1);
+  step_epochs_ =
+      spec.lr_step_epochs() > 0 ? spec.lr_step_epochs() : std::max<int64_t>(spec.epochs() / 3, 1);
   gamma_ = spec.has_lr_step_gamma() ? spec.lr_step_gamma() : 0.1;
   varies_ = kind_ != Kind::kConstant || warmup_ > 0;
 }

@@ -11,9 +11,7 @@ namespace {
 #define TRAIND_AUTOCAST_BY_DEVICE_TYPE 1
 #endif
 
-at::ScalarType ToDtype(const std::string& amp) {
-  return amp == "fp16" ? at::kHalf : at::kBFloat16;
-}
+at::ScalarType ToDtype(const std::string& amp) { return amp == "fp16" ? at::kHalf : at::kBFloat16; }
 
 void SetAutocast(c10::DeviceType type, bool enabled, at::ScalarType dtype) {
 #ifdef TRAIND_AUTOCAST_BY_DEVICE_TYPE

@@ -102,8 +102,9 @@ class FusedAdam final : public Base {
         // save) when first seen, after a checkpoint is loaded too.
         torch::Tensor& device_step = steps_[p.unsafeGetTensorImpl()];
         if (!device_step.defined()) {
-          device_step = torch::full({}, static_cast<double>(state.step()),
-                                    torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
+          device_step =
+              torch::full({}, static_cast<double>(state.step()),
+                          torch::TensorOptions().dtype(torch::kFloat32).device(p.device()));
         }
         state.step(state.step() + 1);
         params.push_back(p);
@@ -151,8 +152,8 @@ class FusedAdam final : public Base {
     for (auto& group : this->param_groups_) {
       const auto& options = static_cast<const Options&>(group.options());
       const AdamHyperparameters hyperparameters{
-          options.lr(), std::get<0>(options.betas()), std::get<1>(options.betas()), options.eps(),
-          options.weight_decay(), kDecoupled};
+          options.lr(),  std::get<0>(options.betas()), std::get<1>(options.betas()),
+          options.eps(), options.weight_decay(),       kDecoupled};
       for (const torch::Tensor& p : group.params()) {
         if (!p.grad().defined()) continue;
         State& state = StateFor<State>(this->state_, p);
@@ -245,7 +246,8 @@ absl::Status SetAdamSteps(optim::Optimizer& optimizer, const std::vector<torch::
 std::unique_ptr<optim::Optimizer> CreateFusedAdam(std::vector<torch::Tensor> parameters, double lr,
                                                   double weight_decay, bool decoupled) {
   if (decoupled) {
-    return std::make_unique<FusedAdam<optim::AdamW, optim::AdamWOptions, optim::AdamWParamState, true>>(
+    return std::make_unique<
+        FusedAdam<optim::AdamW, optim::AdamWOptions, optim::AdamWParamState, true>>(
         std::move(parameters), optim::AdamWOptions(lr).weight_decay(weight_decay));
   }
   return std::make_unique<FusedAdam<optim::Adam, optim::AdamOptions, optim::AdamParamState, false>>(
@@ -262,8 +264,7 @@ absl::StatusOr<std::unique_ptr<optim::Optimizer>> CreateOptimizer(
   const double lr = spec.learning_rate();
   if (spec.optimizer() == "adam" || spec.optimizer() == "adamw") {
     const bool decoupled = spec.optimizer() == "adamw";
-    const double weight_decay =
-        decoupled && !spec.has_weight_decay() ? 1e-2 : spec.weight_decay();
+    const double weight_decay = decoupled && !spec.has_weight_decay() ? 1e-2 : spec.weight_decay();
     // LibTorch's Adam, which steps with the fused kernel where UsesFusedAdam says so.
     return CreateFusedAdam(std::move(parameters), lr, weight_decay, decoupled);
   }

@@ -56,7 +56,8 @@ TEST(OptimizerFactoryTest, CpuAdamStepsLikeLibTorchsAdam) {
   for (const bool decoupled : {false, true}) {
     SCOPED_TRACE(decoupled ? "AdamW" : "Adam");
     torch::manual_seed(4);
-    torch::nn::Sequential ours(torch::nn::Linear(16, 8), torch::nn::Tanh(), torch::nn::Linear(8, 3));
+    torch::nn::Sequential ours(torch::nn::Linear(16, 8), torch::nn::Tanh(),
+                               torch::nn::Linear(8, 3));
     torch::nn::Sequential theirs(torch::nn::Linear(16, 8), torch::nn::Tanh(),
                                  torch::nn::Linear(8, 3));
     {

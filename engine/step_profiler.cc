@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/durable_file.h"
+#include "common/status_macros.h"
 
 namespace traind {
 
@@ -43,14 +45,6 @@ void AddTop(const std::map<std::string, Totals>& totals, size_t limit, size_t ma
     op->set_self_seconds(sorted[i].second.self_us / 1e6);
     op->set_calls(sorted[i].second.calls);
   }
-}
-
-absl::Status RenameInto(const std::string& temp, const std::string& path) {
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write the trace ", path));
-  }
-  return absl::OkStatus();
 }
 
 std::string JsonEscape(const std::string& s) {
@@ -124,9 +118,9 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
   for (size_t i = 0; i < host.size(); ++i) {
     // An event inside another ends before it does; one that outlasts it (records of different
     // sources need not nest) is its sibling, not its child.
-    while (!open.empty() && (host[open.back()].thread != host[i].thread ||
-                             host[open.back()].end <= host[i].start ||
-                             host[open.back()].end < host[i].end)) {
+    while (!open.empty() &&
+           (host[open.back()].thread != host[i].thread || host[open.back()].end <= host[i].start ||
+            host[open.back()].end < host[i].end)) {
       open.pop_back();
     }
     const double duration = (host[i].end - host[i].start) / 1e3;
@@ -147,15 +141,15 @@ absl::StatusOr<trainer::v1::ProfileResult> Stop(const std::string& trace_path, i
          result.mutable_top_kernels());
   result.set_kernel_seconds(kernel_us / 1e6);
   if (!trace_path.empty()) {
-    const std::string temp = trace_path + ".tmp";
-    try {
-      recorded->save(temp);
-    } catch (const std::exception& e) {
-      std::remove(temp.c_str());
-      return absl::InternalError(
-          absl::StrCat("cannot write the trace ", trace_path, ": ", e.what()));
-    }
-    if (absl::Status s = RenameInto(temp, trace_path); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteDurably(trace_path, [&](const std::string& temp) {
+      try {
+        recorded->save(temp);
+      } catch (const std::exception& e) {
+        return absl::InternalError(
+            absl::StrCat("cannot write the trace ", trace_path, ": ", e.what()));
+      }
+      return absl::OkStatus();
+    }));
     result.set_trace_path(trace_path);
   }
   return result;
@@ -232,15 +226,7 @@ absl::StatusOr<trainer::v1::ProfileResult> StepProfiler::Stop(const std::string&
   result.set_steps(steps);
   AddTop(totals, kTopOperators, kMaxNameBytes, result.mutable_top_operators());
   if (!trace_path.empty()) {
-    const std::string temp = trace_path + ".tmp";
-    std::ofstream out(temp);
-    out << trace;
-    out.close();
-    if (!out) {
-      std::remove(temp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write the trace ", trace_path));
-    }
-    if (absl::Status s = RenameInto(temp, trace_path); !s.ok()) return s;
+    RETURN_IF_ERROR(WriteFileDurably(trace_path, trace));
     result.set_trace_path(trace_path);
   }
   return result;

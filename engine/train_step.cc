@@ -47,7 +47,7 @@ torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& l
 }
 
 torch::Tensor TrainStep::ForwardBackwardInShards(const torch::Tensor& input,
-                                                const torch::Tensor& labels) {
+                                                 const torch::Tensor& labels) {
   std::vector<torch::Tensor> parameters;
   for (const torch::Tensor& parameter : model_.ptr()->parameters()) {
     if (parameter.requires_grad()) parameters.push_back(parameter);
@@ -88,6 +88,12 @@ torch::Tensor TrainStep::ForwardBackwardInShards(const torch::Tensor& input,
   torch::Tensor loss = losses[0];
   for (int shard = 1; shard < shards; ++shard) loss = loss + losses[shard];
   return loss;
+}
+
+void TrainStep::SetLearningRate(double learning_rate) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) {
+    group.options().set_lr(learning_rate);
+  }
 }
 
 void TrainStep::Flush() {

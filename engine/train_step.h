@@ -1,14 +1,14 @@
-// One optimisation step (cross-entropy or mse, engine/loss.h), with every loop option applied: autocast, fp16 gradient
-// scaling, gradient accumulation (loss / N, an optimizer step every N micro-batches) and
-// augmentation. Shared by the training loop, the throughput benchmark and the batch-size search.
-// With shard threads (set_shard_threads), each micro-batch is cut into that many shards trained at
-// once, one thread each: every shard's loss is weighted by its share of the batch, its gradients
-// come back from autograd::grad (nothing accumulates into .grad concurrently) and are added into
-// the parameters' .grad in shard order, so a run is reproducible and the step is the batch's (up
-// to rounding; the same on every run with the same number of shards). Only for CPU steps without a
-// before-backward hook (data parallel) or gradient scaling, which Run then trains whole, and for
-// models whose forward pass changes no state and draws no random numbers: no buffers (batch
-// norm's running statistics), no dropout (training_job.cc's ShardingObstacle checks).
+// One optimisation step (cross-entropy or mse, engine/loss.h), with every loop option applied:
+// autocast, fp16 gradient scaling, gradient accumulation (loss / N, an optimizer step every N
+// micro-batches) and augmentation. Shared by the training loop, the throughput benchmark and the
+// batch-size search. With shard threads (set_shard_threads), each micro-batch is cut into that many
+// shards trained at once, one thread each: every shard's loss is weighted by its share of the
+// batch, its gradients come back from autograd::grad (nothing accumulates into .grad concurrently)
+// and are added into the parameters' .grad in shard order, so a run is reproducible and the step is
+// the batch's (up to rounding; the same on every run with the same number of shards). Only for CPU
+// steps without a before-backward hook (data parallel) or gradient scaling, which Run then trains
+// whole, and for models whose forward pass changes no state and draws no random numbers: no buffers
+// (batch norm's running statistics), no dropout (engine/batch_shards.h's ShardingObstacle checks).
 // Thread-compatible.
 #ifndef TRAIND_ENGINE_TRAIN_STEP_H_
 #define TRAIND_ENGINE_TRAIN_STEP_H_
@@ -22,23 +22,27 @@
 #include "data/augment.h"
 #include "engine/loss.h"
 #include "engine/mixed_precision.h"
+#include "engine/step_runner.h"
 
 namespace traind {
 
 class ShardThreads;
 
-class TrainStep {
+class TrainStep : public StepRunner {
  public:
   // `label_smoothing`, `clip_grad_norm` (0: none): JobSpec's fields of those names.
   TrainStep(torch::nn::AnyModule model, torch::optim::Optimizer* optimizer,
-            const torch::Device& device, std::string amp, int accumulate,
-            Augmentation augmentation, uint64_t seed, LossKind loss = LossKind::kCrossEntropy,
-            double label_smoothing = 0, double clip_grad_norm = 0);
+            const torch::Device& device, std::string amp, int accumulate, Augmentation augmentation,
+            uint64_t seed, LossKind loss = LossKind::kCrossEntropy, double label_smoothing = 0,
+            double clip_grad_norm = 0);
 
   // Forward and backward on one micro-batch (already on the device); steps the optimizer after
   // every `accumulate` micro-batches. Returns the unscaled loss (a device tensor: reading it
   // synchronises, so callers read it only when they report it).
-  torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels);
+  torch::Tensor Run(const torch::Tensor& images, const torch::Tensor& labels) override;
+
+  // Every parameter group's learning rate.
+  void SetLearningRate(double learning_rate) override;
 
   // Runs just before each backward pass (data parallel: the gradient reducer's preparation).
   void set_before_backward(std::function<void()> hook) { before_backward_ = std::move(hook); }
@@ -48,7 +52,7 @@ class TrainStep {
   void set_shard_threads(ShardThreads* threads) { shard_threads_ = threads; }
 
   // Applies pending accumulated gradients (end of an epoch).
-  void Flush();
+  void Flush() override;
 
   // The augmentation's generator, saved in checkpoints so a resumed job draws the same crops.
   torch::Generator& rng() { return rng_; }

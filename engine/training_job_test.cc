@@ -70,7 +70,9 @@ TEST(TrainingJobTest, SameSeedSameLoss) {
     std::atomic<bool> stop{false};
     JobSpec spec = SmallSpec("mlp");
     spec.set_epochs(1);
-    EXPECT_TRUE(RunTrainingJob(Request(spec), [&](JobEvent e) { events.push_back(e); }, stop).ok());
+    EXPECT_TRUE(RunTrainingJob(
+                    Request(spec), [&](JobEvent e) { events.push_back(e); }, stop)
+                    .ok());
     return events.at(1).step().loss();
   };
   EXPECT_DOUBLE_EQ(first_loss(), first_loss());
@@ -78,7 +80,8 @@ TEST(TrainingJobTest, SameSeedSameLoss) {
 
 TEST(TrainingJobTest, StopFlagCancels) {
   std::atomic<bool> stop{true};
-  absl::Status status = RunTrainingJob(Request(SmallSpec("mlp")), [](JobEvent) {}, stop);
+  absl::Status status = RunTrainingJob(
+      Request(SmallSpec("mlp")), [](JobEvent) {}, stop);
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
 }
 
@@ -86,7 +89,8 @@ TEST(TrainingJobTest, MissingDataNamesTheFile) {
   JobSpec spec = SmallSpec("mlp");
   spec.set_data_dir("/nonexistent/dir");
   std::atomic<bool> stop{false};
-  absl::Status status = RunTrainingJob(Request(spec), [](JobEvent) {}, stop);
+  absl::Status status = RunTrainingJob(
+      Request(spec), [](JobEvent) {}, stop);
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(status.message().find("/nonexistent/dir/train-images-idx3-ubyte"), std::string::npos);
 }
@@ -95,7 +99,9 @@ TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
   JobSpec spec = SmallSpec("mlp");
   spec.set_device("cuda:7");
   std::atomic<bool> stop{false};
-  EXPECT_EQ(RunTrainingJob(Request(spec), [](JobEvent) {}, stop).code(),
+  EXPECT_EQ(RunTrainingJob(
+                Request(spec), [](JobEvent) {}, stop)
+                .code(),
             absl::StatusCode::kFailedPrecondition);
 }
 

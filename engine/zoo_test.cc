@@ -6,14 +6,14 @@
 #include <sstream>
 
 #include "common/job_spec.h"
-#include "gtest/gtest.h"
 #include "common/temp_dir_for_tests.h"
 #include "data/augment.h"
-#include "engine/benchmarks.h"
 #include "data/dataset.h"
-#include "models/model_factory.h"
+#include "engine/benchmarks.h"
 #include "engine/optimizer_factory.h"
 #include "engine/train_step.h"
+#include "gtest/gtest.h"
+#include "models/model_factory.h"
 
 namespace traind {
 namespace {
@@ -143,7 +143,8 @@ TEST(ZooTest, GradientAccumulationMatchesTheFullBatch) {
     TrainStep step(model, optimizer.get(), torch::kCPU, "", accumulate, Augmentation{}, 1);
     const int64_t micro = 64 / accumulate;
     for (int i = 0; i < accumulate; ++i) {
-      step.Run(images.slice(0, i * micro, (i + 1) * micro), labels.slice(0, i * micro, (i + 1) * micro));
+      step.Run(images.slice(0, i * micro, (i + 1) * micro),
+               labels.slice(0, i * micro, (i + 1) * micro));
     }
     step.Flush();
     return model.ptr()->parameters()[0].clone();

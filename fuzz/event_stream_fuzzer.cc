@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "google/protobuf/stubs/logging.h"
-#include "server/delimited_reader.h"
 #include "server/job_fold.h"
+#include "supervise/delimited_reader.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace {
@@ -74,16 +74,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // All at once, folding the events into a job as Store::AppendEvent does.
   trainer::v1::Job job;
-  const Decoded whole = Decode(bytes, [&] { return bytes.size(); }, &job);
+  const Decoded whole = Decode(
+      bytes, [&] { return bytes.size(); }, &job);
   (void)job.SerializeAsString();
   (void)traind::IsTerminal(job.state());
 
   // In small chunks whose sizes follow from the input: a pipe splits writes anywhere.
   uint32_t state = static_cast<uint32_t>(size) * 2654435761u + 1;
-  const Decoded chunked = Decode(bytes, [&] {
-    state = state * 1103515245u + 12345u;
-    return static_cast<size_t>(1 + (state >> 16) % 17);
-  }, nullptr);
+  const Decoded chunked = Decode(
+      bytes,
+      [&] {
+        state = state * 1103515245u + 12345u;
+        return static_cast<size_t>(1 + (state >> 16) % 17);
+      },
+      nullptr);
   if (whole.events != chunked.events) Fail("chunking changed the decoded events");
   if (whole.data_loss != chunked.data_loss) Fail("chunking changed whether the stream is corrupt");
   if (!whole.data_loss && whole.pending != chunked.pending) Fail("chunking changed the rest");
@@ -94,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string repeated;
     repeated.reserve(copies * size);
     for (size_t i = 0; i < copies; ++i) repeated += bytes;
-    const Decoded again = Decode(repeated, [] { return size_t{4096}; }, nullptr);
+    const Decoded again = Decode(
+        repeated, [] { return size_t{4096}; }, nullptr);
     if (again.data_loss || again.pending != 0 ||
         again.events.size() != copies * whole.events.size()) {
       Fail("a repeated clean stream did not decode to the events repeated");

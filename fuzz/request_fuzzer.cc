@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "common/message_bounds.h"
+#include "fuzz/spec_checks.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
-#include "fuzz/spec_checks.h"
 #include "server/sweep_report.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const google::protobuf::ServiceDescriptor* service =
       trainer::v1::SubmitJobRequest::descriptor()->file()->FindServiceByName("Trainer");
-  const google::protobuf::MethodDescriptor* method = service->method(data[0] % service->method_count());
+  const google::protobuf::MethodDescriptor* method =
+      service->method(data[0] % service->method_count());
   std::unique_ptr<google::protobuf::Message> request(
       google::protobuf::MessageFactory::generated_factory()
           ->GetPrototype(method->input_type())

@@ -12,8 +12,8 @@
 
 namespace {
 
-void Write(const std::string& dir, const std::string& name, const google::protobuf::Message& request,
-           const char* method) {
+void Write(const std::string& dir, const std::string& name,
+           const google::protobuf::Message& request, const char* method) {
   const google::protobuf::ServiceDescriptor* service =
       trainer::v1::SubmitJobRequest::descriptor()->file()->FindServiceByName("Trainer");
   const google::protobuf::MethodDescriptor* m = service->FindMethodByName(method);

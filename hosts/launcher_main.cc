@@ -1,6 +1,6 @@
 // traind-hosts: runs one job on several traind hosts (JobSpec.hosts), started by the traind the
 // job was submitted to (the coordinator) in a worker's place. To traind it is a worker: the
-// WorkerRequest on stdin, the job's events on stdout, an exit status from common/worker_exit.h,
+// WorkerRequest on stdin, the job's events on stdout, an exit status from supervise/worker_exit.h,
 // SIGTERM to cancel and SIGUSR1 to checkpoint and stop. Behind that:
 //   1. reserves the job's devices on every peer at once (Peers.Reserve, 10 s each, in parallel),
 //      or on none: one that refuses or does not answer has the others released, and the job
@@ -34,13 +34,14 @@
 #include "absl/synchronization/mutex.h"
 #include "common/free_port.h"
 #include "common/job_spec.h"
-#include "common/rank_events.h"
-#include "common/shared_event_pipe.h"
-#include "common/worker_exit.h"
-#include "common/worker_side.h"
 #include "hosts/peer_config.h"
 #include "hosts/remote_host.h"
-#include "server/worker_process.h"
+#include "supervise/rank_events.h"
+#include "supervise/shared_event_pipe.h"
+#include "supervise/torchrun.h"
+#include "supervise/worker_exit.h"
+#include "supervise/worker_process.h"
+#include "supervise/worker_side.h"
 
 namespace {
 
@@ -181,10 +182,7 @@ class Launcher {
       trainer::v1::WorkerRequest placed = request;
       placed.mutable_spec()->set_device(local_devices_[i]);
       absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> worker = traind::WorkerProcess::Start(
-          worker_path, placed,
-          {absl::StrCat("RANK=", i), absl::StrCat("LOCAL_RANK=", i),
-           absl::StrCat("WORLD_SIZE=", world), "MASTER_ADDR=" + master_addr,
-           absl::StrCat("MASTER_PORT=", *port)});
+          worker_path, placed, traind::TorchrunEnvironment({i, i, world, master_addr, *port}));
       if (!worker.ok()) return Fail(absl::StrCat("rank ", i, ": ", worker.status().message()));
       locals.push_back(*std::move(worker));
     }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/connection.h"
+#include "connect/connection.h"
 
 namespace traind {
 

@@ -30,8 +30,8 @@ class NchwMaxPoolFunction : public torch::autograd::Function<NchwMaxPoolFunction
 
   static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
     const torch::Tensor grad_input = MaxPoolNchwBackward(
-        grad_outputs[0], context->get_saved_variables()[0],
-        context->saved_data["height"].toInt(), context->saved_data["width"].toInt());
+        grad_outputs[0], context->get_saved_variables()[0], context->saved_data["height"].toInt(),
+        context->saved_data["width"].toInt());
     return {grad_input, torch::Tensor()};
   }
 };

@@ -66,11 +66,11 @@ TEST(MaxPoolTest, NchwKernelsMatchATenOnTheCpu) {
   ASSERT_TRUE(OwnCpuKernelsEnabled());  // else this would compare ATen with itself
   const auto fp32 = torch::TensorOptions(torch::kFloat);
   const auto nchw = torch::MemoryFormat::Contiguous;
-  for (const Case& k : {Case{16, 6, 28, 28, 2, 2, 0}, Case{16, 16, 10, 10, 2, 2, 0},
-                        Case{3, 5, 7, 9, 2, 2, 0}, Case{2, 4, 10, 11, 3, 3, 0},
-                        Case{5, 1, 6, 6, 2, 2, 0}}) {
-    ASSERT_TRUE(MaxPoolNchwSupports(torch::zeros({k.n, k.c, k.h, k.w}), k.kernel, k.stride,
-                                    k.padding));
+  for (const Case& k :
+       {Case{16, 6, 28, 28, 2, 2, 0}, Case{16, 16, 10, 10, 2, 2, 0}, Case{3, 5, 7, 9, 2, 2, 0},
+        Case{2, 4, 10, 11, 3, 3, 0}, Case{5, 1, 6, 6, 2, 2, 0}}) {
+    ASSERT_TRUE(
+        MaxPoolNchwSupports(torch::zeros({k.n, k.c, k.h, k.w}), k.kernel, k.stride, k.padding));
     ExpectMatchesATen(k, fp32, 0, nchw);
   }
 }

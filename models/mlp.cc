@@ -10,14 +10,11 @@ MlpImpl::MlpImpl(int64_t num_features, int64_t num_classes) {
       // Flatten first, as bench/reference's MLP: the state dict's names (layers.1.weight, ...)
       // are then the reference's, so downloaded weights load into it.
       nn::Sequential(nn::Flatten(), nn::Linear(nn::LinearOptions(num_features, 256).bias(false)),
-                     nn::ReLU(),
-                     nn::Linear(nn::LinearOptions(256, 128).bias(false)), nn::ReLU(),
+                     nn::ReLU(), nn::Linear(nn::LinearOptions(256, 128).bias(false)), nn::ReLU(),
                      nn::Linear(nn::LinearOptions(128, 64).bias(false)), nn::ReLU(),
                      nn::Linear(64, num_classes)));
 }
 
-torch::Tensor MlpImpl::forward(torch::Tensor x) {
-  return layers_->forward(x);
-}
+torch::Tensor MlpImpl::forward(torch::Tensor x) { return layers_->forward(x); }
 
 }  // namespace traind

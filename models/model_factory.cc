@@ -35,15 +35,16 @@ absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spe
     return absl::InvalidArgumentError(absl::StrCat(
         "model: ", name, " takes images [N, C, H, W]; this dataset's inputs are not images"));
   }
-  if (info->image_size > 0 && (input.height != info->image_size || input.width != info->image_size)) {
-    return absl::InvalidArgumentError(absl::StrCat("image_size: ", name, " needs ", info->image_size,
-                                                   "x", info->image_size, " images, got ",
-                                                   input.height, "x", input.width));
+  if (info->image_size > 0 &&
+      (input.height != info->image_size || input.width != info->image_size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("image_size: ", name, " needs ", info->image_size, "x", info->image_size,
+                     " images, got ", input.height, "x", input.width));
   }
   if (input.height < info->min_image_size || input.width < info->min_image_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "image_size: ", name, " needs images of at least ", info->min_image_size, "x",
-        info->min_image_size, ", got ", input.height, "x", input.width));
+    return absl::InvalidArgumentError(
+        absl::StrCat("image_size: ", name, " needs images of at least ", info->min_image_size, "x",
+                     info->min_image_size, ", got ", input.height, "x", input.width));
   }
   if (name == "lenet5") return torch::nn::AnyModule(LeNet5(input.channels, input.num_classes));
   if (name == "mlp") {
@@ -54,7 +55,8 @@ absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spe
   if (name == "resnet18") {
     return torch::nn::AnyModule(ResNet18(input.channels, input.num_classes, spec.cifar_stem()));
   }
-  return absl::UnimplementedError(absl::StrCat("model: '", name, "' is in the catalog but not built"));
+  return absl::UnimplementedError(
+      absl::StrCat("model: '", name, "' is in the catalog but not built"));
 }
 
 bool UsesChannelsLast(const trainer::v1::JobSpec& spec, const torch::Device& device) {

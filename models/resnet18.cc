@@ -36,8 +36,7 @@ ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_
                            nn::Identity());
   } else {
     stem_ = nn::Sequential(Conv(in_channels, 64, 7, 2, 3), BatchNorm2d(64, /*relu=*/true),
-                           nn::Identity(),
-                           MaxPool2d(/*kernel=*/3, /*stride=*/2, /*padding=*/1));
+                           nn::Identity(), MaxPool2d(/*kernel=*/3, /*stride=*/2, /*padding=*/1));
   }
   register_module("stem", stem_);
   layers_ = nn::Sequential();

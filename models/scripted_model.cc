@@ -20,8 +20,7 @@ std::string WithThousands(int64_t n) {
 
 ScriptedModelImpl::ScriptedModelImpl(torch::jit::Module module) : module_(std::move(module)) {
   for (const auto& parameter : module_.named_parameters(/*recurse=*/true)) {
-    register_parameter(FlatName(parameter.name), parameter.value,
-                       parameter.value.requires_grad());
+    register_parameter(FlatName(parameter.name), parameter.value, parameter.value.requires_grad());
   }
   for (const auto& buffer : module_.named_buffers(/*recurse=*/true)) {
     register_buffer(FlatName(buffer.name), buffer.value);
@@ -46,8 +45,10 @@ void ScriptedModelImpl::train(bool on) {
 
 std::vector<std::pair<std::string, torch::Tensor>> ScriptedModelImpl::NamedTensors() const {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
-  for (const auto& p : module_.named_parameters(/*recurse=*/true)) tensors.emplace_back(p.name, p.value);
-  for (const auto& b : module_.named_buffers(/*recurse=*/true)) tensors.emplace_back(b.name, b.value);
+  for (const auto& p : module_.named_parameters(/*recurse=*/true))
+    tensors.emplace_back(p.name, p.value);
+  for (const auto& b : module_.named_buffers(/*recurse=*/true))
+    tensors.emplace_back(b.name, b.value);
   return tensors;
 }
 
@@ -77,7 +78,8 @@ absl::StatusOr<ScriptedModel> LoadScriptedModel(const std::string& path) {
     if (const size_t newline = what.find('\n'); newline != std::string::npos) what.resize(newline);
     return absl::InvalidArgumentError(
         absl::StrCat("model_file: not a TorchScript file (save it with "
-                     "torch.jit.save(torch.jit.script(model), path)): ", what));
+                     "torch.jit.save(torch.jit.script(model), path)): ",
+                     what));
   }
   if (!module.find_method("forward").has_value()) {
     return absl::InvalidArgumentError("model_file: the TorchScript module has no forward method");

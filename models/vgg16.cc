@@ -9,8 +9,8 @@ namespace nn = torch::nn;
 
 Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
   constexpr int kMaxPool = 0;
-  const int config[] = {64,  64,  kMaxPool, 128, 128, kMaxPool, 256, 256, 256, kMaxPool,
-                        512, 512, 512,      kMaxPool, 512, 512, 512, kMaxPool};
+  const int config[] = {64,       64,  kMaxPool, 128, 128,      kMaxPool, 256, 256, 256,
+                        kMaxPool, 512, 512,      512, kMaxPool, 512,      512, 512, kMaxPool};
   nn::Sequential features;
   int64_t channels = in_channels;
   for (int width : config) {
@@ -29,9 +29,9 @@ Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
   pool_ = register_module("avgpool", nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({7, 7})));
   classifier_ = register_module(
       "classifier",
-      nn::Sequential(nn::Linear(512 * 7 * 7, 4096), nn::ReLU(nn::ReLUOptions(true)), nn::Dropout(0.5),
-                     nn::Linear(4096, 4096), nn::ReLU(nn::ReLUOptions(true)), nn::Dropout(0.5),
-                     nn::Linear(4096, num_classes)));
+      nn::Sequential(nn::Linear(512 * 7 * 7, 4096), nn::ReLU(nn::ReLUOptions(true)),
+                     nn::Dropout(0.5), nn::Linear(4096, 4096), nn::ReLU(nn::ReLUOptions(true)),
+                     nn::Dropout(0.5), nn::Linear(4096, num_classes)));
   // torchvision's initialisation: Kaiming for convs, N(0, 0.01) for linears.
   for (auto& module : modules(/*include_self=*/false)) {
     if (auto* conv = module->as<nn::Conv2d>()) {

@@ -32,7 +32,8 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
   std::vector<Token> tokens;
   if (!token_file.empty()) {
     std::ifstream in(token_file);
-    if (!in) return absl::InvalidArgumentError(absl::StrCat("token-file: cannot read ", token_file));
+    if (!in)
+      return absl::InvalidArgumentError(absl::StrCat("token-file: cannot read ", token_file));
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
       const std::string trimmed(absl::StripAsciiWhitespace(line));
@@ -40,9 +41,9 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
       std::vector<std::string> fields =
           absl::StrSplit(trimmed, absl::ByAnyChar(" \t"), absl::SkipEmpty());
       if (fields.size() > 3) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "token-file: ", token_file, ":", number, ": expected TOKEN [NAME [ROLE]], got ",
-            fields.size(), " fields"));
+        return absl::InvalidArgumentError(absl::StrCat("token-file: ", token_file, ":", number,
+                                                       ": expected TOKEN [NAME [ROLE]], got ",
+                                                       fields.size(), " fields"));
       }
       if (fields[0].size() < 16) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -55,15 +56,15 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
         if (fields[2] == "admin") {
           token.role = Role::kAdmin;
         } else if (fields[2] != "user") {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "token-file: ", token_file, ":", number, ": role '", fields[2],
-              "' is not one of: user, admin"));
+          return absl::InvalidArgumentError(absl::StrCat("token-file: ", token_file, ":", number,
+                                                         ": role '", fields[2],
+                                                         "' is not one of: user, admin"));
         }
       }
       if (token.owner == "local") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "token-file: ", token_file, ":", number,
-            ": the name 'local' is reserved for callers on the Unix socket"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("token-file: ", token_file, ":", number,
+                         ": the name 'local' is reserved for callers on the Unix socket"));
       }
       for (const Token& other : tokens) {
         if (other.owner == token.owner && other.role != token.role) {
@@ -142,9 +143,10 @@ absl::StatusOr<Caller> AccessControl::AuthenticateToken(const std::string& prese
   if (match == nullptr) {
     const char* why = presented_any ? "wrong bearer token" : "no bearer token";
     refused_log_.Log(absl::StrCat("traind: refused a call from ", TerminalSafe(peer), ": ", why));
-    return absl::UnauthenticatedError(absl::StrCat(
-        why, ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "
-             "(trainctl: --token-file or TRAINCTL_TOKEN_FILE)"));
+    return absl::UnauthenticatedError(
+        absl::StrCat(why,
+                     ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "
+                     "(trainctl: --token-file or TRAINCTL_TOKEN_FILE)"));
   }
   return Caller{match->owner, true, match->role};
 }

@@ -12,12 +12,12 @@
 #ifndef TRAIND_SERVER_ACCESS_CONTROL_H_
 #define TRAIND_SERVER_ACCESS_CONTROL_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"

@@ -20,8 +20,8 @@ TEST(ConstantTimeEqualsTest, ComparesWholeStrings) {
 }
 
 std::string WriteTokens(const std::string& text) {
-  const std::string path = std::filesystem::temp_directory_path() /
-                           ("traind-tokens-" + std::to_string(getpid()));
+  const std::string path =
+      std::filesystem::temp_directory_path() / ("traind-tokens-" + std::to_string(getpid()));
   std::ofstream(path) << text;
   return path;
 }
@@ -41,8 +41,7 @@ TEST(AccessControlTest, BadTokenFilesAreRefusedWithTheLine) {
   absl::StatusOr<std::unique_ptr<AccessControl>> access =
       AccessControl::Create(path, AccessControl::Limits{});
   EXPECT_EQ(access.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(access.status().message().find(":1: a token must have at least 16"),
-            std::string::npos)
+  EXPECT_NE(access.status().message().find(":1: a token must have at least 16"), std::string::npos)
       << access.status();
   std::ofstream(path) << "# only a comment\n";
   EXPECT_NE(AccessControl::Create(path, {}).status().message().find("has no tokens"),

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/durable_file.h"
 #include "common/file_ops.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
@@ -32,13 +33,6 @@ absl::Status MakeDir(const std::string& path) {
   return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
 }
 
-void FsyncDir(const std::string& dir) {
-  if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
-    Files().Fsync(fd);
-    close(fd);
-  }
-}
-
 constexpr size_t kMaxNameLength = 256;
 
 }  // namespace
@@ -47,13 +41,18 @@ absl::StatusOr<std::unique_ptr<BlobStore>> BlobStore::Open(const std::string& di
   RETURN_IF_ERROR(MakeDir(dir));
   RETURN_IF_ERROR(MakeDir(dir + "/sha256"));
   RETURN_IF_ERROR(MakeDir(dir + "/incoming"));
-  // What a crash left half-uploaded: never content, only temporary files we created.
-  if (DIR* incoming = opendir((dir + "/incoming").c_str())) {
-    while (const dirent* entry = readdir(incoming)) {
-      const std::string name = entry->d_name;
-      if (name.rfind("upload-", 0) == 0) unlink((dir + "/incoming/" + name).c_str());
+  // What a crash left half-written: never content, only temporary files we created (uploads in
+  // incoming/, a description's beside it: hidden names, common/durable_file.h).
+  for (const auto& [folder, prefix] : {std::pair{"/incoming/", "upload-"}, {"/sha256/", "."}}) {
+    if (DIR* leftovers = opendir((dir + folder).c_str())) {
+      while (const dirent* entry = readdir(leftovers)) {
+        const std::string name = entry->d_name;
+        if (name.rfind(prefix, 0) == 0 && name != "." && name != "..") {
+          unlink((dir + folder + name).c_str());
+        }
+      }
+      closedir(leftovers);
     }
-    closedir(incoming);
   }
   return std::unique_ptr<BlobStore>(new BlobStore(dir));
 }
@@ -86,24 +85,10 @@ bool IsBlobOwner(const trainer::v1::Blob& blob, const std::string& owner) {
   return std::find(blob.owners().begin(), blob.owners().end(), owner) != blob.owners().end();
 }
 
-absl::Status BlobStore::WriteDescription(const trainer::v1::Blob& blob,
-                                         const std::string& temp) const {
+absl::Status BlobStore::WriteDescription(const trainer::v1::Blob& blob) const {
   // Durable before it takes its name: a crash must not leave an empty description in place.
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const bool written = fd >= 0 && WriteAll(fd, blob.SerializeAsString()) && Files().Fsync(fd) == 0;
-  const int error = errno;
-  if (fd >= 0) close(fd);
-  if (!written) {
-    unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot write the description of ", blob.digest(), ": ",
-                                            std::strerror(error)));
-  }
-  if (Files().Rename(temp.c_str(), (PathOf(blob.digest()) + ".blob").c_str()) != 0) {
-    unlink(temp.c_str());
-    return absl::InternalError(absl::StrCat("cannot store the description of ", blob.digest(),
-                                            ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
+  return WriteFileDurably(PathOf(blob.digest()) + ".blob", blob.SerializeAsString(),
+                          "the description of " + blob.digest());
 }
 
 absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::string& owner) {
@@ -121,7 +106,7 @@ absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::st
   }
   blob->clear_owners();
   for (const std::string& o : others) blob->add_owners(o);
-  RETURN_IF_ERROR(WriteDescription(*blob, PathOf(digest) + ".blob.tmp"));
+  RETURN_IF_ERROR(WriteDescription(*blob));
   return false;
 }
 
@@ -152,8 +137,8 @@ absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
     const trainer::v1::BlobHeader& header, int64_t max_bytes, const std::string& owner) {
   RETURN_IF_ERROR(ValidateBlobDigest("header.digest", header.digest()));
   if (header.kind() != "model" && header.kind() != "data" && header.kind() != "weights") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "header.kind: '", header.kind().substr(0, 40), "'; allowed: model, data, weights"));
+    return absl::InvalidArgumentError(absl::StrCat("header.kind: '", header.kind().substr(0, 40),
+                                                   "'; allowed: model, data, weights"));
   }
   if (header.name().size() > kMaxNameLength) {
     return absl::InvalidArgumentError(
@@ -163,22 +148,22 @@ absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
     return absl::InvalidArgumentError("header.size_bytes: must be 0 or more");
   }
   if (header.size_bytes() > max_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "upload of ", header.size_bytes(), " bytes exceeds this daemon's limit of ", max_bytes,
-        " bytes (traind --max-upload-bytes)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("upload of ", header.size_bytes(), " bytes exceeds this daemon's limit of ",
+                     max_bytes, " bytes (traind --max-upload-bytes)"));
   }
   std::string temp = dir_ + "/incoming/upload-XXXXXX";
   const int fd = mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) {
     // No path: the caller may be remote, and the state directory is not theirs to know.
-    return absl::InternalError(absl::StrCat("cannot create the upload's temporary file: ",
-                                            std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot create the upload's temporary file: ", std::strerror(errno)));
   }
   return std::unique_ptr<Upload>(new Upload(this, header, owner, temp, fd));
 }
 
-BlobStore::Upload::Upload(const BlobStore* store, trainer::v1::BlobHeader header,
-                          std::string owner, std::string temp_path, int fd)
+BlobStore::Upload::Upload(const BlobStore* store, trainer::v1::BlobHeader header, std::string owner,
+                          std::string temp_path, int fd)
     : store_(store),
       header_(std::move(header)),
       owner_(std::move(owner)),
@@ -211,13 +196,13 @@ absl::Status BlobStore::Upload::Append(absl::string_view bytes) {
 
 absl::Status BlobStore::Upload::Verify() {
   if (received_ != header_.size_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("upload: ended after ", received_, " of ",
-                                                   header_.size_bytes(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload: ended after ", received_, " of ", header_.size_bytes(), " bytes"));
   }
   const std::string actual = absl::StrCat("sha256:", hash_.HexDigest());
   if (actual != header_.digest()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "upload: the content's digest is ", actual, ", not ", header_.digest(), " as announced"));
+    return absl::InvalidArgumentError(absl::StrCat("upload: the content's digest is ", actual,
+                                                   ", not ", header_.digest(), " as announced"));
   }
   if (Files().Fsync(fd_) != 0) {
     return absl::InternalError(absl::StrCat("upload: fsync failed: ", std::strerror(errno)));
@@ -249,14 +234,12 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
   }
   // The description first: content without one is still usable, a description without content
   // is never looked at.
-  RETURN_IF_ERROR(store_->WriteDescription(blob, temp_path_ + ".blob"));
+  RETURN_IF_ERROR(store_->WriteDescription(blob));
   chmod(temp_path_.c_str(), 0400);
-  if (Files().Rename(temp_path_.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(
-        absl::StrCat("upload: cannot move the content into place: ", std::strerror(errno)));
-  }
+  const absl::Status moved =
+      CommitDurably(temp_path_, path, IfPresent::kReplace, "the content of " + blob.digest());
+  if (!moved.ok()) return absl::InternalError(absl::StrCat("upload: ", moved.message()));
   committed_ = true;
-  FsyncDir(path.substr(0, path.rfind('/')));
   return blob;
 }
 

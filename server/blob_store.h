@@ -77,8 +77,8 @@ class BlobStore {
  private:
   explicit BlobStore(std::string dir) : dir_(std::move(dir)) {}
   const std::string dir_;
-  // Writes `blob` to `temp`, then renames it over the content's description (HEX.blob).
-  absl::Status WriteDescription(const trainer::v1::Blob& blob, const std::string& temp) const;
+  // Writes `blob` durably as the content's description (HEX.blob).
+  absl::Status WriteDescription(const trainer::v1::Blob& blob) const;
   // Serializes read-merge-write of descriptions (their owners): Upload::Commit, Release.
   mutable absl::Mutex describe_mu_;
 };

@@ -84,9 +84,8 @@ TEST(BlobStoreTest, AFailedWriteFsyncOrRenameStoresNothingAndSaysWhy) {
       {Call::kFsync, EIO, 0, kInternal, "upload: fsync failed: Input/output error"},
       {Call::kFsync, EIO, 1, kInternal,  // the description's
        "cannot write the description of sha256:"},
-      {Call::kRename, EIO, 0, kInternal, "cannot store the description of sha256:"},
-      {Call::kRename, EROFS, 1, kInternal,
-       "upload: cannot move the content into place: Read-only file system"},
+      {Call::kRename, EIO, 0, kInternal, "cannot write the description of sha256:"},
+      {Call::kRename, EROFS, 1, kInternal, "upload: cannot write the content of sha256:"},
   };
   TempDirForTests temp;
   auto store = BlobStore::Open(temp.path() + "/blobs");
@@ -185,9 +184,9 @@ TEST(BlobStoreTest, ShortOrForgedContentIsRefusedAndNotStored) {
   ASSERT_TRUE((*upload)->Append("the fake content").ok());
   const absl::Status verify = (*upload)->Verify();
   EXPECT_TRUE(absl::IsInvalidArgument(verify));
-  EXPECT_EQ(verify.message(), absl::StrCat("upload: the content's digest is ",
-                                           DigestOf("the fake content"), ", not ",
-                                           DigestOf(content), " as announced"));
+  EXPECT_EQ(verify.message(),
+            absl::StrCat("upload: the content's digest is ", DigestOf("the fake content"), ", not ",
+                         DigestOf(content), " as announced"));
   EXPECT_FALSE((*upload)->Commit("").ok());
   EXPECT_TRUE(absl::IsNotFound((*store)->Get(DigestOf(content)).status()));
 

@@ -1,7 +1,7 @@
 #include "server/checked_request.h"
 
-#include <grpcpp/impl/grpc_library.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
+#include <grpcpp/impl/grpc_library.h>
 
 #include <string>
 #include <vector>
@@ -83,8 +83,8 @@ TEST(CheckedRequestTest, AWideInt32IsRefusedNamingTheFieldEvenAcrossSlices) {
               "1099511627781");
   }
   SubmitJobRequest parsed;
-  const absl::Status garbage = ParseCheckedRequest(Buffer(std::string("\x0a\x05", 2) + "ab"),
-                                                   &parsed);
+  const absl::Status garbage =
+      ParseCheckedRequest(Buffer(std::string("\x0a\x05", 2) + "ab"), &parsed);
   EXPECT_EQ(garbage.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(garbage.message().rfind("not a valid trainer.v1.SubmitJobRequest", 0), 0u) << garbage;
 }

@@ -26,7 +26,7 @@
 #include "server/http/http_sessions.h"
 #include "server/http/prometheus_metrics.h"
 #include "server/owned_paths.h"
-#include "server/worker_process.h"
+#include "supervise/worker_process.h"
 
 namespace traind {
 
@@ -52,7 +52,8 @@ absl::StatusOr<int> LockStateDir(const std::string& dir) {
   const std::string path = dir + "/traind.lock";
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
-    return absl::FailedPreconditionError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     close(fd);
@@ -64,7 +65,8 @@ absl::StatusOr<int> LockStateDir(const std::string& dir) {
 
 absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
   absl::StatusOr<std::string> pem = ReadTextFile(path);
-  if (!pem.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
+  if (!pem.ok())
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": ", pem.status().message()));
   if (pem->find("-----BEGIN") == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat(flag, ": '", path, "' is not a PEM file"));
   }
@@ -181,12 +183,8 @@ static std::string HostsLauncherPath(const std::string& worker_path) {
   return (std::filesystem::path(worker_path).parent_path() / "traind-hosts").string();
 }
 
-absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
-  std::unique_ptr<Daemon> daemon(new Daemon());
-  if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
-  if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
-  if (options.listen.empty()) options.listen.push_back("unix:" + options.state_dir + "/traind.sock");
-  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+// What the listeners may be: TCP needs TLS, or loopback with --insecure-loopback, and tokens.
+static absl::Status CheckListeners(const DaemonOptions& options, bool tls) {
   if (tls && (options.tls_cert.empty() || options.tls_key.empty())) {
     return absl::InvalidArgumentError("tls: --tls-cert and --tls-key go together");
   }
@@ -204,139 +202,50 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     // Without tokens every local user (any process on a loopback address) would get the
     // daemon's powers, so plaintext loopback needs them as much as TLS does.
     if (options.token_file.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "listen: ", address, ": a TCP listener needs --token-file (bearer tokens, one per "
-                               "line: TOKEN [NAME [ROLE]]; deploy/make-certs.sh makes one)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("listen: ", address,
+                       ": a TCP listener needs --token-file (bearer tokens, one per "
+                       "line: TOKEN [NAME [ROLE]]; deploy/make-certs.sh makes one)"));
     }
   }
+  return absl::OkStatus();
+}
+
+// The TLS listeners' certificate, and the client CA when clients must present certificates.
+static absl::StatusOr<grpc::SslServerCredentialsOptions> ReadServerTls(
+    const DaemonOptions& options) {
   grpc::SslServerCredentialsOptions ssl;
+  ASSIGN_OR_RETURN(std::string cert, ReadPem("tls-cert", options.tls_cert));
+  ASSIGN_OR_RETURN(std::string key, ReadPem("tls-key", options.tls_key));
+  ssl.pem_key_cert_pairs.push_back({std::move(key), std::move(cert)});
+  if (!options.tls_client_ca.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("tls-client-ca", options.tls_client_ca));
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return ssl;
+}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
+  std::unique_ptr<Daemon> daemon(new Daemon());
+  if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
+  if (options.worker_path.empty()) options.worker_path = DefaultWorkerPath();
+  if (options.listen.empty())
+    options.listen.push_back("unix:" + options.state_dir + "/traind.sock");
+  const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
+  RETURN_IF_ERROR(CheckListeners(options, tls));
+  std::optional<grpc::SslServerCredentialsOptions> ssl;
   if (tls) {
-    ASSIGN_OR_RETURN(std::string cert, ReadPem("tls-cert", options.tls_cert));
-    ASSIGN_OR_RETURN(std::string key, ReadPem("tls-key", options.tls_key));
-    ssl.pem_key_cert_pairs.push_back({std::move(key), std::move(cert)});
-    if (!options.tls_client_ca.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem("tls-client-ca", options.tls_client_ca));
-      ssl.client_certificate_request =
-          GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
-    }
+    ASSIGN_OR_RETURN(ssl, ReadServerTls(options));
   }
   ASSIGN_OR_RETURN(daemon->access_, AccessControl::Create(options.token_file, options.limits));
   daemon->options_ = options;
-
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceProbe> probe, DeviceProbe::Start(options.worker_path));
-  RETURN_IF_ERROR(PreparePrivateDir(options.state_dir));
-  ASSIGN_OR_RETURN(daemon->lock_fd_, LockStateDir(options.state_dir));
-  ASSIGN_OR_RETURN(daemon->store_, Store::Open(options.state_dir + "/traind.db"));
-  ASSIGN_OR_RETURN(daemon->blobs_, BlobStore::Open(options.state_dir + "/blobs"));
-  ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, probe->Finish());
-
-  const trainer::v1::ListDevicesResponse devices_found = devices;
-  std::vector<std::string> gpus;
-  for (const auto& device : devices.devices()) {
-    if (absl::StartsWith(device.name(), "cuda:")) gpus.push_back(device.name());
-  }
-  daemon->hub_ = std::make_unique<EventHub>();
-  daemon->store_->SetEventListener(
-      [hub = daemon->hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
-  daemon->executor_ = std::make_unique<Executor>(options.executor_threads);
-  const std::vector<std::string> data_roots = DataRoots(options.data_roots);
-  // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
-  // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
-  // admission checks user paths against the data roots alone).
-  std::vector<std::string> worker_data_roots = data_roots;
-  worker_data_roots.push_back(
-      std::filesystem::absolute(options.state_dir + "/blobs").lexically_normal().string());
-  daemon->scheduler_ = std::make_unique<Scheduler>(
-      daemon->store_.get(), daemon->hub_.get(),
-      Scheduler::Options{
-          options.worker_path, options.state_dir + "/jobs", options.state_dir + "/cache",
-          options.cancel_grace, options.slots, options.checkpoint_minutes * 60,
-          daemon->blobs_.get(), options.warm_workers, std::move(gpus),
-          SlurmLauncherPath(options.worker_path), options.slurm_address,
-          HostsLauncherPath(options.worker_path), options.hosts_environment, options.host_wait,
-          options.worker_nice, std::move(worker_data_roots)});
-  daemon->service_ = std::make_unique<TrainerService>(
-      daemon->store_.get(), daemon->hub_.get(), daemon->executor_.get(), daemon->scheduler_.get(),
-      daemon->access_.get(), std::move(devices),
-      TrainerService::Files{daemon->blobs_.get(), options.state_dir + "/jobs", options.worker_path,
-                            options.max_upload_bytes, options.max_storage_per_token},
-      options.enable_fault_injection, data_roots);
-
-  daemon->service_->set_shutdown_hook(options.shutdown_hook);
-  daemon->service_->set_hosts(options.host_name, options.peer_names);
-  daemon->peer_service_ = std::make_unique<PeerService>(
-      daemon->scheduler_.get(), daemon->access_.get(), daemon->service_.get(),
-      PeerService::Options{options.worker_path, options.state_dir + "/peer-jobs",
-                           options.max_upload_bytes, options.cancel_grace});
-  daemon->service_->set_slurm_available(
-      OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
-      access(SlurmLauncherPath(options.worker_path).c_str(), X_OK) == 0);
+  ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, daemon->OpenState());
+  daemon->CreateServices(devices);
   // The dashboard's in-process calls for local browser sessions carry this secret.
   const std::string local_session_secret = options.http.empty() ? "" : RandomSecret();
   daemon->access_->set_local_session_secret(local_session_secret);
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();  // before the builder: it copies them
-  grpc::ServerBuilder builder;
-  // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
-  // when every listener is a Unix socket. Linking grpc++_reflection registers its plugin for every
-  // server at static initialisation, whether or not InitProtoReflectionServerBuilderPlugin() is
-  // called, so the plugin has to be taken out again where it must not serve.
-  const bool any_tcp = std::any_of(options.listen.begin(), options.listen.end(),
-                                   [](const std::string& a) { return !absl::StartsWith(a, "unix:"); });
-  if (any_tcp) builder.SetOption(std::make_unique<WithoutReflection>());
-  std::vector<int> ports(options.listen.size(), 0);
-  for (size_t i = 0; i < options.listen.size(); ++i) {
-    const std::string& address = options.listen[i];
-    if (absl::StartsWith(address, "unix:")) {
-      RETURN_IF_ERROR(ClaimSocketPath(address.substr(5)));
-      builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &ports[i]);
-    } else {
-      builder.AddListeningPort(
-          address, tls ? grpc::SslServerCredentials(ssl) : grpc::InsecureServerCredentials(),
-          &ports[i]);
-    }
-  }
-  builder.RegisterService(daemon->service_.get());
-  builder.RegisterService(daemon->peer_service_.get());
-  // Peers' launchers ping every 2 s to notice a host that went away (hosts/peer_config.cc):
-  // allowed, as is pinging callers here every 10 s to notice a coordinator that did.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
-  daemon->server_ = builder.BuildAndStart();
-  if (daemon->server_ == nullptr) {
-    return absl::UnavailableError("cannot listen on the requested addresses (in use?)");
-  }
-  for (size_t i = 0; i < options.listen.size(); ++i) {
-    const std::string& address = options.listen[i];
-    if (absl::StartsWith(address, "unix:")) {
-      ASSIGN_OR_RETURN(BoundSocket socket, AdoptBoundSocket(address.substr(5)));
-      daemon->sockets_.push_back(std::move(socket));
-      daemon->addresses_.push_back(address);
-    } else {
-      daemon->addresses_.push_back(
-          absl::StrCat(address.substr(0, address.rfind(':')), ":", ports[i]));
-    }
-  }
-  if (!options.http.empty()) {
-    DashboardServer::Options http;
-    http.address = options.http;
-    http.tls_cert = options.tls_cert;
-    http.tls_key = options.tls_key;
-    http.token_path = options.state_dir + "/http.token";
-    // Bodies are read before the caller is known: at most 1 MiB (a JSON sweep of a few thousand
-    // configurations), or less with a smaller --max-request-bytes.
-    http.max_request_bytes = std::min(options.max_request_bytes, 1 << 20);
-    ASSIGN_OR_RETURN(
-        daemon->dashboard_,
-        DashboardServer::Start(http, daemon->server_->InProcessChannel(grpc::ChannelArguments()),
-                               daemon->access_.get(), local_session_secret,
-                               std::make_unique<PrometheusMetrics>(
-                                   daemon->store_.get(), daemon->scheduler_.get(), devices_found,
-                                   options.state_dir)));
-  }
+  RETURN_IF_ERROR(daemon->Listen(ssl));
+  if (!options.http.empty()) RETURN_IF_ERROR(daemon->StartDashboard(devices, local_session_secret));
   RETURN_IF_ERROR(daemon->scheduler_->Start());
   if (options.retain_finished_days > 0) {
     daemon->retention_ = std::make_unique<Retention>(
@@ -346,6 +255,129 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     daemon->retention_->Start();
   }
   return daemon;
+}
+
+absl::StatusOr<trainer::v1::ListDevicesResponse> Daemon::OpenState() {
+  // The device listing starts first and is collected last: a restart costs the longer of the
+  // two, not their sum (docs/architecture.md).
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceProbe> probe, DeviceProbe::Start(options_.worker_path));
+  RETURN_IF_ERROR(PreparePrivateDir(options_.state_dir));
+  ASSIGN_OR_RETURN(lock_fd_, LockStateDir(options_.state_dir));
+  ASSIGN_OR_RETURN(store_, Store::Open(options_.state_dir + "/traind.db"));
+  ASSIGN_OR_RETURN(blobs_, BlobStore::Open(options_.state_dir + "/blobs"));
+  return probe->Finish();
+}
+
+void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
+  hub_ = std::make_unique<EventHub>();
+  store_->SetEventListener(
+      [hub = hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
+  executor_ = std::make_unique<Executor>(options_.executor_threads);
+  const std::vector<std::string> data_roots = DataRoots(options_.data_roots);
+  Scheduler::Options scheduling;
+  scheduling.worker_path = options_.worker_path;
+  scheduling.jobs_dir = options_.state_dir + "/jobs";
+  scheduling.cache_dir = options_.state_dir + "/cache";
+  scheduling.cancel_grace = options_.cancel_grace;
+  scheduling.slots = options_.slots;
+  scheduling.checkpoint_interval_seconds = options_.checkpoint_minutes * 60;
+  scheduling.blobs = blobs_.get();
+  scheduling.warm_workers = options_.warm_workers;
+  for (const auto& device : devices.devices()) {
+    if (absl::StartsWith(device.name(), "cuda:")) scheduling.gpus.push_back(device.name());
+  }
+  scheduling.slurm_launcher_path = SlurmLauncherPath(options_.worker_path);
+  scheduling.slurm_address = options_.slurm_address;
+  scheduling.hosts_launcher_path = HostsLauncherPath(options_.worker_path);
+  scheduling.hosts_environment = options_.hosts_environment;
+  scheduling.host_wait = options_.host_wait;
+  scheduling.worker_nice = options_.worker_nice;
+  // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
+  // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
+  // admission checks user paths against the data roots alone).
+  scheduling.worker_data_roots = data_roots;
+  scheduling.worker_data_roots.push_back(
+      std::filesystem::absolute(options_.state_dir + "/blobs").lexically_normal().string());
+  scheduler_ = std::make_unique<Scheduler>(store_.get(), hub_.get(), std::move(scheduling));
+  service_ = std::make_unique<TrainerService>(
+      store_.get(), hub_.get(), executor_.get(), scheduler_.get(), access_.get(), devices,
+      TrainerService::Files{blobs_.get(), options_.state_dir + "/jobs", options_.worker_path,
+                            options_.max_upload_bytes, options_.max_storage_per_token},
+      options_.enable_fault_injection, data_roots);
+  service_->set_shutdown_hook(options_.shutdown_hook);
+  service_->set_hosts(options_.host_name, options_.peer_names);
+  peer_service_ = std::make_unique<PeerService>(
+      scheduler_.get(), access_.get(), service_.get(),
+      PeerService::Options{options_.worker_path, options_.state_dir + "/peer-jobs",
+                           options_.max_upload_bytes, options_.cancel_grace});
+  service_->set_slurm_available(OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
+                                access(SlurmLauncherPath(options_.worker_path).c_str(), X_OK) == 0);
+}
+
+absl::Status Daemon::Listen(const std::optional<grpc::SslServerCredentialsOptions>& ssl) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();  // before the builder: it copies them
+  grpc::ServerBuilder builder;
+  // Over TCP an unauthenticated caller may see health only; reflection (for grpcurl) is offered
+  // when every listener is a Unix socket. Linking grpc++_reflection registers its plugin for every
+  // server at static initialisation, whether or not InitProtoReflectionServerBuilderPlugin() is
+  // called, so the plugin has to be taken out again where it must not serve.
+  const std::vector<std::string>& listen = options_.listen;
+  const bool any_tcp = std::any_of(listen.begin(), listen.end(), [](const std::string& a) {
+    return !absl::StartsWith(a, "unix:");
+  });
+  if (any_tcp) builder.SetOption(std::make_unique<WithoutReflection>());
+  std::vector<int> ports(listen.size(), 0);
+  for (size_t i = 0; i < listen.size(); ++i) {
+    const bool unix_socket = absl::StartsWith(listen[i], "unix:");
+    if (unix_socket) RETURN_IF_ERROR(ClaimSocketPath(listen[i].substr(5)));
+    builder.AddListeningPort(listen[i],
+                             ssl.has_value() && !unix_socket ? grpc::SslServerCredentials(*ssl)
+                                                             : grpc::InsecureServerCredentials(),
+                             &ports[i]);
+  }
+  builder.RegisterService(service_.get());
+  builder.RegisterService(peer_service_.get());
+  // Peers' launchers ping every 2 s to notice a host that went away (hosts/peer_config.cc):
+  // allowed, as is pinging callers here every 10 s to notice a coordinator that did.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  builder.SetMaxReceiveMessageSize(options_.max_request_bytes);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr) {
+    return absl::UnavailableError("cannot listen on the requested addresses (in use?)");
+  }
+  for (size_t i = 0; i < listen.size(); ++i) {
+    if (absl::StartsWith(listen[i], "unix:")) {
+      ASSIGN_OR_RETURN(BoundSocket socket, AdoptBoundSocket(listen[i].substr(5)));
+      sockets_.push_back(std::move(socket));
+      addresses_.push_back(listen[i]);
+    } else {
+      addresses_.push_back(absl::StrCat(listen[i].substr(0, listen[i].rfind(':')), ":", ports[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::StartDashboard(const trainer::v1::ListDevicesResponse& devices,
+                                    const std::string& local_session_secret) {
+  DashboardServer::Options http;
+  http.address = options_.http;
+  http.tls_cert = options_.tls_cert;
+  http.tls_key = options_.tls_key;
+  http.token_path = options_.state_dir + "/http.token";
+  // Bodies are read before the caller is known: at most 1 MiB (a JSON sweep of a few thousand
+  // configurations), or less with a smaller --max-request-bytes.
+  http.max_request_bytes = std::min(options_.max_request_bytes, 1 << 20);
+  ASSIGN_OR_RETURN(
+      dashboard_,
+      DashboardServer::Start(http, server_->InProcessChannel(grpc::ChannelArguments()),
+                             access_.get(), local_session_secret,
+                             std::make_unique<PrometheusMetrics>(store_.get(), scheduler_.get(),
+                                                                 devices, options_.state_dir)));
+  return absl::OkStatus();
 }
 
 void Daemon::Shutdown() {

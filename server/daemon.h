@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,26 +32,26 @@
 namespace traind {
 
 struct DaemonOptions {
-  std::string state_dir;                 // required; created 0700 if missing (PreparePrivateDir)
-  std::vector<std::string> listen;       // "unix:PATH" or "HOST:PORT"; default unix:<state>/traind.sock
-  bool allow_insecure_tcp = false;       // plaintext TCP, loopback only
+  std::string state_dir;            // required; created 0700 if missing (PreparePrivateDir)
+  std::vector<std::string> listen;  // "unix:PATH" or "HOST:PORT"; default unix:<state>/traind.sock
+  bool allow_insecure_tcp = false;  // plaintext TCP, loopback only
   // TCP listeners other than plaintext loopback need a server certificate and key (PEM files)
   // and a token file; a client CA makes clients present a certificate it signed.
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
-  std::string token_file;                // one bearer token per line; see AccessControl
+  std::string token_file;  // one bearer token per line; see AccessControl
   AccessControl::Limits limits;
   int max_request_bytes = 4 << 20;
   int64_t max_upload_bytes = int64_t{8} << 30;  // one uploaded file (model, dataset)
   // What one token may hold (its uploads and its jobs' files); 0: no limit. Local callers: none.
   int64_t max_storage_per_token = int64_t{50} << 30;
-  std::string worker_path;               // default: traind-worker beside this executable
+  std::string worker_path;  // default: traind-worker beside this executable
   absl::Duration cancel_grace = absl::Seconds(10);
-  double checkpoint_minutes = 10;        // running jobs checkpoint at least this often; 0: off
-  double retain_finished_days = 0;       // delete what ended longer ago than this; 0: keep all
+  double checkpoint_minutes = 10;   // running jobs checkpoint at least this often; 0: off
+  double retain_finished_days = 0;  // delete what ended longer ago than this; 0: keep all
   int executor_threads = 4;
-  std::map<std::string, int> slots;      // jobs at once per device; default 1
+  std::map<std::string, int> slots;  // jobs at once per device; default 1
   // The host name Slurm tasks reach this machine at, for jobs with backend slurm (empty: this
   // machine's name, as gethostname gives it).
   std::string slurm_address;
@@ -61,9 +62,9 @@ struct DaemonOptions {
   std::vector<std::string> peer_names;
   std::vector<std::string> hosts_environment;
   absl::Duration host_wait = absl::Minutes(10);
-  int warm_workers = 1;                  // traind-worker processes started ahead of their jobs
-  int worker_nice = 10;                  // workers' nice increment over traind's own (0-19)
-  bool enable_fault_injection = false;   // accept JobSpec.debug (tests only)
+  int warm_workers = 1;                 // traind-worker processes started ahead of their jobs
+  int worker_nice = 10;                 // workers' nice increment over traind's own (0-19)
+  bool enable_fault_injection = false;  // accept JobSpec.debug (tests only)
   // Called by the Shutdown RPC (trainctl shutdown); unset: that RPC is refused.
   std::function<void()> shutdown_hook;
   // Jobs may read datasets only under these directories (plus the default Fashion-MNIST one).
@@ -87,6 +88,16 @@ class Daemon {
   DashboardServer* dashboard() const { return dashboard_.get(); }
 
  private:
+  // Start's steps, in order. The state directory (locked), the store and the blobs; returns the
+  // machine's devices.
+  absl::StatusOr<trainer::v1::ListDevicesResponse> OpenState();
+  // The event hub, executor, scheduler and both gRPC services.
+  void CreateServices(const trainer::v1::ListDevicesResponse& devices);
+  // The gRPC server on every --listen address (TLS on TCP when `ssl` is set).
+  absl::Status Listen(const std::optional<grpc::SslServerCredentialsOptions>& ssl);
+  absl::Status StartDashboard(const trainer::v1::ListDevicesResponse& devices,
+                              const std::string& local_session_secret);
+
   Daemon() = default;
 
   DaemonOptions options_;

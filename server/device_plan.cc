@@ -26,7 +26,8 @@ bool OnGpus(const trainer::v1::JobSpec& spec) { return spec.gpus() > 0 || !spec.
 
 }  // namespace
 
-absl::Status CheckGpusExist(const trainer::v1::JobSpec& spec, const std::vector<std::string>& gpus) {
+absl::Status CheckGpusExist(const trainer::v1::JobSpec& spec,
+                            const std::vector<std::string>& gpus) {
   if (!OnGpus(spec)) return absl::OkStatus();
   const std::string here =
       gpus.empty() ? "no GPU" : absl::StrCat(gpus.size(), " (", absl::StrJoin(gpus, ", "), ")");

@@ -4,11 +4,11 @@
 #ifndef TRAIND_SERVER_DOWNLOAD_REACTOR_H_
 #define TRAIND_SERVER_DOWNLOAD_REACTOR_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <fstream>
 #include <functional>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "server/executor.h"

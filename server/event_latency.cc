@@ -73,9 +73,9 @@ std::string EventLatency::Summary(const std::string& line_prefix) const {
   for (int p = 0; p < kPoints; ++p) {
     const Quantiles q = Of(static_cast<Point>(p));
     if (q.count == 0) continue;
-    absl::StrAppendFormat(&summary,
-                          "%sstep events, worker to %s: p50 %.2f ms, p99 %.2f ms, max %.1f ms (%d)\n",
-                          line_prefix, kPointNames[p], q.p50_ms, q.p99_ms, q.max_ms, q.count);
+    absl::StrAppendFormat(
+        &summary, "%sstep events, worker to %s: p50 %.2f ms, p99 %.2f ms, max %.1f ms (%d)\n",
+        line_prefix, kPointNames[p], q.p50_ms, q.p99_ms, q.max_ms, q.count);
   }
   return summary;
 }

@@ -1,8 +1,8 @@
 #include "server/event_latency.h"
 
-#include <chrono>
-
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 namespace traind {
 namespace {
@@ -24,7 +24,8 @@ TEST(EventLatencyTest, QuantilesAreWithinABucketOfTheTruth) {
 TEST(EventLatencyTest, MeasuresFromTheTimestamp) {
   EventLatency latency;
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  const auto stamped_us = std::chrono::duration_cast<std::chrono::microseconds>(now).count() - 20000;
+  const auto stamped_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(now).count() - 20000;
   google::protobuf::Timestamp stamped;
   stamped.set_seconds(stamped_us / 1000000);
   stamped.set_nanos(static_cast<int32_t>(stamped_us % 1000000) * 1000);

@@ -25,9 +25,8 @@ void Executor::Loop() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](Executor* e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu_) {
-            return e->stopping_ || !e->tasks_.empty();
-          },
+          +[](Executor* e)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(e->mu_) { return e->stopping_ || !e->tasks_.empty(); },
           this));
       if (tasks_.empty()) return;  // stopping, and nothing left
       task = std::move(tasks_.front());

@@ -14,7 +14,9 @@ namespace traind {
 
 namespace {
 
-std::string JobDir(const std::string& jobs_dir, int64_t id) { return absl::StrCat(jobs_dir, "/", id); }
+std::string JobDir(const std::string& jobs_dir, int64_t id) {
+  return absl::StrCat(jobs_dir, "/", id);
+}
 
 // nftw's callbacks take no context; one walk at a time per thread.
 thread_local int64_t walk_bytes = 0;

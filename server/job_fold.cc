@@ -20,7 +20,8 @@ void ApplyEvent(const JobEvent& event, Job* job) {
     case JobEvent::kStateChange: {
       const Job::State state = event.state_change().state();
       job->set_state(state);
-      if (state == Job::QUEUED && !job->has_create_time()) *job->mutable_create_time() = event.time();
+      if (state == Job::QUEUED && !job->has_create_time())
+        *job->mutable_create_time() = event.time();
       // A re-queued job runs again (from its checkpoint, if it has one): start_time stays the
       // first start, last_start_time is the latest.
       if (state == Job::RUNNING) {
@@ -38,21 +39,20 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       *job->mutable_latest_step() = event.step();
       result->set_peak_current_allocated_bytes(std::max(
           result->peak_current_allocated_bytes(), event.step().peak_current_allocated_bytes()));
-      result->set_peak_driver_allocated_bytes(std::max(
-          result->peak_driver_allocated_bytes(), event.step().peak_driver_allocated_bytes()));
+      result->set_peak_driver_allocated_bytes(std::max(result->peak_driver_allocated_bytes(),
+                                                       event.step().peak_driver_allocated_bytes()));
       break;
-    case JobEvent::kEpochSummary:
-      {
-        // Indexed by epoch: a job that resumes or starts over rewrites its epochs, never
-        // appends duplicates. No job has more than kMaxEpochs: a larger epoch comes from a broken
-        // worker and would make the row gigabytes (2^31 - 1: 16 GiB), so it is not recorded.
-        const int epoch = event.epoch_summary().epoch();
-        if (epoch > 0 && epoch <= kMaxEpochs) {
-          auto* times = result->mutable_epoch_seconds_no_eval();
-          while (times->size() < epoch) times->Add(0);
-          times->Set(epoch - 1, event.epoch_summary().epoch_seconds_no_eval());
-        }
+    case JobEvent::kEpochSummary: {
+      // Indexed by epoch: a job that resumes or starts over rewrites its epochs, never
+      // appends duplicates. No job has more than kMaxEpochs: a larger epoch comes from a broken
+      // worker and would make the row gigabytes (2^31 - 1: 16 GiB), so it is not recorded.
+      const int epoch = event.epoch_summary().epoch();
+      if (epoch > 0 && epoch <= kMaxEpochs) {
+        auto* times = result->mutable_epoch_seconds_no_eval();
+        while (times->size() < epoch) times->Add(0);
+        times->Set(epoch - 1, event.epoch_summary().epoch_seconds_no_eval());
       }
+    }
       result->set_best_validation_accuracy(event.epoch_summary().best_validation_accuracy());
       result->set_best_epoch(event.epoch_summary().best_epoch());
       break;
@@ -76,9 +76,8 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       break;
     case JobEvent::kArtifact: {  // a newer file of the same name replaces the older
       auto* artifacts = result->mutable_artifacts();
-      auto same = std::find_if(artifacts->begin(), artifacts->end(), [&](const auto& a) {
-        return a.name() == event.artifact().name();
-      });
+      auto same = std::find_if(artifacts->begin(), artifacts->end(),
+                               [&](const auto& a) { return a.name() == event.artifact().name(); });
       *(same != artifacts->end() ? &*same : artifacts->Add()) = event.artifact();
       break;
     }
@@ -92,8 +91,8 @@ void ApplyEvent(const JobEvent& event, Job* job) {
       result->set_total_seconds(final_result.total_seconds());
       result->set_peak_current_allocated_bytes(std::max(
           result->peak_current_allocated_bytes(), final_result.peak_current_allocated_bytes()));
-      result->set_peak_driver_allocated_bytes(std::max(
-          result->peak_driver_allocated_bytes(), final_result.peak_driver_allocated_bytes()));
+      result->set_peak_driver_allocated_bytes(std::max(result->peak_driver_allocated_bytes(),
+                                                       final_result.peak_driver_allocated_bytes()));
       break;
     }
     default:

@@ -17,13 +17,14 @@ namespace traind {
 class LogLimiter {
  public:
   struct Options {
-    int burst = 20;                         // lines written per window
+    int burst = 20;  // lines written per window
     absl::Duration window = absl::Seconds(10);
-    std::string what = "lines";             // in the summary: "412 more refused calls ..."
+    std::string what = "lines";  // in the summary: "412 more refused calls ..."
   };
   // Writes to `out` (not owned; must outlive this). `now` is the clock (tests pass their own).
-  LogLimiter(Options options, std::ostream* out,
-             std::function<absl::Time()> now = [] { return absl::Now(); });
+  LogLimiter(
+      Options options, std::ostream* out,
+      std::function<absl::Time()> now = [] { return absl::Now(); });
 
   // Writes `line` (plus a newline) or counts it. A window with lines left out is summed up,
   // before the next line written, as "<prefix>N more <what> not shown (<window>)".
@@ -35,7 +36,7 @@ class LogLimiter {
   const std::function<absl::Time()> now_;
   absl::Mutex mu_;
   absl::Time window_start_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  int written_ ABSL_GUARDED_BY(mu_) = 0;     // in this window
+  int written_ ABSL_GUARDED_BY(mu_) = 0;       // in this window
   int64_t left_out_ ABSL_GUARDED_BY(mu_) = 0;  // in this window
 };
 

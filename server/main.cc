@@ -10,10 +10,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "client/config_file.h"
 #include "common/build_version.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
+#include "connect/config_file.h"
 #include "hosts/peer_config.h"
 #include "server/daemon.h"
 
@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
   options.state_dir = traind::DefaultStateDir();
   double cancel_grace_seconds = 10;
 
-  CLI::App app{"traind: a training daemon. Owns the accelerator and a persistent job queue; "
-               "trainctl talks to it over gRPC."};
+  CLI::App app{
+      "traind: a training daemon. Owns the accelerator and a persistent job queue; "
+      "trainctl talks to it over gRPC."};
   app.set_version_flag("--version", std::string("traind, ") + traind::BuildVersion());
   app.add_option("--state-dir", options.state_dir, "Jobs, events and the socket live here")
       ->capture_default_str();

@@ -4,14 +4,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/worker_process.h"
+#include "supervise/worker_process.h"
 
 namespace traind {
 
 absl::StatusOr<std::string> InspectModel(const std::string& worker_path, const std::string& path) {
   trainer::v1::WorkerRequest request;
   request.set_inspect_model(path);
-  absl::StatusOr<std::unique_ptr<WorkerProcess>> worker = WorkerProcess::Start(worker_path, request);
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+      WorkerProcess::Start(worker_path, request);
   if (!worker.ok()) return worker.status();
   const absl::Time deadline = absl::Now() + absl::Minutes(1);
   std::optional<trainer::v1::LogLine> answer;
@@ -28,9 +29,8 @@ absl::StatusOr<std::string> InspectModel(const std::string& worker_path, const s
   }
   const WorkerProcess::Exit exit = (*worker)->Wait();
   if (!answer.has_value()) {
-    return absl::InternalError(
-        absl::StrCat("model_file: the worker inspecting it ended without an answer: ",
-                     exit.Describe()));
+    return absl::InternalError(absl::StrCat(
+        "model_file: the worker inspecting it ended without an answer: ", exit.Describe()));
   }
   if (answer->severity() == trainer::v1::LogLine::ERROR) {
     return absl::InvalidArgumentError(answer->text());

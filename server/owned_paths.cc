@@ -68,11 +68,11 @@ absl::Status PreparePrivateDir(const std::string& dir) {
         geteuid(), "): choose a directory of your own (--state-dir)"));
   }
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "state directory ", dir, " can be written by other users (mode ",
-        absl::StrFormat("%04o", st.st_mode & 07777),
-        "); traind keeps its database and socket there: `chmod 700 ", dir,
-        "` or choose another --state-dir"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("state directory ", dir, " can be written by other users (mode ",
+                     absl::StrFormat("%04o", st.st_mode & 07777),
+                     "); traind keeps its database and socket there: `chmod 700 ", dir,
+                     "` or choose another --state-dir"));
   }
   return absl::OkStatus();
 }
@@ -91,18 +91,19 @@ absl::Status ClaimSocketPath(const std::string& path) {
         "path, or move that file away yourself"));
   }
   if (st.st_uid != geteuid()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "listen: ", path, " is a socket of uid ", st.st_uid, ", not of this user; traind will "
-        "not remove it"));
+    return absl::FailedPreconditionError(absl::StrCat("listen: ", path, " is a socket of uid ",
+                                                      st.st_uid,
+                                                      ", not of this user; traind will "
+                                                      "not remove it"));
   }
   if (SomeoneListens(path)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "listen: another process is listening on ", path,
-        " (another traind? `trainctl --addr unix:", path, " queue` asks it)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("listen: another process is listening on ", path,
+                     " (another traind? `trainctl --addr unix:", path, " queue` asks it)"));
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "listen: cannot remove the stale socket ", path, ": ", std::strerror(errno)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("listen: cannot remove the stale socket ", path, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -12,11 +12,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/durable_file.h"
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
-#include "common/worker_exit.h"
 #include "common/write_all.h"
-#include "server/worker_process.h"
+#include "supervise/torchrun.h"
+#include "supervise/worker_exit.h"
+#include "supervise/worker_process.h"
 
 namespace traind {
 
@@ -234,7 +236,7 @@ grpc::Status PeerService::PutCheckpoint(grpc::ServerContext* context,
   std::filesystem::create_directories(dir, error);
   const std::string partial = dir + "/checkpoint.pt.part";
   const int fd = open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return grpc::Status(grpc::StatusCode::INTERNAL, "cannot write " + partial);
+  if (fd < 0) return grpc::Status(grpc::StatusCode::INTERNAL, "cannot write the checkpoint");
   int64_t bytes = 0;
   bool written = true;
   do {
@@ -255,10 +257,15 @@ grpc::Status PeerService::PutCheckpoint(grpc::ServerContext* context,
       renewed = absl::Now();
     }
   } while (written && reader->Read(&chunk));
-  written = written && fsync(fd) == 0;
   close(fd);
-  if (!written || rename(partial.c_str(), (dir + "/checkpoint.pt").c_str()) != 0) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, "cannot write " + partial);
+  if (!written) {
+    unlink(partial.c_str());
+    return grpc::Status(grpc::StatusCode::INTERNAL, "cannot write the checkpoint");
+  }
+  if (absl::Status kept =
+          CommitDurably(partial, dir + "/checkpoint.pt", IfPresent::kReplace, "the checkpoint");
+      !kept.ok()) {
+    return ToGrpcStatus(kept);
   }
   renew();
   response->set_bytes(bytes);
@@ -335,10 +342,8 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
     }
     const int rank = request->first_rank() + i;
     std::vector<std::string> environment = scheduler_->WorkerEnvironment();
-    for (std::string variable :
-         {absl::StrCat("RANK=", rank), absl::StrCat("LOCAL_RANK=", i),
-          absl::StrCat("WORLD_SIZE=", request->world_size()), "MASTER_ADDR=" + master_addr,
-          absl::StrCat("MASTER_PORT=", request->master_port())}) {
+    for (std::string& variable : TorchrunEnvironment(
+             {rank, i, request->world_size(), master_addr, request->master_port()})) {
       environment.push_back(std::move(variable));
     }
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =

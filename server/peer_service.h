@@ -52,8 +52,8 @@ class PeerService final : public trainer::v1::Peers::Service {
     trainer::v1::JobSpec spec;  // prepared for this machine
     int ranks = 0;
     int64_t job_id = 0;
-    std::string what;    // "job 5 of a (ipv4:10.0.0.1:43210)"
-    std::string dir;     // the ranks' job directory here
+    std::string what;      // "job 5 of a (ipv4:10.0.0.1:43210)"
+    std::string dir;       // the ranks' job directory here
     absl::Duration lease;  // as asked for
     absl::Time expires;    // unless claimed
     bool claimed = false;

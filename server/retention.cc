@@ -11,8 +11,8 @@
 namespace traind {
 
 namespace {
-constexpr int kBatch = 50;            // jobs or sweeps per query; each deleted in its own transaction
-constexpr int kCompactPages = 2048;   // pages given back per batch (8 MiB at 4 KiB pages)
+constexpr int kBatch = 50;  // jobs or sweeps per query; each deleted in its own transaction
+constexpr int kCompactPages = 2048;  // pages given back per batch (8 MiB at 4 KiB pages)
 }  // namespace
 
 Retention::Retention(Store* store, BlobStore* blobs, Options options)
@@ -26,7 +26,9 @@ Retention::~Retention() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Retention::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Retention::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void Retention::Loop() {
   while (true) {

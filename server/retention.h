@@ -20,7 +20,7 @@ namespace traind {
 class Retention {
  public:
   struct Options {
-    absl::Duration keep;                     // > 0
+    absl::Duration keep;                    // > 0
     absl::Duration every = absl::Hours(1);  // how often a pass runs (the first one at start)
     std::string jobs_dir;                   // <state-dir>/jobs
   };

@@ -95,7 +95,8 @@ TEST_F(RetentionTest, WhatAnUnfinishedJobNeedsIsKept) {
   const int64_t dependency = store_->CreateJob(Spec())->id();
   const int64_t weights = store_->CreateJob(Spec())->id();
   const int64_t unneeded = store_->CreateJob(Spec())->id();
-  for (int64_t id : {dependency, weights, unneeded}) End(id, Job::SUCCEEDED, now - absl::Hours(24 * 30));
+  for (int64_t id : {dependency, weights, unneeded})
+    End(id, Job::SUCCEEDED, now - absl::Hours(24 * 30));
   Job waiting = Spec();
   waiting.add_after(dependency);
   waiting.mutable_spec()->set_init_from(std::to_string(weights) + ":best");

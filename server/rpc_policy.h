@@ -13,10 +13,10 @@
 namespace traind {
 
 enum class RpcScope {
-  kAnyCaller,     // any authenticated caller; nothing in it belongs to anyone
-  kOwnResources,  // any caller, on the jobs, sweeps and uploads it owns (admins: on all)
-  kAdminToChange, // any caller may read; only admins may change
-  kAdmin,         // admins only
+  kAnyCaller,      // any authenticated caller; nothing in it belongs to anyone
+  kOwnResources,   // any caller, on the jobs, sweeps and uploads it owns (admins: on all)
+  kAdminToChange,  // any caller may read; only admins may change
+  kAdmin,          // admins only
 };
 
 struct RpcPolicy {

@@ -13,10 +13,11 @@
 #include "common/free_port.h"
 #include "common/job_spec.h"
 #include "common/random_secret.h"
-#include "common/rank_events.h"
 #include "common/status_macros.h"
-#include "common/worker_exit.h"
 #include "server/job_fold.h"
+#include "supervise/rank_events.h"
+#include "supervise/torchrun.h"
+#include "supervise/worker_exit.h"
 
 namespace traind {
 
@@ -54,8 +55,9 @@ absl::Status Scheduler::Start() {
     ASSIGN_OR_RETURN(std::optional<Job> orphan, store_->OldestInState(Job::RUNNING));
     if (!orphan.has_value()) break;
     if (orphan->cancel_requested()) {
-      RETURN_IF_ERROR(Transition(orphan->id(), Job::CANCELLED,
-                                 "cancelled by request (the daemon stopped before the worker did)"));
+      RETURN_IF_ERROR(
+          Transition(orphan->id(), Job::CANCELLED,
+                     "cancelled by request (the daemon stopped before the worker did)"));
     } else {
       RETURN_IF_ERROR(Transition(orphan->id(), Job::QUEUED,
                                  "re-queued: the daemon stopped while it was running"));
@@ -105,7 +107,8 @@ void Scheduler::Shutdown() {
     for (auto& [id, running] : running_) {
       // Checkpoint, then stop: the job is re-queued and resumes when traind starts again.
       for (WorkerProcess* worker : running->workers) worker->Suspend();
-      running->kill_deadline = std::min(running->kill_deadline, absl::Now() + options_.cancel_grace);
+      running->kill_deadline =
+          std::min(running->kill_deadline, absl::Now() + options_.cancel_grace);
     }
   }
   if (thread_.joinable()) thread_.join();
@@ -139,9 +142,10 @@ std::vector<std::string> Scheduler::WorkerEnvironment() const {
 
 void Scheduler::KeepWorkersWarm() {
   // One that died while waiting (killed from outside, out of memory) is replaced.
-  warm_.erase(std::remove_if(warm_.begin(), warm_.end(),
-                             [](const std::unique_ptr<WorkerProcess>& w) { return w->HasExited(); }),
-              warm_.end());
+  warm_.erase(
+      std::remove_if(warm_.begin(), warm_.end(),
+                     [](const std::unique_ptr<WorkerProcess>& w) { return w->HasExited(); }),
+      warm_.end());
   while (!shutting_down_ && static_cast<int>(warm_.size()) < options_.warm_workers) {
     // On a machine with GPUs the worker creates the first one's context while it waits: most
     // jobs there run on it (one on another GPU or the CPU leaves that context idle, holding
@@ -217,10 +221,7 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
   // torchrun's contract; rank 0 serves the rendezvous store on a free loopback port.
   ASSIGN_OR_RETURN(int port, FreeLoopbackPort());
   for (int r = 0; r < ranks; ++r) {
-    std::vector<std::string> environment = {
-        absl::StrCat("RANK=", r), absl::StrCat("LOCAL_RANK=", r),
-        absl::StrCat("WORLD_SIZE=", ranks), "MASTER_ADDR=127.0.0.1",
-        absl::StrCat("MASTER_PORT=", port)};
+    std::vector<std::string> environment = TorchrunEnvironment({r, r, ranks, "127.0.0.1", port});
     for (std::string& variable : WorkerEnvironment()) environment.push_back(std::move(variable));
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
         WorkerProcess::Start(options_.worker_path, on_device(devices[r]), environment);
@@ -246,10 +247,8 @@ std::map<std::string, std::vector<int64_t>> Scheduler::RunningJobsByDevice() {
   return jobs;
 }
 
-std::optional<std::string> Scheduler::ResumeAfterCrash(const Job& job,
-                                                             const std::string& job_dir,
-                                                             const WorkerProcess::Exit& exit,
-                                                             int ranks) {
+std::optional<std::string> Scheduler::ResumeAfterCrash(const Job& job, const std::string& job_dir,
+                                                       const WorkerProcess::Exit& exit, int ranks) {
   // A worker that was killed or crashed (not one that reported an error of the job's own) is a
   // fault of the machine or of one process (the OOM killer, kill -9): start the job's workers
   // again from (rank 0's) checkpoint, as a killed daemon's jobs do, a few times at most.
@@ -389,7 +388,7 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
     if (job.state() == Job::QUEUED) {
       RETURN_IF_ERROR(Transition(job_id, Job::CANCELLED, "cancelled while queued", Job::QUEUED));
       host_waits_.erase(job_id);  // if it was waiting for its hosts
-      wake_ = true;  // jobs waiting for this one must hear of it
+      wake_ = true;               // jobs waiting for this one must hear of it
       return store_->GetJob(job_id);
     }
   }
@@ -589,10 +588,10 @@ void Scheduler::Supervise(Running* running) {
   }
   if (absl::StatusOr<InitFrom> init = ParseInitFrom(job.spec().init_from());
       !job.spec().init_from().empty() && init.ok()) {
-    request.set_init_path(!init->digest.empty() && options_.blobs != nullptr
-                              ? options_.blobs->PathOf(init->digest)
-                              : absl::StrCat(options_.jobs_dir, "/", init->job_id, "/",
-                                             init->artifact, ".pt"));
+    request.set_init_path(
+        !init->digest.empty() && options_.blobs != nullptr
+            ? options_.blobs->PathOf(init->digest)
+            : absl::StrCat(options_.jobs_dir, "/", init->job_id, "/", init->artifact, ".pt"));
   }
   if (absl::StartsWith(job.spec().data_file(), "sha256:") && options_.blobs != nullptr) {
     request.set_data_path(options_.blobs->PathOf(job.spec().data_file()));
@@ -689,7 +688,8 @@ void Scheduler::Supervise(Running* running) {
     }
   }
   const WorkerProcess::Exit exit = *exits[failed_rank >= 0 ? failed_rank : 0];
-  const std::string who = ranks > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
+  const std::string who =
+      ranks > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
 
   bool cancelled, shutting_down;
   {

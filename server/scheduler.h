@@ -36,7 +36,7 @@
 #include "server/device_plan.h"
 #include "server/event_hub.h"
 #include "server/store.h"
-#include "server/worker_process.h"
+#include "supervise/worker_process.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
@@ -44,8 +44,8 @@ namespace traind {
 class Scheduler {
  public:
   struct Options {
-    std::string worker_path;                          // traind-worker
-    std::string jobs_dir;                             // each job gets <jobs_dir>/<id>/
+    std::string worker_path;  // traind-worker
+    std::string jobs_dir;     // each job gets <jobs_dir>/<id>/
     // Decompressed copies of datasets, shared by the workers (TRAIND_CACHE_DIR); empty: none.
     std::string cache_dir;
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL

@@ -207,7 +207,8 @@ absl::StatusOr<std::vector<Job>> ReadJobRows(sqlite3* db, Statement& select, con
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     absl::Status status = SqliteError(db, absl::StrCat("cannot open ", path));
     sqlite3_close(db);
@@ -229,8 +230,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
       // A new database takes it at once; an older one once, through one VACUUM at start-up.
       // VACUUM copies the database: on a nearly full disk it fails, and traind runs on without
       // giving pages back rather than refuse to start.
-      if (absl::Status converted = store->Exec("PRAGMA auto_vacuum=INCREMENTAL");
-          converted.ok()) {
+      if (absl::Status converted = store->Exec("PRAGMA auto_vacuum=INCREMENTAL"); converted.ok()) {
         if (absl::Status vacuumed = store->Exec("VACUUM"); !vacuumed.ok()) {
           std::cerr << "traind: " << path << ": cannot convert to incremental vacuum ("
                     << vacuumed.message() << "); retention will not shrink the file\n";
@@ -254,9 +254,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     if (v.Step() == SQLITE_ROW) version = v.Int(0);
   }
   if (version > kSchemaVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": schema version ", version, " is newer than this traind understands (",
-        kSchemaVersion, "); upgrade traind"));
+    return absl::FailedPreconditionError(absl::StrCat(path, ": schema version ", version,
+                                                      " is newer than this traind understands (",
+                                                      kSchemaVersion, "); upgrade traind"));
   }
   for (int64_t from = version; from < kSchemaVersion; ++from) {
     RETURN_IF_ERROR(store->Exec("BEGIN IMMEDIATE"));
@@ -298,9 +298,9 @@ absl::Status Store::CheckQueueQuotaLocked(const std::string& owner, int adding, 
   const int64_t queued =
       count.Int(0) + (pending == pending_sweep_members_.end() ? 0 : pending->second);
   if (queued + adding > max_queued) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "queued jobs: '", owner, "' has ", queued, " queued and asked for ", adding,
-        " more; the limit is ", max_queued, " (traind --max-queued-per-token)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("queued jobs: '", owner, "' has ", queued, " queued and asked for ", adding,
+                     " more; the limit is ", max_queued, " (traind --max-queued-per-token)"));
   }
   return absl::OkStatus();
 }
@@ -651,8 +651,8 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
                                                   std::optional<Job::State> expected_state) {
   ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
   if (expected_state.has_value() && job.state() != *expected_state) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is ",
-                                                      Job::State_Name(job.state())));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " is ", Job::State_Name(job.state())));
   }
   event.set_seq(job.last_seq() + 1);
   if (!event.has_time()) *event.mutable_time() = Now();
@@ -682,9 +682,9 @@ absl::StatusOr<Job> Store::SetPriority(int64_t job_id, int32_t priority) {
     mu_.AssertHeld();
     ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
     if (job.state() != Job::QUEUED) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_id, " is ", Job::State_Name(job.state()),
-          "; only a queued job's priority can change"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " is ", Job::State_Name(job.state()),
+                       "; only a queued job's priority can change"));
     }
     job.set_priority(priority);
     Statement update(db_, "UPDATE jobs SET priority = ?, job = ? WHERE id = ? AND state = ?");
@@ -744,8 +744,8 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id, bool f
     mu_.AssertHeld();
     ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
     if (job.sweep_id() != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", job_id, " is a member of sweep ", job.sweep_id(), ", whose report needs it"));
+      return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is a member of sweep ",
+                                                        job.sweep_id(), ", whose report needs it"));
     }
     if (!force && IsTerminal(job.state())) {
       ASSIGN_OR_RETURN(const auto dependents, DependentsLocked());
@@ -761,8 +761,8 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id, bool f
 
 absl::Status Store::DeleteJobLocked(const Job& job, std::vector<std::string>* unused_blobs) {
   if (!IsTerminal(job.state())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job ", job.id(), " is ", Job::State_Name(job.state()), "; cancel it first"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job.id(), " is ", Job::State_Name(job.state()), "; cancel it first"));
   }
   for (const char* sql : {"DELETE FROM events WHERE job_id = ?", "DELETE FROM jobs WHERE id = ?",
                           "DELETE FROM job_blobs WHERE job_id = ?"}) {

@@ -46,8 +46,8 @@ class Store {
   // its first event (seq 1, StateChange QUEUED). Durable on return. When the job has an
   // idempotency key that the same owner already used, returns that job instead and sets *existed.
   // max_queued > 0: RESOURCE_EXHAUSTED when job.owner() already has that many QUEUED jobs.
-  absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::Job& job,
-                                             bool* existed = nullptr, int max_queued = 0);
+  absl::StatusOr<trainer::v1::Job> CreateJob(const trainer::v1::Job& job, bool* existed = nullptr,
+                                             int max_queued = 0);
 
   // Inserts the sweep and all its member jobs (one owner); max_queued as above. A chunk of members
   // per transaction, so that other calls interleave; until the last commits the members are not
@@ -115,8 +115,8 @@ class Store {
     std::optional<std::string> owner;             // unset: any
   };
   // Newest first; ids below `before_id` when it is > 0.
-  absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(const JobFilter& filter,
-                                                         int64_t before_id, int limit);
+  absl::StatusOr<std::vector<trainer::v1::Job>> ListJobs(const JobFilter& filter, int64_t before_id,
+                                                         int limit);
 
   // Sets a QUEUED job's priority (the queue orders by it, then by age); FAILED_PRECONDITION for a
   // job in any other state (compare-and-set, so a job the scheduler just claimed is not changed).
@@ -166,7 +166,7 @@ class Store {
 
   void Tell(int64_t job_id, int64_t seq);
   absl::StatusOr<trainer::v1::Job> InsertOrFindJob(const trainer::v1::Job& job, bool* existed,
-                                                    int max_queued);
+                                                   int max_queued);
   // Deletes a sweep's row and its members' rows, events and blob uses (one incomplete sweep).
   absl::Status RemoveSweepRowsLocked(int64_t sweep_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RemoveIncompleteSweepsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -140,7 +140,7 @@ TEST_F(StoreTest, EveryCommittedEventIsToldOnceAndNothingElse) {
   JobEvent running;
   running.mutable_state_change()->set_state(Job::RUNNING);
   ASSERT_TRUE(store->AppendEvent(id, running).ok());
-  ASSERT_TRUE(store->CreateJob(Spec(0, "k")).ok());  // the same key: nothing new
+  ASSERT_TRUE(store->CreateJob(Spec(0, "k")).ok());                 // the same key: nothing new
   EXPECT_FALSE(store->AppendEvent(id, running, Job::QUEUED).ok());  // refused: nothing told
   auto sweep = store->CreateSweep(trainer::v1::SweepSpec(), {Spec(), Spec()});
   ASSERT_TRUE(sweep.ok());
@@ -171,10 +171,10 @@ TEST_F(StoreTest, IdempotencyKeysArePerOwner) {
 
 TEST_F(StoreTest, QueueOrderIsPriorityThenAge) {
   auto store = Open();
-  ASSERT_TRUE(store->CreateJob(Spec(0)).ok());  // 1
-  ASSERT_TRUE(store->CreateJob(Spec(5)).ok());  // 2
-  ASSERT_TRUE(store->CreateJob(Spec(5)).ok());  // 3
-  ASSERT_TRUE(store->CreateJob(Spec(-1)).ok()); // 4
+  ASSERT_TRUE(store->CreateJob(Spec(0)).ok());   // 1
+  ASSERT_TRUE(store->CreateJob(Spec(5)).ok());   // 2
+  ASSERT_TRUE(store->CreateJob(Spec(5)).ok());   // 3
+  ASSERT_TRUE(store->CreateJob(Spec(-1)).ok());  // 4
   auto queued = store->QueuedJobs();
   ASSERT_TRUE(queued.ok());
   std::vector<int64_t> ids;
@@ -341,7 +341,7 @@ TEST_F(StoreTest, AJobThatAnUnfinishedJobNeedsIsNotDeletedWithoutForce) {
             absl::StrCat("job ", source, " is needed by unfinished jobs ", waiting, ", ", starting,
                          " (--after or --init-from); cancel or delete them first, or delete with "
                          "--force (they will fail)"));
-  EXPECT_TRUE(store->GetJob(source).ok());  // nothing lost
+  EXPECT_TRUE(store->GetJob(source).ok());    // nothing lost
   EXPECT_TRUE(store->DeleteJob(other).ok());  // a job nobody needs goes as before
 
   // Once the dependents have ended, nothing needs it.

@@ -35,9 +35,9 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
   }
   const int64_t member_bytes = static_cast<int64_t>(spec.base().ByteSizeLong() + largest_config);
   if (member_bytes * total * repeat > kMaxSweepBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a sweep's members may take at most ", kMaxSweepBytes >> 20, " MiB: ", total * repeat,
-        " members of up to ", member_bytes, " bytes each"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sweep's members may take at most ", kMaxSweepBytes >> 20,
+                     " MiB: ", total * repeat, " members of up to ", member_bytes, " bytes each"));
   }
   // Each number against its field's range before anything is copied, so that a value refused in
   // a job is refused on an axis too, naming the field ("learning_rate: ..., got 1e+300").

@@ -1,11 +1,11 @@
 #include "server/sweep_report.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -112,16 +112,167 @@ namespace {
 // A sweep of one device (or of one value of the baseline's field) compares nothing: every row
 // would be its own "1.00x (baseline)". Then the report says why and no row is the baseline.
 bool NothingToCompare(const SweepReportOptions& options, trainer::v1::SweepReport* report) {
-  const int baseline_rows = static_cast<int>(
-      std::count_if(report->rows().begin(), report->rows().end(),
-                    [](const ReportRow& r) { return r.is_baseline(); }));
+  const int baseline_rows =
+      static_cast<int>(std::count_if(report->rows().begin(), report->rows().end(),
+                                     [](const ReportRow& r) { return r.is_baseline(); }));
   if (baseline_rows > 0 && baseline_rows < report->rows_size()) return false;
-  report->set_no_speedup_reason(absl::StrCat(baseline_rows == 0 ? "no run used " : "every run used ",
-                                             options.baseline_field, " ", options.baseline_value));
+  report->set_no_speedup_reason(
+      absl::StrCat(baseline_rows == 0 ? "no run used " : "every run used ", options.baseline_field,
+                   " ", options.baseline_value));
   report->clear_baseline_device();
   report->clear_baseline();
   for (ReportRow& row : *report->mutable_rows()) row.set_is_baseline(false);
   return true;
+}
+
+}  // namespace
+
+namespace {
+
+// What one row's runs measured, gathered run by run (AddRun) and then summarised (SummariseRuns).
+struct RowRuns {
+  std::vector<double> epoch_seconds, losses, samples_per_second, to_accuracy, wall_to_accuracy;
+  double accuracy_sum = 0;
+  std::vector<std::string> errors;  // runs that failed or were cancelled
+};
+
+// A row's identity: its configuration (the sweep's varying fields) and whether it is a baseline.
+void DescribeRow(const trainer::v1::JobSpec& spec, const std::vector<std::string>& varying,
+                 const SweepReportOptions& options, int runs, ReportRow* row) {
+  row->set_model(
+      spec.has_benchmark() && spec.benchmark().kind() == "matmul"
+          ? absl::StrCat("matmul ", spec.benchmark().size(), " ", spec.benchmark().dtype())
+          : spec.model());
+  row->set_dataset(spec.dataset());
+  row->set_device(spec.device());
+  row->set_batch_size(spec.batch_size());
+  std::vector<std::string> options_text;
+  for (const std::string& field : varying) {
+    if (field == "batch_size" || field == "dataset") continue;  // their own columns
+    const std::string value = GetSpecField(spec, field);
+    if (!value.empty()) options_text.push_back(absl::StrCat(field, "=", value));
+  }
+  row->set_options(absl::StrJoin(options_text, " "));
+  row->set_config(absl::StrCat(row->model(), row->options().empty() ? "" : " ", row->options()));
+  row->set_is_baseline(GetSpecField(spec, options.baseline_field) == options.baseline_value);
+  row->set_runs(runs);
+}
+
+// The first evaluation of `trace` that reached the target accuracy, into `runs`.
+void AddTimeToAccuracy(const JobTrace& trace, double target, RowRuns* runs) {
+  for (const JobTrace::Evaluated& e : trace.evaluated) {
+    if (e.validation_accuracy >= target) {
+      runs->to_accuracy.push_back(e.train_seconds);
+      runs->wall_to_accuracy.push_back(e.wall_seconds);
+      return;
+    }
+  }
+}
+
+// The training loss curve of a row's first run that has one.
+void AddLossCurve(const JobTrace& trace, ReportRow* row) {
+  if (!row->loss_curve().empty()) return;
+  for (const auto& m : trace.steps) {
+    auto* point = row->add_loss_curve();
+    point->set_epoch(m.epoch() - 1 +
+                     static_cast<double>(m.batch()) / std::max(1, m.batches_per_epoch()));
+    point->set_loss(m.loss());
+  }
+}
+
+void AddRun(const Job& job, const std::map<int64_t, JobTrace>& traces,
+            const SweepReportOptions& options, ReportRow* row, RowRuns* runs) {
+  row->add_job_ids(job.id());
+  row->set_peak_current_allocated_bytes(
+      std::max(row->peak_current_allocated_bytes(), job.result().peak_current_allocated_bytes()));
+  row->set_peak_driver_allocated_bytes(
+      std::max(row->peak_driver_allocated_bytes(), job.result().peak_driver_allocated_bytes()));
+  if (job.state() == Job::FAILED || job.state() == Job::CANCELLED) {
+    runs->errors.push_back(absl::StrCat("job ", job.id(), " ", Job::State_Name(job.state()),
+                                        job.result().error().empty() ? "" : ": ",
+                                        job.result().error().substr(0, 120)));
+  }
+  if (job.state() != Job::SUCCEEDED) return;
+  row->set_succeeded(row->succeeded() + 1);
+  const double seconds = MeanEpochSeconds(job);
+  runs->epoch_seconds.push_back(seconds);
+  runs->accuracy_sum += job.result().test_accuracy();
+  if (job.result().batch_size() > 0) row->set_batch_size(job.result().batch_size());
+  const auto trace = traces.find(job.id());
+  if (options.time_to_accuracy > 0 && trace != traces.end()) {
+    AddTimeToAccuracy(trace->second, options.time_to_accuracy, runs);
+  }
+  if (job.result().has_bench()) {
+    runs->samples_per_second.push_back(job.result().bench().samples_per_second());
+  } else if (trace != traces.end() && !trace->second.steps.empty() && seconds > 0) {
+    const auto& last = trace->second.steps.back();
+    // A data-parallel step trains every rank's batch.
+    const int ranks = RankCount(job.spec());
+    runs->samples_per_second.push_back(static_cast<double>(last.batches_per_epoch()) *
+                                       row->batch_size() * ranks / seconds);
+    runs->losses.push_back(trace->second.final_train_loss > 0 ? trace->second.final_train_loss
+                                                              : last.loss());
+    AddLossCurve(trace->second, row);
+  }
+}
+
+void SummariseRuns(const RowRuns& runs, const SweepReportOptions& options, ReportRow* row) {
+  if (!runs.epoch_seconds.empty()) {
+    const auto [fastest, slowest] =
+        std::minmax_element(runs.epoch_seconds.begin(), runs.epoch_seconds.end());
+    row->set_epoch_seconds_median(Median(runs.epoch_seconds));
+    row->set_epoch_seconds_min(*fastest);
+    row->set_epoch_seconds_max(*slowest);
+    row->set_test_accuracy(runs.accuracy_sum / row->succeeded());
+    row->set_samples_per_second(Median(runs.samples_per_second));
+    double loss_sum = 0;
+    for (double l : runs.losses) loss_sum += l;
+    row->set_final_loss(runs.losses.empty() ? 0 : loss_sum / runs.losses.size());
+  }
+  row->set_reached(static_cast<int32_t>(runs.to_accuracy.size()));
+  if (!runs.to_accuracy.empty()) {
+    const auto [first, last] =
+        std::minmax_element(runs.to_accuracy.begin(), runs.to_accuracy.end());
+    row->set_time_to_accuracy_seconds(Median(runs.to_accuracy));
+    row->set_time_to_accuracy_min(*first);
+    row->set_time_to_accuracy_max(*last);
+    row->set_wall_to_accuracy_seconds(Median(runs.wall_to_accuracy));
+  }
+  if (options.time_to_accuracy > 0 && row->succeeded() > row->reached()) {
+    row->add_flags(absl::StrFormat("%d of %d runs never reached validation accuracy %g",
+                                   row->succeeded() - row->reached(), row->succeeded(),
+                                   options.time_to_accuracy));
+  }
+  if (!runs.errors.empty()) {
+    row->add_flags(absl::StrCat(runs.errors.size(), " of ", row->runs(), " runs did not succeed (",
+                                runs.errors.front(), ")"));
+  }
+}
+
+// Speedup, scaling efficiency and agreement of `row` (of runs of `spec`) against `baseline`.
+void Compare(const trainer::v1::JobSpec& spec, const trainer::v1::JobSpec& baseline_spec,
+             const ReportRow& baseline, const SweepReportOptions& options, ReportRow* row) {
+  if (row->epoch_seconds_median() > 0) {
+    row->set_speedup(baseline.epoch_seconds_median() / row->epoch_seconds_median());
+  }
+  if ((options.baseline_field == "processes" || options.baseline_field == "gpus") &&
+      row->speedup() > 0) {
+    const double ranks = RankCount(spec);
+    row->set_scaling_efficiency(row->speedup() * RankCount(baseline_spec) / ranks);
+  }
+  if (row->is_baseline()) return;
+  const std::string against = BaselineLabel(options);
+  const bool is_training = baseline.final_loss() > 0;
+  if (is_training &&
+      std::abs(row->test_accuracy() - baseline.test_accuracy()) > options.accuracy_tolerance) {
+    row->add_flags(absl::StrFormat("test accuracy %.2f%% vs %.2f%% %s", row->test_accuracy() * 100,
+                                   baseline.test_accuracy() * 100, against));
+  }
+  if (is_training && std::abs(row->final_loss() - baseline.final_loss()) >
+                         options.loss_tolerance * baseline.final_loss()) {
+    row->add_flags(absl::StrFormat("final loss %.4f vs %.4f %s", row->final_loss(),
+                                   baseline.final_loss(), against));
+  }
 }
 
 }  // namespace
@@ -136,9 +287,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
   if (options.baseline_field == "device") report.set_baseline_device(options.baseline_value);
   report.set_baseline(options.baseline_text);
   report.set_jobs_total(static_cast<int32_t>(jobs.size()));
-  const std::vector<std::string> varying = VaryingFields(sweep);
-
-  // Rows in order of first appearance.
+  // Rows in order of first appearance, each the runs of one configuration.
   std::vector<std::string> order;
   std::map<std::string, std::vector<const Job*>> groups;
   for (const Job& job : jobs) {
@@ -147,143 +296,30 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&job);
   }
-
+  const std::vector<std::string> varying = VaryingFields(sweep);
   std::map<std::string, int> row_index;
   for (const auto& key : order) {
     const std::vector<const Job*>& members = groups[key];
-    const trainer::v1::JobSpec& spec = members.front()->spec();
+    row_index[key] = report.rows_size();
     ReportRow* row = report.add_rows();
-    row_index[key] = report.rows_size() - 1;
-    row->set_model(spec.has_benchmark() && spec.benchmark().kind() == "matmul"
-                       ? absl::StrCat("matmul ", spec.benchmark().size(), " ", spec.benchmark().dtype())
-                       : spec.model());
-    row->set_dataset(spec.dataset());
-    row->set_device(spec.device());
-    row->set_batch_size(spec.batch_size());
-    std::vector<std::string> options_text;
-    for (const std::string& field : varying) {
-      if (field == "batch_size" || field == "dataset") continue;  // their own columns
-      const std::string value = GetSpecField(spec, field);
-      if (!value.empty()) options_text.push_back(absl::StrCat(field, "=", value));
-    }
-    row->set_options(absl::StrJoin(options_text, " "));
-    row->set_config(absl::StrCat(row->model(), row->options().empty() ? "" : " ", row->options()));
-    row->set_is_baseline(GetSpecField(spec, options.baseline_field) == options.baseline_value);
-    row->set_runs(static_cast<int32_t>(members.size()));
-
-    std::vector<double> seconds, losses, samples, to_accuracy, wall_to_accuracy;
-    double accuracy_sum = 0;
-    std::vector<std::string> errors;
-    for (const Job* job : members) {
-      row->add_job_ids(job->id());
-      row->set_peak_current_allocated_bytes(std::max(row->peak_current_allocated_bytes(),
-                                                     job->result().peak_current_allocated_bytes()));
-      row->set_peak_driver_allocated_bytes(std::max(row->peak_driver_allocated_bytes(),
-                                                    job->result().peak_driver_allocated_bytes()));
-      if (job->state() == Job::FAILED || job->state() == Job::CANCELLED) {
-        errors.push_back(absl::StrCat("job ", job->id(), " ", Job::State_Name(job->state()),
-                                      job->result().error().empty() ? "" : ": ",
-                                      job->result().error().substr(0, 120)));
-      }
-      if (job->state() != Job::SUCCEEDED) continue;
-      row->set_succeeded(row->succeeded() + 1);
-      const double s = MeanEpochSeconds(*job);
-      seconds.push_back(s);
-      accuracy_sum += job->result().test_accuracy();
-      if (job->result().batch_size() > 0) row->set_batch_size(job->result().batch_size());
-      auto it = traces.find(job->id());
-      if (options.time_to_accuracy > 0 && it != traces.end()) {
-        for (const JobTrace::Evaluated& e : it->second.evaluated) {
-          if (e.validation_accuracy >= options.time_to_accuracy) {
-            to_accuracy.push_back(e.train_seconds);
-            wall_to_accuracy.push_back(e.wall_seconds);
-            break;
-          }
-        }
-      }
-      if (job->result().has_bench()) {
-        samples.push_back(job->result().bench().samples_per_second());
-      } else if (it != traces.end() && !it->second.steps.empty() && s > 0) {
-        const auto& last = it->second.steps.back();
-        // A data-parallel step trains every rank's batch.
-        const int ranks = RankCount(job->spec());
-        samples.push_back(static_cast<double>(last.batches_per_epoch()) * row->batch_size() *
-                          ranks / s);
-        losses.push_back(it->second.final_train_loss > 0 ? it->second.final_train_loss
-                                                         : last.loss());
-        if (row->loss_curve().empty()) {
-          for (const auto& m : it->second.steps) {
-            auto* point = row->add_loss_curve();
-            point->set_epoch(m.epoch() - 1 +
-                             static_cast<double>(m.batch()) / std::max(1, m.batches_per_epoch()));
-            point->set_loss(m.loss());
-          }
-        }
-      }
-    }
-    if (!seconds.empty()) {
-      row->set_epoch_seconds_median(Median(seconds));
-      row->set_epoch_seconds_min(*std::min_element(seconds.begin(), seconds.end()));
-      row->set_epoch_seconds_max(*std::max_element(seconds.begin(), seconds.end()));
-      row->set_test_accuracy(accuracy_sum / row->succeeded());
-      row->set_samples_per_second(Median(samples));
-      double loss_sum = 0;
-      for (double l : losses) loss_sum += l;
-      row->set_final_loss(losses.empty() ? 0 : loss_sum / losses.size());
-    }
-    row->set_reached(static_cast<int32_t>(to_accuracy.size()));
-    if (!to_accuracy.empty()) {
-      row->set_time_to_accuracy_seconds(Median(to_accuracy));
-      row->set_time_to_accuracy_min(*std::min_element(to_accuracy.begin(), to_accuracy.end()));
-      row->set_time_to_accuracy_max(*std::max_element(to_accuracy.begin(), to_accuracy.end()));
-      row->set_wall_to_accuracy_seconds(Median(wall_to_accuracy));
-    }
-    if (options.time_to_accuracy > 0 && row->succeeded() > row->reached()) {
-      row->add_flags(absl::StrFormat("%d of %d runs never reached validation accuracy %g",
-                                     row->succeeded() - row->reached(), row->succeeded(),
-                                     options.time_to_accuracy));
-    }
-    if (!errors.empty()) {
-      row->add_flags(absl::StrCat(errors.size(), " of ", members.size(), " runs did not succeed (",
-                                  errors.front(), ")"));
-    }
+    DescribeRow(members.front()->spec(), varying, options, static_cast<int>(members.size()), row);
+    RowRuns runs;
+    for (const Job* job : members) AddRun(*job, traces, options, row, &runs);
+    SummariseRuns(runs, options, row);
   }
-
   if (NothingToCompare(options, &report)) return report;
-
-  // Speedup and agreement against the row that differs at most in the baseline field and has the
-  // baseline value there: the same configuration on the baseline device, by default.
-  const std::string against = BaselineLabel(options);
+  // Each row against the row that differs at most in the baseline field and has the baseline
+  // value there: the same configuration on the baseline device, by default.
   for (const auto& key : order) {
-    ReportRow* row = report.mutable_rows(row_index[key]);
-    trainer::v1::JobSpec probe = groups[key].front()->spec();
+    const trainer::v1::JobSpec& spec = groups[key].front()->spec();
+    trainer::v1::JobSpec probe = spec;
     if (!SetSpecField(&probe, options.baseline_field, options.baseline_value).ok()) continue;
-    auto base = row_index.find(RowKey(probe));
+    const auto base = row_index.find(RowKey(probe));
     if (base == row_index.end()) continue;
+    ReportRow* row = report.mutable_rows(row_index[key]);
     const ReportRow& baseline = report.rows(base->second);
     if (baseline.succeeded() == 0 || row->succeeded() == 0) continue;
-    if (row->epoch_seconds_median() > 0) {
-      row->set_speedup(baseline.epoch_seconds_median() / row->epoch_seconds_median());
-    }
-    if ((options.baseline_field == "processes" || options.baseline_field == "gpus") &&
-        row->speedup() > 0) {
-      const double ranks = RankCount(groups[key].front()->spec());
-      const double baseline_ranks = RankCount(probe);
-      row->set_scaling_efficiency(row->speedup() * baseline_ranks / ranks);
-    }
-    if (row->is_baseline()) continue;
-    const bool is_training = baseline.final_loss() > 0;
-    if (is_training &&
-        std::abs(row->test_accuracy() - baseline.test_accuracy()) > options.accuracy_tolerance) {
-      row->add_flags(absl::StrFormat("test accuracy %.2f%% vs %.2f%% %s",
-                                     row->test_accuracy() * 100, baseline.test_accuracy() * 100,
-                                     against));
-    }
-    if (is_training && std::abs(row->final_loss() - baseline.final_loss()) >
-                           options.loss_tolerance * baseline.final_loss()) {
-      row->add_flags(absl::StrFormat("final loss %.4f vs %.4f %s", row->final_loss(),
-                                     baseline.final_loss(), against));
-    }
+    Compare(spec, probe, baseline, options, row);
   }
   return report;
 }

@@ -20,9 +20,9 @@ struct SweepReportOptions {
   std::string baseline_field = "device";
   std::string baseline_value = "cpu";  // as jobs store it ("" for amp=fp32)
   std::string baseline_text = "cpu";   // as the user wrote it, for captions and flags
-  double accuracy_tolerance = 0.02;  // absolute, on 0..1
-  double loss_tolerance = 0.25;      // relative
-  double time_to_accuracy = 0;       // > 0: also the time each row took to reach it
+  double accuracy_tolerance = 0.02;    // absolute, on 0..1
+  double loss_tolerance = 0.25;        // relative
+  double time_to_accuracy = 0;         // > 0: also the time each row took to reach it
 };
 
 // What the report needs of a job's event log.

@@ -74,7 +74,8 @@ TEST(SweepExpansionTest, BadAxesNameTheField) {
   EXPECT_NE(ExpandSweep(spec).status().message().find("thread_count"), std::string::npos);
   spec = Grid();
   spec.mutable_axes(2)->set_values(0, "two");
-  EXPECT_EQ(ExpandSweep(spec).status().message(), "threads: 'two' is not an integer from -2147483648 to 2147483647");
+  EXPECT_EQ(ExpandSweep(spec).status().message(),
+            "threads: 'two' is not an integer from -2147483648 to 2147483647");
   spec = Grid();
   spec.set_repeat(5000);
   EXPECT_EQ(ExpandSweep(spec).status().code(), absl::StatusCode::kInvalidArgument);
@@ -268,8 +269,9 @@ TEST(SweepReportTest, TimeToAccuracyIsTheMedianOfTheRunsThatReachedIt) {
   sweep.set_id(9);
   *sweep.mutable_spec() = Grid();
   sweep.mutable_spec()->mutable_axes()->RemoveLast();
-  std::vector<Job> jobs = {Finished(1, "lenet5", "cpu", 10, 0.9), Finished(2, "lenet5", "cpu", 10, 0.9),
-                           Finished(3, "lenet5", "cpu", 10, 0.9), Finished(4, "mlp", "cpu", 10, 0.8)};
+  std::vector<Job> jobs = {
+      Finished(1, "lenet5", "cpu", 10, 0.9), Finished(2, "lenet5", "cpu", 10, 0.9),
+      Finished(3, "lenet5", "cpu", 10, 0.9), Finished(4, "mlp", "cpu", 10, 0.8)};
   std::map<int64_t, JobTrace> traces;
   // Runs 1-3 reach 0.89 at their 3rd, 2nd and 4th evaluation; the mlp never does.
   const std::vector<std::vector<double>> accuracy = {
@@ -302,10 +304,9 @@ TEST(SweepReportTest, BaselineByAnotherField) {
   trainer::v1::Sweep sweep;
   sweep.set_id(8);
   *sweep.mutable_spec() = Grid();
-  std::vector<Job> jobs = {Finished(1, "lenet5", "cuda:0", 4, 0.84),
-                           Finished(2, "lenet5", "cuda:0", 2, 0.84),
-                           Finished(3, "lenet5", "cpu", 12, 0.84),
-                           Finished(4, "lenet5", "cpu", 10, 0.70)};
+  std::vector<Job> jobs = {
+      Finished(1, "lenet5", "cuda:0", 4, 0.84), Finished(2, "lenet5", "cuda:0", 2, 0.84),
+      Finished(3, "lenet5", "cpu", 12, 0.84), Finished(4, "lenet5", "cpu", 10, 0.70)};
   jobs[1].mutable_spec()->set_amp("bf16");
   jobs[3].mutable_spec()->set_amp("bf16");
   SweepReportOptions options;

@@ -15,15 +15,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/util/time_util.h"
-#include "common/proc_file.h"
 #include "common/beneath.h"
-#include "common/grpc_status.h"
 #include "common/catalog.h"
+#include "common/grpc_status.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
+#include "common/proc_file.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
+#include "google/protobuf/util/time_util.h"
 #include "server/device_plan.h"
 #include "server/download_reactor.h"
 #include "server/job_files.h"
@@ -194,9 +194,9 @@ absl::StatusOr<JobSpec> TrainerService::PrepareSpec(JobSpec spec, const Caller& 
     spec.set_device("cuda:0");
   }
   if (!on_gpus && std::find(available.begin(), available.end(), spec.device()) == available.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("device: '", spec.device(),
-                                                   "' is not available on this machine; available: ",
-                                                   absl::StrJoin(available, ", ")));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device: '", spec.device(),
+        "' is not available on this machine; available: ", absl::StrJoin(available, ", ")));
   }
 
   RETURN_IF_ERROR(ValidateJobSpec(spec));  // again: some rules depend on the resolved device
@@ -281,8 +281,8 @@ bool TrainerService::IsDaemonsOwn(const std::string& resolved) const {
   if (error) return false;
   const std::string state = jobs.parent_path().string();
   if (!absl::StartsWith(resolved, state + "/")) return false;
-  const std::string first = resolved.substr(state.size() + 1, resolved.find('/', state.size() + 1) -
-                                                                   (state.size() + 1));
+  const std::string first =
+      resolved.substr(state.size() + 1, resolved.find('/', state.size() + 1) - (state.size() + 1));
   return first == "blobs" || first == "jobs" || first == "peer-jobs" || first == "cache" ||
          absl::StartsWith(first, "traind.") || first == "http.token";
 }
@@ -291,9 +291,10 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
   if (!spec->model_file().empty()) {
     absl::StatusOr<trainer::v1::Blob> blob = UsableBlob(caller, spec->model_file());
     if (!blob.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model_file: ", spec->model_file(), " is not stored on this daemon; upload it first "
-          "(trainctl submit --model-file FILE does)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model_file: ", spec->model_file(),
+                       " is not stored on this daemon; upload it first "
+                       "(trainctl submit --model-file FILE does)"));
     }
     if (blob->kind() != "model") {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -304,9 +305,10 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
     ASSIGN_OR_RETURN(InitFrom init, ParseInitFrom(spec->init_from()));
     if (!init.digest.empty()) {
       if (!UsableBlob(caller, init.digest).ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "init_from: ", init.digest, " is not stored on this daemon; upload it first "
-            "(trainctl submit --init-from-file FILE does)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("init_from: ", init.digest,
+                         " is not stored on this daemon; upload it first "
+                         "(trainctl submit --init-from-file FILE does)"));
       }
     } else {
       absl::StatusOr<Job> source = store_->GetJob(init.job_id);
@@ -320,9 +322,9 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
       const auto& artifacts = source->result().artifacts();
       if (std::none_of(artifacts.begin(), artifacts.end(),
                        [&](const auto& a) { return a.name() == init.artifact; })) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "init_from: job ", init.job_id, " (", Job::State_Name(source->state()),
-            ") has no ", init.artifact, " weights yet"));
+        return absl::InvalidArgumentError(absl::StrCat("init_from: job ", init.job_id, " (",
+                                                       Job::State_Name(source->state()),
+                                                       ") has no ", init.artifact, " weights yet"));
       }
       spec->set_init_from(absl::StrCat(init.job_id, ":", init.artifact));  // explicit
     }
@@ -332,9 +334,10 @@ absl::Status TrainerService::ResolveFiles(JobSpec* spec, const Caller& caller) c
   if (dataset->source == DatasetInfo::Source::kFile) {
     if (absl::StartsWith(spec->data_file(), "sha256:")) {
       if (!UsableBlob(caller, spec->data_file()).ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "data_file: ", spec->data_file(), " is not stored on this daemon; upload it first "
-            "(trainctl submit --data-file FILE --upload)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("data_file: ", spec->data_file(),
+                         " is not stored on this daemon; upload it first "
+                         "(trainctl submit --data-file FILE --upload)"));
       }
       return absl::OkStatus();
     }
@@ -394,8 +397,8 @@ absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
                                    const Caller& caller, Job* response) {
   ASSIGN_OR_RETURN(Job old, OwnJob(caller, request.id()));
   if (!IsTerminal(old.state())) {
-    return absl::FailedPreconditionError(absl::StrCat("job ", old.id(), " is still ",
-                                                      Job::State_Name(old.state())));
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", old.id(), " is still ", Job::State_Name(old.state())));
   }
   Job job;
   // Admitted again, as a new submission would be: its files, roots and uploads may have changed.
@@ -421,9 +424,9 @@ absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& 
   for (size_t i = 0; i < specs.size(); ++i) {
     absl::StatusOr<JobSpec> prepared = PrepareSpec(specs[i], caller);
     if (!prepared.ok()) {
-      return absl::Status(prepared.status().code(),
-                          absl::StrCat("member ", i + 1, " of ", specs.size(), ": ",
-                                       prepared.status().message()));
+      return absl::Status(
+          prepared.status().code(),
+          absl::StrCat("member ", i + 1, " of ", specs.size(), ": ", prepared.status().message()));
     }
     Job job;
     *job.mutable_spec() = std::move(*prepared);
@@ -432,8 +435,7 @@ absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& 
     job.set_owner(caller.owner);
     members.push_back(std::move(job));
   }
-  ASSIGN_OR_RETURN(*response,
-                   store_->CreateSweep(request.spec(), members, QueueLimitFor(caller)));
+  ASSIGN_OR_RETURN(*response, store_->CreateSweep(request.spec(), members, QueueLimitFor(caller)));
   scheduler_->Wake();
   return absl::OkStatus();
 }
@@ -490,11 +492,9 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
             const trainer::v1::EpochSummary& summary = e.epoch_summary();
             traces[id].final_train_loss = summary.train_loss();
             if (summary.evaluated()) {
-              const google::protobuf::Timestamp& from_time =
-                  started ? *started : job.create_time();
-              const double wall =
-                  static_cast<double>(e.time().seconds() - from_time.seconds()) +
-                  (e.time().nanos() - from_time.nanos()) / 1e9;
+              const google::protobuf::Timestamp& from_time = started ? *started : job.create_time();
+              const double wall = static_cast<double>(e.time().seconds() - from_time.seconds()) +
+                                  (e.time().nanos() - from_time.nanos()) / 1e9;
               traces[id].evaluated.push_back(
                   {summary.validation_accuracy(), summary.elapsed_seconds(), wall});
             }
@@ -516,8 +516,7 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
   if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
   if (!(request.time_to_accuracy() >= 0 && request.time_to_accuracy() <= 1)) {
-    return absl::InvalidArgumentError(
-        "time_to_accuracy: a fraction from 0 to 1 (0.89 for 89%)");
+    return absl::InvalidArgumentError("time_to_accuracy: a fraction from 0 to 1 (0.89 for 89%)");
   }
   options.time_to_accuracy = request.time_to_accuracy();
   *response = BuildSweepReport(sweep, jobs, traces, options);
@@ -530,8 +529,8 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
     for (const Job& job : jobs) values.insert(GetSpecField(job.spec(), options.baseline_field));
     return absl::InvalidArgumentError(absl::StrCat(
         "baseline: no member of sweep ", sweep.id(), " has ", options.baseline_text, "; its ",
-        options.baseline_field, " values: ",
-        absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) {
+        options.baseline_field,
+        " values: ", absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) {
           absl::StrAppend(out, v.empty() ? "(default)" : v);
         })));
   }
@@ -544,18 +543,19 @@ grpc::ServerUnaryReactor* TrainerService::SubmitJob(grpc::CallbackServerContext*
   return OffloadChecked<trainer::v1::SubmitJobRequest, Job>(
       context, "SubmitJob", request, response,
       [this](const trainer::v1::SubmitJobRequest* request, Job* response, const Caller& caller) {
-    return Submit(*request, caller, response);
-  });
+        return Submit(*request, caller, response);
+      });
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* context,
                                                  const trainer::v1::GetJobRequest* request,
                                                  Job* response) {
-  return Offload(context, "GetJob", request, [this, request, response](const Caller& caller) -> absl::Status {
-    ASSIGN_OR_RETURN(*response, OwnJob(caller, request->id()));
-    response->set_disk_bytes(JobDiskBytes(files_.jobs_dir, response->id()));
-    return absl::OkStatus();
-  });
+  return Offload(context, "GetJob", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(*response, OwnJob(caller, request->id()));
+                   response->set_disk_bytes(JobDiskBytes(files_.jobs_dir, response->id()));
+                   return absl::OkStatus();
+                 });
 }
 
 absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, const Caller& caller,
@@ -599,36 +599,37 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, c
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListJobs(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request,
-                                                    grpc::ByteBuffer* response) {
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
   return OffloadChecked<trainer::v1::ListJobsRequest, trainer::v1::ListJobsResponse>(
       context, "ListJobs", request, response,
-      [this](const trainer::v1::ListJobsRequest* request, trainer::v1::ListJobsResponse* response, const Caller& caller) {
-    return List(*request, caller, response);
-  });
+      [this](const trainer::v1::ListJobsRequest* request, trainer::v1::ListJobsResponse* response,
+             const Caller& caller) { return List(*request, caller, response); });
 }
 
 grpc::ServerUnaryReactor* TrainerService::CancelJob(grpc::CallbackServerContext* context,
                                                     const trainer::v1::CancelJobRequest* request,
                                                     Job* response) {
-  return Offload(context, "CancelJob", request, [this, request, response](const Caller& caller) -> absl::Status {
-    RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
-    ASSIGN_OR_RETURN(*response, scheduler_->Cancel(request->id()));
-    return absl::OkStatus();
-  });
+  return Offload(context, "CancelJob", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
+                   ASSIGN_OR_RETURN(*response, scheduler_->Cancel(request->id()));
+                   return absl::OkStatus();
+                 });
 }
 
 grpc::ServerUnaryReactor* TrainerService::SetJobPriority(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request,
-                                                    grpc::ByteBuffer* response) {
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
   return OffloadChecked<trainer::v1::SetJobPriorityRequest, Job>(
       context, "SetJobPriority", request, response,
-      [this](const trainer::v1::SetJobPriorityRequest* request, Job* response, const Caller& caller) -> absl::Status {
-                   RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
-                   ASSIGN_OR_RETURN(*response, store_->SetPriority(request->id(), request->priority()));
-                   scheduler_->Wake();  // the new order may start it now
-                   return absl::OkStatus();
-                 });
+      [this](const trainer::v1::SetJobPriorityRequest* request, Job* response,
+             const Caller& caller) -> absl::Status {
+        RETURN_IF_ERROR(OwnJob(caller, request->id()).status());
+        ASSIGN_OR_RETURN(*response, store_->SetPriority(request->id(), request->priority()));
+        scheduler_->Wake();  // the new order may start it now
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
@@ -646,33 +647,34 @@ grpc::ServerWriteReactor<trainer::v1::JobEvent>* TrainerService::WatchJob(
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListJobEvents(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request,
-                                                    grpc::ByteBuffer* response) {
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
   return OffloadChecked<trainer::v1::ListJobEventsRequest, trainer::v1::ListJobEventsResponse>(
       context, "ListJobEvents", request, response,
-      [this](const trainer::v1::ListJobEventsRequest* request, trainer::v1::ListJobEventsResponse* response, const Caller& caller) -> absl::Status {
-    const int page_size = request->page_size() == 0 ? kDefaultEventPage : request->page_size();
-    if (page_size < 0 || page_size > kMaxEventPage) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("page_size: must be between 1 and ", kMaxEventPage, ", got ", page_size));
-    }
-    ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
-    const int64_t from_seq = std::max<int64_t>(request->from_seq(), 1);
-    ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
-                     store_->ReadEvents(job.id(), from_seq, page_size));
-    size_t reply_bytes = 0;
-    for (auto& event : events) {
-      reply_bytes += event.ByteSizeLong() + 8;
-      if (response->events_size() > 0 && reply_bytes > kMaxReplyBytes) break;
-      *response->add_events() = std::move(event);
-    }
-    const int64_t last = response->events().empty() ? 0 : response->events().rbegin()->seq();
-    const bool cut = response->events_size() < static_cast<int>(events.size());
-    if (cut || (static_cast<int>(events.size()) == page_size && last < job.last_seq())) {
-      response->set_next_seq(last + 1);
-    }
-    return absl::OkStatus();
-  });
+      [this](const trainer::v1::ListJobEventsRequest* request,
+             trainer::v1::ListJobEventsResponse* response, const Caller& caller) -> absl::Status {
+        const int page_size = request->page_size() == 0 ? kDefaultEventPage : request->page_size();
+        if (page_size < 0 || page_size > kMaxEventPage) {
+          return absl::InvalidArgumentError(absl::StrCat("page_size: must be between 1 and ",
+                                                         kMaxEventPage, ", got ", page_size));
+        }
+        ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
+        const int64_t from_seq = std::max<int64_t>(request->from_seq(), 1);
+        ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
+                         store_->ReadEvents(job.id(), from_seq, page_size));
+        size_t reply_bytes = 0;
+        for (auto& event : events) {
+          reply_bytes += event.ByteSizeLong() + 8;
+          if (response->events_size() > 0 && reply_bytes > kMaxReplyBytes) break;
+          *response->add_events() = std::move(event);
+        }
+        const int64_t last = response->events().empty() ? 0 : response->events().rbegin()->seq();
+        const bool cut = response->events_size() < static_cast<int>(events.size());
+        if (cut || (static_cast<int>(events.size()) == page_size && last < job.last_seq())) {
+          response->set_next_seq(last + 1);
+        }
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* context,
@@ -684,62 +686,66 @@ grpc::ServerUnaryReactor* TrainerService::RetryJob(grpc::CallbackServerContext* 
 }
 
 grpc::ServerUnaryReactor* TrainerService::SubmitSweep(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request,
-                                                    grpc::ByteBuffer* response) {
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
   return OffloadChecked<trainer::v1::SubmitSweepRequest, trainer::v1::Sweep>(
       context, "SubmitSweep", request, response,
-      [this](const trainer::v1::SubmitSweepRequest* request, trainer::v1::Sweep* response, const Caller& caller) {
-    return CreateSweep(*request, caller, response);
-  });
+      [this](const trainer::v1::SubmitSweepRequest* request, trainer::v1::Sweep* response,
+             const Caller& caller) { return CreateSweep(*request, caller, response); });
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* context,
                                                    const trainer::v1::GetSweepRequest* request,
                                                    trainer::v1::Sweep* response) {
-  return Offload(context, "GetSweep", request, [this, request, response](const Caller& caller) -> absl::Status {
-    ASSIGN_OR_RETURN(*response, OwnSweep(caller, request->id()));
-    return absl::OkStatus();
-  });
+  return Offload(context, "GetSweep", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(*response, OwnSweep(caller, request->id()));
+                   return absl::OkStatus();
+                 });
 }
 
 grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
     grpc::CallbackServerContext* context, const trainer::v1::GetSweepReportRequest* request,
     trainer::v1::SweepReport* response) {
-  return Offload(context, "GetSweepReport", request, [this, request, response](const Caller& caller) {
-    return Report(*request, caller, response);
-  });
+  return Offload(context, "GetSweepReport", request,
+                 [this, request, response](const Caller& caller) {
+                   return Report(*request, caller, response);
+                 });
 }
 
 grpc::ServerUnaryReactor* TrainerService::SetQueueState(grpc::CallbackServerContext* context,
-                                                    const grpc::ByteBuffer* request,
-                                                    grpc::ByteBuffer* response) {
+                                                        const grpc::ByteBuffer* request,
+                                                        grpc::ByteBuffer* response) {
   return OffloadChecked<trainer::v1::SetQueueStateRequest, trainer::v1::QueueState>(
       context, "SetQueueState", request, response,
-      [this](const trainer::v1::SetQueueStateRequest* request, trainer::v1::QueueState* response, const Caller& caller) -> absl::Status {
-    using Action = trainer::v1::SetQueueStateRequest;
-    if (request->action() != Action::GET && !caller.is_admin()) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "action: ", Action::Action_Name(request->action()), " changes the queue for everyone "
-          "and needs an admin token; '", caller.owner, "' is a user (GET is allowed)"));
-    }
-    absl::StatusOr<trainer::v1::QueueState> state;
-    switch (request->action()) {
-      case Action::PAUSE:
-      case Action::DRAIN:  // the client polls until nothing runs
-        state = scheduler_->SetPaused(true);
-        break;
-      case Action::RESUME:
-        state = scheduler_->SetPaused(false);
-        break;
-      case Action::GET:
-        state = scheduler_->State();
-        break;
-      default:
-        return absl::InvalidArgumentError("action: one of PAUSE, RESUME, DRAIN, GET");
-    }
-    ASSIGN_OR_RETURN(*response, std::move(state));
-    return absl::OkStatus();
-  });
+      [this](const trainer::v1::SetQueueStateRequest* request, trainer::v1::QueueState* response,
+             const Caller& caller) -> absl::Status {
+        using Action = trainer::v1::SetQueueStateRequest;
+        if (request->action() != Action::GET && !caller.is_admin()) {
+          return absl::PermissionDeniedError(
+              absl::StrCat("action: ", Action::Action_Name(request->action()),
+                           " changes the queue for everyone "
+                           "and needs an admin token; '",
+                           caller.owner, "' is a user (GET is allowed)"));
+        }
+        absl::StatusOr<trainer::v1::QueueState> state;
+        switch (request->action()) {
+          case Action::PAUSE:
+          case Action::DRAIN:  // the client polls until nothing runs
+            state = scheduler_->SetPaused(true);
+            break;
+          case Action::RESUME:
+            state = scheduler_->SetPaused(false);
+            break;
+          case Action::GET:
+            state = scheduler_->State();
+            break;
+          default:
+            return absl::InvalidArgumentError("action: one of PAUSE, RESUME, DRAIN, GET");
+        }
+        ASSIGN_OR_RETURN(*response, std::move(state));
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* TrainerService::ListDevices(
@@ -776,15 +782,15 @@ class RejectedUpload : public grpc::ServerReadReactor<trainer::v1::UploadBlobReq
 
 // Download names are file names in the job's directory: nothing that could climb out of it.
 absl::Status ValidateArtifactName(const std::string& name) {
-  const bool plain = !name.empty() && name.size() <= 64 &&
-                     std::all_of(name.begin(), name.end(), [](char c) {
-                       return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                              c == '_';
-                     });
+  const bool plain =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      });
   if (plain) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "name: '", name.substr(0, 64), "' is not an artifact name (letters, digits, '-' and '_'; "
-      "e.g. best, final)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("name: '", name.substr(0, 64),
+                   "' is not an artifact name (letters, digits, '-' and '_'; "
+                   "e.g. best, final)"));
 }
 
 }  // namespace
@@ -804,10 +810,11 @@ grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* TrainerService::UploadB
 grpc::ServerUnaryReactor* TrainerService::GetBlob(grpc::CallbackServerContext* context,
                                                   const trainer::v1::GetBlobRequest* request,
                                                   trainer::v1::Blob* response) {
-  return Offload(context, "GetBlob", request, [this, request, response](const Caller& caller) -> absl::Status {
-    ASSIGN_OR_RETURN(*response, UsableBlob(caller, request->digest()));
-    return absl::OkStatus();
-  });
+  return Offload(context, "GetBlob", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(*response, UsableBlob(caller, request->digest()));
+                   return absl::OkStatus();
+                 });
 }
 
 grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext* context,
@@ -815,26 +822,27 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
                                                     grpc::ByteBuffer* response) {
   return OffloadChecked<trainer::v1::DeleteJobRequest, trainer::v1::DeleteJobResponse>(
       context, "DeleteJob", request, response,
-      [this](const trainer::v1::DeleteJobRequest* request, trainer::v1::DeleteJobResponse* response, const Caller& caller) -> absl::Status {
-    ASSIGN_OR_RETURN(const Job job, OwnJob(caller, request->id()));
-    const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
-    ASSIGN_OR_RETURN(std::vector<std::string> unused,
-                     store_->DeleteJob(request->id(), request->force()));
-    // The job is gone from the store (committed); its files follow. A crash in between leaves
-    // files no job names, never a job without its files.
-    response->set_id(request->id());
-    int64_t freed = bytes;
-    RETURN_IF_ERROR(RemoveJobFiles(files_.jobs_dir, request->id()));
-    for (const std::string& digest : unused) {
-      absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(digest);
-      ASSIGN_OR_RETURN(const bool removed, files_.blobs->Release(digest, job.owner()));
-      if (!removed) continue;  // another token uploaded it too: theirs stays
-      if (blob.ok()) freed += blob->size_bytes();
-      response->add_removed_blobs(digest);
-    }
-    response->set_freed_bytes(freed);
-    return absl::OkStatus();
-  });
+      [this](const trainer::v1::DeleteJobRequest* request, trainer::v1::DeleteJobResponse* response,
+             const Caller& caller) -> absl::Status {
+        ASSIGN_OR_RETURN(const Job job, OwnJob(caller, request->id()));
+        const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
+        ASSIGN_OR_RETURN(std::vector<std::string> unused,
+                         store_->DeleteJob(request->id(), request->force()));
+        // The job is gone from the store (committed); its files follow. A crash in between leaves
+        // files no job names, never a job without its files.
+        response->set_id(request->id());
+        int64_t freed = bytes;
+        RETURN_IF_ERROR(RemoveJobFiles(files_.jobs_dir, request->id()));
+        for (const std::string& digest : unused) {
+          absl::StatusOr<trainer::v1::Blob> blob = files_.blobs->Get(digest);
+          ASSIGN_OR_RETURN(const bool removed, files_.blobs->Release(digest, job.owner()));
+          if (!removed) continue;  // another token uploaded it too: theirs stays
+          if (blob.ok()) freed += blob->size_bytes();
+          response->add_removed_blobs(digest);
+        }
+        response->set_freed_bytes(freed);
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* TrainerService::Shutdown(grpc::CallbackServerContext* context,
@@ -854,40 +862,41 @@ grpc::ServerUnaryReactor* TrainerService::Shutdown(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* TrainerService::ListArtifacts(
     grpc::CallbackServerContext* context, const trainer::v1::ListArtifactsRequest* request,
     trainer::v1::ListArtifactsResponse* response) {
-  return Offload(context, "ListArtifacts", request, [this, request, response](const Caller& caller) -> absl::Status {
-    ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
-    *response->mutable_artifacts() = job.result().artifacts();
-    return absl::OkStatus();
-  });
+  return Offload(context, "ListArtifacts", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(Job job, OwnJob(caller, request->id()));
+                   *response->mutable_artifacts() = job.result().artifacts();
+                   return absl::OkStatus();
+                 });
 }
 
 grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService::DownloadArtifact(
     grpc::CallbackServerContext* context, const trainer::v1::DownloadArtifactRequest* request) {
   absl::StatusOr<Caller> caller = access_->Admit(*context, "DownloadArtifact", request);
   if (!caller.ok()) {
-    return DownloadReactor::Start(executor_, [status = caller.status()]()
-                                                 -> absl::StatusOr<DownloadReactor::Source> {
-      return status;
-    });
+    return DownloadReactor::Start(
+        executor_,
+        [status = caller.status()]() -> absl::StatusOr<DownloadReactor::Source> { return status; });
   }
   return DownloadReactor::Start(
       executor_,
       [this, id = request->id(), caller = *caller,
-       name = request->name().empty() ? std::string("best") : request->name()]()
-          -> absl::StatusOr<DownloadReactor::Source> {
+       name = request->name().empty()
+                  ? std::string("best")
+                  : request->name()]() -> absl::StatusOr<DownloadReactor::Source> {
         RETURN_IF_ERROR(ValidateArtifactName(name));
         ASSIGN_OR_RETURN(Job job, OwnJob(caller, id));
         std::vector<std::string> names;
         for (const trainer::v1::Artifact& artifact : job.result().artifacts()) {
           if (artifact.name() == name) {
-            return DownloadReactor::Source{artifact,
-                                           absl::StrCat(files_.jobs_dir, "/", id, "/", name, ".pt")};
+            return DownloadReactor::Source{
+                artifact, absl::StrCat(files_.jobs_dir, "/", id, "/", name, ".pt")};
           }
           names.push_back(artifact.name());
         }
-        return absl::NotFoundError(absl::StrCat(
-            "job ", id, " has no artifact '", name, "'; it has: ",
-            names.empty() ? "none (yet)" : absl::StrJoin(names, ", ")));
+        return absl::NotFoundError(
+            absl::StrCat("job ", id, " has no artifact '", name,
+                         "'; it has: ", names.empty() ? "none (yet)" : absl::StrJoin(names, ", ")));
       });
 }
 

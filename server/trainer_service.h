@@ -9,9 +9,9 @@
 #include <functional>
 
 #include "absl/status/statusor.h"
-#include "server/checked_request.h"
 #include "server/access_control.h"
 #include "server/blob_store.h"
+#include "server/checked_request.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/quota_ledger.h"
@@ -37,9 +37,9 @@ class TrainerService final : public TrainerServiceBase {
   // Uploaded files and the jobs' own files.
   struct Files {
     BlobStore* blobs = nullptr;
-    std::string jobs_dir;           // <state-dir>/jobs: each job's artifacts
-    std::string worker_path;        // traind-worker, which inspects uploaded models
-    int64_t max_upload_bytes = 0;   // traind --max-upload-bytes
+    std::string jobs_dir;               // <state-dir>/jobs: each job's artifacts
+    std::string worker_path;            // traind-worker, which inspects uploaded models
+    int64_t max_upload_bytes = 0;       // traind --max-upload-bytes
     int64_t max_storage_per_token = 0;  // traind --max-storage-per-token; 0: none
   };
   // `devices` is what traind-worker found at start: the devices jobs may ask for.
@@ -48,20 +48,22 @@ class TrainerService final : public TrainerServiceBase {
                  bool enable_fault_injection = false, std::vector<std::string> data_roots = {});
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const trainer::v1::GetJobRequest* request,
                                    trainer::v1::Job* response) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* CancelJob(grpc::CallbackServerContext* context,
                                       const trainer::v1::CancelJobRequest* request,
                                       trainer::v1::Job* response) override;
   grpc::ServerWriteReactor<trainer::v1::JobEvent>* WatchJob(
-      grpc::CallbackServerContext* context,
-      const trainer::v1::WatchJobRequest* request) override;
+      grpc::CallbackServerContext* context, const trainer::v1::WatchJobRequest* request) override;
   grpc::ServerUnaryReactor* ListJobEvents(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const trainer::v1::ListDevicesRequest* request,
                                         trainer::v1::ListDevicesResponse* response) override;
@@ -70,7 +72,8 @@ class TrainerService final : public TrainerServiceBase {
                                      const trainer::v1::RetryJobRequest* request,
                                      trainer::v1::Job* response) override;
   grpc::ServerUnaryReactor* SubmitSweep(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context,
                                      const trainer::v1::GetSweepRequest* request,
                                      trainer::v1::Sweep* response) override;
@@ -78,16 +81,19 @@ class TrainerService final : public TrainerServiceBase {
                                            const trainer::v1::GetSweepReportRequest* request,
                                            trainer::v1::SweepReport* response) override;
   grpc::ServerUnaryReactor* SetQueueState(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerReadReactor<trainer::v1::UploadBlobRequest>* UploadBlob(
       grpc::CallbackServerContext* context, trainer::v1::Blob* response) override;
   grpc::ServerUnaryReactor* GetBlob(grpc::CallbackServerContext* context,
                                     const trainer::v1::GetBlobRequest* request,
                                     trainer::v1::Blob* response) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* SetJobPriority(grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request, grpc::ByteBuffer* response) override;  // checked bytes
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;  // checked bytes
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
                                      const trainer::v1::ShutdownRequest* request,
                                      trainer::v1::ShutdownResponse* response) override;

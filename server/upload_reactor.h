@@ -14,11 +14,11 @@
 #ifndef TRAIND_SERVER_UPLOAD_REACTOR_H_
 #define TRAIND_SERVER_UPLOAD_REACTOR_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <functional>
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "server/blob_store.h"

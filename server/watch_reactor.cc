@@ -12,8 +12,7 @@ using trainer::v1::JobEvent;
 
 WatchReactor* WatchReactor::Start(Store* store, EventHub* hub, Executor* executor, int64_t job_id,
                                   int64_t from_seq,
-                                  std::unique_ptr<AccessControl::WatchLease> lease,
-                                  Admit admit) {
+                                  std::unique_ptr<AccessControl::WatchLease> lease, Admit admit) {
   auto* reactor = new WatchReactor(store, hub, executor, job_id, from_seq);
   reactor->lease_ = std::move(lease);
   reactor->admit_ = std::move(admit);
@@ -109,8 +108,7 @@ void WatchReactor::Pump() {
     } else if (saw_terminal_) {
       finish = true;
     } else {
-      absl::StatusOr<std::vector<JobEvent>> events =
-          store_->ReadEvents(job_id_, next_seq_, kBatch);
+      absl::StatusOr<std::vector<JobEvent>> events = store_->ReadEvents(job_id_, next_seq_, kBatch);
       if (events.ok() && events->empty()) {
         // Nothing new: either the job is over (from_seq past its end) or we wait for more.
         absl::StatusOr<Job> job = store_->GetJob(job_id_);

@@ -8,11 +8,11 @@
 #ifndef TRAIND_SERVER_WATCH_REACTOR_H_
 #define TRAIND_SERVER_WATCH_REACTOR_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <deque>
 #include <functional>
 #include <memory>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"

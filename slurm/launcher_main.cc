@@ -1,6 +1,6 @@
 // traind-slurm: runs one job with backend slurm, started by traind in a worker's place. To traind
 // it is a worker: the WorkerRequest on stdin, the job's events on stdout, an exit status from
-// common/worker_exit.h, SIGTERM to cancel and SIGUSR1 to stop for a shutdown. Behind that it
+// supervise/worker_exit.h, SIGTERM to cancel and SIGUSR1 to stop for a shutdown. Behind that it
 // serves SlurmTasks (task_service.h) on a port of its own, submits a batch script with sbatch
 // whose tasks reach back to that port with the job's secret, follows the Slurm job (squeue,
 // then sacct or scontrol) and ends it with scancel when traind cancels it.
@@ -23,13 +23,13 @@
 #include "absl/strings/str_join.h"
 #include "common/job_spec.h"
 #include "common/random_secret.h"
-#include "common/shared_event_pipe.h"
-#include "common/worker_exit.h"
-#include "common/worker_side.h"
 #include "common/write_all.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/slurm_commands.h"
 #include "slurm/task_service.h"
+#include "supervise/shared_event_pipe.h"
+#include "supervise/worker_exit.h"
+#include "supervise/worker_side.h"
 
 namespace {
 

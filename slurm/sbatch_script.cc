@@ -36,8 +36,6 @@ absl::StatusOr<std::string> Quoted(const char* what, const std::string& value) {
 
 }  // namespace
 
-int RendezvousPort(int64_t slurm_job_id) { return 20000 + static_cast<int>(slurm_job_id % 20000); }
-
 absl::StatusOr<std::string> BatchScript(int64_t job_id, const BatchScriptParts& parts) {
   absl::StatusOr<std::string> task = Quoted("traind-slurm-task's path", parts.task_path);
   absl::StatusOr<std::string> connect = Quoted("launcher address", parts.connect);
@@ -53,10 +51,10 @@ absl::StatusOr<std::string> BatchScript(int64_t job_id, const BatchScriptParts& 
       "# starts a traind-worker and streams its events to the job's launcher on traind's machine.\n"
       "export TRAIND_SLURM_CONNECT=",
       *connect, "\n", "export TRAIND_SLURM_SECRET=", *secret, "\n",
-      "# torchrun's rendezvous: rank 0 on the first node, a port per Slurm job.\n"
+      "# torchrun's rendezvous: rank 0 on the first node (each task derives the port from\n"
+      "# SLURM_JOB_ID: supervise/torchrun.h).\n"
       "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
       "export MASTER_ADDR\n"
-      "export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))\n"
       "# One task ending badly ends the others: they would wait for it in their next collective.\n"
       "exec srun --kill-on-bad-exit=1 ",
       *task, "\n");

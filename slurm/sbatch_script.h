@@ -29,10 +29,6 @@ struct BatchScriptParts {
 // (a single quote, a newline).
 absl::StatusOr<std::string> BatchScript(int64_t job_id, const BatchScriptParts& parts);
 
-// The rendezvous port of a Slurm job's rank 0: one per job id, in 20000-39999 (torchrun's
-// environment needs it known to every rank before they start).
-int RendezvousPort(int64_t slurm_job_id);
-
 }  // namespace traind
 
 #endif  // TRAIND_SLURM_SBATCH_SCRIPT_H_

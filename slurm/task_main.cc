@@ -1,8 +1,8 @@
 // traind-slurm-task: what srun runs for each task (rank) of a traind job on Slurm. It asks the
 // job's launcher (TRAIND_SLURM_CONNECT, with TRAIND_SLURM_SECRET) for the job, starts a
 // traind-worker beside itself with torchrun's environment from Slurm's (SLURM_PROCID,
-// SLURM_NTASKS, SLURM_LOCALID; MASTER_ADDR and MASTER_PORT from the batch script), streams the
-// worker's events back as they come and then how it ended, and exits as the worker did.
+// SLURM_NTASKS, SLURM_LOCALID; MASTER_ADDR from the batch script; MASTER_PORT from SLURM_JOB_ID),
+// streams the worker's events back as they come and then how it ended, and exits as the worker did.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -15,9 +15,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/worker_exit.h"
-#include "common/worker_side.h"
-#include "server/worker_process.h"
+#include "supervise/torchrun.h"
+#include "supervise/worker_exit.h"
+#include "supervise/worker_process.h"
+#include "supervise/worker_side.h"
 #include "trainer/v1/slurm.grpc.pb.h"
 
 namespace {
@@ -80,13 +81,14 @@ int main() {
   std::vector<std::string> environment;
   if (tasks > 1) {
     const char* master_addr = std::getenv("MASTER_ADDR");
-    const char* master_port = std::getenv("MASTER_PORT");
-    if (master_addr == nullptr || master_port == nullptr) {
-      return Usage("MASTER_ADDR and MASTER_PORT are not set (the batch script sets them)");
+    const char* slurm_job = std::getenv("SLURM_JOB_ID");
+    int64_t slurm_job_id = 0;
+    if (master_addr == nullptr || slurm_job == nullptr ||
+        !absl::SimpleAtoi(slurm_job, &slurm_job_id)) {
+      return Usage("MASTER_ADDR or SLURM_JOB_ID is not set (the batch script and srun set them)");
     }
-    environment = {absl::StrCat("RANK=", rank), absl::StrCat("LOCAL_RANK=", local_rank),
-                   absl::StrCat("WORLD_SIZE=", tasks), absl::StrCat("MASTER_ADDR=", master_addr),
-                   absl::StrCat("MASTER_PORT=", master_port)};
+    environment = traind::TorchrunEnvironment(
+        {rank, local_rank, tasks, master_addr, traind::RendezvousPort(slurm_job_id)});
   }
   const std::string worker_path =
       (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();

@@ -11,8 +11,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/rank_events.h"
-#include "common/shared_event_pipe.h"
+#include "supervise/rank_events.h"
+#include "supervise/shared_event_pipe.h"
 #include "trainer/v1/slurm.grpc.pb.h"
 
 namespace traind {

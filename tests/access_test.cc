@@ -251,8 +251,8 @@ TEST_F(AccessTest, EveryRpcRefusesCallersWithoutAValidToken) {
   const std::vector<std::string> methods = Methods();
   ASSERT_GE(methods.size(), 17u);
   for (const std::string& method : methods) {
-    for (const std::string& token : {std::string(), std::string("not-a-token-of-this-daemon"),
-                                     std::string(kAlice) + "x"}) {
+    for (const std::string& token :
+         {std::string(), std::string("not-a-token-of-this-daemon"), std::string(kAlice) + "x"}) {
       const grpc::Status status = Call(method, token, id);
       EXPECT_EQ(status.error_code(), StatusCode::UNAUTHENTICATED)
           << method << " with token '" << token << "': " << status.error_message();
@@ -410,8 +410,8 @@ grpc::Status ListServicesByReflection(const std::string& address, std::string* r
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   grpc::CompletionQueue cq;
-  auto call = stub.PrepareUnaryCall(&context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-                                    request, &cq);
+  auto call = stub.PrepareUnaryCall(
+      &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", request, &cq);
   call->StartCall();
   grpc::Status status;
   call->Finish(&response, &status, reinterpret_cast<void*>(1));
@@ -421,7 +421,8 @@ grpc::Status ListServicesByReflection(const std::string& address, std::string* r
   std::vector<grpc::Slice> slices;
   response_bytes->clear();
   if (status.ok() && response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
+    for (const grpc::Slice& s : slices)
+      response_bytes->append(reinterpret_cast<const char*>(s.begin()), s.size());
   }
   return status;
 }

@@ -1,5 +1,6 @@
 #include "tests/daemon_fixture.h"
 
+#include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -7,8 +8,6 @@
 #include <filesystem>
 #include <sstream>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "client/stored_events.h"
 #include "client/trainctl.h"
@@ -19,8 +18,9 @@ using trainer::v1::Job;
 
 void DaemonTest::SetUp() {
   // Workers inherit this. ctest runs several of these tests at once; on a many-core host each
-  // worker would otherwise start one LibTorch thread per core, and the oversubscribed threads slowed
-  // a 25 s test past its 120 s deadline on the 16-core CUDA host. A job's --threads still wins.
+  // worker would otherwise start one LibTorch thread per core, and the oversubscribed threads
+  // slowed a 25 s test past its 120 s deadline on the 16-core CUDA host. A job's --threads still
+  // wins.
   setenv("OMP_NUM_THREADS", "2", /*overwrite=*/0);
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   // Unix socket paths are limited to ~107 bytes: keep the directory short.
@@ -72,10 +72,10 @@ DaemonTest::Result DaemonTest::Trainctl(const std::vector<std::string>& args) {
 }
 
 int64_t DaemonTest::SubmitSmall(const std::string& model, const std::vector<std::string>& extra) {
-  std::vector<std::string> args = {"submit",        "--model",      model,  "--dataset",
-                                   "fashion-mnist", "--device",     "cpu",  "--limit-train",
-                                   "1280",          "--limit-test", "500",  "--batch-size",
-                                   "64",            "--log-every",  "3"};
+  std::vector<std::string> args = {
+      "submit", "--model",       model,  "--dataset",    "fashion-mnist", "--device",
+      "cpu",    "--limit-train", "1280", "--limit-test", "500",           "--batch-size",
+      "64",     "--log-every",   "3"};
   args.insert(args.end(), extra.begin(), extra.end());
   Result result = Trainctl(args);
   EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -134,7 +134,8 @@ std::string WriteTinyIdxDataset(const std::string& dir, int images, bool truncat
   std::string labels(static_cast<size_t>(images), 0);
   for (int i = 0; i < images; ++i) {
     labels[i] = static_cast<char>(i % 10);
-    for (int p = 0; p < 28 * 28; ++p) pixels[i * 784 + p] = static_cast<char>((p * (i % 10)) & 0xff);
+    for (int p = 0; p < 28 * 28; ++p)
+      pixels[i * 784 + p] = static_cast<char>((p * (i % 10)) & 0xff);
   }
   std::string train_images = Header({uint32_t(images), 28, 28}) + pixels;
   if (truncate_train_images) train_images.resize(train_images.size() / 2);

@@ -32,8 +32,7 @@ class DaemonTest : public ::testing::Test {
   Result Trainctl(const std::vector<std::string>& args);
 
   // Submits a job that trains for a few seconds on the first Fashion-MNIST images.
-  int64_t SubmitSmall(const std::string& model = "mlp",
-                      const std::vector<std::string>& extra = {});
+  int64_t SubmitSmall(const std::string& model = "mlp", const std::vector<std::string>& extra = {});
   // Polls until the job is in `state` (or fails the test after `timeout`).
   trainer::v1::Job WaitForState(int64_t id, trainer::v1::Job::State state,
                                 absl::Duration timeout = absl::Seconds(120));

@@ -77,12 +77,11 @@ class DashboardTest : public DaemonTest {
   std::vector<int64_t> ReadEventIds(int64_t job, const httplib::Headers& headers,
                                     const std::string& query, std::string* end_event) {
     std::string stream;
-    auto result = Client().Get(
-        ("/api/v1/jobs/" + std::to_string(job) + "/events" + query).c_str(), headers,
-        [&](const char* data, size_t length) {
-          stream.append(data, length);
-          return true;
-        });
+    auto result = Client().Get(("/api/v1/jobs/" + std::to_string(job) + "/events" + query).c_str(),
+                               headers, [&](const char* data, size_t length) {
+                                 stream.append(data, length);
+                                 return true;
+                               });
     EXPECT_TRUE(result);
     EXPECT_EQ(result->status, 200) << stream;
     EXPECT_TRUE(absl::StrContains(result->get_header_value("Content-Type"), "text/event-stream"));
@@ -124,8 +123,8 @@ TEST_F(DashboardTest, APageWithoutATokenGets401AndALoginLinkWorksOnce) {
   EXPECT_EQ(home->status, 200);
   EXPECT_TRUE(absl::StrContains(home->body, "/app.js"));
   EXPECT_EQ(home->get_header_value("X-Frame-Options"), "DENY");
-  EXPECT_TRUE(absl::StrContains(home->get_header_value("Content-Security-Policy"),
-                                "default-src 'self'"));
+  EXPECT_TRUE(
+      absl::StrContains(home->get_header_value("Content-Security-Policy"), "default-src 'self'"));
   // The page's script and the chart library are served from traind itself.
   EXPECT_EQ(Client().Get("/uPlot.iife.min.js")->status, 200);
 }
@@ -134,8 +133,7 @@ TEST_F(DashboardTest, ACookieSessionNeedsItsCsrfTokenToPost) {
   const auto [cookie, csrf] = LogIn();
   ASSERT_FALSE(csrf.empty());
   EXPECT_EQ(Post("ListJobs", "{}", {{"Cookie", cookie}})->status, 403);
-  EXPECT_EQ(Post("ListJobs", "{}", {{"Cookie", cookie}, {"X-CSRF-Token", "forged"}})->status,
-            403);
+  EXPECT_EQ(Post("ListJobs", "{}", {{"Cookie", cookie}, {"X-CSRF-Token", "forged"}})->status, 403);
   auto listed = Post("ListJobs", "{}", {{"Cookie", cookie}, {"X-CSRF-Token", csrf}});
   EXPECT_EQ(listed->status, 200) << listed->body;
   EXPECT_TRUE(absl::StrContains(listed->body, "\"jobs\"")) << listed->body;
@@ -152,8 +150,8 @@ TEST_F(DashboardTest, ACookieSessionNeedsItsCsrfTokenToPost) {
 
 TEST_F(DashboardTest, TheJsonApiIsTheServiceWithItsValidation) {
   const httplib::Headers local = Bearer(local_token_);
-  auto bad = Post("SubmitJob", R"({"spec": {"model": "mlp", "dataset": "fake", "epochs": -3}})",
-                  local);
+  auto bad =
+      Post("SubmitJob", R"({"spec": {"model": "mlp", "dataset": "fake", "epochs": -3}})", local);
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400) << bad->body;
   EXPECT_TRUE(absl::StrContains(bad->body, "\"code\":\"INVALID_ARGUMENT\"")) << bad->body;
@@ -223,20 +221,23 @@ TEST_F(DashboardTest, ExportIsTheSameFileAsTrainctlExport) {
   ASSERT_EQ(jsonl->status, 200);
   const std::vector<std::string> rows = absl::StrSplit(jsonl->body, '\n', absl::SkipEmpty());
   EXPECT_EQ(rows.size(), lines.size() - 1);
-  EXPECT_EQ(Client().Get(("/api/v1/jobs/" + std::to_string(id) + "/export?format=xml").c_str(),
-                         Bearer(local_token_))
+  EXPECT_EQ(Client()
+                .Get(("/api/v1/jobs/" + std::to_string(id) + "/export?format=xml").c_str(),
+                     Bearer(local_token_))
                 ->status,
             400);
   // The job's weights, whole and as announced, even when a Range is asked for.
-  auto final_pt = Client().Get(("/api/v1/jobs/" + std::to_string(id) + "/artifacts/final").c_str(),
-                               {{"Authorization", "Bearer " + local_token_}, {"Range", "bytes=10-"}});
+  auto final_pt =
+      Client().Get(("/api/v1/jobs/" + std::to_string(id) + "/artifacts/final").c_str(),
+                   {{"Authorization", "Bearer " + local_token_}, {"Range", "bytes=10-"}});
   ASSERT_EQ(final_pt->status, 200) << final_pt->body;
   Sha256 hash;
   hash.Update(final_pt->body);
   EXPECT_EQ(hash.HexDigest(), final_pt->get_header_value("X-Checksum-Sha256"));
   EXPECT_EQ(std::to_string(final_pt->body.size()), final_pt->get_header_value("X-Content-Size"));
-  EXPECT_EQ(Client().Get(("/api/v1/jobs/" + std::to_string(id) + "/artifacts/nope").c_str(),
-                         Bearer(local_token_))
+  EXPECT_EQ(Client()
+                .Get(("/api/v1/jobs/" + std::to_string(id) + "/artifacts/nope").c_str(),
+                     Bearer(local_token_))
                 ->status,
             404);
   const Result bad = Trainctl({"export", std::to_string(id), "--format", "xml"});
@@ -251,10 +252,11 @@ TEST_F(DashboardTest, UserTokensActOnTheirOwnJobsOnlyAndMetricsNeedAnAdmin) {
   const std::string get = R"({"id": ")" + std::to_string(local_job) + R"("})";
   EXPECT_EQ(Post("GetJob", get, Bearer(kUser))->status, 403);
   EXPECT_EQ(Post("CancelJob", get, Bearer(kUser))->status, 403);
-  EXPECT_EQ(Client().Get(("/api/v1/jobs/" + std::to_string(local_job) + "/events").c_str(),
-                         Bearer(kUser))
-                ->status,
-            403);
+  EXPECT_EQ(
+      Client()
+          .Get(("/api/v1/jobs/" + std::to_string(local_job) + "/events").c_str(), Bearer(kUser))
+          ->status,
+      403);
   EXPECT_EQ(Post("GetJob", get, Bearer(kAdmin))->status, 200);
   EXPECT_EQ(Client().Get("/metrics", Bearer(kUser))->status, 403);
   auto metrics = Client().Get("/metrics", Bearer(kAdmin));
@@ -262,8 +264,8 @@ TEST_F(DashboardTest, UserTokensActOnTheirOwnJobsOnlyAndMetricsNeedAnAdmin) {
   EXPECT_TRUE(absl::StrContains(metrics->body, "traind_jobs{state=\"queued\"} 1")) << metrics->body;
   EXPECT_TRUE(absl::StrContains(metrics->body, "traind_queue_paused 1")) << metrics->body;
   // A token logs a browser in as its owner.
-  auto login = Client().Post("/login", "token=" + std::string(kUser),
-                             "application/x-www-form-urlencoded");
+  auto login =
+      Client().Post("/login", "token=" + std::string(kUser), "application/x-www-form-urlencoded");
   EXPECT_EQ(login->status, 303);
   auto wrong = Client().Post("/login", "token=not-a-token", "application/x-www-form-urlencoded");
   EXPECT_EQ(wrong->status, 401);
@@ -276,8 +278,8 @@ TEST_F(DashboardTest, UserTokensActOnTheirOwnJobsOnlyAndMetricsNeedAnAdmin) {
 
 TEST_F(DashboardTest, ATokensOpenEventStreamsCountAgainstItsWatcherLimit) {
   ASSERT_EQ(Trainctl({"pause"}).exit_code, 0);
-  auto submitted = Post("SubmitJob", R"({"spec": {"model": "mlp", "dataset": "fake"}})",
-                        Bearer(kUser));
+  auto submitted =
+      Post("SubmitJob", R"({"spec": {"model": "mlp", "dataset": "fake"}})", Bearer(kUser));
   ASSERT_EQ(submitted->status, 200) << submitted->body;
   const size_t at = submitted->body.find("\"id\":\"") + 6;
   const std::string id = submitted->body.substr(at, submitted->body.find('"', at) - at);
@@ -300,8 +302,8 @@ TEST_F(DashboardTest, ATokensOpenEventStreamsCountAgainstItsWatcherLimit) {
   EXPECT_EQ(third->status, 429) << third->body;
   EXPECT_TRUE(absl::StrContains(third->body, "--max-watchers-per-token")) << third->body;
   // The local user is not limited.
-  EXPECT_EQ(Client().Get(path.c_str(), Bearer(local_token_),
-                         [](const char*, size_t) { return false; })
+  EXPECT_EQ(Client()
+                .Get(path.c_str(), Bearer(local_token_), [](const char*, size_t) { return false; })
                 .error(),
             httplib::Error::Canceled);
   stop = true;
@@ -356,8 +358,7 @@ TEST(DashboardStartTest, PlainHttpListensOnlyOnLoopback) {
   auto daemon = Daemon::Start(options);
   ASSERT_FALSE(daemon.ok());
   EXPECT_EQ(daemon.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(absl::StrContains(daemon.status().message(), "only on loopback"))
-      << daemon.status();
+  EXPECT_TRUE(absl::StrContains(daemon.status().message(), "only on loopback")) << daemon.status();
   options.http = "127.0.0.1";
   daemon = Daemon::Start(options);
   ASSERT_FALSE(daemon.ok());

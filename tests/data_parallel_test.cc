@@ -142,10 +142,10 @@ TEST_F(DataParallelJobTest, TwoGpusTrainLeNet5OverNccl) {
 }
 
 TEST_F(DataParallelJobTest, LossCurveMatchesOneProcessWithTheSameGlobalBatch) {
-  const std::vector<std::string> common = {"submit", "--model", "lenet5", "--dataset",
-                                           "fashion-mnist", "--device", "cpu", "--epochs", "1",
-                                           "--limit-train", "6000", "--limit-test", "500",
-                                           "--log-every", "2"};
+  const std::vector<std::string> common = {
+      "submit",   "--model",      "lenet5",   "--dataset",   "fashion-mnist",
+      "--device", "cpu",          "--epochs", "1",           "--limit-train",
+      "6000",     "--limit-test", "500",      "--log-every", "2"};
   std::vector<std::string> alone = common, ranks = common;
   alone.insert(alone.end(), {"--batch-size", "128"});
   ranks.insert(ranks.end(), {"--batch-size", "64", "--processes", "2"});
@@ -305,8 +305,8 @@ TEST_F(DataParallelJobTest, RefusesWhatCannotRunAsRanks) {
   int gpus = 0;
   for (const auto& device : devices.devices()) gpus += absl::StartsWith(device.name(), "cuda:");
   if (gpus < 2) {
-    Result sweep = Trainctl({"sweep", "--model", "mlp", "--dataset", "fashion-mnist", "--gpus",
-                             "1,2"});
+    Result sweep =
+        Trainctl({"sweep", "--model", "mlp", "--dataset", "fashion-mnist", "--gpus", "1,2"});
     EXPECT_EQ(sweep.exit_code, 2) << sweep.err;
     // The first member that asks for more GPUs than there are: 1 on a machine without, 2 here.
     EXPECT_NE(sweep.err.find(absl::StrCat("gpus: ", gpus + 1, " requested, this machine has")),

@@ -1,9 +1,9 @@
 // Issue 5: a worker that dies — segfault, abort, an unexpected exit, SIGKILL — fails only its own
 // job, with the reason and its last stderr lines, and the queue moves on. Crashes are real:
 // JobSpec.debug makes the worker crash itself (traind --enable-fault-injection).
-#include <thread>
-
 #include <grpcpp/grpcpp.h>
+
+#include <thread>
 
 #include "tests/daemon_fixture.h"
 
@@ -51,7 +51,8 @@ TEST_F(FaultTest, SegfaultAbortAndExitFailOnlyTheirJob) {
   WaitForState(healthy, Job::SUCCEEDED);
   // The events of a crashed job are still dense and end with the failure.
   const auto events = Events(segfault);
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
   EXPECT_EQ(events.back().state_change().state(), Job::FAILED);
 }
 
@@ -63,7 +64,8 @@ TEST_F(FaultTest, OutOfMemoryFailsTheJobWithResourceExhaustedAndTheQueueGoesOn) 
   const std::string& error = job.result().error();
   EXPECT_NE(error.find("RESOURCE_EXHAUSTED: out of memory on cpu while training at batch size 128 "
                        "with "),
-            std::string::npos) << error;
+            std::string::npos)
+      << error;
   EXPECT_NE(error.find("MiB in use"), std::string::npos) << error;
   WaitForState(healthy, Job::SUCCEEDED);
 }

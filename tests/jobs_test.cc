@@ -217,7 +217,8 @@ TEST_F(JobsTest, ARestartedJobResumesFromItsCheckpoint) {
   }
   EXPECT_EQ(first_epoch_summaries, 1);
   const auto events = Events(id);
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
 }
 
 TEST_F(JobsTest, RestartKeepsQueuedJobsAndFinishedHistory) {
@@ -240,7 +241,8 @@ TEST_F(JobsTest, RestartKeepsQueuedJobsAndFinishedHistory) {
   EXPECT_EQ(GetJob(done).state(), Job::SUCCEEDED);
   // The interrupted job runs again; its events continue densely after the re-queue.
   const auto events = Events(running);
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
   bool requeued = false;
   for (const auto& e : events) {
     requeued |= e.has_state_change() && e.state_change().state() == Job::QUEUED &&

@@ -28,11 +28,32 @@ class OptionsTest : public DaemonTest {
 
 // Issue 17: schedules, label smoothing, clipping and stopping, each through a real job.
 TEST_F(OptionsTest, CosineScheduleWithWarmupDrivesTheLearningRate) {
-  Job job = SubmitAndWait({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cpu",
-                           "--epochs", "3", "--limit-train", "2000", "--limit-test", "200",
-                           "--batch-size", "50", "--log-every", "6", "--lr", "0.002",
-                           "--lr-schedule", "cosine", "--warmup-epochs", "1",
-                           "--label-smoothing", "0.1", "--clip-grad-norm", "1.0"});
+  Job job = SubmitAndWait({"--model",
+                           "mlp",
+                           "--dataset",
+                           "fashion-mnist",
+                           "--device",
+                           "cpu",
+                           "--epochs",
+                           "3",
+                           "--limit-train",
+                           "2000",
+                           "--limit-test",
+                           "200",
+                           "--batch-size",
+                           "50",
+                           "--log-every",
+                           "6",
+                           "--lr",
+                           "0.002",
+                           "--lr-schedule",
+                           "cosine",
+                           "--warmup-epochs",
+                           "1",
+                           "--label-smoothing",
+                           "0.1",
+                           "--clip-grad-norm",
+                           "1.0"});
   ASSERT_EQ(job.state(), Job::SUCCEEDED);
   // 36 steps an epoch (1800 training images): warmup over epoch 1, then cosine down to 0.
   std::vector<double> rates;
@@ -57,8 +78,8 @@ TEST_F(OptionsTest, StopAtAccuracyEndsEarlyAndSaysWhen) {
   ASSERT_EQ(job.state(), Job::SUCCEEDED);
   ASSERT_TRUE(job.result().has_stopped());
   EXPECT_LT(job.result().stopped().epoch(), 30);
-  EXPECT_NE(job.result().stopped().reason().find("reached validation accuracy"),
-            std::string::npos) << job.result().stopped().reason();
+  EXPECT_NE(job.result().stopped().reason().find("reached validation accuracy"), std::string::npos)
+      << job.result().stopped().reason();
   EXPECT_EQ(job.result().epoch_seconds_no_eval_size(), job.result().stopped().epoch());
   // The best weights are kept, and the final ones from the epoch it stopped at.
   bool best = false;
@@ -71,13 +92,14 @@ TEST_F(OptionsTest, StopAtAccuracyEndsEarlyAndSaysWhen) {
 TEST_F(OptionsTest, EarlyStopPatienceStopsWhenNothingImproves) {
   // A learning rate too small to change anything: no evaluation after the first is better.
   Job job = SubmitAndWait({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cpu",
-                           "--epochs", "20", "--limit-train", "1000", "--limit-test", "100",
-                           "--lr", "1e-12", "--early-stop-patience", "2"});
+                           "--epochs", "20", "--limit-train", "1000", "--limit-test", "100", "--lr",
+                           "1e-12", "--early-stop-patience", "2"});
   ASSERT_EQ(job.state(), Job::SUCCEEDED);
   ASSERT_TRUE(job.result().has_stopped());
   EXPECT_EQ(job.result().stopped().epoch(), 3);
   EXPECT_NE(job.result().stopped().reason().find("no better validation score in 2 evaluations"),
-            std::string::npos) << job.result().stopped().reason();
+            std::string::npos)
+      << job.result().stopped().reason();
 }
 
 TEST_F(OptionsTest, ScheduleAndStoppingValuesAreCheckedAtSubmit) {
@@ -115,10 +137,30 @@ TEST_F(OptionsTest, ResNet18OnFakeWithCifarStemAugmentationAndBf16) {
 }
 
 TEST_F(OptionsTest, SgdMomentumAccumulateThreadsEvalEveryAndCheckpoints) {
-  Job job = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--optimizer",
-                           "sgd", "--momentum", "0.9", "--accumulate", "4", "--threads", "2",
-                           "--epochs", "3", "--eval-every", "2", "--checkpoint-every", "1",
-                           "--limit-train", "1000", "--limit-test", "200", "--device", "cpu"});
+  Job job = SubmitAndWait({"--model",
+                           "lenet5",
+                           "--dataset",
+                           "fashion-mnist",
+                           "--optimizer",
+                           "sgd",
+                           "--momentum",
+                           "0.9",
+                           "--accumulate",
+                           "4",
+                           "--threads",
+                           "2",
+                           "--epochs",
+                           "3",
+                           "--eval-every",
+                           "2",
+                           "--checkpoint-every",
+                           "1",
+                           "--limit-train",
+                           "1000",
+                           "--limit-test",
+                           "200",
+                           "--device",
+                           "cpu"});
   ASSERT_EQ(job.state(), Job::SUCCEEDED);
   EXPECT_EQ(job.result().epoch_seconds_no_eval_size(), 3);
   int evaluated = 0;
@@ -126,8 +168,8 @@ TEST_F(OptionsTest, SgdMomentumAccumulateThreadsEvalEveryAndCheckpoints) {
     if (e.has_epoch_summary() && e.epoch_summary().evaluated()) ++evaluated;
   }
   EXPECT_EQ(evaluated, 2);  // epoch 2 and the last
-  EXPECT_TRUE(std::filesystem::exists(state_dir_ + "/jobs/" + std::to_string(job.id()) +
-                                      "/checkpoint.pt"));
+  EXPECT_TRUE(
+      std::filesystem::exists(state_dir_ + "/jobs/" + std::to_string(job.id()) + "/checkpoint.pt"));
   Result logs = Trainctl({"logs", std::to_string(job.id())});
   EXPECT_NE(logs.out.find("Checkpoint after epoch 3"), std::string::npos) << logs.out;
 }
@@ -139,13 +181,15 @@ TEST_F(OptionsTest, ProfileStepsKeepsTopOperatorsAndATrace) {
   ASSERT_EQ(job.state(), Job::SUCCEEDED);
   ASSERT_GT(job.result().top_operators_size(), 3);
   EXPECT_GT(job.result().top_operators(0).self_seconds(), 0);
-  EXPECT_GE(job.result().top_operators(0).self_seconds(), job.result().top_operators(1).self_seconds());
+  EXPECT_GE(job.result().top_operators(0).self_seconds(),
+            job.result().top_operators(1).self_seconds());
   bool saw_convolution = false;
   for (const auto& op : job.result().top_operators()) {
     saw_convolution |= op.name().find("conv") != std::string::npos;
   }
   EXPECT_TRUE(saw_convolution);
-  EXPECT_EQ(job.result().trace_path(), state_dir_ + "/jobs/" + std::to_string(job.id()) + "/trace.json");
+  EXPECT_EQ(job.result().trace_path(),
+            state_dir_ + "/jobs/" + std::to_string(job.id()) + "/trace.json");
   std::ifstream trace(job.result().trace_path());
   std::string text((std::istreambuf_iterator<char>(trace)), std::istreambuf_iterator<char>());
   // A Chrome trace: traind's own (legacy profiler) or Kineto's (CUDA builds), both JSON objects
@@ -200,8 +244,8 @@ TEST_F(OptionsTest, BatchSizeAutoChoosesAndReports) {
 }
 
 TEST_F(OptionsTest, BenchMatmulPrintsTheResult) {
-  Result bench = Trainctl({"bench", "matmul", "--size", "256", "--dtype", "fp32", "--device",
-                           "cpu", "--output", "json"});
+  Result bench = Trainctl({"bench", "matmul", "--size", "256", "--dtype", "fp32", "--device", "cpu",
+                           "--output", "json"});
   ASSERT_EQ(bench.exit_code, 0) << bench.err;
   Job job;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(bench.out, &job).ok()) << bench.out;
@@ -240,14 +284,15 @@ TEST_F(OptionsTest, ACpuMatmulBenchmarkTakesTheWholeMachineAndSaysSo) {
 TEST_F(OptionsTest, ABadListLimitIsOneShortLine) {
   Result list = Trainctl({"list", "--limit", "0"});
   EXPECT_EQ(list.exit_code, 2);
-  EXPECT_NE(list.err.find("must be an integer of at least 1, got 0"), std::string::npos) << list.err;
+  EXPECT_NE(list.err.find("must be an integer of at least 1, got 0"), std::string::npos)
+      << list.err;
   EXPECT_LT(list.err.size(), 200u) << list.err;  // not CLI11's 309-digit range
 }
 
 TEST_F(OptionsTest, BenchTrainReportsThroughput) {
-  Result bench = Trainctl({"bench", "train", "--model", "mlp", "--dataset", "fake",
-                           "--num-samples", "400", "--image-size", "28", "--channels", "1",
-                           "--batch-size", "32", "--steps", "10", "--device", "cpu"});
+  Result bench = Trainctl({"bench", "train", "--model", "mlp", "--dataset", "fake", "--num-samples",
+                           "400", "--image-size", "28", "--channels", "1", "--batch-size", "32",
+                           "--steps", "10", "--device", "cpu"});
   ASSERT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_NE(bench.out.find("steps/s"), std::string::npos) << bench.out;
 }
@@ -269,8 +314,8 @@ TEST_F(OptionsTest, UnsupportedPairsAreRefusedWithTheSupportedOnes) {
   EXPECT_EQ(tf32.exit_code, 2);
   EXPECT_NE(tf32.err.find("tf32: unknown value 'yes'; allowed: off, on"), std::string::npos)
       << tf32.err;
-  Result tf32_cpu = Trainctl({"submit", "--model", "mlp", "--dataset", "fake", "--device", "cpu",
-                              "--tf32", "on"});
+  Result tf32_cpu = Trainctl(
+      {"submit", "--model", "mlp", "--dataset", "fake", "--device", "cpu", "--tf32", "on"});
   EXPECT_EQ(tf32_cpu.exit_code, 2);
   EXPECT_NE(tf32_cpu.err.find("tf32: on needs a cuda device, not cpu"), std::string::npos)
       << tf32_cpu.err;
@@ -278,7 +323,6 @@ TEST_F(OptionsTest, UnsupportedPairsAreRefusedWithTheSupportedOnes) {
   EXPECT_EQ(cifar.exit_code, 2);
   EXPECT_NE(cifar.err.find("data_dir: required for dataset 'cifar10'"), std::string::npos);
 }
-
 
 // Runs only where the daemon found a CUDA device (the GPU host): a job on cuda:0 reports the
 // caching allocator's memory, and its accuracy computed on the CPU is sane.
@@ -290,7 +334,8 @@ TEST_F(OptionsTest, CudaJobReportsAllocatorMemory) {
   ASSERT_EQ(job.state(), Job::SUCCEEDED);
   EXPECT_EQ(job.spec().device(), "cuda:0");
   EXPECT_GT(job.result().peak_current_allocated_bytes(), 0);
-  EXPECT_GE(job.result().peak_driver_allocated_bytes(), job.result().peak_current_allocated_bytes());
+  EXPECT_GE(job.result().peak_driver_allocated_bytes(),
+            job.result().peak_current_allocated_bytes());
   EXPECT_GT(job.result().test_accuracy(), 0.5);
   // The captured step learns as the eager one does (same data, same seed, same optimizer).
   Job graph = SubmitAndWait({"--model", "lenet5", "--dataset", "fashion-mnist", "--device", "cuda",
@@ -309,8 +354,8 @@ TEST_F(OptionsTest, CudaJobReportsAllocatorMemory) {
   Result logs = Trainctl({"logs", std::to_string(strict.id())});
   EXPECT_NE(logs.out.find("TF32 off for convolutions, off for matrix products"), std::string::npos)
       << logs.out;
-  Result bench = Trainctl({"bench", "matmul", "--size", "2048", "--dtype", "tf32", "--device",
-                           "cuda", "-o", "json"});
+  Result bench = Trainctl(
+      {"bench", "matmul", "--size", "2048", "--dtype", "tf32", "--device", "cuda", "-o", "json"});
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
 }
 

@@ -17,9 +17,9 @@ using trainer::v1::Job;
 class QueueTest : public DaemonTest {
  protected:
   int64_t Submit(const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {"submit", "--model", "mlp", "--dataset", "fashion-mnist",
-                                     "--device", "cpu", "--limit-train", "1200",
-                                     "--limit-test", "100", "--batch-size", "64"};
+    std::vector<std::string> args = {
+        "submit",        "--model", "mlp",          "--dataset", "fashion-mnist", "--device", "cpu",
+        "--limit-train", "1200",    "--limit-test", "100",       "--batch-size",  "64"};
     args.insert(args.end(), extra.begin(), extra.end());
     Result r = Trainctl(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -94,7 +94,8 @@ TEST_F(QueueTest, DependenciesWaitAndInheritFailure) {
   Trainctl({"resume"});
   Job d = WaitForState(dependent, Job::CANCELLED, absl::Seconds(20));
   EXPECT_EQ(d.result().error(), "dependency " + std::to_string(doomed) + " ended CANCELLED");
-  Result bad = Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist", "--after", "999"});
+  Result bad =
+      Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist", "--after", "999"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("after: job 999 not found"), std::string::npos);
 }
@@ -170,8 +171,8 @@ TEST_F(QueueTest, DeletingAJobThatAQueuedJobNeedsIsRefusedUnlessForced) {
 
 TEST_F(QueueTest, SweepWatchAndReport) {
   Result sweep = Trainctl({"sweep", "--model", "lenet5,mlp", "--dataset", "fashion-mnist",
-                           "--device", "cpu", "--threads", "1,2", "--repeat", "2", "--epochs",
-                           "1", "--limit-train", "1200", "--limit-test", "200"});
+                           "--device", "cpu", "--threads", "1,2", "--repeat", "2", "--epochs", "1",
+                           "--limit-train", "1200", "--limit-test", "200"});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
   const std::string id = sweep.out.substr(0, sweep.out.size() - 1);
   Result watch = Trainctl({"watch", "--sweep", id});
@@ -241,7 +242,8 @@ TEST_F(QueueTest, SweepWatchAndReport) {
   EXPECT_NE(table.out.find("speedup against threads=1"), std::string::npos) << table.out;
   Result seven = Trainctl({"report", id, "--baseline", "threads=7"});
   EXPECT_EQ(seven.exit_code, 2);
-  EXPECT_NE(seven.err.find("baseline: no member of sweep " + id + " has threads=7; its threads "
+  EXPECT_NE(seven.err.find("baseline: no member of sweep " + id +
+                           " has threads=7; its threads "
                            "values: 1, 2"),
             std::string::npos)
       << seven.err;
@@ -278,7 +280,8 @@ TEST_F(QueueTest, SweepBatchSizeTakesAutoAlongsideNumbers) {
 
   Result bad = Trainctl({"sweep", "--model", "mlp", "--dataset", "fake", "--batch-size", "big"});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("batch_size: expected 'auto' or an integer from 1 to 1048576, got 'big'"), std::string::npos)
+  EXPECT_NE(bad.err.find("batch_size: expected 'auto' or an integer from 1 to 1048576, got 'big'"),
+            std::string::npos)
       << bad.err;
 }
 

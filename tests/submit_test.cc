@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "google/protobuf/util/json_util.h"
 #include "common/paths.h"
+#include "google/protobuf/util/json_util.h"
 #include "tests/daemon_fixture.h"
 
 namespace traind {
@@ -37,8 +37,8 @@ class SubmitTest : public DaemonTest {
 };
 
 TEST_F(SubmitTest, PrintsTheIdAndStoresTheJobWithDefaults) {
-  Result result = Trainctl({"submit", "--model", "lenet5", "--dataset", "fashion-mnist",
-                            "--device", "cpu", "--epochs", "1", "--output", "json"});
+  Result result = Trainctl({"submit", "--model", "lenet5", "--dataset", "fashion-mnist", "--device",
+                            "cpu", "--epochs", "1", "--output", "json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   Job job;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(result.out, &job).ok()) << result.out;
@@ -53,7 +53,8 @@ TEST_F(SubmitTest, PrintsTheIdAndStoresTheJobWithDefaults) {
 }
 
 TEST_F(SubmitTest, BestAvailableDeviceIsChosen) {
-  Result result = Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist", "-o", "json"});
+  Result result =
+      Trainctl({"submit", "--model", "mlp", "--dataset", "fashion-mnist", "-o", "json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   Job job;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(result.out, &job).ok());
@@ -62,12 +63,14 @@ TEST_F(SubmitTest, BestAvailableDeviceIsChosen) {
 }
 
 TEST_F(SubmitTest, UnknownModelNamesTheAllowedOnes) {
-  ExpectRefused({"--model", "nosuch", "--dataset", "fashion-mnist"},
-                "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
+  ExpectRefused(
+      {"--model", "nosuch", "--dataset", "fashion-mnist"},
+      "model: unknown value 'nosuch'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
 }
 
 TEST_F(SubmitTest, UnknownDatasetAndDevice) {
-  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"}, "allowed: cifar10, csv, fake, fashion-mnist, imagefolder, mnist, tensors");
+  ExpectRefused({"--model", "mlp", "--dataset", "imagenet"},
+                "allowed: cifar10, csv, fake, fashion-mnist, imagefolder, mnist, tensors");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "tpu"},
                 "device: unknown device 'tpu'");
   ExpectRefused({"--model", "mlp", "--dataset", "fashion-mnist", "--device", "cuda:3"},
@@ -87,9 +90,9 @@ TEST_F(SubmitTest, NonPositiveNumbers) {
 
 TEST_F(SubmitTest, MissingDataDirectory) {
   // Inside a root the caller may learn what is there (outside, see the next test).
-  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/no/such/dir"},
-                "data_dir: no such directory on the daemon's machine: " + state_dir_ +
-                    "/no/such/dir");
+  ExpectRefused(
+      {"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/no/such/dir"},
+      "data_dir: no such directory on the daemon's machine: " + state_dir_ + "/no/such/dir");
   ExpectRefused({"--model", "mlp", "--dataset", "mnist"}, "data_dir: required for dataset 'mnist'");
 }
 
@@ -99,8 +102,9 @@ TEST_F(SubmitTest, DataDirOutsideTheRootsIsRefused) {
   ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", outside},
                 "is outside the daemon's data roots");
   // Neither `..` nor a symlink inside a root gets out of it.
-  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/../" +
-                 outside.substr(5)}, "is outside the daemon's data roots");
+  ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir",
+                 state_dir_ + "/../" + outside.substr(5)},
+                "is outside the daemon's data roots");
   std::filesystem::create_symlink(outside, state_dir_ + "/escape");
   ExpectRefused({"--model", "mlp", "--dataset", "mnist", "--data-dir", state_dir_ + "/escape"},
                 "is outside the daemon's data roots");
@@ -108,8 +112,8 @@ TEST_F(SubmitTest, DataDirOutsideTheRootsIsRefused) {
   // directly or through a symlink in a root, get the same message (this caller, local, also
   // learns where the roots are).
   auto refusal = [&](const std::string& data_dir) {
-    Result result = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir",
-                              data_dir});
+    Result result =
+        Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", data_dir});
     EXPECT_EQ(result.exit_code, 2) << result.err;
     std::string err = result.err;
     err.replace(err.find(data_dir), data_dir.size(), "PATH");
@@ -127,8 +131,8 @@ TEST_F(SubmitTest, DataDirOutsideTheRootsIsRefused) {
   // still not a job's to read by path.
   std::filesystem::create_directories(state_dir_ + "/jobs/1");
   EXPECT_EQ(refusal(state_dir_ + "/jobs/1"), existing);
-  Result db = Trainctl({"submit", "--model", "mlp", "--dataset", "csv", "--data-file",
-                        state_dir_ + "/traind.db"});
+  Result db = Trainctl(
+      {"submit", "--model", "mlp", "--dataset", "csv", "--data-file", state_dir_ + "/traind.db"});
   EXPECT_EQ(db.exit_code, 2);
   EXPECT_NE(db.err.find("is outside the daemon's data roots"), std::string::npos) << db.err;
   // Inside a root is fine.
@@ -156,9 +160,10 @@ TEST_F(SubmitTest, ADataDirSwappedForASymlinkWhileQueuedIsRefusedWhereItIsRead) 
   EXPECT_EQ(Trainctl({"watch", std::to_string(id)}).exit_code, 1);
   const Job job = GetJob(id);
   EXPECT_EQ(job.state(), Job::FAILED);
-  EXPECT_NE(job.result().error().find("data_dir: " + inside +
-                                      "/train-images-idx3-ubyte is outside the daemon's data roots"),
-            std::string::npos)
+  EXPECT_NE(
+      job.result().error().find("data_dir: " + inside +
+                                "/train-images-idx3-ubyte is outside the daemon's data roots"),
+      std::string::npos)
       << job.result().error();
   std::filesystem::remove_all(outside);
 }
@@ -172,7 +177,9 @@ TEST_F(SubmitTest, TheDaemonValidatesToo) {
   grpc::ClientContext context;
   grpc::Status status = stub().SubmitJob(&context, request, &job);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(status.error_message(), "model: unknown value 'resnet1000'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
+  EXPECT_EQ(
+      status.error_message(),
+      "model: unknown value 'resnet1000'; allowed: lenet5, mlp, resnet18, vgg16, torchscript");
 }
 
 TEST_F(SubmitTest, JobFileWithFlagOverrides) {
@@ -267,7 +274,8 @@ TEST_F(SubmitTest, UserTextCannotForgeRowsOrDriveTheTerminal) {
   // Straight from a raw gRPC client: trainctl's own flags are not in the way.
   for (const std::string name : {std::string("mine\n999999 SUCCEEDED  lenet5  forged"),
                                  std::string("\x1b[2J\x1b]0;owned\x07title"),
-                                 std::string("back\rspace\xc2\x9b" "31m")}) {
+                                 std::string("back\rspace\xc2\x9b"
+                                             "31m")}) {
     trainer::v1::SubmitJobRequest request;
     request.mutable_spec()->set_model("mlp");
     request.mutable_spec()->set_dataset("fake");

@@ -49,7 +49,8 @@ TEST_F(WatchTest, JsonStreamIsDenseFromTheFirstEvent) {
   ASSERT_EQ(watch.exit_code, 0) << watch.err;
   std::vector<JobEvent> events = ParseJsonLines(watch.out);
   ASSERT_GE(events.size(), 5u);
-  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i < events.size(); ++i)
+    EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
   EXPECT_EQ(events.front().state_change().state(), Job::QUEUED);
   EXPECT_EQ(events.back().state_change().state(), Job::SUCCEEDED);
 }
@@ -74,7 +75,9 @@ TEST_F(WatchTest, ManyConcurrentWatchersSeeTheSameStream) {
   std::vector<std::thread> threads;
   std::vector<Result> results(8);
   for (size_t i = 0; i < results.size(); ++i) {
-    threads.emplace_back([&, i] { results[i] = Trainctl({"watch", std::to_string(id), "-o", "json"}); });
+    threads.emplace_back([&, i] {
+      results[i] = Trainctl({"watch", std::to_string(id), "-o", "json"});
+    });
   }
   for (auto& t : threads) t.join();
   for (const Result& r : results) {
@@ -136,8 +139,8 @@ Total Time: \d+\.\d\d min
 
 TEST_F(WatchTest, CorruptDataFailsTheJobNamingTheFileAndTheDaemonGoesOn) {
   const std::string dir = WriteTinyIdxDataset(state_dir_ + "/corrupt", 200, true);
-  Result submit = Trainctl({"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", dir,
-                            "--device", "cpu"});
+  Result submit = Trainctl(
+      {"submit", "--model", "mlp", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   const int64_t id = std::stoll(submit.out);
   Result watch = Trainctl({"watch", std::to_string(id)});

@@ -12,8 +12,8 @@ namespace traind {
 
 bool RetainFreedHeapMemory() {
 #ifdef __GLIBC__
-  for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                           "GLIBC_TUNABLES"}) {
+  for (const char* name :
+       {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"}) {
     if (std::getenv(name) != nullptr) return false;  // the user tuned it: theirs wins
   }
   // Older glibc refuses thresholds above 32 MiB; then take the largest it allows.

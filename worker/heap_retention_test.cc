@@ -16,8 +16,8 @@ namespace {
 void* volatile g_sink;  // keeps the compiler from eliding the allocation
 
 void ClearMallocVariables() {
-  for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
-                           "GLIBC_TUNABLES"}) {
+  for (const char* name :
+       {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"}) {
     unsetenv(name);
   }
 }

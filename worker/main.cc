@@ -21,13 +21,13 @@
 #include <cstring>
 #include <iostream>
 
-#include "common/event_pipe.h"
-#include "common/worker_exit.h"
-#include "common/worker_side.h"
 #include "engine/device.h"
 #include "engine/device_rehearsal.h"
 #include "engine/training_job.h"
 #include "models/scripted_model.h"
+#include "supervise/event_pipe.h"
+#include "supervise/worker_exit.h"
+#include "supervise/worker_side.h"
 #include "trainer/v1/worker.pb.h"
 #include "worker/heap_retention.h"
 #include "worker/priority.h"
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   traind::EventPipeWriter pipe(events_fd);
 
   if (argc == 2 && std::strcmp(argv[1], "--list-devices") == 0) {
-    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded : traind::kWorkerJobFailed;
+    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded
+                                                 : traind::kWorkerJobFailed;
   }
   if (argc != 1) {
     std::fprintf(stderr, "usage: traind-worker [--list-devices]  (started by traind)\n");

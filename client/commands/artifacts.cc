@@ -36,11 +36,11 @@ void AddArtifactsCommand(CLI::App& app, Context& ctx, int* exit_code) {
     ctx.out() << absl::StrFormat("%-8s %-12s %12s  %-6s %-9s %s\n", "NAME", "FORMAT", "BYTES",
                                  "EPOCH", "VAL ACC", "SHA-256");
     for (const trainer::v1::Artifact& a : response.artifacts()) {
-      ctx.out() << absl::StrFormat("%-8s %-12s %12d  %-6d %-9s %s\n", TerminalSafe(a.name()),
-                                   TerminalSafe(a.format()),
-                                   a.size_bytes(), a.epoch(),
-                                   a.name() == "final" ? "" : absl::StrFormat("%.2f%%", a.validation_accuracy() * 100),
-                                   TerminalSafe(a.sha256()));
+      ctx.out() << absl::StrFormat(
+          "%-8s %-12s %12d  %-6d %-9s %s\n", TerminalSafe(a.name()), TerminalSafe(a.format()),
+          a.size_bytes(), a.epoch(),
+          a.name() == "final" ? "" : absl::StrFormat("%.2f%%", a.validation_accuracy() * 100),
+          TerminalSafe(a.sha256()));
     }
   });
 }

@@ -33,16 +33,15 @@ void PrintResult(Context& ctx, const trainer::v1::Job& job) {
     const std::string threads =
         r.threads() > 0 ? absl::StrFormat(", %d thread%s", r.threads(), r.threads() == 1 ? "" : "s")
                         : "";
-    ctx.out() << absl::StrFormat("matmul %dx%d %s on %s: %.4f s per product, %.3f TFLOP/s (%d timed%s)\n",
-                                 r.size(), r.size(), TerminalSafe(r.dtype()),
-                                 TerminalSafe(r.device()), r.seconds(),
-                                 r.tflops(), r.repeat(), threads);
+    ctx.out() << absl::StrFormat(
+        "matmul %dx%d %s on %s: %.4f s per product, %.3f TFLOP/s (%d timed%s)\n", r.size(),
+        r.size(), TerminalSafe(r.dtype()), TerminalSafe(r.device()), r.seconds(), r.tflops(),
+        r.repeat(), threads);
   } else {
     ctx.out() << absl::StrFormat(
         "train %s on %s, batch %d: %.2f steps/s, %.1f samples/s, %.4f s per step (%d timed)\n",
         TerminalSafe(job.spec().model()), TerminalSafe(r.device()), job.spec().batch_size(),
-        r.steps_per_second(),
-        r.samples_per_second(), r.seconds(), r.repeat());
+        r.steps_per_second(), r.samples_per_second(), r.seconds(), r.repeat());
   }
 }
 

@@ -22,7 +22,7 @@ void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddBenchCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code);
-void AddQueueCommands(CLI::App& app, Context& ctx, int* exit_code);  // pause resume drain retry
+void AddQueueCommands(CLI::App& app, Context& ctx, int* exit_code);   // pause resume drain retry
 void AddContextCommand(CLI::App& app, Context& ctx, int* exit_code);  // add use list remove
 void AddArtifactsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddDownloadCommand(CLI::App& app, Context& ctx, int* exit_code);

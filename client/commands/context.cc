@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "client/commands/commands.h"
-#include "client/config_file.h"
 #include "client/exit_codes.h"
+#include "connect/config_file.h"
 
 namespace traind {
 namespace {
@@ -59,8 +59,8 @@ void AddAdd(CLI::App& parent, Context& ctx, int* exit_code) {
   cmd->add_flag("--force", *force, "Replace a context of the same name");
   cmd->callback([&ctx, exit_code, entry, use, force] {
     if (entry->name.empty() || entry->name.find_first_of(" .\"'[]=#") != std::string::npos) {
-      *exit_code = ctx.UsageError("name: letters, digits, '-' and '_' only, got '" +
-                                  entry->name + "'");
+      *exit_code =
+          ctx.UsageError("name: letters, digits, '-' and '_' only, got '" + entry->name + "'");
       return;
     }
     if (entry->tls_cert.empty() != entry->tls_key.empty()) {
@@ -80,8 +80,8 @@ void AddAdd(CLI::App& parent, Context& ctx, int* exit_code) {
                                  [&](const ContextEntry& e) { return e.name == entry->name; });
     if (existing != config.contexts.end()) {
       if (!*force) {
-        *exit_code = ctx.UsageError("context '" + entry->name +
-                                    "' exists; add --force to replace it");
+        *exit_code =
+            ctx.UsageError("context '" + entry->name + "' exists; add --force to replace it");
         return;
       }
       *existing = *entry;
@@ -134,8 +134,8 @@ void AddList(CLI::App& parent, Context& ctx, int* exit_code) {
         ctx.out() << (i ? "," : "") << "{\"name\":" << quote(e.name)
                   << ",\"current\":" << (e.name == config.current_context ? "true" : "false")
                   << ",\"addr\":" << quote(e.addr) << ",\"tlsCa\":" << quote(e.tls_ca)
-                  << ",\"tlsCert\":" << quote(e.tls_cert) << ",\"tokenFile\":"
-                  << quote(e.token_file) << "}";
+                  << ",\"tlsCert\":" << quote(e.tls_cert)
+                  << ",\"tokenFile\":" << quote(e.token_file) << "}";
       }
       ctx.out() << "]\n";
       return;
@@ -178,9 +178,9 @@ void AddRemove(CLI::App& parent, Context& ctx, int* exit_code) {
 }  // namespace
 
 void AddContextCommand(CLI::App& app, Context& ctx, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand(
-      "context", "Named connections to traind (address, TLS, token) in " +
-                     ctx.options().config_path);
+  CLI::App* cmd =
+      app.add_subcommand("context", "Named connections to traind (address, TLS, token) in " +
+                                        ctx.options().config_path);
   cmd->require_subcommand(1);
   AddAdd(*cmd, ctx, exit_code);
   AddUse(*cmd, ctx, exit_code);

@@ -36,12 +36,11 @@ void AddDeleteCommand(CLI::App& app, Context& ctx, int* exit_code) {
         ctx.PrintJson(response, /*one_line=*/true);
         continue;
       }
-      ctx.out() << absl::StrFormat("job %d: deleted, %.1f MB freed%s\n", id,
-                                   response.freed_bytes() / 1e6,
-                                   response.removed_blobs_size() > 0
-                                       ? absl::StrFormat(" (with %d upload(s) no job uses)",
-                                                         response.removed_blobs_size())
-                                       : "");
+      ctx.out() << absl::StrFormat(
+          "job %d: deleted, %.1f MB freed%s\n", id, response.freed_bytes() / 1e6,
+          response.removed_blobs_size() > 0
+              ? absl::StrFormat(" (with %d upload(s) no job uses)", response.removed_blobs_size())
+              : "");
     }
     *exit_code = worst;
   });

@@ -39,8 +39,8 @@ void AddDownloadCommand(CLI::App& app, Context& ctx, int* exit_code) {
     const std::string output = flags->output.empty()
                                    ? absl::StrCat("job", flags->id, "-", flags->name, ".pt")
                                    : flags->output;
-    absl::StatusOr<trainer::v1::Artifact> artifact = DownloadArtifact(
-        ctx.stub(), flags->id, flags->name, output, flags->force, ctx.err());
+    absl::StatusOr<trainer::v1::Artifact> artifact =
+        DownloadArtifact(ctx.stub(), flags->id, flags->name, output, flags->force, ctx.err());
     if (!artifact.ok()) {
       if (absl::IsAlreadyExists(artifact.status())) {
         *exit_code = ctx.UsageError(std::string(artifact.status().message()));

@@ -47,10 +47,9 @@ int RunExport(Context& ctx, ExportFlags flags) {
   }
   std::string rows = MetricRowsHeader(*format);
   for (int64_t id : flags.ids) {
-    const grpc::Status status =
-        ForEachStoredEvent(ctx.stub(), id, [&](const trainer::v1::JobEvent& event) {
-          AppendMetricRow(id, event, *format, &rows);
-        });
+    const grpc::Status status = ForEachStoredEvent(
+        ctx.stub(), id,
+        [&](const trainer::v1::JobEvent& event) { AppendMetricRow(id, event, *format, &rows); });
     if (!status.ok()) return ctx.Fail(status);
   }
   if (flags.output.empty()) {
@@ -80,7 +79,8 @@ void AddExportCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "Examples:\n"
       "  trainctl export 12 > job12.csv\n"
       "  trainctl export --sweep 3 --format jsonl -o sweep3.jsonl\n"
-      "  python3 -c 'import pandas; print(pandas.read_csv(\"job12.csv\").query(\"kind==\\\"epoch\\\"\"))'");
+      "  python3 -c 'import pandas; "
+      "print(pandas.read_csv(\"job12.csv\").query(\"kind==\\\"epoch\\\"\"))'");
   cmd->add_option("ids", flags->ids, "Job ids");
   cmd->add_option("--sweep", flags->sweep, "Every member of this sweep instead");
   cmd->add_option("--format", flags->format, "csv (default) or jsonl");

@@ -1,6 +1,7 @@
-// trainctl report SWEEP_ID [--format table|csv|json|markdown] [--plot FILE.svg] [--baseline cpu|FIELD=VALUE]
-// The CPU-vs-GPU table people write by hand: one row per configuration, speedup against the
-// baseline (a device, or another field's value: amp= for fp32), flags where results disagree.
+// trainctl report SWEEP_ID [--format table|csv|json|markdown] [--plot FILE.svg] [--baseline
+// cpu|FIELD=VALUE] The CPU-vs-GPU table people write by hand: one row per configuration, speedup
+// against the baseline (a device, or another field's value: amp= for fp32), flags where results
+// disagree.
 #include <fstream>
 
 #include "client/commands/commands.h"
@@ -62,7 +63,8 @@ int RunReport(Context& ctx, const ReportFlags& flags) {
 
 void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<ReportFlags>();
-  CLI::App* cmd = app.add_subcommand("report", "A sweep's results: time/epoch, speedup, accuracy, memory");
+  CLI::App* cmd =
+      app.add_subcommand("report", "A sweep's results: time/epoch, speedup, accuracy, memory");
   cmd->add_option("id", flags->sweep_id, "Sweep id")->required();
   cmd->add_option("--format,-f", flags->format, "table | csv | json | markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))

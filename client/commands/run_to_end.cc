@@ -29,8 +29,7 @@ int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, cons
   if (job->state() != trainer::v1::Job::SUCCEEDED) {
     ctx.err() << "trainctl: " << what << " job " << job->id() << " "
               << trainer::v1::Job::State_Name(job->state()) << ": "
-              << TerminalSafe(job->result().error(), /*keep_newlines=*/true)
-              << "\n";
+              << TerminalSafe(job->result().error(), /*keep_newlines=*/true) << "\n";
     return kExitJobFailed;
   }
   return kExitOk;

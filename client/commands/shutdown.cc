@@ -15,7 +15,8 @@ namespace traind {
 void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "shutdown", "Stop traind (running jobs checkpoint and resume at its next start)");
-  cmd->footer("Example:\n  trainctl shutdown\n  trainctl --context lab shutdown   # an admin token");
+  cmd->footer(
+      "Example:\n  trainctl shutdown\n  trainctl --context lab shutdown   # an admin token");
   cmd->callback([&ctx, exit_code] {
     trainer::v1::ShutdownResponse response;
     auto call = UnaryCall();

@@ -37,7 +37,8 @@ int RunSubmit(Context& ctx, const SubmitFlags& flags) {
   if (absl::Status s = ApplySpecFlags(flags.spec, request.mutable_spec()); !s.ok()) {
     return ctx.UsageError(std::string(s.message()));
   }
-  if (absl::Status s = ResolveSpecFiles(ctx.stub(), flags.upload, request.mutable_spec(), ctx.err());
+  if (absl::Status s =
+          ResolveSpecFiles(ctx.stub(), flags.upload, request.mutable_spec(), ctx.err());
       !s.ok()) {
     return ctx.Fail(ToGrpcStatus(s));
   }
@@ -76,10 +77,12 @@ void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ->delimiter(',');
   cmd->add_option("--idempotency-key", flags->idempotency_key,
                   "Submitting the same key again returns the first job instead of a new one");
-  cmd->add_flag_callback("--exclusive", [flags] { flags->exclusive = true; },
-                         "Run with nothing else on any device (default for benchmarks)");
-  cmd->add_flag_callback("--shared", [flags] { flags->exclusive = false; },
-                         "May share the machine, even for a benchmark");
+  cmd->add_flag_callback(
+      "--exclusive", [flags] { flags->exclusive = true; },
+      "Run with nothing else on any device (default for benchmarks)");
+  cmd->add_flag_callback(
+      "--shared", [flags] { flags->exclusive = false; },
+      "May share the machine, even for a benchmark");
   cmd->footer(
       "Examples:\n"
       "  trainctl submit --model lenet5 --dataset fashion-mnist --epochs 5 --watch\n"

@@ -29,7 +29,8 @@ void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "  trainctl upload data.pt                   # then: --data-file sha256:...\n"
       "submit --model-file and --data-file --upload do this by themselves.");
   cmd->add_option("files", flags->files, "Files to send")->required();
-  cmd->add_option("--kind", flags->kind, "model (a TorchScript file) | data | weights (for --init-from sha256:...)")
+  cmd->add_option("--kind", flags->kind,
+                  "model (a TorchScript file) | data | weights (for --init-from sha256:...)")
       ->check(CLI::IsMember({"model", "data", "weights"}))
       ->capture_default_str();
   cmd->callback([&ctx, exit_code, flags] {
@@ -50,7 +51,8 @@ void AddUploadCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ctx.err() << absl::StrFormat(
           "%s: %s (%.1f MB)%s\n", file, result->sent ? "uploaded" : "already on the daemon",
           result->blob.size_bytes() / 1e6,
-          result->blob.description().empty() ? "" : ", " + TerminalSafe(result->blob.description()));
+          result->blob.description().empty() ? ""
+                                             : ", " + TerminalSafe(result->blob.description()));
     }
     *exit_code = worst;
   });

@@ -47,8 +47,7 @@ int WatchJob(Context& ctx, int64_t job_id, int64_t from_seq, std::optional<Rende
            : ctx.out_is_terminal() ? RenderMode::kProgressBar
                                    : RenderMode::kPlain;
   }
-  std::unique_ptr<EventRenderer> renderer =
-      MakeEventRenderer(*mode, job_id, ctx.out(), ctx.err());
+  std::unique_ptr<EventRenderer> renderer = MakeEventRenderer(*mode, job_id, ctx.out(), ctx.err());
   int64_t next_seq = std::max<int64_t>(from_seq, 1);
   Job::State final_state = Job::STATE_UNSPECIFIED;
   bool ever_connected = false;

@@ -1,11 +1,10 @@
 // trainctl watch --sweep ID: one live line per member (state, epoch/batch, loss, time/epoch) until
 // every member has finished. On a terminal the block is redrawn in place; otherwise a line is
 // printed whenever a member changes state. Exit 0 when every member succeeded, 1 otherwise.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
-
-#include <algorithm>
 
 #include "absl/strings/str_format.h"
 #include "client/commands/commands.h"
@@ -55,7 +54,8 @@ std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetr
       absl::StrAppendFormat(&line, " %.4f s", job.result().bench().seconds());
     } else if (job.result().epoch_seconds_no_eval_size() > 0) {
       absl::StrAppendFormat(&line, " %.2f s/epoch, test %.2f%%",
-                            job.result().epoch_seconds_no_eval(0), job.result().test_accuracy() * 100);
+                            job.result().epoch_seconds_no_eval(0),
+                            job.result().test_accuracy() * 100);
     }
   } else if (job.state() == Job::FAILED) {
     // One line: this block is redrawn by moving the cursor up a counted number of lines.
@@ -100,13 +100,13 @@ int WatchSweep(Context& ctx, int64_t sweep_id) {
     }
     if (ctx.out_is_terminal() && !ctx.json()) {
       if (lines_drawn > 0) ctx.out() << "\033[" << lines_drawn << "F";
-      ctx.out() << "\033[2K" << absl::StrFormat("sweep %d: %d/%d finished", sweep_id, finished,
-                                                 members.size())
+      ctx.out() << "\033[2K"
+                << absl::StrFormat("sweep %d: %d/%d finished", sweep_id, finished, members.size())
                 << "\n";
       for (const Job& job : members) {
         ctx.out() << "\033[2K"
-                  << MemberLine(job, job.state() == Job::RUNNING ? LatestStep(ctx, job)
-                                                                 : std::nullopt)
+                  << MemberLine(job,
+                                job.state() == Job::RUNNING ? LatestStep(ctx, job) : std::nullopt)
                   << "\n";
       }
       lines_drawn = static_cast<int>(members.size()) + 1;

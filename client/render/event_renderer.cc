@@ -26,7 +26,8 @@ int TerminalWidth() {
 
 std::string StateLine(int64_t job_id, const trainer::v1::StateChange& change) {
   std::string line = absl::StrFormat("Job %d %s", job_id, StateName(change.state()));
-  if (!change.reason().empty()) line += ": " + TerminalSafe(change.reason(), /*keep_newlines=*/true);
+  if (!change.reason().empty())
+    line += ": " + TerminalSafe(change.reason(), /*keep_newlines=*/true);
   return line;
 }
 
@@ -153,8 +154,7 @@ std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
       " %3.0f%% %d/%d | ETA %s | loss %.4f | %.0f samples/s | mem %s", fraction * 100,
       done_in_epoch, batches, FormatDuration(eta), step.loss(), step.samples_per_second(), memory);
   const std::string head = absl::StrFormat("epoch %d/%d ", step.epoch(), step.epochs());
-  const int bar_width =
-      std::clamp(width - static_cast<int>(head.size() + tail.size()) - 2, 0, 40);
+  const int bar_width = std::clamp(width - static_cast<int>(head.size() + tail.size()) - 2, 0, 40);
   std::string bar;
   if (bar_width >= 5) {
     const int filled = static_cast<int>(fraction * bar_width);
@@ -165,8 +165,8 @@ std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
   return line;
 }
 
-std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id,
-                                                 std::ostream& out, std::ostream& err) {
+std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id, std::ostream& out,
+                                                 std::ostream& err) {
   switch (mode) {
     case RenderMode::kProgressBar:
       return std::make_unique<ProgressBarRenderer>(job_id, out);

@@ -21,8 +21,8 @@ class EventRenderer {
 
 enum class RenderMode { kProgressBar, kPlain, kJson };
 
-std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id,
-                                                 std::ostream& out, std::ostream& err);
+std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id, std::ostream& out,
+                                                 std::ostream& err);
 
 // The progress line for a StepMetrics (exposed for tests), `width` columns at most.
 std::string ProgressLine(const trainer::v1::StepMetrics& step, int width);

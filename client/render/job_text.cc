@@ -36,7 +36,8 @@ std::string Options(const trainer::v1::JobSpec& s) {
       absl::StrFormat("%s lr %g", TerminalSafe(s.optimizer()), s.learning_rate()),
       absl::StrCat("seed ", s.seed())};
   if (s.optimizer() == "sgd" && s.momentum() > 0) {
-    parts.push_back(absl::StrFormat("momentum %g%s", s.momentum(), s.nesterov() ? " nesterov" : ""));
+    parts.push_back(
+        absl::StrFormat("momentum %g%s", s.momentum(), s.nesterov() ? " nesterov" : ""));
   }
   if (s.weight_decay() > 0) parts.push_back(absl::StrFormat("weight decay %g", s.weight_decay()));
   if (s.limit_train() > 0) parts.push_back(absl::StrCat("limit-train ", s.limit_train()));
@@ -100,13 +101,13 @@ std::string DescribeJob(const Job& job) {
   }
   if (result.has_stopped()) {
     absl::StrAppendFormat(&out, "  stopped   after epoch %d of %d, %.2f s of training: %s\n",
-                          result.stopped().epoch(), spec.epochs(),
-                          result.stopped().train_seconds(),
+                          result.stopped().epoch(), spec.epochs(), result.stopped().train_seconds(),
                           TerminalSafe(result.stopped().reason()));
   }
   if (result.epoch_seconds_no_eval_size() > 0) {
     std::vector<std::string> epochs;
-    for (double s : result.epoch_seconds_no_eval()) epochs.push_back(absl::StrFormat("%.2f", s / 60));
+    for (double s : result.epoch_seconds_no_eval())
+      epochs.push_back(absl::StrFormat("%.2f", s / 60));
     absl::StrAppendFormat(&out, "  time      per epoch without evaluation: %s min\n",
                           absl::StrJoin(epochs, ", "));
   }
@@ -140,8 +141,8 @@ std::string DescribeJob(const Job& job) {
                           result.profile_kernel_seconds() * 1000 / steps, steps);
     for (const auto& k : result.top_kernels()) {
       absl::StrAppendFormat(&out, "            %9.3f ms  %6.1f calls  %s\n",
-                            k.self_seconds() * 1000 / steps,
-                            static_cast<double>(k.calls()) / steps, TerminalSafe(k.name()));
+                            k.self_seconds() * 1000 / steps, static_cast<double>(k.calls()) / steps,
+                            TerminalSafe(k.name()));
     }
   }
   if (job.disk_bytes() > 0) {
@@ -157,18 +158,17 @@ std::string DescribeJob(const Job& job) {
   if (result.has_evaluation()) out += DescribeEvaluation(result.evaluation(), job.spec().dataset());
   if (!result.error().empty()) {
     // Its lines indented, so a job's output cannot pass for one of the lines above.
-    absl::StrAppendFormat(
-        &out, "  error     %s\n",
-        absl::StrReplaceAll(TerminalSafe(result.error(), /*keep_newlines=*/true),
-                            {{"\n", "\n            "}}));
+    absl::StrAppendFormat(&out, "  error     %s\n",
+                          absl::StrReplaceAll(TerminalSafe(result.error(), /*keep_newlines=*/true),
+                                              {{"\n", "\n            "}}));
   }
   return out;
 }
 
 std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::string& dataset) {
-  std::string out = absl::StrFormat("  evaluated %s on %s's test split (%d samples): accuracy %.2f%%, loss %.4f\n",
-                                    TerminalSafe(e.weights()), TerminalSafe(dataset), e.samples(),
-                                    e.accuracy() * 100, e.loss());
+  std::string out = absl::StrFormat(
+      "  evaluated %s on %s's test split (%d samples): accuracy %.2f%%, loss %.4f\n",
+      TerminalSafe(e.weights()), TerminalSafe(dataset), e.samples(), e.accuracy() * 100, e.loss());
   const int classes = e.classes();
   if (classes == 0) return out;
   out += "  per class ";
@@ -186,29 +186,32 @@ std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::stri
   out += "\n";
   for (int t = 0; t < classes; ++t) {
     absl::StrAppendFormat(&out, "      %4d  ", t);
-    for (int p = 0; p < classes; ++p) absl::StrAppendFormat(&out, "%6d", e.confusion(t * classes + p));
+    for (int p = 0; p < classes; ++p)
+      absl::StrAppendFormat(&out, "%6d", e.confusion(t * classes + p));
     out += "\n";
   }
   return out;
 }
 
 std::string JobTable(const std::vector<Job>& jobs) {
-  std::string out = absl::StrFormat("%-6s %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n",
-                                    "ID", "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS",
-                                    "CREATED", "TEST ACC", "DISK", "NAME");
+  std::string out = absl::StrFormat("%-6s %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n", "ID",
+                                    "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS", "CREATED",
+                                    "TEST ACC", "DISK", "NAME");
   for (const Job& job : jobs) {
     const trainer::v1::JobSpec& spec = job.spec();
     const bool matmul = spec.has_benchmark() && spec.benchmark().kind() == "matmul";
-    const std::string accuracy =
-        job.state() == Job::SUCCEEDED && !spec.has_benchmark()
-            ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
-            : "-";
+    const std::string accuracy = job.state() == Job::SUCCEEDED && !spec.has_benchmark()
+                                     ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
+                                     : "-";
     // A benchmark says what it measures where a training job names its model and data.
-    const std::string model =
-        matmul ? "matmul" : spec.model().empty() ? "-" : TerminalSafe(spec.model());
+    const std::string model = matmul                 ? "matmul"
+                              : spec.model().empty() ? "-"
+                                                     : TerminalSafe(spec.model());
     const std::string dataset =
-        matmul ? absl::StrFormat("n=%d %s", spec.benchmark().has_size() ? spec.benchmark().size() : 4096,
-                                 spec.benchmark().dtype().empty() ? "fp32" : TerminalSafe(spec.benchmark().dtype()))
+        matmul ? absl::StrFormat(
+                     "n=%d %s", spec.benchmark().has_size() ? spec.benchmark().size() : 4096,
+                     spec.benchmark().dtype().empty() ? "fp32"
+                                                      : TerminalSafe(spec.benchmark().dtype()))
         : spec.dataset().empty() ? "-"
                                  : TerminalSafe(spec.dataset());
     absl::StrAppendFormat(&out, "%-6d %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n", job.id(),

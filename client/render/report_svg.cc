@@ -304,13 +304,13 @@ std::string Title(const SweepReport& report) {
 std::string ReportSvg(const SweepReport& report) {
   std::string body = Text(kMargin, 32, " font-size=\"18\" font-weight=\"bold\"", Title(report));
   absl::StrAppend(
-      &body, Text(kMargin, 52, " fill=\"#495057\"",
-                  report.no_speedup_reason().empty()
-                      ? absl::StrFormat("%d/%d jobs finished; baseline %s", report.jobs_finished(),
-                                        report.jobs_total(), ReportBaseline(report))
-                      : absl::StrFormat("%d/%d jobs finished; no speedup: %s",
-                                        report.jobs_finished(), report.jobs_total(),
-                                        report.no_speedup_reason())));
+      &body,
+      Text(kMargin, 52, " fill=\"#495057\"",
+           report.no_speedup_reason().empty()
+               ? absl::StrFormat("%d/%d jobs finished; baseline %s", report.jobs_finished(),
+                                 report.jobs_total(), ReportBaseline(report))
+               : absl::StrFormat("%d/%d jobs finished; no speedup: %s", report.jobs_finished(),
+                                 report.jobs_total(), report.no_speedup_reason())));
   // Nothing to compare: no bars, the loss curves right away.
   const int bars_bottom =
       report.no_speedup_reason().empty() ? AppendSpeedupChart(report, 90, &body) : 50;

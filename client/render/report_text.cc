@@ -198,7 +198,8 @@ constexpr char kCsvHeader[] =
 }  // namespace
 
 std::string ReportBaseline(const SweepReport& report) {
-  if (!report.baseline_device().empty() || report.baseline().empty()) return report.baseline_device();
+  if (!report.baseline_device().empty() || report.baseline().empty())
+    return report.baseline_device();
   return report.baseline();
 }
 
@@ -207,16 +208,15 @@ std::string ReportTimeToAccuracy(const SweepReport& report, double threshold) {
       "\nTime to validation accuracy %.2f%% (median of the runs that reached it, min-max):\n",
       threshold * 100);
   for (const ReportRow& row : report.rows()) {
-    const std::string what =
-        absl::StrCat(OneLine(row.config()), " on ", OneLine(row.device()));
+    const std::string what = absl::StrCat(OneLine(row.config()), " on ", OneLine(row.device()));
     if (row.reached() == 0) {
       absl::StrAppendFormat(&out, "  %-40s never (0 of %d runs)\n", what, row.succeeded());
       continue;
     }
-    absl::StrAppendFormat(&out, "  %-40s training %.2f s (%.2f-%.2f), wall %.2f s from its start, %d of %d runs\n",
-                          what, row.time_to_accuracy_seconds(), row.time_to_accuracy_min(),
-                          row.time_to_accuracy_max(), row.wall_to_accuracy_seconds(),
-                          row.reached(), row.succeeded());
+    absl::StrAppendFormat(
+        &out, "  %-40s training %.2f s (%.2f-%.2f), wall %.2f s from its start, %d of %d runs\n",
+        what, row.time_to_accuracy_seconds(), row.time_to_accuracy_min(),
+        row.time_to_accuracy_max(), row.wall_to_accuracy_seconds(), row.reached(), row.succeeded());
   }
   return out;
 }

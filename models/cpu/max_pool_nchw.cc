@@ -44,8 +44,7 @@ void PoolPlane(const float* in, int64_t height, int64_t width, int64_t kernel, f
 
 }  // namespace
 
-bool MaxPoolNchwSupports(const at::Tensor& input, int64_t kernel, int64_t stride,
-                         int64_t padding) {
+bool MaxPoolNchwSupports(const at::Tensor& input, int64_t kernel, int64_t stride, int64_t padding) {
   return input.device().is_cpu() && input.scalar_type() == at::kFloat && input.dim() == 4 &&
          input.is_contiguous() && kernel >= 1 && stride == kernel && padding == 0 &&
          input.size(2) >= kernel && input.size(3) >= kernel;
@@ -55,8 +54,8 @@ std::pair<at::Tensor, at::Tensor> MaxPoolNchwForward(const at::Tensor& input, in
   const int64_t planes = input.size(0) * input.size(1);
   const int64_t height = input.size(2), width = input.size(3);
   const int64_t out_height = height / kernel, out_width = width / kernel;
-  at::Tensor output = at::empty({input.size(0), input.size(1), out_height, out_width},
-                                input.options());
+  at::Tensor output =
+      at::empty({input.size(0), input.size(1), out_height, out_width}, input.options());
   at::Tensor indices = at::empty(output.sizes(), input.options().dtype(at::kLong));
   const float* in = input.data_ptr<float>();
   float* out = output.data_ptr<float>();
@@ -80,8 +79,7 @@ at::Tensor MaxPoolNchwBackward(const at::Tensor& grad_output, const at::Tensor& 
                                int64_t height, int64_t width) {
   const at::Tensor grad = grad_output.contiguous();
   const at::Tensor where = indices.contiguous();
-  at::Tensor grad_input =
-      at::zeros({grad.size(0), grad.size(1), height, width}, grad.options());
+  at::Tensor grad_input = at::zeros({grad.size(0), grad.size(1), height, width}, grad.options());
   const int64_t planes = grad.size(0) * grad.size(1);
   const int64_t plane_outputs = grad.size(2) * grad.size(3);
   const float* from = grad.data_ptr<float>();

@@ -101,7 +101,8 @@ std::shared_ptr<DashboardServer::StreamSlot> DashboardServer::AcquireStream(
     const HttpIdentity& who, httplib::Response& response) {
   if (open_streams_.fetch_add(1) >= options_.max_streams) {
     open_streams_.fetch_sub(1);
-    SendError(response, absl::UnavailableError("too many open streams and downloads; try again later"));
+    SendError(response,
+              absl::UnavailableError("too many open streams and downloads; try again later"));
     return nullptr;
   }
   auto slot = std::make_shared<StreamSlot>(&open_streams_);
@@ -142,16 +143,16 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   const std::string& host = address.first;
   const int port = address.second;
   if (!tls && !IsLoopbackAddress(options.address)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "http: ", options.address.substr(0, 64),
-        ": without TLS (--tls-cert, --tls-key) the dashboard listens only on loopback "
-        "(e.g. 127.0.0.1:8080); browse from elsewhere through TLS or an SSH tunnel"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("http: ", options.address.substr(0, 64),
+                     ": without TLS (--tls-cert, --tls-key) the dashboard listens only on loopback "
+                     "(e.g. 127.0.0.1:8080); browse from elsewhere through TLS or an SSH tunnel"));
   }
   std::unique_ptr<DashboardServer> dashboard(new DashboardServer(
       options, std::move(in_process), access, std::move(local_session_secret), std::move(metrics)));
   if (tls) {
-    auto server = std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(),
-                                                       options.tls_key.c_str());
+    auto server =
+        std::make_unique<httplib::SSLServer>(options.tls_cert.c_str(), options.tls_key.c_str());
     if (!server->is_valid()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "http: cannot use the TLS certificate ", options.tls_cert, " and key ", options.tls_key));
@@ -165,8 +166,8 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   // directory is 0700 and the file 0600, so it is as private as the Unix socket.
   if (!options.token_path.empty()) {
     unlink(options.token_path.c_str());  // a stale one (or a link someone put there)
-    const int fd =
-        open(options.token_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd = open(options.token_path.c_str(),
+                        O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 || !WriteAll(fd, dashboard->local_token_ + "\n")) {
       if (fd >= 0) close(fd);
       return absl::FailedPreconditionError(
@@ -194,14 +195,15 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
        "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"},
   });
   dashboard->Route();
-  const int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  const int bound =
+      port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {
     return absl::UnavailableError(
         absl::StrCat("http: cannot listen on ", options.address, " (in use?)"));
   }
   const bool v6 = host.find(':') != std::string::npos;
-  dashboard->url_ = absl::StrCat(tls ? "https://" : "http://", v6 ? "[" : "", host, v6 ? "]" : "",
-                                 ":", bound);
+  dashboard->url_ =
+      absl::StrCat(tls ? "https://" : "http://", v6 ? "[" : "", host, v6 ? "]" : "", ":", bound);
   dashboard->listener_ = std::thread([&server] { server.listen_after_bind(); });
   // cpp-httplib's stop() does nothing until the listener runs: wait for it, so that a Stop() right
   // after Start() (a daemon failing to start) cannot wait forever for the thread.
@@ -246,17 +248,18 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
   const std::optional<HttpSession> session =
       sessions_.Find(CookieValue(request.get_header_value("Cookie"), kCookie));
   if (!session.has_value()) {
-    SendError(response,
-              absl::UnauthenticatedError("log in first: open the link traind printed, or send "
-                           "`Authorization: Bearer TOKEN` (--token-file, or the state "
-                           "directory's http.token)"));
+    SendError(response, absl::UnauthenticatedError(
+                            "log in first: open the link traind printed, or send "
+                            "`Authorization: Bearer TOKEN` (--token-file, or the state "
+                            "directory's http.token)"));
     return std::nullopt;
   }
   if (request.method != "GET" && request.method != "HEAD" &&
       (!SameOrigin(request) ||
        !ConstantTimeEquals(request.get_header_value("X-CSRF-Token"), session->csrf))) {
-    SendError(response, absl::PermissionDeniedError("X-CSRF-Token: missing or not this session's (GET "
-                                     "/api/v1/session gives it)"));
+    SendError(response,
+              absl::PermissionDeniedError("X-CSRF-Token: missing or not this session's (GET "
+                                          "/api/v1/session gives it)"));
     return std::nullopt;
   }
   return session->identity;
@@ -285,65 +288,64 @@ void DashboardServer::Route() {
              [](const httplib::Request& request, httplib::Response& response) {
                ServeAsset(request.path, response);
              });
-  server.Get("/login", [this, set_cookie](const httplib::Request& request,
-                                          httplib::Response& response) {
-    const std::optional<HttpSession> session =
-        sessions_.RedeemLoginToken(request.get_param_value("token"));
-    if (!session.has_value()) {
-      std::cerr << "traind: dashboard: refused a login link from " << request.remote_addr
-                << " (unknown, used or expired)\n";
-      ServeAsset("/login.html", response, 401);
-      return;
-    }
-    set_cookie(response, session->id, 7 * 24 * 3600);
-    response.set_redirect("/", 303);  // off the URL that held the token
-  });
-  server.Post("/login", [this, set_cookie](const httplib::Request& request,
-                                           httplib::Response& response) {
-    // A login from another site's form would log this browser in as someone else (login CSRF);
-    // a token in the URL would end up in logs and history.
-    if (!SameOrigin(request) || request.target.find('?') != std::string::npos) {
-      ServeAsset("/login.html", response, 403);
-      return;
-    }
-    const std::string token = request.get_param_value("token");
-    std::optional<HttpIdentity> identity;
-    if (ConstantTimeEquals(token, local_token_)) {
-      identity = HttpIdentity{true, "", "local", true};
-    } else if (const absl::StatusOr<Caller> caller = access_->AuthenticateToken(
-                   token, !token.empty(), absl::StrCat("http:", request.remote_addr));
-               caller.ok()) {
-      identity = HttpIdentity{false, token, caller->owner, caller->is_admin()};
-    }
-    if (!identity.has_value()) {
-      ServeAsset("/login.html", response, 401);
-      return;
-    }
-    set_cookie(response, sessions_.Create(*identity).id, 7 * 24 * 3600);
-    response.set_redirect("/", 303);
-  });
-  server.Post("/logout", [this, set_cookie](const httplib::Request& request,
-                                            httplib::Response& response) {
-    if (!Authenticate(request, response)) return;
-    sessions_.Remove(CookieValue(request.get_header_value("Cookie"), kCookie));
-    set_cookie(response, "", 0);
-    response.status = 204;
-  });
-  server.Get("/api/v1/session", [this](const httplib::Request& request,
-                                       httplib::Response& response) {
-    const std::optional<HttpIdentity> who = Authenticate(request, response);
-    if (!who) return;
-    // The CSRF token belongs to a cookie session; a bearer caller needs none.
-    const std::optional<HttpSession> session =
-        request.has_header("Authorization")
-            ? std::nullopt
-            : sessions_.Find(CookieValue(request.get_header_value("Cookie"), kCookie));
-    response.set_content(
-        absl::StrCat("{\"owner\":", RpcGateway::JsonQuote(who->owner),
-                     ",\"admin\":", who->admin ? "true" : "false",
-                     ",\"csrfToken\":\"", session ? session->csrf : "", "\"}"),
-        kJson);
-  });
+  server.Get("/login",
+             [this, set_cookie](const httplib::Request& request, httplib::Response& response) {
+               const std::optional<HttpSession> session =
+                   sessions_.RedeemLoginToken(request.get_param_value("token"));
+               if (!session.has_value()) {
+                 std::cerr << "traind: dashboard: refused a login link from " << request.remote_addr
+                           << " (unknown, used or expired)\n";
+                 ServeAsset("/login.html", response, 401);
+                 return;
+               }
+               set_cookie(response, session->id, 7 * 24 * 3600);
+               response.set_redirect("/", 303);  // off the URL that held the token
+             });
+  server.Post("/login",
+              [this, set_cookie](const httplib::Request& request, httplib::Response& response) {
+                // A login from another site's form would log this browser in as someone else (login
+                // CSRF); a token in the URL would end up in logs and history.
+                if (!SameOrigin(request) || request.target.find('?') != std::string::npos) {
+                  ServeAsset("/login.html", response, 403);
+                  return;
+                }
+                const std::string token = request.get_param_value("token");
+                std::optional<HttpIdentity> identity;
+                if (ConstantTimeEquals(token, local_token_)) {
+                  identity = HttpIdentity{true, "", "local", true};
+                } else if (const absl::StatusOr<Caller> caller = access_->AuthenticateToken(
+                               token, !token.empty(), absl::StrCat("http:", request.remote_addr));
+                           caller.ok()) {
+                  identity = HttpIdentity{false, token, caller->owner, caller->is_admin()};
+                }
+                if (!identity.has_value()) {
+                  ServeAsset("/login.html", response, 401);
+                  return;
+                }
+                set_cookie(response, sessions_.Create(*identity).id, 7 * 24 * 3600);
+                response.set_redirect("/", 303);
+              });
+  server.Post("/logout",
+              [this, set_cookie](const httplib::Request& request, httplib::Response& response) {
+                if (!Authenticate(request, response)) return;
+                sessions_.Remove(CookieValue(request.get_header_value("Cookie"), kCookie));
+                set_cookie(response, "", 0);
+                response.status = 204;
+              });
+  server.Get(
+      "/api/v1/session", [this](const httplib::Request& request, httplib::Response& response) {
+        const std::optional<HttpIdentity> who = Authenticate(request, response);
+        if (!who) return;
+        // The CSRF token belongs to a cookie session; a bearer caller needs none.
+        const std::optional<HttpSession> session =
+            request.has_header("Authorization")
+                ? std::nullopt
+                : sessions_.Find(CookieValue(request.get_header_value("Cookie"), kCookie));
+        response.set_content(absl::StrCat("{\"owner\":", RpcGateway::JsonQuote(who->owner),
+                                          ",\"admin\":", who->admin ? "true" : "false",
+                                          ",\"csrfToken\":\"", session ? session->csrf : "", "\"}"),
+                             kJson);
+      });
   server.Post(R"(/api/v1/([A-Za-z]+))", [this](const httplib::Request& request,
                                                httplib::Response& response) {
     const std::optional<HttpIdentity> who = Authenticate(request, response);
@@ -372,27 +374,28 @@ void DashboardServer::Route() {
     }
     ServeEvents(*who, *id, from_seq, response);
   });
-  server.Get(R"(/api/v1/(jobs|sweeps)/(\d+)/export)", [this](const httplib::Request& request,
-                                                             httplib::Response& response) {
-    const std::optional<HttpIdentity> who = Authenticate(request, response);
-    if (!who) return;
-    const std::optional<int64_t> id = IdFrom(request, response, 2);
-    if (!id) return;
-    std::vector<int64_t> ids = {*id};
-    std::string name = absl::StrCat("job", *id);
-    if (request.matches[1].str() == "sweeps") {
-      trainer::v1::GetSweepRequest get;
-      get.set_id(*id);
-      trainer::v1::Sweep sweep;
-      const grpc::Status status = gateway_.stub().GetSweep(gateway_.ContextFor(*who).get(), get, &sweep);
-      if (!status.ok()) return SendError(response, status);
-      ids.assign(sweep.job_ids().begin(), sweep.job_ids().end());
-      name = absl::StrCat("sweep", *id);
-    }
-    const std::string format =
-        request.has_param("format") ? request.get_param_value("format") : "csv";
-    ServeExport(*who, std::move(ids), format, name, response);
-  });
+  server.Get(R"(/api/v1/(jobs|sweeps)/(\d+)/export)",
+             [this](const httplib::Request& request, httplib::Response& response) {
+               const std::optional<HttpIdentity> who = Authenticate(request, response);
+               if (!who) return;
+               const std::optional<int64_t> id = IdFrom(request, response, 2);
+               if (!id) return;
+               std::vector<int64_t> ids = {*id};
+               std::string name = absl::StrCat("job", *id);
+               if (request.matches[1].str() == "sweeps") {
+                 trainer::v1::GetSweepRequest get;
+                 get.set_id(*id);
+                 trainer::v1::Sweep sweep;
+                 const grpc::Status status =
+                     gateway_.stub().GetSweep(gateway_.ContextFor(*who).get(), get, &sweep);
+                 if (!status.ok()) return SendError(response, status);
+                 ids.assign(sweep.job_ids().begin(), sweep.job_ids().end());
+                 name = absl::StrCat("sweep", *id);
+               }
+               const std::string format =
+                   request.has_param("format") ? request.get_param_value("format") : "csv";
+               ServeExport(*who, std::move(ids), format, name, response);
+             });
   server.Get(R"(/api/v1/jobs/(\d+)/artifacts/([A-Za-z0-9_-]{1,64}))",
              [this](const httplib::Request& request, httplib::Response& response) {
                const std::optional<HttpIdentity> who = Authenticate(request, response);
@@ -405,8 +408,9 @@ void DashboardServer::Route() {
     const std::optional<HttpIdentity> who = Authenticate(request, response);
     if (!who) return;
     if (!who->admin) {
-      return SendError(response, absl::PermissionDeniedError("/metrics: describes everyone's jobs; needs an "
-                                              "admin token or the local user"));
+      return SendError(response,
+                       absl::PermissionDeniedError("/metrics: describes everyone's jobs; needs an "
+                                                   "admin token or the local user"));
     }
     const absl::StatusOr<std::string> text = metrics_->Render();
     if (!text.ok()) {
@@ -543,15 +547,17 @@ void DashboardServer::ServeArtifact(const HttpIdentity& who, int64_t job_id,
   trainer::v1::DownloadArtifactResponse first;
   if (!download->reader->Read(&first) || !first.has_artifact()) {
     const grpc::Status status = download->reader->Finish();
-    if (status.ok()) return SendError(response, absl::InternalError("the artifact stream was empty"));
+    if (status.ok())
+      return SendError(response, absl::InternalError("the artifact stream was empty"));
     return SendError(response, status);
   }
   const trainer::v1::Artifact artifact = first.artifact();
   response.set_header("Content-Disposition",
                       absl::StrCat("attachment; filename=\"job", job_id, "-", name, ".pt\""));
   response.set_header("X-Checksum-Sha256", artifact.sha256());
-  // Chunked, without a length: with one, cpp-httplib would answer Range requests from this provider,
-  // which streams from the first byte only. The size and digest are in headers for the client.
+  // Chunked, without a length: with one, cpp-httplib would answer Range requests from this
+  // provider, which streams from the first byte only. The size and digest are in headers for the
+  // client.
   response.set_header("X-Content-Size", std::to_string(artifact.size_bytes()));
   response.status = 200;  // a whole stream even if a Range was asked for (cpp-httplib: 206)
   response.set_chunked_content_provider(

@@ -15,13 +15,13 @@
 #ifndef TRAIND_SERVER_HTTP_DASHBOARD_SERVER_H_
 #define TRAIND_SERVER_HTTP_DASHBOARD_SERVER_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <map>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -42,13 +42,13 @@ namespace traind {
 class DashboardServer {
  public:
   struct Options {
-    std::string address;    // HOST:PORT; port 0 picks a free one
-    std::string tls_cert;   // PEM files; both or neither
+    std::string address;   // HOST:PORT; port 0 picks a free one
+    std::string tls_cert;  // PEM files; both or neither
     std::string tls_key;
-    std::string token_path;  // where the local user's API token is written (0600)
+    std::string token_path;           // where the local user's API token is written (0600)
     int max_request_bytes = 1 << 20;  // bodies are read before authentication: keep them small
-    int threads = 128;       // each open event stream holds one
-    int max_streams = 100;   // open event streams; past it 503 (keeps threads for other requests)
+    int threads = 128;                // each open event stream holds one
+    int max_streams = 100;  // open event streams; past it 503 (keeps threads for other requests)
   };
   // Binds and starts serving. `local_session_secret` is what AccessControl accepts from this
   // server's in-process calls for local sessions.
@@ -66,9 +66,8 @@ class DashboardServer {
   std::string NewLoginUrl();
 
  private:
-  DashboardServer(Options options, std::shared_ptr<grpc::Channel> in_process,
-                  AccessControl* access, std::string local_session_secret,
-                  std::unique_ptr<PrometheusMetrics> metrics);
+  DashboardServer(Options options, std::shared_ptr<grpc::Channel> in_process, AccessControl* access,
+                  std::string local_session_secret, std::unique_ptr<PrometheusMetrics> metrics);
   void Route();
   // Who sent `request`, or nullopt with `response` set to the refusal (401, or 403 for a POST
   // without its session's CSRF token).

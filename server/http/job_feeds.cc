@@ -44,9 +44,9 @@ void JobFeed::Pump() {
                    ? grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                   "this job has too many events to follow in a browser; "
                                   "use trainctl watch or the export")
-                   : grpc::Status(grpc::StatusCode::INTERNAL,
-                                  absl::StrCat("event ", event.seq(), " arrived after ",
-                                               chunks_.size()));
+                   : grpc::Status(
+                         grpc::StatusCode::INTERNAL,
+                         absl::StrCat("event ", event.seq(), " arrived after ", chunks_.size()));
     }
     end_chunk_ = absl::StrCat("event: end\ndata: ", RpcGateway::ErrorJson(status), "\n\n");
     ended_ = true;
@@ -57,9 +57,8 @@ void JobFeed::Pump() {
 
 JobFeed::Next JobFeed::Take(size_t index, std::string* chunk, absl::Duration wait) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this, index]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return index < chunks_.size() || ended_;
-  };
+  auto ready = [this, index]()
+                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return index < chunks_.size() || ended_; };
   mu_.AwaitWithTimeout(absl::Condition(&ready), wait);
   if (index < chunks_.size()) {
     *chunk = chunks_[index];

@@ -4,8 +4,8 @@
 // under 2% on two cores (docs/benchmarks.md, "Dashboard load").
 // A tab is admitted by the service first (DashboardServer asks GetJob as that tab's caller); the
 // feed itself reads as the daemon's own user. A feed keeps the job's events from seq 1 in memory
-// while any tab follows it (a step event is about 390 bytes of JSON), so a tab may start anywhere, and stops when
-// the last tab leaves.
+// while any tab follows it (a step event is about 390 bytes of JSON), so a tab may start anywhere,
+// and stops when the last tab leaves.
 //   std::shared_ptr<JobFeed> feed = feeds.Attach(job_id);
 //   feed->Take(from_seq - 1, &chunk, absl::Seconds(1));  // the chunk of seq from_seq
 // Thread-safe.

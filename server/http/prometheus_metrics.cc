@@ -1,14 +1,13 @@
 #include "server/http/prometheus_metrics.h"
 
-#include <sys/stat.h>
-
-#include <map>
-#include <memory>
-
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <memory>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -30,10 +29,8 @@ int64_t FileBytes(const std::string& path) {
 absl::StatusOr<std::string> PrometheusMetrics::Render() const {
   prometheus::Registry registry;
 
-  auto& jobs = prometheus::BuildGauge()
-                   .Name("traind_jobs")
-                   .Help("Jobs in each state")
-                   .Register(registry);
+  auto& jobs =
+      prometheus::BuildGauge().Name("traind_jobs").Help("Jobs in each state").Register(registry);
   ASSIGN_OR_RETURN(const auto counts, store_->CountJobsByState());
   for (const Job::State state :
        {Job::QUEUED, Job::RUNNING, Job::SUCCEEDED, Job::FAILED, Job::CANCELLED}) {
@@ -62,9 +59,10 @@ absl::StatusOr<std::string> PrometheusMetrics::Render() const {
                            .Register(registry);
   auto& memory = prometheus::BuildGauge()
                      .Name("traind_device_memory_bytes")
-                     .Help("Memory of the device's running jobs at their latest step; kind: "
-                           "current, driver (CUDA: allocated, reserved; CPU: resident), "
-                           "peak_current, peak_driver")
+                     .Help(
+                         "Memory of the device's running jobs at their latest step; kind: "
+                         "current, driver (CUDA: allocated, reserved; CPU: resident), "
+                         "peak_current, peak_driver")
                      .Register(registry);
   // Every device has its series, zero while idle, so a graph shows the drop when a job ends.
   std::map<std::string, std::map<std::string, double>> by_device;

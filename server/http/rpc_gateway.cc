@@ -22,9 +22,15 @@ std::string RpcGateway::JsonQuote(const std::string& text) {
   std::string out = "\"";
   for (const unsigned char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
       default:
         if (c < 0x20) {
           char buffer[8];
@@ -56,31 +62,54 @@ std::unique_ptr<grpc::ClientContext> RpcGateway::ContextFor(const HttpIdentity& 
 
 int RpcGateway::HttpStatusOf(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return 200;
+    case grpc::StatusCode::OK:
+      return 200;
     case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE: return 400;
-    case grpc::StatusCode::UNAUTHENTICATED: return 401;
-    case grpc::StatusCode::PERMISSION_DENIED: return 403;
-    case grpc::StatusCode::NOT_FOUND: return 404;
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return 400;
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return 401;
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return 403;
+    case grpc::StatusCode::NOT_FOUND:
+      return 404;
     case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::ABORTED: return 409;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return 429;
-    case grpc::StatusCode::CANCELLED: return 499;
-    case grpc::StatusCode::UNIMPLEMENTED: return 501;
-    case grpc::StatusCode::UNAVAILABLE: return 503;
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return 504;
-    default: return 500;
+    case grpc::StatusCode::ABORTED:
+      return 409;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return 429;
+    case grpc::StatusCode::CANCELLED:
+      return 499;
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return 501;
+    case grpc::StatusCode::UNAVAILABLE:
+      return 503;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return 504;
+    default:
+      return 500;
   }
 }
 
 std::string RpcGateway::ErrorJson(const grpc::Status& status) {
-  static const char* const kNames[] = {
-      "OK",           "CANCELLED",         "UNKNOWN",          "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",    "ALREADY_EXISTS",   "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",  "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",         "UNAVAILABLE",      "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   const int code = static_cast<int>(status.error_code());
   const char* name = code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
   return absl::StrCat("{\"code\":\"", name, "\",\"message\":", JsonQuote(status.error_message()),
@@ -109,17 +138,17 @@ JsonReply RpcGateway::CallJson(const HttpIdentity& who, const std::string& metho
                                   "of trainer.v1.Trainer; watch and download have GET routes)")))};
   }
   const google::protobuf::Message* prototype =
-      google::protobuf::MessageFactory::generated_factory()->GetPrototype(
-          descriptor->input_type());
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor->input_type());
   std::unique_ptr<google::protobuf::Message> request(prototype->New());
   google::protobuf::util::JsonParseOptions parse;
   const auto parsed = google::protobuf::util::JsonStringToMessage(
       json_request.empty() ? "{}" : json_request, request.get(), parse);
   if (!parsed.ok()) {
-    return {400, ErrorJson(grpc::Status(
-                     grpc::StatusCode::INVALID_ARGUMENT,
-                     absl::StrCat("body: not a ", descriptor->input_type()->full_name(),
-                                  " in protobuf's JSON mapping: ", std::string(parsed.message()))))};
+    return {400,
+            ErrorJson(grpc::Status(
+                grpc::StatusCode::INVALID_ARGUMENT,
+                absl::StrCat("body: not a ", descriptor->input_type()->full_name(),
+                             " in protobuf's JSON mapping: ", std::string(parsed.message()))))};
   }
   grpc::ByteBuffer request_bytes;
   bool own = false;
@@ -132,12 +161,12 @@ JsonReply RpcGateway::CallJson(const HttpIdentity& who, const std::string& metho
   grpc::ByteBuffer reply_bytes;
   grpc::Status status;
   absl::Notification done;
-  generic_.UnaryCall(context.get(), absl::StrCat("/", TrainerDescriptor()->full_name(), "/", method),
-                     grpc::StubOptions(), &request_bytes, &reply_bytes,
-                     [&status, &done](grpc::Status result) {
-                       status = std::move(result);
-                       done.Notify();
-                     });
+  generic_.UnaryCall(
+      context.get(), absl::StrCat("/", TrainerDescriptor()->full_name(), "/", method),
+      grpc::StubOptions(), &request_bytes, &reply_bytes, [&status, &done](grpc::Status result) {
+        status = std::move(result);
+        done.Notify();
+      });
   done.WaitForNotification();
   if (!status.ok()) return {HttpStatusOf(status.error_code()), ErrorJson(status)};
   std::unique_ptr<google::protobuf::Message> reply(

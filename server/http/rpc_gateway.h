@@ -8,11 +8,11 @@
 #ifndef TRAIND_SERVER_HTTP_RPC_GATEWAY_H_
 #define TRAIND_SERVER_HTTP_RPC_GATEWAY_H_
 
-#include <memory>
-#include <string>
-
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
 
 #include "server/http/http_sessions.h"
 #include "trainer/v1/trainer.grpc.pb.h"

@@ -46,9 +46,8 @@ WatchBridge::Next WatchBridge::Take(trainer::v1::JobEvent* event, grpc::Status* 
   Next next;
   {
     absl::MutexLock lock(&mu_);
-    auto has_news = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return !ready_.empty() || done_;
-    };
+    auto has_news = [this]()
+                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty() || done_; };
     mu_.AwaitWithTimeout(absl::Condition(&has_news), wait);
     if (!ready_.empty()) {
       *event = std::move(ready_.front());
@@ -76,4 +75,3 @@ void WatchBridge::Stop() {
 }
 
 }  // namespace traind
-

@@ -9,10 +9,10 @@
 #ifndef TRAIND_SERVER_HTTP_WATCH_BRIDGE_H_
 #define TRAIND_SERVER_HTTP_WATCH_BRIDGE_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <deque>
 #include <memory>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -48,9 +48,9 @@ class WatchBridge : public grpc::ClientReadReactor<trainer::v1::JobEvent> {
   trainer::v1::JobEvent incoming_;  // gRPC's while a read is outstanding
   absl::Mutex mu_;
   std::deque<trainer::v1::JobEvent> ready_ ABSL_GUARDED_BY(mu_);
-  bool reading_ ABSL_GUARDED_BY(mu_) = false;  // a read is outstanding
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;     // a read is outstanding
   bool read_ended_ ABSL_GUARDED_BY(mu_) = false;  // a read failed: the stream has no more
-  bool done_ ABSL_GUARDED_BY(mu_) = false;     // OnDone ran: status_ is final
+  bool done_ ABSL_GUARDED_BY(mu_) = false;        // OnDone ran: status_ is final
   grpc::Status status_ ABSL_GUARDED_BY(mu_);
 };
 

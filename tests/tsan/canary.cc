@@ -1,6 +1,6 @@
 // Proves the ThreadSanitizer build can be believed (deploy/tsan.sh): two threads that take one
-// absl::Mutex in turn must draw no report (so the Abseil found through the RPATH is instrumented and
-// the suppressions hold: with Debian's Abseil this reports a race), and with `race` as argument
+// absl::Mutex in turn must draw no report (so the Abseil found through the RPATH is instrumented
+// and the suppressions hold: with Debian's Abseil this reports a race), and with `race` as argument
 // they instead both write one counter without it, which must be reported.
 #include <atomic>
 #include <cstring>

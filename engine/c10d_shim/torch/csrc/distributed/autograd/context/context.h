@@ -5,10 +5,10 @@
 // when LibTorch lacks the real header; nothing here is defined or called.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+
 #include <functional>
 #include <memory>
-
-#include <ATen/core/Tensor.h>
 
 namespace torch {
 namespace distributed {

@@ -1,8 +1,8 @@
 // What a job's supervisor makes of the events its ranks send, wherever they run (the scheduler's
 // local ranks, traind-slurm's tasks, traind-hosts' ranks here and on peers): the one rule for all
 // three. Not thread-safe: the caller's lock guards it.
-#ifndef TRAIND_COMMON_RANK_EVENTS_H_
-#define TRAIND_COMMON_RANK_EVENTS_H_
+#ifndef TRAIND_SUPERVISE_RANK_EVENTS_H_
+#define TRAIND_SUPERVISE_RANK_EVENTS_H_
 
 #include <string>
 
@@ -36,4 +36,4 @@ class RankEvents {
 
 }  // namespace traind
 
-#endif  // TRAIND_COMMON_RANK_EVENTS_H_
+#endif  // TRAIND_SUPERVISE_RANK_EVENTS_H_

@@ -1,8 +1,8 @@
 // Splits a byte stream of length-delimited protobuf messages (varint size, then the message) as it
 // arrives in arbitrary chunks from a worker's pipe. Bytes are untrusted: a malformed or oversized
 // frame is an error, never a crash. Not thread-safe.
-#ifndef TRAIND_SERVER_DELIMITED_READER_H_
-#define TRAIND_SERVER_DELIMITED_READER_H_
+#ifndef TRAIND_SUPERVISE_DELIMITED_READER_H_
+#define TRAIND_SUPERVISE_DELIMITED_READER_H_
 
 #include <cstddef>
 #include <string>
@@ -32,4 +32,4 @@ class DelimitedReader {
 
 }  // namespace traind
 
-#endif  // TRAIND_SERVER_DELIMITED_READER_H_
+#endif  // TRAIND_SUPERVISE_DELIMITED_READER_H_

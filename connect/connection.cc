@@ -1,22 +1,22 @@
-#include "client/connection.h"
-
+#include "connect/connection.h"
 
 #include <grpcpp/support/client_interceptor.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "client/config_file.h"
 #include "common/loopback.h"
 #include "common/paths.h"
 #include "common/status_macros.h"
+#include "connect/config_file.h"
 
 namespace traind {
 namespace {
 
 absl::StatusOr<std::string> ReadFile(const std::string& option, const std::string& path) {
   absl::StatusOr<std::string> text = ReadTextFile(path);
-  if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(option, ": ", text.status().message()));
+  if (!text.ok())
+    return absl::InvalidArgumentError(absl::StrCat(option, ": ", text.status().message()));
   return text;
 }
 
@@ -37,8 +37,7 @@ class BearerTokenInterceptor : public grpc::experimental::Interceptor {
   const std::string* header_;
 };
 
-class BearerTokenInterceptorFactory
-    : public grpc::experimental::ClientInterceptorFactoryInterface {
+class BearerTokenInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
   explicit BearerTokenInterceptorFactory(const std::string& token)
       : header_(absl::StrCat("Bearer ", token)) {}
@@ -66,9 +65,9 @@ absl::StatusOr<ResolvedConnection> ResolveConnection(const ConnectionOptions& op
   if (!context.empty()) {
     const ContextEntry* entry = config.Find(context);
     if (entry == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "context: no context named '", context, "' in ", config_path,
-          " (`trainctl context list` shows them)"));
+      return absl::InvalidArgumentError(absl::StrCat("context: no context named '", context,
+                                                     "' in ", config_path,
+                                                     " (`trainctl context list` shows them)"));
     }
     // Flags and variables win over the context, field by field.
     if (merged.addr.empty()) merged.addr = entry->addr;
@@ -84,15 +83,14 @@ absl::StatusOr<ResolvedConnection> ResolveConnection(const ConnectionOptions& op
   if (merged.tls_cert.empty() != merged.tls_key.empty()) {
     return absl::InvalidArgumentError("tls-cert, tls-key: give both or neither");
   }
-  const bool tls_material =
-      !merged.tls_ca.empty() || !merged.tls_cert.empty();
+  const bool tls_material = !merged.tls_ca.empty() || !merged.tls_cert.empty();
   if (merged.plaintext && tls_material) {
     return absl::InvalidArgumentError("plaintext: cannot be combined with --tls-ca/--tls-cert");
   }
   // TCP is TLS unless asked otherwise; loopback without TLS material defaults to plaintext,
   // which is the only place traind serves it.
-  resolved.tls = !unix_socket && !merged.plaintext &&
-                 (tls_material || !IsLoopbackAddress(resolved.addr));
+  resolved.tls =
+      !unix_socket && !merged.plaintext && (tls_material || !IsLoopbackAddress(resolved.addr));
   if (!merged.tls_ca.empty()) {
     ASSIGN_OR_RETURN(resolved.root_certs, ReadFile("tls-ca", merged.tls_ca));
   }
@@ -104,8 +102,8 @@ absl::StatusOr<ResolvedConnection> ResolveConnection(const ConnectionOptions& op
     ASSIGN_OR_RETURN(std::string token, ReadFile("token-file", merged.token_file));
     resolved.token = std::string(absl::StripAsciiWhitespace(token));
     if (resolved.token.empty() || resolved.token.find_first_of(" \t\r\n") != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "token-file: '", merged.token_file, "' must hold one token on one line"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("token-file: '", merged.token_file, "' must hold one token on one line"));
     }
   }
   return resolved;

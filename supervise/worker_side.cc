@@ -1,4 +1,4 @@
-#include "common/worker_side.h"
+#include "supervise/worker_side.h"
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/util/delimited_message_util.h>

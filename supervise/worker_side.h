@@ -3,8 +3,8 @@
 // for a rank (traind-slurm-task): the request on stdin, events on a private copy of stdout, and
 // the stop signals: SIGTERM or SIGINT stop (a cancel); SIGUSR1 checkpoints first, then stops
 // (traind shutting down, or gone).
-#ifndef TRAIND_COMMON_WORKER_SIDE_H_
-#define TRAIND_COMMON_WORKER_SIDE_H_
+#ifndef TRAIND_SUPERVISE_WORKER_SIDE_H_
+#define TRAIND_SUPERVISE_WORKER_SIDE_H_
 
 #include <atomic>
 
@@ -32,4 +32,4 @@ RequestRead ReadWorkerRequest(trainer::v1::WorkerRequest* request);
 
 }  // namespace traind
 
-#endif  // TRAIND_COMMON_WORKER_SIDE_H_
+#endif  // TRAIND_SUPERVISE_WORKER_SIDE_H_

@@ -1,4 +1,4 @@
-#include "server/delimited_reader.h"
+#include "supervise/delimited_reader.h"
 
 #include <cstdint>
 
@@ -18,7 +18,8 @@ absl::Status DelimitedReader::Next(google::protobuf::MessageLite* message, bool*
     if ((byte & 0x80) == 0) break;
   }
   if (size > kMaxMessageBytes) {
-    return absl::DataLossError(absl::StrCat("event stream: message of ", size, " bytes is too large"));
+    return absl::DataLossError(
+        absl::StrCat("event stream: message of ", size, " bytes is too large"));
   }
   if (buffer_.size() - pos < size) return absl::OkStatus();
   if (!message->ParseFromArray(buffer_.data() + pos, static_cast<int>(size))) {

@@ -4,8 +4,8 @@
 // A worker may be spawned before its job is known (Spawn, later Send): LibTorch's start-up, about
 // a second of CPU, is then paid while the daemon is idle rather than by the job.
 // Owned and driven by one thread (the scheduler's); Terminate/Kill may be called from any thread.
-#ifndef TRAIND_SERVER_WORKER_PROCESS_H_
-#define TRAIND_SERVER_WORKER_PROCESS_H_
+#ifndef TRAIND_SUPERVISE_WORKER_PROCESS_H_
+#define TRAIND_SUPERVISE_WORKER_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/delimited_reader.h"
+#include "supervise/delimited_reader.h"
 #include "trainer/v1/trainer.pb.h"
 #include "trainer/v1/worker.pb.h"
 
@@ -44,8 +44,8 @@ class WorkerProcess {
   ~WorkerProcess();
 
   enum class ReadResult { kEvent, kTimeout, kEnd };
-  // Waits up to `timeout` (zero: only what has arrived) for the next event. kEnd: the worker closed its stdout (exited) or sent
-  // bytes that do not decode (then its process is killed).
+  // Waits up to `timeout` (zero: only what has arrived) for the next event. kEnd: the worker closed
+  // its stdout (exited) or sent bytes that do not decode (then its process is killed).
   ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
 
   // Any thread may signal while another waits in Wait(): a signal is sent only while the child is
@@ -87,4 +87,4 @@ class WorkerProcess {
 
 }  // namespace traind
 
-#endif  // TRAIND_SERVER_WORKER_PROCESS_H_
+#endif  // TRAIND_SUPERVISE_WORKER_PROCESS_H_

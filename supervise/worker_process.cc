@@ -1,4 +1,4 @@
-#include "server/worker_process.h"
+#include "supervise/worker_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/util/delimited_message_util.h"
 #include "common/status_macros.h"
 #include "common/write_all.h"
+#include "google/protobuf/util/delimited_message_util.h"
 
 extern char** environ;
 
@@ -62,8 +62,8 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
   posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t none, all;
   sigemptyset(&none);
@@ -226,9 +226,9 @@ WorkerProcess::Exit WorkerProcess::Wait() {
 }
 
 std::string WorkerProcess::Exit::Describe() const {
-  std::string what = signal != 0 ? absl::StrCat("worker killed by signal ", signal, " (",
-                                                strsignal(signal), ")")
-                                 : absl::StrCat("worker exited with code ", exit_code);
+  std::string what =
+      signal != 0 ? absl::StrCat("worker killed by signal ", signal, " (", strsignal(signal), ")")
+                  : absl::StrCat("worker exited with code ", exit_code);
   if (!stderr_tail.empty()) absl::StrAppend(&what, "; last stderr lines:\n", stderr_tail);
   return what;
 }

@@ -1,4 +1,4 @@
-#include "server/delimited_reader.h"
+#include "supervise/delimited_reader.h"
 
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/delimited_message_util.h"

@@ -1,22 +1,22 @@
 // How trainctl reaches traind: address, TLS material and bearer token, from (first wins) the
 // flags, the TRAINCTL_* variables, the chosen context (--context / TRAINCTL_CONTEXT, or the config
 // file's current-context when no address was given), and last the local Unix socket.
-#ifndef TRAIND_CLIENT_CONNECTION_H_
-#define TRAIND_CLIENT_CONNECTION_H_
+#ifndef TRAIND_CONNECT_CONNECTION_H_
+#define TRAIND_CONNECT_CONNECTION_H_
+
+#include <grpcpp/grpcpp.h>
 
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
 
 namespace traind {
 
 struct ConnectionOptions {
-  std::string addr;        // unix:PATH or HOST:PORT
-  std::string tls_ca;      // CA (PEM) that signed traind's certificate
-  std::string tls_cert;    // client certificate (PEM), when traind asks for one
+  std::string addr;      // unix:PATH or HOST:PORT
+  std::string tls_ca;    // CA (PEM) that signed traind's certificate
+  std::string tls_cert;  // client certificate (PEM), when traind asks for one
   std::string tls_key;
   std::string token_file;  // one line: the bearer token
   bool plaintext = false;  // TCP without TLS (traind allows it on loopback only)
@@ -45,4 +45,4 @@ std::shared_ptr<grpc::Channel> OpenChannel(const ResolvedConnection& connection,
 
 }  // namespace traind
 
-#endif  // TRAIND_CLIENT_CONNECTION_H_
+#endif  // TRAIND_CONNECT_CONNECTION_H_

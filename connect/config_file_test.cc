@@ -1,10 +1,10 @@
-#include "client/config_file.h"
+#include "connect/config_file.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include "client/connection.h"
+#include "connect/connection.h"
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -72,8 +72,10 @@ TEST_F(ConfigFileTest, FlagsWinOverTheContextFieldByField) {
   const std::string token = Write("token", "s3cr3t-token-value\n");
   const std::string ca = Write("ca.pem", "-----BEGIN CERTIFICATE-----\n");
   const std::string path =
-      Write("c.toml", "current-context = \"lab\"\n[contexts.lab]\naddr = \"gpu-box:50051\"\n"
-                      "tls-ca = \"" + ca + "\"\ntoken-file = \"" + token + "\"\n");
+      Write("c.toml",
+            "current-context = \"lab\"\n[contexts.lab]\naddr = \"gpu-box:50051\"\n"
+            "tls-ca = \"" +
+                ca + "\"\ntoken-file = \"" + token + "\"\n");
   ConnectionOptions options;
   absl::StatusOr<ResolvedConnection> resolved = ResolveConnection(options, path);
   ASSERT_TRUE(resolved.ok()) << resolved.status();
@@ -97,8 +99,7 @@ TEST_F(ConfigFileTest, FlagsWinOverTheContextFieldByField) {
   EXPECT_EQ(resolved->token, "s3cr3t-token-value");
 
   options.context = "nope";
-  EXPECT_EQ(ResolveConnection(options, path).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveConnection(options, path).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(ConfigFileTest, LoopbackIsPlaintextAndOtherTcpIsTlsByDefault) {

@@ -4,14 +4,14 @@
 // relay the ranks' events:
 // one message at a time, so two writers cannot interleave bytes and corrupt the stream.
 // Thread-safe.
-#ifndef TRAIND_COMMON_SHARED_EVENT_PIPE_H_
-#define TRAIND_COMMON_SHARED_EVENT_PIPE_H_
+#ifndef TRAIND_SUPERVISE_SHARED_EVENT_PIPE_H_
+#define TRAIND_SUPERVISE_SHARED_EVENT_PIPE_H_
 
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/event_pipe.h"
+#include "supervise/event_pipe.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
@@ -40,4 +40,4 @@ class SharedEventPipe {
 
 }  // namespace traind
 
-#endif  // TRAIND_COMMON_SHARED_EVENT_PIPE_H_
+#endif  // TRAIND_SUPERVISE_SHARED_EVENT_PIPE_H_

@@ -8,8 +8,8 @@
 //
 // Path: $TRAINCTL_CONFIG, else $XDG_CONFIG_HOME/trainctl/config.toml, else
 // ~/.config/trainctl/config.toml. Saved atomically, mode 0600 (it names secrets' locations).
-#ifndef TRAIND_CLIENT_CONFIG_FILE_H_
-#define TRAIND_CLIENT_CONFIG_FILE_H_
+#ifndef TRAIND_CONNECT_CONFIG_FILE_H_
+#define TRAIND_CONNECT_CONFIG_FILE_H_
 
 #include <string>
 #include <vector>
@@ -42,4 +42,4 @@ absl::Status SaveClientConfig(const std::string& path, const ClientConfig& confi
 
 }  // namespace traind
 
-#endif  // TRAIND_CLIENT_CONFIG_FILE_H_
+#endif  // TRAIND_CONNECT_CONFIG_FILE_H_

@@ -1,4 +1,4 @@
-#include "common/event_pipe.h"
+#include "supervise/event_pipe.h"
 
 #include "google/protobuf/util/delimited_message_util.h"
 

@@ -1,4 +1,4 @@
-#include "common/rank_events.h"
+#include "supervise/rank_events.h"
 
 #include "gtest/gtest.h"
 

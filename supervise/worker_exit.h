@@ -1,7 +1,7 @@
 // How traind-worker ends, as its exit status: the one list both sides use (worker/main.cc exits
 // with these; server/scheduler.cc reads them).
-#ifndef TRAIND_COMMON_WORKER_EXIT_H_
-#define TRAIND_COMMON_WORKER_EXIT_H_
+#ifndef TRAIND_SUPERVISE_WORKER_EXIT_H_
+#define TRAIND_SUPERVISE_WORKER_EXIT_H_
 
 namespace traind {
 
@@ -20,4 +20,4 @@ enum WorkerExit : int {
 
 }  // namespace traind
 
-#endif  // TRAIND_COMMON_WORKER_EXIT_H_
+#endif  // TRAIND_SUPERVISE_WORKER_EXIT_H_

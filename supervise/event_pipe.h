@@ -1,8 +1,8 @@
 // Writes length-delimited protobuf messages to a file descriptor (a worker's, or traind-slurm's,
 // end of the pipe to traind), flushing each one so the daemon sees events as they happen. Not
 // thread-safe.
-#ifndef TRAIND_COMMON_EVENT_PIPE_H_
-#define TRAIND_COMMON_EVENT_PIPE_H_
+#ifndef TRAIND_SUPERVISE_EVENT_PIPE_H_
+#define TRAIND_SUPERVISE_EVENT_PIPE_H_
 
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
@@ -24,4 +24,4 @@ class EventPipeWriter {
 
 }  // namespace traind
 
-#endif  // TRAIND_COMMON_EVENT_PIPE_H_
+#endif  // TRAIND_SUPERVISE_EVENT_PIPE_H_

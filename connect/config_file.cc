@@ -1,6 +1,7 @@
-#include "client/config_file.h"
+#include "connect/config_file.h"
 
 #include <sys/stat.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +10,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <toml++/toml.h>
-
 #include "absl/strings/str_cat.h"
+#include "common/durable_file.h"
 
 namespace traind {
 namespace {
@@ -54,8 +54,8 @@ absl::StatusOr<ClientConfig> LoadClientConfig(const std::string& path) {
   try {
     root = toml::parse_file(path);
   } catch (const toml::parse_error& error) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ":", error.source().begin.line, ": ",
-                                                   std::string(error.description())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ":", error.source().begin.line, ": ", std::string(error.description())));
   }
   auto invalid = [&](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
@@ -72,7 +72,8 @@ absl::StatusOr<ClientConfig> LoadClientConfig(const std::string& path) {
   if (const toml::table* contexts = root["contexts"].as_table()) {
     for (auto&& [name, node] : *contexts) {
       const toml::table* table = node.as_table();
-      if (table == nullptr) return invalid(absl::StrCat("contexts.", std::string(name.str()), ": must be a table"));
+      if (table == nullptr)
+        return invalid(absl::StrCat("contexts.", std::string(name.str()), ": must be a table"));
       ContextEntry entry;
       entry.name = std::string(name.str());
       for (auto&& [key, value] : *table) {
@@ -117,23 +118,12 @@ absl::Status SaveClientConfig(const std::string& path, const ClientConfig& confi
           absl::StrCat("cannot create ", target.parent_path().string(), ": ", error.message()));
     }
   }
-  // Written beside the target and renamed over it: a crash leaves the old file or the new one.
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    chmod(temp.c_str(), 0600);
-    out << "# trainctl contexts: `trainctl context add|use|list|remove` edits this file.\n"
-        << root << "\n";
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(temp, error);
-      return absl::PermissionDeniedError(absl::StrCat("cannot write ", temp));
-    }
-  }
-  std::filesystem::rename(temp, target, error);
-  if (error) {
-    std::filesystem::remove(temp, error);
-    return absl::PermissionDeniedError(absl::StrCat("cannot replace ", path, ": ", error.message()));
+  std::ostringstream text;
+  text << "# trainctl contexts: `trainctl context add|use|list|remove` edits this file.\n"
+       << root << "\n";
+  // Durably, 0600 (it may hold tokens): a crash leaves the old file or the new one.
+  if (absl::Status written = WriteFileDurably(path, text.str()); !written.ok()) {
+    return absl::PermissionDeniedError(written.message());
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,108 @@
+#include "common/durable_file.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/file_ops.h"
+#include "common/write_all.h"
+
+namespace traind {
+
+namespace {
+
+absl::Status CannotWrite(const std::string& path, int error) {
+  const std::string message = absl::StrCat("cannot write ", path, ": ", std::strerror(error));
+  switch (error) {
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case EEXIST:
+      return absl::AlreadyExistsError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash + 1);
+}
+
+// Returns errno of the failing call, 0 when the file is on disk.
+int FsyncFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  const int error = Files().Fsync(fd) == 0 ? 0 : errno;
+  close(fd);
+  return error;
+}
+
+// Takes `path`'s name for `temp`; returns errno of the failing call, 0 on success.
+int Move(const std::string& temp, const std::string& path, IfPresent if_present) {
+  if (if_present == IfPresent::kReplace) {
+    return Files().Rename(temp.c_str(), path.c_str()) == 0 ? 0 : errno;
+  }
+  if (Files().Link(temp.c_str(), path.c_str()) != 0) return errno;
+  unlink(temp.c_str());
+  return 0;
+}
+
+}  // namespace
+
+absl::Status CommitDurably(const std::string& temp, const std::string& path, IfPresent if_present,
+                           const std::string& named) {
+  int error = FsyncFile(temp);
+  if (error == 0) error = Move(temp, path, if_present);
+  if (error != 0) {
+    unlink(temp.c_str());  // ours; what was at `path` before stays as it was
+    return CannotWrite(named.empty() ? path : named, error);
+  }
+  // Best effort: some file systems refuse fsync on a directory, and the file is whole either way.
+  if (const int dir = open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      dir >= 0) {
+    Files().Fsync(dir);
+    close(dir);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteDurably(const std::string& path,
+                          const std::function<absl::Status(const std::string& temp)>& write,
+                          const std::string& named) {
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string temp = DirectoryOf(path) + "." + base + ".XXXXXX";
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) return CannotWrite(named.empty() ? path : named, errno);
+  close(fd);
+  if (absl::Status written = write(temp); !written.ok()) {
+    unlink(temp.c_str());
+    return written;
+  }
+  return CommitDurably(temp, path, IfPresent::kReplace, named);
+}
+
+absl::Status WriteFileDurably(const std::string& path, absl::string_view contents,
+                              const std::string& named) {
+  return WriteDurably(
+      path,
+      [&](const std::string& temp) {
+        const int fd = open(temp.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        const bool written = fd >= 0 && WriteAll(fd, contents);
+        const int error = errno;
+        if (fd >= 0) close(fd);
+        return written ? absl::OkStatus() : CannotWrite(named.empty() ? path : named, error);
+      },
+      named);
+}
+
+}  // namespace traind

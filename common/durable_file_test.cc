@@ -1,0 +1,92 @@
+#include "common/durable_file.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include "common/faulty_file_ops.h"
+#include "common/temp_dir_for_tests.h"
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int FilesIn(const std::string& dir) {
+  int count = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* entry = readdir(d)) {
+      if (std::string(entry->d_name) != "." && std::string(entry->d_name) != "..") ++count;
+    }
+    closedir(d);
+  }
+  return count;
+}
+
+// A checkpoint whose fsync or rename fails: the error names the file, the cause and a code that
+// follows it; the previous checkpoint is still there, whole, and no temporary file is left.
+TEST(DurableFileTest, AFailedFsyncOrRenameKeepsThePreviousFile) {
+  TempDirForTests temp;
+  const std::string path = temp / "checkpoint.pt";
+  ASSERT_TRUE(WriteFileDurably(path, "epoch 1").ok());
+  for (const auto& [call, error, code, says] :
+       {std::tuple{FaultyFileOps::Call::kFsync, EIO, absl::StatusCode::kInternal,
+                   "Input/output error"},
+        std::tuple{FaultyFileOps::Call::kRename, ENOSPC, absl::StatusCode::kResourceExhausted,
+                   "No space left on device"},
+        std::tuple{FaultyFileOps::Call::kRename, EROFS, absl::StatusCode::kPermissionDenied,
+                   "Read-only file system"}}) {
+    FaultyFileOps faulty;
+    ScopedFileOps installed(&faulty);
+    faulty.FailOnce(call, error);
+    const absl::Status status = WriteFileDurably(path, "epoch 2");
+    EXPECT_TRUE(faulty.failed());
+    EXPECT_EQ(status.code(), code) << status;
+    EXPECT_EQ(status.message(), "cannot write " + path + ": " + says);
+    EXPECT_EQ(Read(path), "epoch 1");
+    EXPECT_EQ(FilesIn(temp.path()), 1) << "a temporary file was left";
+  }
+  ASSERT_TRUE(WriteFileDurably(path, "epoch 2").ok());
+  EXPECT_EQ(Read(path), "epoch 2");
+  EXPECT_EQ(FilesIn(temp.path()), 1);
+}
+
+// A writer's own error comes back as it is, and its temporary file goes.
+TEST(DurableFileTest, AWritersErrorComesBackAndLeavesNothing) {
+  TempDirForTests temp;
+  const absl::Status status = WriteDurably(temp / "trace.json", [](const std::string& file) {
+    std::ofstream(file) << "half a trace";
+    return absl::DataLossError("the profiler lost its events");
+  });
+  EXPECT_EQ(status, absl::DataLossError("the profiler lost its events"));
+  EXPECT_EQ(FilesIn(temp.path()), 0);
+}
+
+// kRefuse never replaces a file that appeared meanwhile; kReplace does.
+TEST(DurableFileTest, CommitRefusesOrReplacesAnExistingFile) {
+  TempDirForTests temp;
+  const std::string path = temp / "weights.pt";
+  std::ofstream(path) << "theirs";
+  std::ofstream(temp / "part") << "ours";
+  const absl::Status refused = CommitDurably(temp / "part", path, IfPresent::kRefuse);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kAlreadyExists) << refused;
+  EXPECT_EQ(Read(path), "theirs");
+  EXPECT_EQ(FilesIn(temp.path()), 1);
+  std::ofstream(temp / "part") << "ours";
+  ASSERT_TRUE(CommitDurably(temp / "part", path, IfPresent::kReplace).ok());
+  EXPECT_EQ(Read(path), "ours");
+  EXPECT_EQ(FilesIn(temp.path()), 1);
+}
+
+}  // namespace
+}  // namespace traind

@@ -1,0 +1,41 @@
+// A stand-in for traind-worker in supervise_test: it reads its WorkerRequest as a worker does,
+// sends one log event naming the job, then does what FAKE_WORKER_MODE says: "succeed" (exit 0),
+// "signal" (a line on stderr, then SIGKILL from itself: the OOM killer's way), "hang" (ignores
+// SIGTERM and waits forever: only SIGKILL ends it).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "supervise/event_pipe.h"
+#include "supervise/worker_exit.h"
+#include "supervise/worker_side.h"
+
+int main() {
+  const int events = traind::TakeStdoutForEvents();
+  trainer::v1::WorkerRequest request;
+  if (traind::ReadWorkerRequest(&request) != traind::RequestRead::kRead) {
+    return traind::kWorkerBadRequest;
+  }
+  const char* mode_env = std::getenv("FAKE_WORKER_MODE");
+  const std::string mode = mode_env == nullptr ? "succeed" : mode_env;
+  // Before the greeting: a test that has read it may send SIGTERM at once.
+  if (mode == "hang") signal(SIGTERM, SIG_IGN);
+  traind::EventPipeWriter pipe(events);
+  trainer::v1::JobEvent event;
+  event.mutable_log()->set_text("fake worker for job " + std::to_string(request.job_id()) + ": " +
+                                mode);
+  pipe.Write(event);
+  if (mode == "signal") {
+    std::fprintf(stderr, "fake worker: out of memory, about to be killed\n");
+    std::fflush(stderr);
+    raise(SIGKILL);
+  }
+  if (mode == "hang") {
+    while (true) pause();
+  }
+  pipe.Close();
+  return 0;
+}

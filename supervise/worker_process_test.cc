@@ -1,0 +1,82 @@
+#include "supervise/worker_process.h"
+
+#include <signal.h>
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using ReadResult = WorkerProcess::ReadResult;
+
+// The generous bound of a wait that must end on its own (the worker is already done or killed):
+// reaching it fails the test, and a slow machine never comes near it.
+constexpr absl::Duration kEnds = absl::Seconds(60);
+
+std::unique_ptr<WorkerProcess> StartFake(const std::string& mode, int64_t job_id) {
+  trainer::v1::WorkerRequest request;
+  request.set_job_id(job_id);
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+      WorkerProcess::Start(TRAIND_FAKE_WORKER, request, {"FAKE_WORKER_MODE=" + mode});
+  EXPECT_TRUE(worker.ok()) << worker.status();
+  return worker.ok() ? *std::move(worker) : nullptr;
+}
+
+// The first event: the log line the fake sends once it has read its request.
+void ExpectGreeting(WorkerProcess& worker, const std::string& text) {
+  trainer::v1::JobEvent event;
+  ASSERT_EQ(worker.ReadEvent(&event, kEnds), ReadResult::kEvent);
+  EXPECT_EQ(event.log().text(), text);
+}
+
+TEST(WorkerProcessTest, AWorkerThatSucceedsSendsItsEventsAndExitsZero) {
+  std::unique_ptr<WorkerProcess> worker = StartFake("succeed", 7);
+  ASSERT_NE(worker, nullptr);
+  ExpectGreeting(*worker, "fake worker for job 7: succeed");
+  trainer::v1::JobEvent event;
+  EXPECT_EQ(worker->ReadEvent(&event, kEnds), ReadResult::kEnd);
+  const WorkerProcess::Exit exit = worker->Wait();
+  EXPECT_EQ(exit.exit_code, 0);
+  EXPECT_EQ(exit.signal, 0);
+  EXPECT_EQ(exit.Describe(), "worker exited with code 0");
+}
+
+// A worker the kernel kills (the OOM killer, kill -9): the supervisor learns the signal and keeps
+// what it said last on stderr, for the job's error.
+TEST(WorkerProcessTest, AWorkerKilledByASignalIsReportedWithItsLastWords) {
+  std::unique_ptr<WorkerProcess> worker = StartFake("signal", 8);
+  ASSERT_NE(worker, nullptr);
+  ExpectGreeting(*worker, "fake worker for job 8: signal");
+  trainer::v1::JobEvent event;
+  EXPECT_EQ(worker->ReadEvent(&event, kEnds), ReadResult::kEnd);
+  const WorkerProcess::Exit exit = worker->Wait();
+  EXPECT_EQ(exit.signal, SIGKILL);
+  EXPECT_EQ(exit.Describe(),
+            "worker killed by signal 9 (Killed); last stderr lines:\n"
+            "fake worker: out of memory, about to be killed");
+}
+
+// A hung worker ignores SIGTERM: it is still there however long one waits, and SIGKILL ends it.
+TEST(WorkerProcessTest, AHungWorkerOutlivesTerminateAndDiesOnKill) {
+  std::unique_ptr<WorkerProcess> worker = StartFake("hang", 9);
+  ASSERT_NE(worker, nullptr);
+  ExpectGreeting(*worker, "fake worker for job 9: hang");
+  worker->Terminate();
+  trainer::v1::JobEvent event;
+  EXPECT_EQ(worker->ReadEvent(&event, absl::Milliseconds(200)), ReadResult::kTimeout);
+  EXPECT_FALSE(worker->HasExited());
+  worker->Kill();
+  EXPECT_EQ(worker->ReadEvent(&event, kEnds), ReadResult::kEnd);
+  EXPECT_EQ(worker->Wait().signal, SIGKILL);
+}
+
+// A worker that cannot be started says why, naming the program.
+TEST(WorkerProcessTest, AMissingProgramIsAnError) {
+  trainer::v1::WorkerRequest request;
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+      WorkerProcess::Start("/nonexistent/traind-worker", request);
+  EXPECT_FALSE(worker.ok());
+}
+
+}  // namespace
+}  // namespace traind
