@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "common/temp_dir_for_tests.h"
+#include "engine/optimizer_factory.h"
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -40,7 +41,7 @@ void ExpectSameTensors(const std::vector<torch::Tensor>& a, const std::vector<to
 std::vector<torch::Tensor> AdamMoments(torch::optim::Adam& optimizer) {
   std::vector<torch::Tensor> moments;
   for (const torch::Tensor& parameter : optimizer.param_groups().at(0).params()) {
-    const auto& state = optimizer.state().at(c10::guts::to_string(parameter.unsafeGetTensorImpl()));
+    const auto& state = optimizer.state().at(StateKey(optimizer.state(), parameter));
     const auto& adam = static_cast<const torch::optim::AdamParamState&>(*state);
     moments.push_back(adam.exp_avg());
     moments.push_back(adam.exp_avg_sq());

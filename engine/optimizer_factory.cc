@@ -19,19 +19,6 @@ namespace {
 
 namespace optim = torch::optim;
 
-// The key of a parameter in Optimizer::state_: its TensorImpl*, which LibTorch 1.x spells as a
-// string (c10::guts::to_string of the pointer) and 2.x as the pointer itself.
-template <typename Map>
-typename Map::key_type StateKey(const Map&, const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream key;
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
-
 // `t` with the strides of `p` (a copy when they differ): the fused kernel walks all its lists as
 // flat memory, so every gradient and moment must be laid out like its parameter.
 torch::Tensor LikeParameter(const torch::Tensor& t, const torch::Tensor& p) {

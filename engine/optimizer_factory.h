@@ -6,6 +6,9 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <sstream>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -46,6 +49,19 @@ absl::Status SetAdamSteps(torch::optim::Optimizer& optimizer,
 
 // Whether CreateOptimizer gives `spec` a fused Adam/AdamW for these parameters.
 bool UsesFusedAdam(const trainer::v1::JobSpec& spec, const std::vector<torch::Tensor>& parameters);
+
+// The key of a parameter in Optimizer::state(): its TensorImpl*, which LibTorch 1.x spells as a
+// string (c10::guts::to_string of the pointer) and 2.x as the pointer itself.
+template <typename Map>
+typename Map::key_type StateKey(const Map&, const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    std::ostringstream key;
+    key << p.unsafeGetTensorImpl();
+    return key.str();
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
 
 }  // namespace traind
 
