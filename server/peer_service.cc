@@ -272,103 +272,126 @@ grpc::Status PeerService::PutCheckpoint(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+absl::StatusOr<PeerService::Session> PeerService::WaitingSession(const std::string& id,
+                                                                 bool claim) {
+  absl::MutexLock lock(&mu_);
+  ExpireSessions();
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.claimed) {
+    return absl::NotFoundError(
+        "reservation_id: no such reservation waiting to run (its lease ran out?)");
+  }
+  // Claimed under mu_, where Release decides: one of the two wins.
+  if (claim) it->second.claimed = true;
+  return it->second;
+}
+
+// Where the coordinator places a peer's ranks: a world with rank 0 on the coordinator (it serves
+// the rendezvous), these ranks inside it, a real port and address.
+static absl::Status CheckPlacement(const trainer::v1::RunRanksRequest& request, int ranks,
+                                   const std::string& master_addr) {
+  if (request.world_size() < ranks + 1 || request.world_size() > kMaxProcesses) {
+    return absl::InvalidArgumentError(absl::StrCat("world_size: ", ranks + 1, " to ", kMaxProcesses,
+                                                   ", got ", request.world_size()));
+  }
+  if (request.first_rank() < 1 || request.first_rank() > request.world_size() - ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "first_rank: 1 to ", request.world_size() - ranks, ", got ", request.first_rank()));
+  }
+  if (request.master_port() < 1 || request.master_port() > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("master_port: 1 to 65535, got ", request.master_port()));
+  }
+  if (!PlausibleAddress(master_addr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("master_addr: a host name or IP address, got '", master_addr, "'"));
+  }
+  return absl::OkStatus();
+}
+
 grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
                                    const trainer::v1::RunRanksRequest* request,
                                    grpc::ServerWriter<RankReport>* writer) {
   if (absl::Status admitted = Admit(*context, "Peers.RunRanks", request); !admitted.ok()) {
     return ToGrpcStatus(admitted);
   }
-  Session session;
-  {
-    absl::MutexLock lock(&mu_);
-    ExpireSessions();
-    auto it = sessions_.find(request->reservation_id());
-    if (it == sessions_.end() || it->second.claimed) {
-      return grpc::Status(
-          grpc::StatusCode::NOT_FOUND,
-          "reservation_id: no such reservation waiting to run (its lease ran out?)");
-    }
-    session = it->second;
-  }
-  const int ranks = session.ranks;
-  if (request->world_size() < ranks + 1 || request->world_size() > kMaxProcesses) {
-    return Invalid(absl::StrCat("world_size: ", ranks + 1, " to ", kMaxProcesses, ", got ",
-                                request->world_size()));
-  }
-  // Rank 0 runs on the coordinator, which serves the rendezvous.
-  if (request->first_rank() < 1 || request->first_rank() > request->world_size() - ranks) {
-    return Invalid(absl::StrCat("first_rank: 1 to ", request->world_size() - ranks, ", got ",
-                                request->first_rank()));
-  }
-  if (request->master_port() < 1 || request->master_port() > 65535) {
-    return Invalid(absl::StrCat("master_port: 1 to 65535, got ", request->master_port()));
-  }
+  absl::StatusOr<Session> session = WaitingSession(request->reservation_id(), /*claim=*/false);
+  if (!session.ok()) return ToGrpcStatus(session.status());
   const std::string master_addr =
       request->master_addr().empty() ? AddressOfPeer(context->peer()) : request->master_addr();
-  if (!PlausibleAddress(master_addr)) {
-    return Invalid(absl::StrCat("master_addr: a host name or IP address, got '", master_addr, "'"));
+  if (absl::Status placed = CheckPlacement(*request, session->ranks, master_addr); !placed.ok()) {
+    return ToGrpcStatus(placed);
   }
-  {
-    // Claimed here first, under mu_, where Release decides: one of the two wins.
-    absl::MutexLock lock(&mu_);
-    auto it = sessions_.find(request->reservation_id());
-    if (it == sessions_.end() || it->second.claimed) {
-      return grpc::Status(
-          grpc::StatusCode::NOT_FOUND,
-          "reservation_id: no such reservation waiting to run (its lease ran out?)");
-    }
-    it->second.claimed = true;
-  }
+  session = WaitingSession(request->reservation_id(), /*claim=*/true);
+  if (!session.ok()) return ToGrpcStatus(session.status());
   absl::StatusOr<std::vector<std::string>> devices =
       scheduler_->ClaimReservation(request->reservation_id());
   if (!devices.ok()) {
     Forget(request->reservation_id());
     return ToGrpcStatus(devices.status());
   }
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> workers =
+      StartRanks(*session, *request, *devices, master_addr);
+  if (!workers.ok()) {
+    Forget(request->reservation_id());
+    return ToGrpcStatus(workers.status());
+  }
+  std::cerr << "traind: running ranks " << request->first_rank() << " to "
+            << request->first_rank() + session->ranks - 1 << " of " << session->what << " on "
+            << absl::StrJoin(*devices, ", ") << "\n";
+  const bool stopped = PumpRanks(context, writer, *workers, request->first_rank());
+  std::cerr << "traind: ranks of " << session->what << " ended"
+            << (stopped ? " (stopped: the coordinator cancelled or went away)" : "") << "\n";
+  Forget(request->reservation_id());
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> PeerService::StartRanks(
+    const Session& session, const trainer::v1::RunRanksRequest& request,
+    const std::vector<std::string>& devices, const std::string& master_addr) {
   std::error_code error;
   std::filesystem::create_directories(session.dir, error);
-
   std::vector<std::unique_ptr<WorkerProcess>> workers;
-  std::string start_error;
-  for (int i = 0; i < ranks && start_error.empty(); ++i) {
+  for (int i = 0; i < session.ranks; ++i) {
     trainer::v1::WorkerRequest worker_request;
     worker_request.set_job_id(session.job_id);
     *worker_request.mutable_spec() = session.spec;
-    worker_request.mutable_spec()->set_device((*devices)[i]);
+    worker_request.mutable_spec()->set_device(devices[i]);
     worker_request.set_job_dir(session.dir);
     worker_request.set_data_path(session.spec.data_file());
     for (const std::string& root : scheduler_->WorkerDataRoots()) {
       worker_request.add_data_roots(root);  // this host's roots, not the coordinator's
     }
-    const int rank = request->first_rank() + i;
+    const int rank = request.first_rank() + i;
     std::vector<std::string> environment = scheduler_->WorkerEnvironment();
-    for (std::string& variable : TorchrunEnvironment(
-             {rank, i, request->world_size(), master_addr, request->master_port()})) {
+    for (std::string& variable :
+         TorchrunEnvironment({rank, i, request.world_size(), master_addr, request.master_port()})) {
       environment.push_back(std::move(variable));
     }
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
         WorkerProcess::Start(options_.worker_path, worker_request, environment);
-    if (worker.ok()) {
-      workers.push_back(*std::move(worker));
-    } else {
-      start_error = absl::StrCat("rank ", rank, ": ", worker.status().message());
+    if (!worker.ok()) {  // the ones started are killed and reaped with `workers`
+      return absl::InternalError(absl::StrCat("rank ", rank, ": ", worker.status().message()));
     }
+    workers.push_back(*std::move(worker));
   }
-  if (!start_error.empty()) {
-    workers.clear();  // killed and reaped
-    Forget(request->reservation_id());
-    return grpc::Status(grpc::StatusCode::INTERNAL, start_error);
-  }
-  std::cerr << "traind: running ranks " << request->first_rank() << " to "
-            << request->first_rank() + ranks - 1 << " of " << session.what << " on "
-            << absl::StrJoin(*devices, ", ") << "\n";
+  return workers;
+}
 
+bool PeerService::PumpRanks(grpc::ServerContext* context, grpc::ServerWriter<RankReport>* writer,
+                            const std::vector<std::unique_ptr<WorkerProcess>>& workers,
+                            int first_rank) {
   // Like the scheduler's supervision of a local job's ranks: one blocking read per round, a
   // rank that ends badly takes the others down (they would wait for it in a collective).
   std::vector<std::optional<WorkerProcess::Exit>> exits(workers.size());
   size_t alive = workers.size();
   bool stopping = false;
   absl::Time kill_at = absl::InfiniteFuture();
+  auto kill_the_rest = [&] {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      if (!exits[i]) workers[i]->Kill();
+    }
+  };
   RankReport report;
   while (alive > 0) {
     if (!stopping && context->IsCancelled()) {
@@ -379,11 +402,7 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
         if (!exits[i]) workers[i]->Terminate();
       }
     }
-    if (absl::Now() > kill_at) {
-      for (size_t i = 0; i < workers.size(); ++i) {
-        if (!exits[i]) workers[i]->Kill();
-      }
-    }
+    if (absl::Now() > kill_at) kill_the_rest();
     bool waited = false;
     for (size_t i = 0; i < workers.size(); ++i) {
       if (exits[i]) continue;
@@ -391,7 +410,7 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
       const WorkerProcess::ReadResult read =
           workers[i]->ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
       waited = true;
-      report.set_rank(request->first_rank() + static_cast<int>(i));
+      report.set_rank(first_rank + static_cast<int>(i));
       if (read == WorkerProcess::ReadResult::kEvent) {
         *report.mutable_event() = std::move(event);
         if (!stopping && !writer->Write(report)) context->TryCancel();
@@ -403,19 +422,11 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
         ended->set_signal(exits[i]->signal);
         ended->set_stderr_tail(exits[i]->stderr_tail);
         if (!stopping) writer->Write(report);
-        const bool clean = exits[i]->signal == 0 && exits[i]->exit_code == kWorkerSucceeded;
-        if (!clean) {
-          for (size_t other = 0; other < workers.size(); ++other) {
-            if (!exits[other]) workers[other]->Kill();
-          }
-        }
+        if (exits[i]->signal != 0 || exits[i]->exit_code != kWorkerSucceeded) kill_the_rest();
       }
     }
   }
-  std::cerr << "traind: ranks of " << session.what << " ended"
-            << (stopping ? " (stopped: the coordinator cancelled or went away)" : "") << "\n";
-  Forget(request->reservation_id());
-  return grpc::Status::OK;
+  return stopping;
 }
 
 }  // namespace traind

@@ -64,6 +64,17 @@ class PeerService final : public trainer::v1::Peers::Service {
   void ExpireSessions() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Forget(const std::string& id);
   std::string DirOf(const std::string& id) const;
+  // RunRanks' steps. The session of a reservation still waiting to run (NOT_FOUND otherwise),
+  // claimed for this caller when `claim`.
+  absl::StatusOr<Session> WaitingSession(const std::string& id, bool claim);
+  // The session's ranks, each a worker with torchrun's environment.
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
+      const Session& session, const trainer::v1::RunRanksRequest& request,
+      const std::vector<std::string>& devices, const std::string& master_addr);
+  // Streams the ranks' events and exits to the coordinator until all have ended; a rank that
+  // ends badly takes the others down. Returns whether they were stopped (the call cancelled).
+  bool PumpRanks(grpc::ServerContext* context, grpc::ServerWriter<trainer::v1::RankReport>* writer,
+                 const std::vector<std::unique_ptr<WorkerProcess>>& workers, int first_rank);
 
   Scheduler* const scheduler_;
   AccessControl* const access_;

@@ -562,14 +562,7 @@ void Scheduler::Loop() {
   }
 }
 
-void Scheduler::Supervise(Running* running) {
-  const Job& job = running->job;
-  auto finish = [&] {
-    absl::MutexLock lock(&mu_);
-    running->workers.clear();
-    running->done = true;
-    wake_ = true;
-  };
+absl::StatusOr<trainer::v1::WorkerRequest> Scheduler::RequestFor(const Job& job) const {
   trainer::v1::WorkerRequest request;
   request.set_job_id(job.id());
   *request.mutable_spec() = job.spec();
@@ -577,10 +570,7 @@ void Scheduler::Supervise(Running* running) {
   std::error_code error;
   std::filesystem::create_directories(job_dir, error);
   if (error) {
-    (void)Transition(job.id(), Job::FAILED,
-                     absl::StrCat("cannot create ", job_dir, ": ", error.message()));
-    finish();
-    return;
+    return absl::InternalError(absl::StrCat("cannot create ", job_dir, ": ", error.message()));
   }
   request.set_job_dir(job_dir);
   if (options_.blobs != nullptr && !job.spec().model_file().empty()) {
@@ -602,27 +592,27 @@ void Scheduler::Supervise(Running* running) {
   for (const std::string& root : options_.worker_data_roots) request.add_data_roots(root);
   request.set_checkpoint_interval_seconds(options_.checkpoint_interval_seconds);
   request.set_exclusive(job.exclusive());
+  return request;
+}
+
+void Scheduler::Supervise(Running* running) {
+  const Job& job = running->job;
+  auto finish = [&] {
+    absl::MutexLock lock(&mu_);
+    running->workers.clear();
+    running->done = true;
+    wake_ = true;
+  };
+  absl::StatusOr<trainer::v1::WorkerRequest> request = RequestFor(job);
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started =
-      StartRanks(request, running->devices);
+      request.ok() ? StartRanks(*request, running->devices) : request.status();
   if (!started.ok()) {
     (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
     finish();
     return;
   }
   std::vector<std::unique_ptr<WorkerProcess>>& workers = *started;
-  const int ranks = static_cast<int>(workers.size());
-  if (ranks > 1) {
-    std::vector<std::string> placed;
-    for (int r = 0; r < ranks; ++r) {
-      placed.push_back(
-          absl::StrCat("rank ", r, " pid ", workers[r]->pid(), " on ", running->devices[r]));
-    }
-    JobEvent started_ranks;
-    started_ranks.mutable_log()->set_text(
-        absl::StrCat("Started ", ranks,
-                     " ranks (data parallel, one worker each): ", absl::StrJoin(placed, ", ")));
-    (void)Record(job.id(), std::move(started_ranks));
-  }
+  if (workers.size() > 1) LogStartedRanks(job.id(), workers, running->devices);
   {
     absl::MutexLock lock(&mu_);
     for (auto& worker : workers) running->workers.push_back(worker.get());
@@ -630,21 +620,38 @@ void Scheduler::Supervise(Running* running) {
       for (auto& worker : workers) worker->Terminate();
     }
   }
+  const RanksEnded ended = PumpRanks(running, workers);
+  RecordOutcome(job, request->job_dir(), ended, static_cast<int>(workers.size()), running);
+  finish();
+}
 
+void Scheduler::LogStartedRanks(int64_t job_id,
+                                const std::vector<std::unique_ptr<WorkerProcess>>& workers,
+                                const std::vector<std::string>& devices) {
+  std::vector<std::string> placed;
+  for (size_t r = 0; r < workers.size(); ++r) {
+    placed.push_back(absl::StrCat("rank ", r, " pid ", workers[r]->pid(), " on ", devices[r]));
+  }
+  JobEvent started_ranks;
+  started_ranks.mutable_log()->set_text(
+      absl::StrCat("Started ", workers.size(),
+                   " ranks (data parallel, one worker each): ", absl::StrJoin(placed, ", ")));
+  (void)Record(job_id, std::move(started_ranks));
+}
+
+Scheduler::RanksEnded Scheduler::PumpRanks(
+    Running* running, const std::vector<std::unique_ptr<WorkerProcess>>& workers) {
+  const int64_t job_id = running->job.id();
+  const int ranks = static_cast<int>(workers.size());
   // Rank 0 reports for the job; the others write only their errors. When a rank ends badly the
   // others are killed at once: they would wait for it in their next collective.
-  RankEvents events_seen;  // only this thread touches it
-  // When the last rank's events end, every other rank having ended well and the result being
-  // stored, the job is SUCCEEDED at once; that process is reaped after (a CUDA process's exit
-  // takes the kernel 0.1-0.2 s), and the devices are released only then, by finish().
-  std::optional<absl::Status> succeeded_at_end_of_events;
-  std::vector<std::optional<WorkerProcess::Exit>> exits(ranks);
-  int failed_rank = -1;
+  RanksEnded ended;
+  ended.exits.resize(ranks);
   int alive = ranks;
   while (alive > 0) {
     bool waited = false;
     for (int r = 0; r < ranks; ++r) {
-      if (exits[r].has_value()) continue;
+      if (ended.exits[r].has_value()) continue;
       WorkerProcess& worker = *workers[r];
       JobEvent event;
       // One blocking wait per round (on the first rank still running); the others are looked at
@@ -653,29 +660,24 @@ void Scheduler::Supervise(Running* running) {
           worker.ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
       waited = true;
       if (read == WorkerProcess::ReadResult::kEvent) {
-        // The daemon owns seq and state: a worker may not forge either.
-        event.clear_seq();
-        if (!events_seen.Accept(&event, ranks > 1 ? absl::StrCat("rank ", r, ": ") : "")) continue;
-        const bool step = event.has_step();
-        if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
-        if (absl::StatusOr<JobEvent> stored = Record(job.id(), std::move(event)); !stored.ok()) {
-          std::cerr << "traind: job " << job.id() << ": cannot store event: " << stored.status()
-                    << "\n";
-        } else if (step) {
-          hub_->latency().Record(EventLatency::kStored, stored->time());
-        }
+        StoreEvent(job_id, std::move(event), ranks > 1 ? absl::StrCat("rank ", r, ": ") : "",
+                   &ended.events);
       } else if (read == WorkerProcess::ReadResult::kEnd) {
-        if (alive == 1 && failed_rank < 0 && events_seen.got_result() &&
-            events_seen.first_error().empty()) {
-          succeeded_at_end_of_events = Transition(job.id(), Job::SUCCEEDED, "");
+        // When the last rank's events end, every other rank having ended well and the result
+        // being stored, the job is SUCCEEDED at once; that process is reaped after (a CUDA
+        // process's exit takes the kernel 0.1-0.2 s), and the devices are released only then.
+        if (alive == 1 && ended.failed_rank < 0 && ended.events.got_result() &&
+            ended.events.first_error().empty()) {
+          ended.succeeded_at_end_of_events = Transition(job_id, Job::SUCCEEDED, "");
         }
-        exits[r] = worker.Wait();
+        ended.exits[r] = worker.Wait();
         --alive;
-        const bool clean = exits[r]->signal == 0 && exits[r]->exit_code == kWorkerSucceeded;
-        if (!clean && failed_rank < 0) {
-          failed_rank = r;
+        const bool clean =
+            ended.exits[r]->signal == 0 && ended.exits[r]->exit_code == kWorkerSucceeded;
+        if (!clean && ended.failed_rank < 0) {
+          ended.failed_rank = r;
           for (int other = 0; other < ranks; ++other) {
-            if (!exits[other].has_value()) workers[other]->Kill();
+            if (!ended.exits[other].has_value()) workers[other]->Kill();
           }
         }
       }
@@ -683,14 +685,32 @@ void Scheduler::Supervise(Running* running) {
     absl::MutexLock lock(&mu_);
     if (absl::Now() >= running->kill_deadline) {
       for (int r = 0; r < ranks; ++r) {
-        if (!exits[r].has_value()) workers[r]->Kill();
+        if (!ended.exits[r].has_value()) workers[r]->Kill();
       }
     }
   }
-  const WorkerProcess::Exit exit = *exits[failed_rank >= 0 ? failed_rank : 0];
-  const std::string who =
-      ranks > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
+  return ended;
+}
 
+void Scheduler::StoreEvent(int64_t job_id, JobEvent event, const std::string& rank_prefix,
+                           RankEvents* seen) {
+  // The daemon owns seq and state: a worker may not forge either.
+  event.clear_seq();
+  if (!seen->Accept(&event, rank_prefix)) return;
+  const bool step = event.has_step();
+  if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
+  if (absl::StatusOr<JobEvent> stored = Record(job_id, std::move(event)); !stored.ok()) {
+    std::cerr << "traind: job " << job_id << ": cannot store event: " << stored.status() << "\n";
+  } else if (step) {
+    hub_->latency().Record(EventLatency::kStored, stored->time());
+  }
+}
+
+void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const RanksEnded& ended,
+                              int ranks, Running* running) {
+  const WorkerProcess::Exit exit = *ended.exits[ended.failed_rank >= 0 ? ended.failed_rank : 0];
+  const std::string who =
+      ranks > 1 && ended.failed_rank >= 0 ? absl::StrCat("rank ", ended.failed_rank, ": ") : "";
   bool cancelled, shutting_down;
   {
     absl::MutexLock lock(&mu_);
@@ -699,14 +719,14 @@ void Scheduler::Supervise(Running* running) {
     shutting_down = shutting_down_;
   }
   absl::Status recorded;
-  const std::string& reported_error = events_seen.first_error();
-  if (succeeded_at_end_of_events.has_value()) {
-    recorded = *succeeded_at_end_of_events;
-    if (failed_rank >= 0) {  // the result stands; say what happened after it
+  const std::string& reported_error = ended.events.first_error();
+  if (ended.succeeded_at_end_of_events.has_value()) {
+    recorded = *ended.succeeded_at_end_of_events;
+    if (ended.failed_rank >= 0) {  // the result stands; say what happened after it
       std::cerr << "traind: job " << job.id() << ": the worker ended with " << exit.Describe()
                 << " after its result\n";
     }
-  } else if (failed_rank < 0 && events_seen.got_result()) {
+  } else if (ended.failed_rank < 0 && ended.events.got_result()) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
@@ -731,7 +751,6 @@ void Scheduler::Supervise(Running* running) {
     absl::MutexLock lock(&mu_);
     host_waits_.erase(job.id());
   }
-  finish();
 }
 
 }  // namespace traind

@@ -36,6 +36,7 @@
 #include "server/device_plan.h"
 #include "server/event_hub.h"
 #include "server/store.h"
+#include "supervise/rank_events.h"
 #include "supervise/worker_process.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -146,6 +147,29 @@ class Scheduler {
   // What the running jobs hold, then what peers' reservations hold (whole devices).
   std::vector<HeldDevices> Holding() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Supervise(Running* running);
+  // Supervise's steps. The request for `job`'s workers (its directory created).
+  absl::StatusOr<trainer::v1::WorkerRequest> RequestFor(const trainer::v1::Job& job) const;
+  void LogStartedRanks(int64_t job_id, const std::vector<std::unique_ptr<WorkerProcess>>& workers,
+                       const std::vector<std::string>& devices);
+  // How a job's ranks ended: each one's exit, the first that ended badly (-1: none), what they
+  // reported, and the SUCCEEDED recorded as the last events ended (if it was).
+  struct RanksEnded {
+    std::vector<std::optional<WorkerProcess::Exit>> exits;
+    int failed_rank = -1;
+    RankEvents events;
+    std::optional<absl::Status> succeeded_at_end_of_events;
+  };
+  // Stores the ranks' events until every rank has ended; kills the others when one ends badly,
+  // and all of them at running->kill_deadline.
+  RanksEnded PumpRanks(Running* running,
+                       const std::vector<std::unique_ptr<WorkerProcess>>& workers);
+  // One event from a rank (`rank_prefix`: "rank N: " when there are several), if `seen` keeps it.
+  void StoreEvent(int64_t job_id, trainer::v1::JobEvent event, const std::string& rank_prefix,
+                  RankEvents* seen);
+  // The job's new state from how its ranks ended: succeeded, cancelled, re-queued (shutdown, a
+  // crash with a checkpoint, hosts to wait for) or failed with the reason.
+  void RecordOutcome(const trainer::v1::Job& job, const std::string& job_dir,
+                     const RanksEnded& ended, int ranks, Running* running);
   // Spawns warm workers up to options_.warm_workers (the loop thread only).
   void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A started worker with `request` sent: a warm one when one is alive, else a new one.

@@ -38,7 +38,7 @@ class DataParallelJobTest : public DaemonTest {
   }
   // The job once it reports batch 10 of epoch 2, or once it ended (RUNNING: it got there).
   Job WaitForEpochTwo(int64_t id) {
-    for (int i = 0; i < 1200; ++i) {
+    for (int i = 0; i < 9 * 60 * 20; ++i) {  // a state, bounded below ctest's timeout
       const Job job = GetJob(id);
       if (job.state() != Job::RUNNING && job.state() != Job::QUEUED) return job;
       for (const JobEvent& e : Events(id)) {
@@ -46,7 +46,7 @@ class DataParallelJobTest : public DaemonTest {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ADD_FAILURE() << "job " << id << " did not reach epoch 2 in a minute";
+    ADD_FAILURE() << "job " << id << " did not reach epoch 2 in 9 minutes";
     return GetJob(id);
   }
   // Every step event of job `id` carries each rank's memory, rank 0 first, on `devices` (one
@@ -72,10 +72,11 @@ class DataParallelJobTest : public DaemonTest {
     return text.find("without data-parallel support") != std::string::npos ||
            text.find("offers no Gloo process group") != std::string::npos;
   }
-  // The job once it has ended (or after two minutes).
+  // The job once it has ended (or after nine minutes, below ctest's timeout: a state, not a speed).
   Job WaitUntilEnded(int64_t id) {
     Job job = GetJob(id);
-    for (int i = 0; i < 1200 && (job.state() == Job::QUEUED || job.state() == Job::RUNNING); ++i) {
+    for (int i = 0; i < 9 * 60 * 10 && (job.state() == Job::QUEUED || job.state() == Job::RUNNING);
+         ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       job = GetJob(id);
     }
