@@ -12,7 +12,10 @@ shift
 state=$(mktemp -d /tmp/traind-dashboard-test.XXXXXX)
 export XDG_STATE_HOME=$state
 export PATH=$bin:$PATH
-"$bin/traind" --http 127.0.0.1:0 --data-root /tmp >"$state/traind.log" 2>&1 &
+# The log exists before traind starts: the loop below reads it at once, and the background
+# process's redirection may not have created it yet (a race that failed this script under load).
+: >"$state/traind.log"
+"$bin/traind" --http 127.0.0.1:0 --data-root /tmp >>"$state/traind.log" 2>&1 &
 traind_pid=$!
 cleanup() {
   kill "$traind_pid" 2>/dev/null || true
