@@ -266,6 +266,11 @@ std::optional<HttpIdentity> DashboardServer::Authenticate(const httplib::Request
 }
 
 void DashboardServer::Route() {
+  RoutePagesAndSessions();
+  RouteApi();
+}
+
+void DashboardServer::RoutePagesAndSessions() {
   httplib::Server& server = *server_;
   const bool secure = !options_.tls_cert.empty();
   auto set_cookie = [secure](httplib::Response& response, const std::string& value, int max_age) {
@@ -346,6 +351,10 @@ void DashboardServer::Route() {
                                           ",\"csrfToken\":\"", session ? session->csrf : "", "\"}"),
                              kJson);
       });
+}
+
+void DashboardServer::RouteApi() {
+  httplib::Server& server = *server_;
   server.Post(R"(/api/v1/([A-Za-z]+))", [this](const httplib::Request& request,
                                                httplib::Response& response) {
     const std::optional<HttpIdentity> who = Authenticate(request, response);

@@ -69,6 +69,10 @@ class DashboardServer {
   DashboardServer(Options options, std::shared_ptr<grpc::Channel> in_process, AccessControl* access,
                   std::string local_session_secret, std::unique_ptr<PrometheusMetrics> metrics);
   void Route();
+  // Route's two halves: the page, its assets and the browser's session (login, logout); the JSON
+  // API (the service's RPCs, event streams, exports, artifacts) and /metrics.
+  void RoutePagesAndSessions();
+  void RouteApi();
   // Who sent `request`, or nullopt with `response` set to the refusal (401, or 403 for a POST
   // without its session's CSRF token).
   std::optional<HttpIdentity> Authenticate(const httplib::Request& request,
