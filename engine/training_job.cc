@@ -26,6 +26,7 @@
 #include "engine/cudnn_autotune.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
+#include "engine/elapsed.h"
 #include "engine/evaluate.h"
 #include "engine/fast_paths.h"
 #include "engine/job_report.h"
@@ -44,10 +45,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using trainer::v1::JobEvent;
 using trainer::v1::JobSpec;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The jobs traind's CPU lane runs at once (`traind --slots cpu=N`), which share its cores.
 int CpuSlots() {

@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "engine/artifacts.h"
 #include "engine/device.h"
+#include "engine/elapsed.h"
 #include "engine/fault_injection.h"
 
 namespace traind {
@@ -20,17 +21,6 @@ using trainer::v1::JobEvent;
 
 // Data parallel: how often the ranks agree on stopping and checkpointing.
 constexpr int64_t kCoordinateEvery = 8;
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// `now` moved back by `seconds`: a clock that counts on from time spent before.
-std::chrono::steady_clock::time_point Before(double seconds) {
-  return std::chrono::steady_clock::now() -
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-             std::chrono::duration<double>(seconds));
-}
 
 }  // namespace
 
@@ -63,7 +53,7 @@ TrainingLoop::TrainingLoop(LoopParts parts, Progress resumed_from)
 }
 
 absl::Status TrainingLoop::Run() {
-  train_start_ = Before(progress_.train_seconds);
+  train_start_ = ClockMinus(progress_.train_seconds);
   last_checkpoint_ = Clock::now();
   for (int epoch = resumed_from_.epoch; epoch <= spec_.epochs(); ++epoch) {
     RETURN_IF_ERROR(TrainEpoch(epoch));
@@ -84,7 +74,7 @@ absl::Status TrainingLoop::TrainEpoch(int epoch) {
   // uninterrupted one would.
   torch::Generator shuffle_rng = at::detail::createCPUGenerator(spec_.seed() * 1000003 + epoch);
   // A resumed epoch counts the training time it had before the interruption.
-  const auto epoch_start = Before(continuing ? resumed_from_.epoch_seconds : 0.0);
+  const auto epoch_start = ClockMinus(continuing ? resumed_from_.epoch_seconds : 0.0);
   auto window_start = Clock::now();
   int64_t window_batches = 0;
   const torch::Tensor order =
