@@ -37,6 +37,7 @@
 #include "hosts/peer_config.h"
 #include "hosts/remote_host.h"
 #include "supervise/rank_events.h"
+#include "supervise/rank_group.h"
 #include "supervise/shared_event_pipe.h"
 #include "supervise/torchrun.h"
 #include "supervise/worker_exit.h"
@@ -81,11 +82,51 @@ class Launcher {
     std::stable_partition(hosts.begin(), hosts.end(),
                           [&](const std::string& h) { return h == peers_.self; });
     const int per_host = traind::RanksPerHost(spec);
-    const int world = per_host * static_cast<int>(hosts.size());
     if (static_cast<int>(local_devices_.size()) != per_host) {
       return Fail(absl::StrCat("traind placed ", local_devices_.size(), " device(s) for ", per_host,
                                " rank(s) here"));
     }
+    if (std::optional<int> failed = ConnectPeers(hosts); failed) return *failed;
+    if (std::optional<int> failed = ReserveOnPeers(request, per_host); failed) return *failed;
+    if (std::optional<int> failed = SendCheckpoint(request); failed) return *failed;
+
+    absl::StatusOr<int> port = traind::FreePortOnAllInterfaces();
+    if (!port.ok()) return Fail(std::string(port.status().message()));
+    // This host as the first peer sees it: where rank 0's store listens for the others.
+    const std::string master_addr = remotes_.front()->reservation().caller_address();
+    if (master_addr.empty())
+      return Fail("the peers did not say at which address they see this host");
+    const int world = per_host * static_cast<int>(hosts.size());
+    for (int i = 0; i < per_host; ++i) places_.push_back({peers_.self, local_devices_[i]});
+    for (auto& remote : remotes_) {
+      for (const std::string& device : remote->reservation().devices()) {
+        places_.push_back({remote->name(), device});
+      }
+    }
+
+    absl::StatusOr<std::vector<std::unique_ptr<traind::WorkerProcess>>> locals =
+        StartLocalRanks(request, world, master_addr, *port);
+    if (!locals.ok()) return Fail(std::string(locals.status().message()));
+    StartRemoteRanks(per_host, world, *port);
+    std::vector<std::string> described;
+    for (int r = 0; r < world; ++r) {
+      described.push_back(
+          absl::StrCat("rank ", r, " on ", places_[r].host, " (", places_[r].device, ")"));
+    }
+    events_.Log(absl::StrCat("Started ", world, " ranks on ", hosts.size(), " hosts (",
+                             absl::StrJoin(hosts, ", "), "; rendezvous at ", master_addr, ":",
+                             *port, "): ", absl::StrJoin(described, ", ")));
+
+    traind::RankGroup ranks(*std::move(locals));
+    Supervise(ranks);
+    remotes_.clear();  // joins the relay threads (their calls have ended or are cancelled)
+    return Outcome(world);
+  }
+
+ private:
+  // Run's steps. Each returns the launcher's exit code when the job cannot go on, else nothing.
+  // A channel to each peer the job names (hosts[0] is this one).
+  std::optional<int> ConnectPeers(const std::vector<std::string>& hosts) {
     for (size_t h = 1; h < hosts.size(); ++h) {
       auto peer = std::find_if(peers_.peers.begin(), peers_.peers.end(),
                                [&](const traind::PeerConfig& p) { return p.name == hosts[h]; });
@@ -99,12 +140,15 @@ class Launcher {
         return Fail(absl::StrCat("host ", hosts[h], ": ", channel.status().message()));
       remotes_.push_back(std::make_unique<traind::RemoteHost>(hosts[h], *std::move(channel)));
     }
+    return std::nullopt;
+  }
 
-    // Phase one, on every peer at once.
+  // Phase one, on every peer at once: all reserve their devices, or none keeps them.
+  std::optional<int> ReserveOnPeers(const trainer::v1::WorkerRequest& request, int per_host) {
     trainer::v1::ReserveRequest reserve;
     reserve.set_coordinator(peers_.self);
     reserve.set_job_id(request.job_id());
-    *reserve.mutable_spec() = spec;
+    *reserve.mutable_spec() = request.spec();
     reserve.set_ranks(per_host);
     reserve.set_lease_seconds(60);  // the checkpoint may take a while to send
     std::vector<absl::Status> reserved(remotes_.size());
@@ -136,64 +180,62 @@ class Launcher {
       for (auto& remote : remotes_) remote->Release();
       return traind::kWorkerStopped;
     }
+    return std::nullopt;
+  }
 
-    // Every rank resumes from the one checkpoint rank 0 wrote here: sent to every peer at once
-    // (each peer renews its reservation's lease as the chunks come).
+  // Every rank resumes from the one checkpoint rank 0 wrote here: sent to every peer at once
+  // (each peer renews its reservation's lease as the chunks come).
+  std::optional<int> SendCheckpoint(const trainer::v1::WorkerRequest& request) {
     const std::string checkpoint = request.job_dir() + "/checkpoint.pt";
-    if (access(checkpoint.c_str(), R_OK) == 0) {
-      std::vector<absl::Status> sent(remotes_.size());
-      std::vector<std::thread> sends;
-      for (size_t i = 0; i < remotes_.size(); ++i) {
-        sends.emplace_back([&, i] { sent[i] = remotes_[i]->PutCheckpoint(checkpoint); });
-      }
-      for (std::thread& send : sends) send.join();
-      for (size_t i = 0; i < remotes_.size(); ++i) {
-        if (sent[i].ok()) continue;
-        const std::string why = absl::StrCat(
-            "host ", remotes_[i]->name(), ": cannot send it the checkpoint: ", sent[i].message());
-        // Too large for that host (its --max-upload-bytes) will not change by waiting.
-        if (absl::IsResourceExhausted(sent[i]) || RefusesTheJob(sent[i])) return Fail(why);
-        events_.Log(why, trainer::v1::LogLine::ERROR);
-        return traind::kWorkerHostsUnavailable;  // ~RemoteHost releases the reservations
-      }
+    if (access(checkpoint.c_str(), R_OK) != 0) return std::nullopt;
+    std::vector<absl::Status> sent(remotes_.size());
+    std::vector<std::thread> sends;
+    for (size_t i = 0; i < remotes_.size(); ++i) {
+      sends.emplace_back([&, i] { sent[i] = remotes_[i]->PutCheckpoint(checkpoint); });
     }
-
-    absl::StatusOr<int> port = traind::FreePortOnAllInterfaces();
-    if (!port.ok()) return Fail(std::string(port.status().message()));
-    // This host as the first peer sees it: where rank 0's store listens for the others.
-    const std::string master_addr = remotes_.front()->reservation().caller_address();
-    if (master_addr.empty())
-      return Fail("the peers did not say at which address they see this host");
-
-    std::vector<RankPlace> places;
-    for (int i = 0; i < per_host; ++i) places.push_back({peers_.self, local_devices_[i]});
-    for (auto& remote : remotes_) {
-      for (const std::string& device : remote->reservation().devices()) {
-        places.push_back({remote->name(), device});
-      }
+    for (std::thread& send : sends) send.join();
+    for (size_t i = 0; i < remotes_.size(); ++i) {
+      if (sent[i].ok()) continue;
+      const std::string why = absl::StrCat("host ", remotes_[i]->name(),
+                                           ": cannot send it the checkpoint: ", sent[i].message());
+      // Too large for that host (its --max-upload-bytes) will not change by waiting.
+      if (absl::IsResourceExhausted(sent[i]) || RefusesTheJob(sent[i])) return Fail(why);
+      events_.Log(why, trainer::v1::LogLine::ERROR);
+      return traind::kWorkerHostsUnavailable;  // ~RemoteHost releases the reservations
     }
-    places_ = places;
+    return std::nullopt;
+  }
 
-    // This host's ranks.
+  // This host's ranks (0 .. per_host - 1), a traind-worker beside this program each.
+  absl::StatusOr<std::vector<std::unique_ptr<traind::WorkerProcess>>> StartLocalRanks(
+      const trainer::v1::WorkerRequest& request, int world, const std::string& master_addr,
+      int port) {
     const std::string worker_path =
         (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
     std::vector<std::unique_ptr<traind::WorkerProcess>> locals;
-    for (int i = 0; i < per_host; ++i) {
+    for (int i = 0; i < static_cast<int>(local_devices_.size()); ++i) {
       trainer::v1::WorkerRequest placed = request;
       placed.mutable_spec()->set_device(local_devices_[i]);
       absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> worker = traind::WorkerProcess::Start(
-          worker_path, placed, traind::TorchrunEnvironment({i, i, world, master_addr, *port}));
-      if (!worker.ok()) return Fail(absl::StrCat("rank ", i, ": ", worker.status().message()));
+          worker_path, placed, traind::TorchrunEnvironment({i, i, world, master_addr, port}));
+      if (!worker.ok()) {  // the ones started are killed and reaped with `locals`
+        return absl::InternalError(absl::StrCat("rank ", i, ": ", worker.status().message()));
+      }
       locals.push_back(*std::move(worker));
     }
-    // The peers' ranks.
+    return locals;
+  }
+
+  // The peers' ranks, each peer's after the previous one's; their reports arrive on the
+  // RemoteHosts' threads.
+  void StartRemoteRanks(int per_host, int world, int port) {
     int first_rank = per_host;
     for (auto& remote : remotes_) {
       trainer::v1::RunRanksRequest run;
       run.set_reservation_id(remote->reservation().id());
       run.set_first_rank(first_rank);
       run.set_world_size(world);
-      run.set_master_port(*port);  // master_addr: as that peer sees this host
+      run.set_master_port(port);  // master_addr: as that peer sees this host
       first_rank += per_host;
       traind::RemoteHost* host = remote.get();
       const int first = run.first_rank(), last = first + per_host - 1;
@@ -207,26 +249,17 @@ class Launcher {
             OnRemoteEnd(*host, status, cancelled_here);
           });
     }
-    std::vector<std::string> described;
-    for (int r = 0; r < world; ++r) {
-      described.push_back(
-          absl::StrCat("rank ", r, " on ", places[r].host, " (", places[r].device, ")"));
-    }
-    events_.Log(absl::StrCat("Started ", world, " ranks on ", hosts.size(), " hosts (",
-                             absl::StrJoin(hosts, ", "), "; rendezvous at ", master_addr, ":",
-                             *port, "): ", absl::StrJoin(described, ", ")));
-
-    Supervise(locals);
-    remotes_.clear();  // joins the relay threads (their calls have ended or are cancelled)
-    return Outcome(world);
   }
 
- private:
   // Until every rank here has ended and every peer's call has: relays this host's ranks' events;
-  // stops everything when a rank ends badly, a host goes away or traind says so.
-  void Supervise(std::vector<std::unique_ptr<traind::WorkerProcess>>& locals) {
-    std::vector<bool> ended(locals.size(), false);
-    size_t alive = locals.size();
+  // stops everything when a rank ends badly (RankGroup's policy stops the others here), a host
+  // goes away or traind says so.
+  void Supervise(traind::RankGroup& locals) {
+    traind::RankGroup::Callbacks callbacks;
+    callbacks.on_event = [this](int r, JobEvent event) { Relay(r, std::move(event)); };
+    callbacks.on_exit = [this](int r, const traind::WorkerProcess::Exit& exit) {
+      RecordExit(r, exit.ToProto());
+    };
     bool stopping = false;
     absl::Time cancel_remotes_at = absl::InfiniteFuture();
     absl::Time kill_at = absl::InfiniteFuture();
@@ -237,71 +270,48 @@ class Launcher {
         if (stop_.suspend.load()) {
           // Every rank agrees to checkpoint and stop at its next step (rank 0 writes it); the
           // peers' ranks are cancelled if they have not ended by then.
-          for (size_t i = 0; i < locals.size(); ++i) {
-            if (!ended[i]) locals[i]->Suspend();
-          }
+          locals.SuspendAll();
           cancel_remotes_at = now + absl::Seconds(6);
         } else {
-          for (size_t i = 0; i < locals.size(); ++i) {
-            if (!ended[i]) locals[i]->Terminate();
-          }
+          locals.TerminateAll();
           cancel_remotes_at = now;
         }
         kill_at = now + absl::Seconds(8);  // traind kills us after its --cancel-grace (10 s)
       }
       if (Failed() && cancel_remotes_at == absl::InfiniteFuture()) {
         // A rank that failed, or a host gone: the others would wait for it in a collective.
-        for (size_t i = 0; i < locals.size(); ++i) {
-          if (!ended[i]) locals[i]->Kill();
-        }
+        locals.KillAll();
         cancel_remotes_at = now;
       }
       if (now >= cancel_remotes_at) {
         for (auto& remote : remotes_) remote->Cancel();
       }
-      if (now >= kill_at) {
-        for (size_t i = 0; i < locals.size(); ++i) {
-          if (!ended[i]) locals[i]->Kill();
-        }
-      }
-      if (alive == 0) {
-        absl::MutexLock lock(&mu_);
-        if (mu_.AwaitWithTimeout(absl::Condition(
-                                     +[](Launcher* l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(l->mu_) {
-                                       return l->remotes_ended_ == l->remotes_.size();
-                                     },
-                                     this),
-                                 absl::Milliseconds(200))) {
-          return;
-        }
-        // This host's ranks are done; a peer's that outlive them for long are stuck.
-        if (all_local_ended_at_ == absl::InfiniteFuture()) all_local_ended_at_ = now;
-        if (now - all_local_ended_at_ > absl::Seconds(10)) {
-          for (auto& remote : remotes_) remote->Cancel();
-        }
-        continue;
-      }
-      bool waited = false;
-      for (size_t i = 0; i < locals.size(); ++i) {
-        if (ended[i]) continue;
-        JobEvent event;
-        const traind::WorkerProcess::ReadResult read =
-            locals[i]->ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
-        waited = true;
-        if (read == traind::WorkerProcess::ReadResult::kEvent) {
-          Relay(static_cast<int>(i), std::move(event));
-        } else if (read == traind::WorkerProcess::ReadResult::kEnd) {
-          const traind::WorkerProcess::Exit exit = locals[i]->Wait();
-          ended[i] = true;
-          --alive;
-          trainer::v1::RankExit ended_how;
-          ended_how.set_exit_code(exit.exit_code);
-          ended_how.set_signal(exit.signal);
-          ended_how.set_stderr_tail(exit.stderr_tail);
-          RecordExit(static_cast<int>(i), ended_how);
-        }
+      if (now >= kill_at) locals.KillAll();
+      if (locals.alive() > 0) {
+        locals.PumpRound(callbacks);
+      } else if (AllRemotesEnded(now)) {
+        return;
       }
     }
+  }
+
+  // Waits up to 200 ms for the peers' calls to end; cancels them when they outlive this host's
+  // ranks for long (they are stuck).
+  bool AllRemotesEnded(absl::Time now) {
+    absl::MutexLock lock(&mu_);
+    if (mu_.AwaitWithTimeout(absl::Condition(
+                                 +[](Launcher* l) ABSL_EXCLUSIVE_LOCKS_REQUIRED(l->mu_) {
+                                   return l->remotes_ended_ == l->remotes_.size();
+                                 },
+                                 this),
+                             absl::Milliseconds(200))) {
+      return true;
+    }
+    if (all_local_ended_at_ == absl::InfiniteFuture()) all_local_ended_at_ = now;
+    if (now - all_local_ended_at_ > absl::Seconds(10)) {
+      for (auto& remote : remotes_) remote->Cancel();
+    }
+    return false;
   }
 
   // Every rank's events go to traind as one job's; the daemon decides states. Errors say which
@@ -317,10 +327,10 @@ class Launcher {
     events_.Write(event);
   }
 
-  void RecordExit(int rank, const trainer::v1::RankExit& exit) {
+  void RecordExit(int rank, const trainer::v1::ProcessExit& exit) {
     absl::MutexLock lock(&mu_);
     exits_[rank] = exit;
-    if (exit.signal() != 0 || exit.exit_code() != traind::kWorkerSucceeded) failed_ = true;
+    if (!traind::WorkerProcess::Exit::FromProto(exit).clean()) failed_ = true;
   }
 
   void OnRemoteReport(const trainer::v1::RankReport& report) {
@@ -357,8 +367,8 @@ class Launcher {
     bool all_succeeded = events_seen_.got_result();
     for (int rank = 0; rank < world && all_succeeded; ++rank) {
       auto it = exits_.find(rank);
-      all_succeeded = it != exits_.end() && it->second.signal() == 0 &&
-                      it->second.exit_code() == traind::kWorkerSucceeded;
+      all_succeeded =
+          it != exits_.end() && traind::WorkerProcess::Exit::FromProto(it->second).clean();
     }
     if (all_succeeded) return traind::kWorkerSucceeded;
     if (!lost_.empty()) {
@@ -372,8 +382,8 @@ class Launcher {
         return FailLocked(
             absl::StrCat("rank ", rank, " (", places_[rank].host, ") ended without saying how"));
       }
-      const trainer::v1::RankExit& exit = it->second;
-      if (exit.signal() == 0 && exit.exit_code() == traind::kWorkerSucceeded) continue;
+      const trainer::v1::ProcessExit& exit = it->second;
+      if (traind::WorkerProcess::Exit::FromProto(exit).clean()) continue;
       if (!events_seen_.first_error().empty()) return traind::kWorkerJobFailed;  // reported
       return FailLocked(absl::StrCat("rank ", rank, " (", places_[rank].host, "): ",
                                      exit.signal() != 0
@@ -402,7 +412,7 @@ class Launcher {
   absl::Time all_local_ended_at_ = absl::InfiniteFuture();
 
   absl::Mutex mu_;
-  std::map<int, trainer::v1::RankExit> exits_ ABSL_GUARDED_BY(mu_);
+  std::map<int, trainer::v1::ProcessExit> exits_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> lost_ ABSL_GUARDED_BY(mu_);
   size_t remotes_ended_ ABSL_GUARDED_BY(mu_) = 0;
   bool failed_ ABSL_GUARDED_BY(mu_) = false;

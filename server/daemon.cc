@@ -4,10 +4,8 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,70 +71,46 @@ absl::StatusOr<std::string> ReadPem(const std::string& flag, const std::string& 
   return pem;
 }
 
-// Asks traind-worker which devices this machine has; the daemon itself never loads LibTorch.
-// The worker needs about a second to start LibTorch, so the probe runs while the daemon opens its
-// state (Start) and is collected when the devices are needed: a restart costs the longer of the
-// two, not their sum. A probe never collected (start-up failed) is killed and reaped.
+// Asks traind-worker which devices this machine has (WorkerRequest.list_devices); the daemon itself
+// never loads LibTorch. The worker needs about a second to start LibTorch, so the probe runs while
+// the daemon opens its state (Start) and is collected when the devices are needed: a restart costs
+// the longer of the two, not their sum. A probe never collected (start-up failed) is killed and
+// reaped with its WorkerProcess.
 class DeviceProbe {
  public:
   static absl::StatusOr<std::unique_ptr<DeviceProbe>> Start(const std::string& worker_path) {
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) != 0) return absl::InternalError("pipe");
-    const pid_t pid = fork();
-    if (pid < 0) {
-      close(out[0]);
-      close(out[1]);
-      return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-    }
-    if (pid == 0) {
-      dup2(out[1], STDOUT_FILENO);
-      execl(worker_path.c_str(), worker_path.c_str(), "--list-devices", nullptr);
-      _exit(127);
-    }
-    close(out[1]);
-    return std::unique_ptr<DeviceProbe>(new DeviceProbe(worker_path, pid, out[0]));
-  }
-
-  ~DeviceProbe() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (fd_ >= 0) close(fd_);
+    trainer::v1::WorkerRequest request;
+    request.set_list_devices(true);
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+        WorkerProcess::Start(worker_path, request);
+    if (!worker.ok()) return CannotList(worker_path, worker.status().message());
+    return std::unique_ptr<DeviceProbe>(new DeviceProbe(worker_path, *std::move(worker)));
   }
 
   // Waits for the worker's answer.
   absl::StatusOr<trainer::v1::ListDevicesResponse> Finish() {
-    std::string bytes;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd_, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) bytes.append(buf, static_cast<size_t>(n));
-    }
-    close(fd_);
-    fd_ = -1;
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    DelimitedReader reader;
-    reader.Append(bytes.data(), bytes.size());
     trainer::v1::ListDevicesResponse devices;
-    bool got_one = false;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !reader.Next(&devices, &got_one).ok() ||
-        !got_one) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot list devices with ", worker_path_,
-                       " (is traind-worker installed next to traind? --worker sets its path)"));
+    const bool answered =
+        worker_->Read(&devices, absl::InfiniteDuration()) == WorkerProcess::ReadResult::kEvent;
+    trainer::v1::JobEvent nothing_more;
+    while (worker_->ReadEvent(&nothing_more, absl::InfiniteDuration()) !=
+           WorkerProcess::ReadResult::kEnd) {
     }
+    const WorkerProcess::Exit exit = worker_->Wait();
+    if (!answered || !exit.clean()) return CannotList(worker_path_, exit.Describe());
     return devices;
   }
 
  private:
-  DeviceProbe(std::string worker_path, pid_t pid, int fd)
-      : worker_path_(std::move(worker_path)), pid_(pid), fd_(fd) {}
+  DeviceProbe(std::string worker_path, std::unique_ptr<WorkerProcess> worker)
+      : worker_path_(std::move(worker_path)), worker_(std::move(worker)) {}
+  static absl::Status CannotList(const std::string& worker_path, absl::string_view why) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot list devices with ", worker_path,
+        " (is traind-worker installed next to traind? --worker sets its path): ", why));
+  }
   const std::string worker_path_;
-  pid_t pid_;
-  int fd_;
+  std::unique_ptr<WorkerProcess> worker_;
 };
 
 // The configured roots plus the default Fashion-MNIST directory, each twice: as named (made
@@ -299,19 +273,25 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   scheduling.worker_data_roots.push_back(
       std::filesystem::absolute(options_.state_dir + "/blobs").lexically_normal().string());
   scheduler_ = std::make_unique<Scheduler>(store_.get(), hub_.get(), std::move(scheduling));
+  Admission::Options admitting;
+  admitting.devices = devices;
+  admitting.data_roots = data_roots;
+  admitting.jobs_dir = options_.state_dir + "/jobs";
+  admitting.enable_fault_injection = options_.enable_fault_injection;
+  admitting.slurm_available = OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
+                              access(SlurmLauncherPath(options_.worker_path).c_str(), X_OK) == 0;
+  admitting.host_name = options_.host_name;
+  admitting.peer_names = options_.peer_names;
+  admission_ = std::make_unique<Admission>(store_.get(), blobs_.get(), std::move(admitting));
   service_ = std::make_unique<TrainerService>(
-      store_.get(), hub_.get(), executor_.get(), scheduler_.get(), access_.get(), devices,
+      store_.get(), hub_.get(), executor_.get(), scheduler_.get(), access_.get(), admission_.get(),
       TrainerService::Files{blobs_.get(), options_.state_dir + "/jobs", options_.worker_path,
-                            options_.max_upload_bytes, options_.max_storage_per_token},
-      options_.enable_fault_injection, data_roots);
+                            options_.max_upload_bytes, options_.max_storage_per_token});
   service_->set_shutdown_hook(options_.shutdown_hook);
-  service_->set_hosts(options_.host_name, options_.peer_names);
   peer_service_ = std::make_unique<PeerService>(
-      scheduler_.get(), access_.get(), service_.get(),
+      scheduler_.get(), access_.get(), admission_.get(),
       PeerService::Options{options_.worker_path, options_.state_dir + "/peer-jobs",
                            options_.max_upload_bytes, options_.cancel_grace});
-  service_->set_slurm_available(OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
-                                access(SlurmLauncherPath(options_.worker_path).c_str(), X_OK) == 0);
 }
 
 absl::Status Daemon::Listen(const std::optional<grpc::SslServerCredentialsOptions>& ssl) {

@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/access_control.h"
+#include "server/admission.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/http/dashboard_server.h"
@@ -108,6 +109,7 @@ class Daemon {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<AccessControl> access_;
+  std::unique_ptr<Admission> admission_;
   std::unique_ptr<TrainerService> service_;
   std::unique_ptr<PeerService> peer_service_;
   std::unique_ptr<Retention> retention_;

@@ -65,9 +65,9 @@ std::string AddressOfPeer(const std::string& peer) {
   return "";
 }
 
-PeerService::PeerService(Scheduler* scheduler, AccessControl* access, const TrainerService* trainer,
+PeerService::PeerService(Scheduler* scheduler, AccessControl* access, const Admission* admission,
                          Options options)
-    : scheduler_(scheduler), access_(access), trainer_(trainer), options_(std::move(options)) {
+    : scheduler_(scheduler), access_(access), admission_(admission), options_(std::move(options)) {
   // Left by a traind that died with ranks running: nobody will claim them.
   std::error_code ignored;
   std::filesystem::remove_all(options_.peer_jobs_dir, ignored);
@@ -135,7 +135,7 @@ grpc::Status PeerService::Reserve(grpc::ServerContext* context,
   here.set_processes(0);
   here.clear_gradient_allreduce();  // a rule about several ranks: checked on `placed` below
   absl::StatusOr<JobSpec> prepared =
-      trainer_->PrepareSpec(here, Caller{"peer", false, Role::kAdmin});
+      admission_->PrepareSpec(here, Caller{"peer", false, Role::kAdmin});
   if (!prepared.ok()) {
     return ToGrpcStatus(
         absl::Status(prepared.status().code(), absl::StrCat("spec.", prepared.status().message())));
@@ -339,7 +339,8 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
   std::cerr << "traind: running ranks " << request->first_rank() << " to "
             << request->first_rank() + session->ranks - 1 << " of " << session->what << " on "
             << absl::StrJoin(*devices, ", ") << "\n";
-  const bool stopped = PumpRanks(context, writer, *workers, request->first_rank());
+  RankGroup ranks(*std::move(workers));
+  const bool stopped = PumpRanks(context, writer, ranks, request->first_rank());
   std::cerr << "traind: ranks of " << session->what << " ended"
             << (stopped ? " (stopped: the coordinator cancelled or went away)" : "") << "\n";
   Forget(request->reservation_id());
@@ -379,52 +380,30 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> PeerService::StartRa
 }
 
 bool PeerService::PumpRanks(grpc::ServerContext* context, grpc::ServerWriter<RankReport>* writer,
-                            const std::vector<std::unique_ptr<WorkerProcess>>& workers,
-                            int first_rank) {
-  // Like the scheduler's supervision of a local job's ranks: one blocking read per round, a
-  // rank that ends badly takes the others down (they would wait for it in a collective).
-  std::vector<std::optional<WorkerProcess::Exit>> exits(workers.size());
-  size_t alive = workers.size();
+                            RankGroup& ranks, int first_rank) {
   bool stopping = false;
   absl::Time kill_at = absl::InfiniteFuture();
-  auto kill_the_rest = [&] {
-    for (size_t i = 0; i < workers.size(); ++i) {
-      if (!exits[i]) workers[i]->Kill();
-    }
-  };
   RankReport report;
-  while (alive > 0) {
+  RankGroup::Callbacks callbacks;
+  callbacks.on_event = [&](int r, trainer::v1::JobEvent event) {
+    report.set_rank(first_rank + r);
+    *report.mutable_event() = std::move(event);
+    if (!stopping && !writer->Write(report)) context->TryCancel();
+  };
+  callbacks.on_exit = [&](int r, const WorkerProcess::Exit& exit) {
+    report.set_rank(first_rank + r);
+    *report.mutable_exit() = exit.ToProto();
+    if (!stopping) writer->Write(report);
+  };
+  while (ranks.alive() > 0) {
     if (!stopping && context->IsCancelled()) {
       // The coordinator cancelled, went away, or this traind is shutting down.
       stopping = true;
       kill_at = absl::Now() + options_.cancel_grace;
-      for (size_t i = 0; i < workers.size(); ++i) {
-        if (!exits[i]) workers[i]->Terminate();
-      }
+      ranks.TerminateAll();
     }
-    if (absl::Now() > kill_at) kill_the_rest();
-    bool waited = false;
-    for (size_t i = 0; i < workers.size(); ++i) {
-      if (exits[i]) continue;
-      trainer::v1::JobEvent event;
-      const WorkerProcess::ReadResult read =
-          workers[i]->ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
-      waited = true;
-      report.set_rank(first_rank + static_cast<int>(i));
-      if (read == WorkerProcess::ReadResult::kEvent) {
-        *report.mutable_event() = std::move(event);
-        if (!stopping && !writer->Write(report)) context->TryCancel();
-      } else if (read == WorkerProcess::ReadResult::kEnd) {
-        exits[i] = workers[i]->Wait();
-        --alive;
-        trainer::v1::RankExit* ended = report.mutable_exit();
-        ended->set_exit_code(exits[i]->exit_code);
-        ended->set_signal(exits[i]->signal);
-        ended->set_stderr_tail(exits[i]->stderr_tail);
-        if (!stopping) writer->Write(report);
-        if (exits[i]->signal != 0 || exits[i]->exit_code != kWorkerSucceeded) kill_the_rest();
-      }
-    }
+    if (absl::Now() > kill_at) ranks.KillAll();
+    ranks.PumpRound(callbacks);
   }
   return stopping;
 }

@@ -18,8 +18,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/access_control.h"
+#include "server/admission.h"
 #include "server/scheduler.h"
-#include "server/trainer_service.h"
+#include "supervise/rank_group.h"
 #include "trainer/v1/peers.grpc.pb.h"
 
 namespace traind {
@@ -32,8 +33,8 @@ class PeerService final : public trainer::v1::Peers::Service {
     int64_t max_checkpoint_bytes = 0;  // traind --max-upload-bytes
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL for its ranks
   };
-  // `trainer` validates the job's spec as it would a submitted one (PrepareSpec).
-  PeerService(Scheduler* scheduler, AccessControl* access, const TrainerService* trainer,
+  // `admission` checks the job's spec as it would a submitted one (Admission::PrepareSpec).
+  PeerService(Scheduler* scheduler, AccessControl* access, const Admission* admission,
               Options options);
 
   grpc::Status Reserve(grpc::ServerContext* context, const trainer::v1::ReserveRequest* request,
@@ -71,14 +72,15 @@ class PeerService final : public trainer::v1::Peers::Service {
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
       const Session& session, const trainer::v1::RunRanksRequest& request,
       const std::vector<std::string>& devices, const std::string& master_addr);
-  // Streams the ranks' events and exits to the coordinator until all have ended; a rank that
-  // ends badly takes the others down. Returns whether they were stopped (the call cancelled).
+  // Streams the ranks' events and exits to the coordinator until all have ended (RankGroup's
+  // policy: a rank that ends badly takes the others down). Returns whether they were stopped
+  // (the call cancelled).
   bool PumpRanks(grpc::ServerContext* context, grpc::ServerWriter<trainer::v1::RankReport>* writer,
-                 const std::vector<std::unique_ptr<WorkerProcess>>& workers, int first_rank);
+                 RankGroup& ranks, int first_rank);
 
   Scheduler* const scheduler_;
   AccessControl* const access_;
-  const TrainerService* const trainer_;
+  const Admission* const admission_;
   const Options options_;
   absl::Mutex mu_;
   std::map<std::string, Session> sessions_ ABSL_GUARDED_BY(mu_);  // by reservation id

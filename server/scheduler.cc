@@ -611,17 +611,15 @@ void Scheduler::Supervise(Running* running) {
     finish();
     return;
   }
-  std::vector<std::unique_ptr<WorkerProcess>>& workers = *started;
-  if (workers.size() > 1) LogStartedRanks(job.id(), workers, running->devices);
+  if (started->size() > 1) LogStartedRanks(job.id(), *started, running->devices);
+  RankGroup ranks(*std::move(started));
   {
     absl::MutexLock lock(&mu_);
-    for (auto& worker : workers) running->workers.push_back(worker.get());
-    if (shutting_down_ || running->cancel_requested) {
-      for (auto& worker : workers) worker->Terminate();
-    }
+    for (int r = 0; r < ranks.size(); ++r) running->workers.push_back(&ranks.rank(r));
+    if (shutting_down_ || running->cancel_requested) ranks.TerminateAll();
   }
-  const RanksEnded ended = PumpRanks(running, workers);
-  RecordOutcome(job, request->job_dir(), ended, static_cast<int>(workers.size()), running);
+  const RanksEnded ended = PumpRanks(running, ranks);
+  RecordOutcome(job, request->job_dir(), ranks, ended, running);
   finish();
 }
 
@@ -639,55 +637,28 @@ void Scheduler::LogStartedRanks(int64_t job_id,
   (void)Record(job_id, std::move(started_ranks));
 }
 
-Scheduler::RanksEnded Scheduler::PumpRanks(
-    Running* running, const std::vector<std::unique_ptr<WorkerProcess>>& workers) {
+Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
   const int64_t job_id = running->job.id();
-  const int ranks = static_cast<int>(workers.size());
-  // Rank 0 reports for the job; the others write only their errors. When a rank ends badly the
-  // others are killed at once: they would wait for it in their next collective.
+  // Rank 0 reports for the job; the others write only their errors.
   RanksEnded ended;
-  ended.exits.resize(ranks);
-  int alive = ranks;
-  while (alive > 0) {
-    bool waited = false;
-    for (int r = 0; r < ranks; ++r) {
-      if (ended.exits[r].has_value()) continue;
-      WorkerProcess& worker = *workers[r];
-      JobEvent event;
-      // One blocking wait per round (on the first rank still running); the others are looked at
-      // without waiting, so a rank's death is seen within the round.
-      const WorkerProcess::ReadResult read =
-          worker.ReadEvent(&event, waited ? absl::ZeroDuration() : absl::Milliseconds(200));
-      waited = true;
-      if (read == WorkerProcess::ReadResult::kEvent) {
-        StoreEvent(job_id, std::move(event), ranks > 1 ? absl::StrCat("rank ", r, ": ") : "",
-                   &ended.events);
-      } else if (read == WorkerProcess::ReadResult::kEnd) {
-        // When the last rank's events end, every other rank having ended well and the result
-        // being stored, the job is SUCCEEDED at once; that process is reaped after (a CUDA
-        // process's exit takes the kernel 0.1-0.2 s), and the devices are released only then.
-        if (alive == 1 && ended.failed_rank < 0 && ended.events.got_result() &&
-            ended.events.first_error().empty()) {
-          ended.succeeded_at_end_of_events = Transition(job_id, Job::SUCCEEDED, "");
-        }
-        ended.exits[r] = worker.Wait();
-        --alive;
-        const bool clean =
-            ended.exits[r]->signal == 0 && ended.exits[r]->exit_code == kWorkerSucceeded;
-        if (!clean && ended.failed_rank < 0) {
-          ended.failed_rank = r;
-          for (int other = 0; other < ranks; ++other) {
-            if (!ended.exits[other].has_value()) workers[other]->Kill();
-          }
-        }
-      }
+  RankGroup::Callbacks callbacks;
+  callbacks.on_event = [&](int r, JobEvent event) {
+    StoreEvent(job_id, std::move(event), ranks.size() > 1 ? absl::StrCat("rank ", r, ": ") : "",
+               &ended.events);
+  };
+  callbacks.on_events_ended = [&](int, bool last) {
+    // When the last rank's events end, every other rank having ended well and the result being
+    // stored, the job is SUCCEEDED at once; that process is reaped after (a CUDA process's exit
+    // takes the kernel 0.1-0.2 s), and the devices are released only then.
+    if (last && ranks.failed_rank() < 0 && ended.events.got_result() &&
+        ended.events.first_error().empty()) {
+      ended.succeeded_at_end_of_events = Transition(job_id, Job::SUCCEEDED, "");
     }
+  };
+  while (ranks.alive() > 0) {
+    ranks.PumpRound(callbacks);
     absl::MutexLock lock(&mu_);
-    if (absl::Now() >= running->kill_deadline) {
-      for (int r = 0; r < ranks; ++r) {
-        if (!ended.exits[r].has_value()) workers[r]->Kill();
-      }
-    }
+    if (absl::Now() >= running->kill_deadline) ranks.KillAll();
   }
   return ended;
 }
@@ -706,11 +677,12 @@ void Scheduler::StoreEvent(int64_t job_id, JobEvent event, const std::string& ra
   }
 }
 
-void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const RanksEnded& ended,
-                              int ranks, Running* running) {
-  const WorkerProcess::Exit exit = *ended.exits[ended.failed_rank >= 0 ? ended.failed_rank : 0];
+void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const RankGroup& ranks,
+                              const RanksEnded& ended, Running* running) {
+  const int failed_rank = ranks.failed_rank();
+  const WorkerProcess::Exit exit = *ranks.exit(failed_rank >= 0 ? failed_rank : 0);
   const std::string who =
-      ranks > 1 && ended.failed_rank >= 0 ? absl::StrCat("rank ", ended.failed_rank, ": ") : "";
+      ranks.size() > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
   bool cancelled, shutting_down;
   {
     absl::MutexLock lock(&mu_);
@@ -722,17 +694,17 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
   const std::string& reported_error = ended.events.first_error();
   if (ended.succeeded_at_end_of_events.has_value()) {
     recorded = *ended.succeeded_at_end_of_events;
-    if (ended.failed_rank >= 0) {  // the result stands; say what happened after it
+    if (failed_rank >= 0) {  // the result stands; say what happened after it
       std::cerr << "traind: job " << job.id() << ": the worker ended with " << exit.Describe()
                 << " after its result\n";
     }
-  } else if (ended.failed_rank < 0 && ended.events.got_result()) {
+  } else if (failed_rank < 0 && ended.events.got_result()) {
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
   } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
     recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
-  } else if (std::optional<std::string> resume = ResumeAfterCrash(job, job_dir, exit, ranks);
+  } else if (std::optional<std::string> resume = ResumeAfterCrash(job, job_dir, exit, ranks.size());
              resume.has_value()) {
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));

@@ -37,6 +37,7 @@
 #include "server/event_hub.h"
 #include "server/store.h"
 #include "supervise/rank_events.h"
+#include "supervise/rank_group.h"
 #include "supervise/worker_process.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -151,25 +152,21 @@ class Scheduler {
   absl::StatusOr<trainer::v1::WorkerRequest> RequestFor(const trainer::v1::Job& job) const;
   void LogStartedRanks(int64_t job_id, const std::vector<std::unique_ptr<WorkerProcess>>& workers,
                        const std::vector<std::string>& devices);
-  // How a job's ranks ended: each one's exit, the first that ended badly (-1: none), what they
-  // reported, and the SUCCEEDED recorded as the last events ended (if it was).
+  // What a job's ranks reported, and the SUCCEEDED recorded as the last events ended (if it was).
   struct RanksEnded {
-    std::vector<std::optional<WorkerProcess::Exit>> exits;
-    int failed_rank = -1;
     RankEvents events;
     std::optional<absl::Status> succeeded_at_end_of_events;
   };
-  // Stores the ranks' events until every rank has ended; kills the others when one ends badly,
-  // and all of them at running->kill_deadline.
-  RanksEnded PumpRanks(Running* running,
-                       const std::vector<std::unique_ptr<WorkerProcess>>& workers);
+  // Stores the ranks' events until every rank has ended (RankGroup's policy kills the others
+  // when one ends badly); kills all of them at running->kill_deadline.
+  RanksEnded PumpRanks(Running* running, RankGroup& ranks);
   // One event from a rank (`rank_prefix`: "rank N: " when there are several), if `seen` keeps it.
   void StoreEvent(int64_t job_id, trainer::v1::JobEvent event, const std::string& rank_prefix,
                   RankEvents* seen);
   // The job's new state from how its ranks ended: succeeded, cancelled, re-queued (shutdown, a
   // crash with a checkpoint, hosts to wait for) or failed with the reason.
   void RecordOutcome(const trainer::v1::Job& job, const std::string& job_dir,
-                     const RanksEnded& ended, int ranks, Running* running);
+                     const RankGroup& ranks, const RanksEnded& ended, Running* running);
   // Spawns warm workers up to options_.warm_workers (the loop thread only).
   void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A started worker with `request` sent: a warm one when one is alive, else a new one.

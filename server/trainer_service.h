@@ -1,8 +1,9 @@
-// The Trainer gRPC service (callback API). Unary handlers hand their work to the executor and
-// finish from there; WatchJob is a WatchReactor. No reaction touches SQLite or blocks. Every call
-// is admitted first (AccessControl::Admit: token and the RPC's row in rpc_policy.cc); jobs,
-// sweeps and uploads record their submitter as owner, and a user token acts only on its own.
-// Thread-safe.
+// The Trainer gRPC service (callback API): handlers only, grouped by resource
+// (trainer_service_jobs.cc, _sweeps.cc, _files.cc; the queue, devices and shutdown here). Unary
+// handlers hand their work to the executor and finish from there; WatchJob is a WatchReactor. No
+// reaction touches SQLite or blocks. Every call is admitted first (AccessControl::Admit: token and
+// the RPC's row in rpc_policy.cc); what a spec may ask for and who may act on what is Admission's
+// (admission.h); jobs, sweeps and uploads record their submitter as owner. Thread-safe.
 #ifndef TRAIND_SERVER_TRAINER_SERVICE_H_
 #define TRAIND_SERVER_TRAINER_SERVICE_H_
 
@@ -10,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/access_control.h"
+#include "server/admission.h"
 #include "server/blob_store.h"
 #include "server/checked_request.h"
 #include "server/event_hub.h"
@@ -42,10 +44,9 @@ class TrainerService final : public TrainerServiceBase {
     int64_t max_upload_bytes = 0;       // traind --max-upload-bytes
     int64_t max_storage_per_token = 0;  // traind --max-storage-per-token; 0: none
   };
-  // `devices` is what traind-worker found at start: the devices jobs may ask for.
+  // `admission` decides what a spec may ask for (and lists the devices this machine has).
   TrainerService(Store* store, EventHub* hub, Executor* executor, Scheduler* scheduler,
-                 AccessControl* access, trainer::v1::ListDevicesResponse devices, Files files,
-                 bool enable_fault_injection = false, std::vector<std::string> data_roots = {});
+                 AccessControl* access, const Admission* admission, Files files);
 
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context,
                                       const grpc::ByteBuffer* request,
@@ -101,24 +102,12 @@ class TrainerService final : public TrainerServiceBase {
   // What the Shutdown RPC does (traind: raise SIGTERM, which its main thread waits for). Unset:
   // the RPC is refused (a daemon embedded in another program, e.g. a test).
   void set_shutdown_hook(std::function<void()> hook) { shutdown_hook_ = std::move(hook); }
-  // Whether jobs may ask for backend slurm (Slurm's commands and traind-slurm were found).
-  void set_slurm_available(bool available) { slurm_available_ = available; }
-  // This traind's name and its peers' (traind --name, --peer): the hosts a job may name.
-  void set_hosts(std::string self, std::vector<std::string> peers) {
-    host_name_ = std::move(self);
-    peer_names_ = std::move(peers);
-  }
   grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
                                           const trainer::v1::ListArtifactsRequest* request,
                                           trainer::v1::ListArtifactsResponse* response) override;
   grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* DownloadArtifact(
       grpc::CallbackServerContext* context,
       const trainer::v1::DownloadArtifactRequest* request) override;
-
-  // Validation and resolution of a submitted spec (defaults, device, data directory, and the
-  // jobs and uploads it names, which must be `caller`'s).
-  absl::StatusOr<trainer::v1::JobSpec> PrepareSpec(trainer::v1::JobSpec spec,
-                                                   const Caller& caller) const;
 
  private:
   // Admits the caller and the request for `method` (AccessControl::Admit: token, policy,
@@ -132,18 +121,6 @@ class TrainerService final : public TrainerServiceBase {
   grpc::ServerUnaryReactor* OffloadChecked(grpc::CallbackServerContext* context, const char* method,
                                            const grpc::ByteBuffer* request_bytes,
                                            grpc::ByteBuffer* reply_bytes, Work work);
-  // The job, sweep or blob if `caller` may act on it: PERMISSION_DENIED for someone else's job
-  // or sweep; NOT_FOUND for someone else's blob (its digest alone proves nothing).
-  absl::StatusOr<trainer::v1::Job> OwnJob(const Caller& caller, int64_t id) const;
-  absl::StatusOr<trainer::v1::Sweep> OwnSweep(const Caller& caller, int64_t id) const;
-  absl::StatusOr<trainer::v1::Blob> UsableBlob(const Caller& caller,
-                                               const std::string& digest) const;
-
-  // Whether `resolved` is one of traind's own files in its state directory (database, tokens,
-  // uploads, jobs' files, cache), which no job may read by path even under a data root.
-  bool IsDaemonsOwn(const std::string& resolved) const;
-  // A job `after` names: it must exist and be `caller`'s (INVALID_ARGUMENT, PERMISSION_DENIED).
-  absl::Status CheckDependency(const Caller& caller, int64_t after) const;
   absl::Status Submit(const trainer::v1::SubmitJobRequest& request, const Caller& caller,
                       trainer::v1::Job* response);
   absl::Status Retry(const trainer::v1::RetryJobRequest& request, const Caller& caller,
@@ -156,35 +133,19 @@ class TrainerService final : public TrainerServiceBase {
                       trainer::v1::SweepReport* response);
   absl::Status List(const trainer::v1::ListJobsRequest& request, const Caller& caller,
                     trainer::v1::ListJobsResponse* response);
-  // model_file / data_file: a blob `caller` uploaded, or (data_file) a path under a data root.
-  absl::Status ResolveFiles(trainer::v1::JobSpec* spec, const Caller& caller) const;
-  // The resolved path of `path` (a directory, or a regular file) if it lies under a data root,
-  // by name and without a symlink or `..` leading out; INVALID_ARGUMENT naming `field`, with one
-  // message for every path outside the roots, there or not, that lists the roots to local
-  // callers only.
-  absl::StatusOr<std::string> UnderDataRoot(const char* field, const std::string& path,
-                                            bool directory, const Caller& caller) const;
 
   Store* const store_;
   EventHub* const hub_;
   Executor* const executor_;
   Scheduler* const scheduler_;
   AccessControl* const access_;
-  const trainer::v1::ListDevicesResponse devices_;  // as the worker listed them at start-up
-  const google::protobuf::Timestamp devices_time_;  // when
+  const Admission* const admission_;
+  const google::protobuf::Timestamp devices_time_;  // when the worker listed the devices
   const Files files_;
   // Uploads in flight per owner: their slots and announced bytes, so that the storage quota
   // and --max-uploads-per-token hold while uploads are in progress (quota_ledger.h).
   QuotaLedger uploads_;
-  const bool enable_fault_injection_;
-  bool slurm_available_ = false;
-  std::string host_name_;
-  std::vector<std::string> peer_names_;
-  // JobSpec.nodes without Slurm becomes hosts (this one and the first peers); then every host
-  // named must be this one or a peer.
-  absl::Status ResolveHosts(trainer::v1::JobSpec* spec) const;
-  const std::vector<std::string> data_roots_;  // as named and resolved (daemon.cc DataRoots)
-  std::function<void()> shutdown_hook_;        // set before the server starts
+  std::function<void()> shutdown_hook_;  // set before the server starts
 };
 
 }  // namespace traind

@@ -29,6 +29,7 @@
 #include "slurm/task_service.h"
 #include "supervise/shared_event_pipe.h"
 #include "supervise/worker_exit.h"
+#include "supervise/worker_process.h"
 #include "supervise/worker_side.h"
 
 namespace {
@@ -104,9 +105,9 @@ class Launcher {
     server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
     if (stop_.stop.load()) return traind::kWorkerStopped;
 
-    const std::map<int, trainer::v1::TaskExit> ended = service.Ended();
+    const std::map<int, trainer::v1::ProcessExit> ended = service.Ended();
     for (const auto& [rank, exit] : ended) {
-      if (exit.signal() == 0 && exit.exit_code() == traind::kWorkerSucceeded) continue;
+      if (traind::WorkerProcess::Exit::FromProto(exit).clean()) continue;
       if (!service.FirstError().empty()) return traind::kWorkerJobFailed;  // already reported
       return Fail(absl::StrCat(tasks > 1 ? absl::StrCat("rank ", rank, ": ") : "",
                                exit.signal() != 0 ? absl::StrCat("killed by signal ", exit.signal())

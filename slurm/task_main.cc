@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "supervise/rank_group.h"
 #include "supervise/torchrun.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_process.h"
@@ -37,6 +39,92 @@ int Usage(const char* why) {
   return traind::kWorkerBadRequest;
 }
 
+// Asks the job's launcher for this rank's WorkerRequest (waiting up to a minute for it to listen).
+std::optional<trainer::v1::WorkerRequest> JoinJob(trainer::v1::SlurmTasks::Stub& stub,
+                                                  const std::string& connect,
+                                                  const std::string& secret, int rank) {
+  trainer::v1::JoinRequest join;
+  join.set_rank(rank);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  join.set_node(host);
+  trainer::v1::WorkerRequest request;
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + secret);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  context.set_wait_for_ready(true);
+  const grpc::Status joined = stub.Join(&context, join, &request);
+  if (!joined.ok()) {
+    std::fprintf(stderr, "traind-slurm-task: rank %d: cannot join its job at %s: %s\n", rank,
+                 connect.c_str(), joined.error_message().c_str());
+    return std::nullopt;
+  }
+  return request;
+}
+
+// Runs the worker as this job's one rank here, streaming its events to the launcher as they come
+// and then how it ended; returns the worker's exit status (128 + N for signal N).
+int RunAndReport(trainer::v1::SlurmTasks::Stub& stub, const std::string& secret, int rank,
+                 const trainer::v1::WorkerRequest& request,
+                 const std::vector<std::string>& environment, const traind::StopFlags& signals) {
+  const std::string worker_path =
+      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer " + secret);
+  trainer::v1::TaskReportAck ack;
+  std::unique_ptr<grpc::ClientWriter<trainer::v1::TaskReport>> reports =
+      stub.Report(&context, &ack);
+  trainer::v1::TaskReport report;
+  report.set_rank(rank);
+
+  absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> started =
+      traind::WorkerProcess::Start(worker_path, request, environment);
+  if (!started.ok()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    report.mutable_exit()->set_exit_code(traind::kWorkerJobFailed);
+    report.mutable_exit()->set_stderr_tail(
+        absl::StrCat("cannot start ", worker_path, " on ", host, ": ", started.status().message()));
+    reports->Write(report);
+    reports->WritesDone();
+    (void)reports->Finish();
+    return traind::kWorkerJobFailed;
+  }
+  // One rank here: RankGroup's pump and rules, as every other place that runs ranks.
+  std::vector<std::unique_ptr<traind::WorkerProcess>> one;
+  one.push_back(*std::move(started));
+  traind::RankGroup worker(std::move(one));
+  bool stopping = false;
+  bool launcher_gone = false;
+  traind::RankGroup::Callbacks callbacks;
+  callbacks.on_event = [&](int, trainer::v1::JobEvent event) {
+    *report.mutable_event() = std::move(event);
+    if (!launcher_gone && !reports->Write(report)) {
+      // Nobody to train for: the launcher (and so traind's job) is gone.
+      launcher_gone = true;
+      worker.TerminateAll();
+    }
+  };
+  while (worker.alive() > 0) {
+    if (signals.stop.load() && !stopping) {
+      stopping = true;
+      if (signals.suspend.load()) {
+        worker.SuspendAll();
+      } else {
+        worker.TerminateAll();
+      }
+    }
+    worker.PumpRound(callbacks);
+  }
+  const traind::WorkerProcess::Exit& exit = *worker.exit(0);
+  *report.mutable_exit() = exit.ToProto();
+  if (!launcher_gone) reports->Write(report);
+  reports->WritesDone();
+  (void)reports->Finish();
+  if (exit.signal != 0) return 128 + exit.signal;
+  return exit.exit_code;
+}
+
 }  // namespace
 
 int main() {
@@ -56,27 +144,11 @@ int main() {
 
   auto channel = grpc::CreateChannel(connect, grpc::InsecureChannelCredentials());
   auto stub = trainer::v1::SlurmTasks::NewStub(channel);
-  trainer::v1::JoinRequest join;
-  join.set_rank(rank);
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  join.set_node(host);
-  trainer::v1::WorkerRequest request;
-  {
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + secret);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    context.set_wait_for_ready(true);
-    const grpc::Status joined = stub->Join(&context, join, &request);
-    if (!joined.ok()) {
-      std::fprintf(stderr, "traind-slurm-task: rank %d: cannot join its job at %s: %s\n", rank,
-                   connect, joined.error_message().c_str());
-      return traind::kWorkerStopped;
-    }
-  }
+  std::optional<trainer::v1::WorkerRequest> request = JoinJob(*stub, connect, secret, rank);
+  if (!request) return traind::kWorkerStopped;
   // The node's GPUs Slurm gave the job (CUDA_VISIBLE_DEVICES): one per task on this node.
-  if (request.spec().device() == "cuda") {
-    request.mutable_spec()->set_device(absl::StrCat("cuda:", local_rank));
+  if (request->spec().device() == "cuda") {
+    request->mutable_spec()->set_device(absl::StrCat("cuda:", local_rank));
   }
   std::vector<std::string> environment;
   if (tasks > 1) {
@@ -90,59 +162,5 @@ int main() {
     environment = traind::TorchrunEnvironment(
         {rank, local_rank, tasks, master_addr, traind::RendezvousPort(slurm_job_id)});
   }
-  const std::string worker_path =
-      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
-
-  grpc::ClientContext context;
-  context.AddMetadata("authorization", "Bearer " + secret);
-  trainer::v1::TaskReportAck ack;
-  std::unique_ptr<grpc::ClientWriter<trainer::v1::TaskReport>> reports =
-      stub->Report(&context, &ack);
-  trainer::v1::TaskReport report;
-  report.set_rank(rank);
-
-  absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> started =
-      traind::WorkerProcess::Start(worker_path, request, environment);
-  if (!started.ok()) {
-    report.mutable_exit()->set_exit_code(traind::kWorkerJobFailed);
-    report.mutable_exit()->set_stderr_tail(
-        absl::StrCat("cannot start ", worker_path, " on ", host, ": ", started.status().message()));
-    reports->Write(report);
-    reports->WritesDone();
-    (void)reports->Finish();
-    return traind::kWorkerJobFailed;
-  }
-  traind::WorkerProcess& worker = **started;
-  bool stopping = false;
-  bool launcher_gone = false;
-  while (true) {
-    if (signals.stop.load() && !stopping) {
-      stopping = true;
-      if (signals.suspend.load()) {
-        worker.Suspend();
-      } else {
-        worker.Terminate();
-      }
-    }
-    trainer::v1::JobEvent event;
-    const auto read = worker.ReadEvent(&event, absl::Milliseconds(200));
-    if (read == traind::WorkerProcess::ReadResult::kTimeout) continue;
-    if (read == traind::WorkerProcess::ReadResult::kEnd) break;
-    *report.mutable_event() = std::move(event);
-    if (!launcher_gone && !reports->Write(report)) {
-      // Nobody to train for: the launcher (and so traind's job) is gone.
-      launcher_gone = true;
-      worker.Terminate();
-    }
-  }
-  const traind::WorkerProcess::Exit exit = worker.Wait();
-  trainer::v1::TaskExit* ended = report.mutable_exit();
-  ended->set_exit_code(exit.exit_code);
-  ended->set_signal(exit.signal);
-  ended->set_stderr_tail(exit.stderr_tail);
-  if (!launcher_gone) reports->Write(report);
-  reports->WritesDone();
-  (void)reports->Finish();
-  if (exit.signal != 0) return 128 + exit.signal;
-  return exit.exit_code;
+  return RunAndReport(*stub, secret, rank, *request, environment, signals);
 }

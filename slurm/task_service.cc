@@ -73,7 +73,7 @@ bool TaskService::AwaitAllEnded(absl::Time deadline) {
   return static_cast<int>(ended_.size()) == tasks_;
 }
 
-std::map<int, trainer::v1::TaskExit> TaskService::Ended() {
+std::map<int, trainer::v1::ProcessExit> TaskService::Ended() {
   absl::MutexLock lock(&mu_);
   return ended_;
 }

@@ -31,7 +31,7 @@ class TaskService final : public trainer::v1::SlurmTasks::Service {
 
   // Waits until every task has reported how it ended, or `deadline`; whether all have.
   bool AwaitAllEnded(absl::Time deadline);
-  std::map<int, trainer::v1::TaskExit> Ended();
+  std::map<int, trainer::v1::ProcessExit> Ended();
   // Whether rank 0 sent the job's result (a final result or a benchmark's).
   bool GotResult();
   // The first error a worker reported ("rank 1: ..."), or "".
@@ -45,7 +45,7 @@ class TaskService final : public trainer::v1::SlurmTasks::Service {
   const int tasks_;
   absl::Mutex mu_;
   SharedEventPipe* const events_;  // thread-safe itself
-  std::map<int, trainer::v1::TaskExit> ended_ ABSL_GUARDED_BY(mu_);
+  std::map<int, trainer::v1::ProcessExit> ended_ ABSL_GUARDED_BY(mu_);
   RankEvents events_seen_ ABSL_GUARDED_BY(mu_);
 };
 

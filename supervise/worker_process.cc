@@ -17,6 +17,7 @@
 #include "common/status_macros.h"
 #include "common/write_all.h"
 #include "google/protobuf/util/delimited_message_util.h"
+#include "supervise/worker_exit.h"
 
 extern char** environ;
 
@@ -168,12 +169,12 @@ void WorkerProcess::DrainStderr(int fd) {
   close(fd);
 }
 
-WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
-                                                   absl::Duration timeout) {
+WorkerProcess::ReadResult WorkerProcess::Read(google::protobuf::Message* message,
+                                              absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   while (true) {
     bool got_one = false;
-    if (!reader_.Next(event, &got_one).ok()) {
+    if (!reader_.Next(message, &got_one).ok()) {
       Kill();  // a worker that sends garbage cannot be trusted to finish
       return ReadResult::kEnd;
     }
@@ -231,6 +232,20 @@ std::string WorkerProcess::Exit::Describe() const {
                   : absl::StrCat("worker exited with code ", exit_code);
   if (!stderr_tail.empty()) absl::StrAppend(&what, "; last stderr lines:\n", stderr_tail);
   return what;
+}
+
+bool WorkerProcess::Exit::clean() const { return signal == 0 && exit_code == kWorkerSucceeded; }
+
+trainer::v1::ProcessExit WorkerProcess::Exit::ToProto() const {
+  trainer::v1::ProcessExit proto;
+  proto.set_exit_code(exit_code);
+  proto.set_signal(signal);
+  proto.set_stderr_tail(stderr_tail);
+  return proto;
+}
+
+WorkerProcess::Exit WorkerProcess::Exit::FromProto(const trainer::v1::ProcessExit& proto) {
+  return Exit{proto.exit_code(), proto.signal(), proto.stderr_tail()};
 }
 
 }  // namespace traind

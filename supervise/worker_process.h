@@ -46,7 +46,11 @@ class WorkerProcess {
   enum class ReadResult { kEvent, kTimeout, kEnd };
   // Waits up to `timeout` (zero: only what has arrived) for the next event. kEnd: the worker closed
   // its stdout (exited) or sent bytes that do not decode (then its process is killed).
-  ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
+  ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout) {
+    return Read(event, timeout);
+  }
+  // The same for a request answered with another message (WorkerRequest.list_devices).
+  ReadResult Read(google::protobuf::Message* message, absl::Duration timeout);
 
   // Any thread may signal while another waits in Wait(): a signal is sent only while the child is
   // unreaped (its pid cannot have been reused), and never once Wait() has reaped it.
@@ -59,6 +63,11 @@ class WorkerProcess {
     int signal = 0;      // when a signal ended it
     std::string stderr_tail;
     std::string Describe() const;  // "exit code 1" / "killed by signal 9 (Killed)" + stderr tail
+    // Ended by itself with kWorkerSucceeded: anything else takes a job's other ranks down.
+    bool clean() const;
+    // As a launcher reports it for a rank that ran elsewhere (peers.proto, slurm.proto), and back.
+    trainer::v1::ProcessExit ToProto() const;
+    static Exit FromProto(const trainer::v1::ProcessExit& proto);
   };
   // Reaps the child (blocking). Call after ReadEvent returned kEnd.
   Exit Wait();

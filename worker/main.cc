@@ -6,9 +6,9 @@
 // Exit codes: 0 done (a FinalResult was sent), 1 the job failed (an ERROR LogLine says why),
 // 2 bad request, 3 cancelled or stopped. SIGTERM asks for a clean stop between batches (a
 // cancel); SIGUSR1 for a checkpoint first, then the stop (traind shutting down or gone).
-//   traind-worker --list-devices   prints a ListDevicesResponse (length-delimited) and exits.
-// A request with inspect_model set loads that TorchScript file instead of running a job and
-// answers with one LogLine (INFO: its description; ERROR: why it cannot be trained).
+// Two requests are not jobs: list_devices answers with one ListDevicesResponse (the devices jobs
+// may ask for) and exits; inspect_model loads that TorchScript file and answers with one LogLine
+// (INFO: its description; ERROR: why it cannot be trained).
 #include <signal.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -32,7 +32,7 @@
 #include "worker/heap_retention.h"
 #include "worker/priority.h"
 
-int main(int argc, char** argv) {
+int main(int argc, char**) {
   // First: the threads started later inherit it (worker/priority.h).
   if (absl::Status lowered = traind::LowerPriorityFromEnvironment(); !lowered.ok()) {
     std::fprintf(stderr, "traind-worker: %s\n", std::string(lowered.message()).c_str());
@@ -40,12 +40,10 @@ int main(int argc, char** argv) {
   const int events_fd = traind::TakeStdoutForEvents();
   traind::EventPipeWriter pipe(events_fd);
 
-  if (argc == 2 && std::strcmp(argv[1], "--list-devices") == 0) {
-    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded
-                                                 : traind::kWorkerJobFailed;
-  }
   if (argc != 1) {
-    std::fprintf(stderr, "usage: traind-worker [--list-devices]  (started by traind)\n");
+    std::fprintf(stderr,
+                 "usage: traind-worker  (started by traind: a WorkerRequest on stdin, "
+                 "proto/trainer/v1/worker.proto)\n");
     return traind::kWorkerBadRequest;
   }
 
@@ -86,6 +84,10 @@ int main(int argc, char** argv) {
       return traind::kWorkerBadRequest;
   }
 
+  if (request.list_devices()) {
+    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded
+                                                 : traind::kWorkerJobFailed;
+  }
   if (!request.inspect_model().empty()) {
     trainer::v1::JobEvent answer;
     absl::StatusOr<std::string> description = traind::InspectModelFile(request.inspect_model());

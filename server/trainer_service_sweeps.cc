@@ -1,0 +1,144 @@
+// The Trainer service's handlers for sweeps: submit, read, and the report that compares members.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/spec_fields.h"
+#include "common/status_macros.h"
+#include "server/sweep_expansion.h"
+#include "server/sweep_report.h"
+#include "server/trainer_service.h"
+#include "server/trainer_service_offload.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+using trainer::v1::JobSpec;
+
+absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& request,
+                                         const Caller& caller, trainer::v1::Sweep* response) {
+  ASSIGN_OR_RETURN(std::vector<JobSpec> specs, ExpandSweep(request.spec()));
+  std::vector<Job> members;
+  const bool exclusive = request.spec().has_exclusive() ? request.spec().exclusive() : true;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    absl::StatusOr<JobSpec> prepared = admission_->PrepareSpec(specs[i], caller);
+    if (!prepared.ok()) {
+      return absl::Status(
+          prepared.status().code(),
+          absl::StrCat("member ", i + 1, " of ", specs.size(), ": ", prepared.status().message()));
+    }
+    Job job;
+    *job.mutable_spec() = std::move(*prepared);
+    job.set_exclusive(exclusive);
+    job.set_priority(request.spec().priority());
+    job.set_owner(caller.owner);
+    members.push_back(std::move(job));
+  }
+  ASSIGN_OR_RETURN(*response, store_->CreateSweep(request.spec(), members, QueueLimitFor(caller)));
+  scheduler_->Wake();
+  return absl::OkStatus();
+}
+
+absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& request,
+                                    const Caller& caller, trainer::v1::SweepReport* response) {
+  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, admission_->OwnSweep(caller, request.id()));
+  std::vector<Job> jobs;
+  std::map<int64_t, JobTrace> traces;
+  for (int64_t id : sweep.job_ids()) {
+    ASSIGN_OR_RETURN(Job job, store_->GetJob(id));
+    if (job.state() == Job::SUCCEEDED) {
+      int64_t from = 1;
+      // Wall time counts from when the job first started running: sweep members run one after
+      // another, and time spent queued behind the others is not this configuration's.
+      std::optional<google::protobuf::Timestamp> started;
+      while (true) {
+        ASSIGN_OR_RETURN(std::vector<trainer::v1::JobEvent> events,
+                         store_->ReadEvents(id, from, 1000));
+        for (const auto& e : events) {
+          if (e.has_step()) traces[id].steps.push_back(e.step());
+          if (!started && e.has_state_change() && e.state_change().state() == Job::RUNNING) {
+            started = e.time();
+          }
+          if (e.has_epoch_summary()) {
+            const trainer::v1::EpochSummary& summary = e.epoch_summary();
+            traces[id].final_train_loss = summary.train_loss();
+            if (summary.evaluated()) {
+              const google::protobuf::Timestamp& from_time = started ? *started : job.create_time();
+              const double wall = static_cast<double>(e.time().seconds() - from_time.seconds()) +
+                                  (e.time().nanos() - from_time.nanos()) / 1e9;
+              traces[id].evaluated.push_back(
+                  {summary.validation_accuracy(), summary.elapsed_seconds(), wall});
+            }
+          }
+        }
+        if (events.size() < 1000) break;
+        from = events.back().seq() + 1;
+      }
+    }
+    jobs.push_back(std::move(job));
+  }
+  SweepReportOptions options;
+  const std::string& baseline =
+      request.baseline().empty() ? request.baseline_device() : request.baseline();
+  if (!baseline.empty()) RETURN_IF_ERROR(ParseBaseline(baseline, &options));
+  if (request.accuracy_tolerance() < 0 || request.loss_tolerance() < 0) {
+    return absl::InvalidArgumentError("accuracy_tolerance, loss_tolerance: must be 0 or more");
+  }
+  if (request.accuracy_tolerance() > 0) options.accuracy_tolerance = request.accuracy_tolerance();
+  if (request.loss_tolerance() > 0) options.loss_tolerance = request.loss_tolerance();
+  if (!(request.time_to_accuracy() >= 0 && request.time_to_accuracy() <= 1)) {
+    return absl::InvalidArgumentError("time_to_accuracy: a fraction from 0 to 1 (0.89 for 89%)");
+  }
+  options.time_to_accuracy = request.time_to_accuracy();
+  *response = BuildSweepReport(sweep, jobs, traces, options);
+  // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
+  // baseline of a sweep without cpu members has no baseline row either, and that is fine.)
+  const auto& rows = response->rows();
+  if (options.baseline_field != "device" && !jobs.empty() &&
+      std::none_of(rows.begin(), rows.end(), [](const auto& row) { return row.is_baseline(); })) {
+    std::set<std::string> values;
+    for (const Job& job : jobs) values.insert(GetSpecField(job.spec(), options.baseline_field));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "baseline: no member of sweep ", sweep.id(), " has ", options.baseline_text, "; its ",
+        options.baseline_field,
+        " values: ", absl::StrJoin(values, ", ", [](std::string* out, const std::string& v) {
+          absl::StrAppend(out, v.empty() ? "(default)" : v);
+        })));
+  }
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* TrainerService::SubmitSweep(grpc::CallbackServerContext* context,
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  return OffloadChecked<trainer::v1::SubmitSweepRequest, trainer::v1::Sweep>(
+      context, "SubmitSweep", request, response,
+      [this](const trainer::v1::SubmitSweepRequest* request, trainer::v1::Sweep* response,
+             const Caller& caller) { return CreateSweep(*request, caller, response); });
+}
+
+grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* context,
+                                                   const trainer::v1::GetSweepRequest* request,
+                                                   trainer::v1::Sweep* response) {
+  return Offload(context, "GetSweep", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(*response, admission_->OwnSweep(caller, request->id()));
+                   return absl::OkStatus();
+                 });
+}
+
+grpc::ServerUnaryReactor* TrainerService::GetSweepReport(
+    grpc::CallbackServerContext* context, const trainer::v1::GetSweepReportRequest* request,
+    trainer::v1::SweepReport* response) {
+  return Offload(context, "GetSweepReport", request,
+                 [this, request, response](const Caller& caller) {
+                   return Report(*request, caller, response);
+                 });
+}
+
+}  // namespace traind

@@ -1,0 +1,55 @@
+#include "supervise/rank_group.h"
+
+#include <utility>
+
+namespace traind {
+
+RankGroup::RankGroup(std::vector<std::unique_ptr<WorkerProcess>> ranks)
+    : ranks_(std::move(ranks)), exits_(ranks_.size()), alive_(static_cast<int>(ranks_.size())) {}
+
+void RankGroup::PumpRound(const Callbacks& callbacks, absl::Duration wait) {
+  bool waited = false;
+  for (int r = 0; r < size(); ++r) {
+    if (exits_[r].has_value()) continue;
+    trainer::v1::JobEvent event;
+    const WorkerProcess::ReadResult read =
+        ranks_[r]->ReadEvent(&event, waited ? absl::ZeroDuration() : wait);
+    waited = true;
+    if (read == WorkerProcess::ReadResult::kEvent) {
+      callbacks.on_event(r, std::move(event));
+    } else if (read == WorkerProcess::ReadResult::kEnd) {
+      Reap(r, callbacks);
+    }
+  }
+}
+
+void RankGroup::Reap(int r, const Callbacks& callbacks) {
+  if (callbacks.on_events_ended) callbacks.on_events_ended(r, /*last=*/alive_ == 1);
+  exits_[r] = ranks_[r]->Wait();
+  --alive_;
+  if (!exits_[r]->clean() && failed_rank_ < 0) {
+    failed_rank_ = r;
+    KillAll();
+  }
+  if (callbacks.on_exit) callbacks.on_exit(r, *exits_[r]);
+}
+
+void RankGroup::TerminateAll() {
+  for (int r = 0; r < size(); ++r) {
+    if (!exits_[r].has_value()) ranks_[r]->Terminate();
+  }
+}
+
+void RankGroup::SuspendAll() {
+  for (int r = 0; r < size(); ++r) {
+    if (!exits_[r].has_value()) ranks_[r]->Suspend();
+  }
+}
+
+void RankGroup::KillAll() {
+  for (int r = 0; r < size(); ++r) {
+    if (!exits_[r].has_value()) ranks_[r]->Kill();
+  }
+}
+
+}  // namespace traind

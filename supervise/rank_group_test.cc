@@ -1,0 +1,116 @@
+// RankGroup with fake workers (supervise/fake_worker.cc): real processes, real signals.
+#include "supervise/rank_group.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+// A bound that a group whose ranks have all ended never comes near: reaching it fails the test.
+constexpr absl::Duration kEnds = absl::Seconds(60);
+
+RankGroup StartGroup(const std::vector<std::string>& modes) {
+  std::vector<std::unique_ptr<WorkerProcess>> ranks;
+  for (size_t r = 0; r < modes.size(); ++r) {
+    trainer::v1::WorkerRequest request;
+    request.set_job_id(static_cast<int64_t>(r));
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+        WorkerProcess::Start(TRAIND_FAKE_WORKER, request, {"FAKE_WORKER_MODE=" + modes[r]});
+    EXPECT_TRUE(worker.ok()) << worker.status();
+    if (worker.ok()) ranks.push_back(*std::move(worker));
+  }
+  return RankGroup(std::move(ranks));
+}
+
+// What the pump reported, in order.
+struct Seen {
+  std::vector<std::string> events;  // "rank R: text"
+  std::vector<int> exits;           // ranks, in the order they were reaped
+  int last_events_ended = -1;       // the rank whose events ended last
+  RankGroup::Callbacks callbacks() {
+    return {[this](int r, trainer::v1::JobEvent e) {
+              events.push_back("rank " + std::to_string(r) + ": " + e.log().text());
+            },
+            [this](int r, bool last) {
+              if (last) last_events_ended = r;
+            },
+            [this](int r, const WorkerProcess::Exit&) { exits.push_back(r); }};
+  }
+};
+
+// Pumps until `done` or kEnds.
+template <typename Done>
+bool PumpUntil(RankGroup& group, Seen& seen, Done done) {
+  const absl::Time give_up = absl::Now() + kEnds;
+  RankGroup::Callbacks callbacks = seen.callbacks();
+  while (!done() && absl::Now() < give_up) group.PumpRound(callbacks);
+  return done();
+}
+
+TEST(RankGroupTest, RanksThatSucceedPassOnTheirEventsAndEndClean) {
+  RankGroup group = StartGroup({"succeed", "succeed"});
+  ASSERT_EQ(group.size(), 2);
+  Seen seen;
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 0; }));
+  EXPECT_EQ(seen.events.size(), 2u);
+  EXPECT_NE(
+      std::find(seen.events.begin(), seen.events.end(), "rank 1: fake worker for job 1: succeed"),
+      seen.events.end());
+  EXPECT_EQ(seen.exits.size(), 2u);
+  EXPECT_EQ(group.failed_rank(), -1);
+  EXPECT_TRUE(group.exit(0)->clean());
+  EXPECT_TRUE(group.exit(1)->clean());
+  EXPECT_EQ(seen.last_events_ended, seen.exits.back());
+}
+
+// The policy: one rank killed (the OOM killer) takes the others down, though they would hang.
+TEST(RankGroupTest, ARankThatDiesTakesTheOthersDown) {
+  RankGroup group = StartGroup({"hang", "signal", "hang"});
+  Seen seen;
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 0; }));
+  EXPECT_EQ(group.failed_rank(), 1);
+  EXPECT_EQ(seen.exits.front(), 1);
+  EXPECT_EQ(group.exit(1)->signal, SIGKILL);
+  EXPECT_NE(group.exit(1)->stderr_tail.find("out of memory"), std::string::npos);
+  EXPECT_EQ(group.exit(0)->signal, SIGKILL);
+  EXPECT_EQ(group.exit(2)->signal, SIGKILL);
+}
+
+// A hung group (SIGTERM ignored) ends when its owner kills it; ranks already reaped are left be.
+TEST(RankGroupTest, KillAllEndsHungRanks) {
+  RankGroup group = StartGroup({"succeed", "hang", "hang"});
+  Seen seen;
+  // Rank 0 ends by itself; the others have greeted and hang.
+  ASSERT_TRUE(
+      PumpUntil(group, seen, [&] { return group.alive() == 2 && seen.events.size() == 3; }));
+  group.TerminateAll();  // ignored by the hung ones
+  group.PumpRound(seen.callbacks(), absl::Milliseconds(100));
+  EXPECT_EQ(group.alive(), 2);
+  group.KillAll();
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 0; }));
+  EXPECT_TRUE(group.exit(0)->clean());
+  EXPECT_EQ(group.exit(1)->signal, SIGKILL);
+  EXPECT_EQ(group.exit(2)->signal, SIGKILL);
+  EXPECT_EQ(group.failed_rank(), 1);  // killed: not clean, whoever asked for it
+}
+
+TEST(RankGroupTest, AnExitTravelsAsItsProtoWithTheSameFields) {
+  WorkerProcess::Exit exit;
+  exit.signal = SIGKILL;
+  exit.stderr_tail = "last words";
+  const trainer::v1::ProcessExit proto = exit.ToProto();
+  EXPECT_EQ(proto.signal(), SIGKILL);
+  EXPECT_EQ(proto.exit_code(), -1);
+  EXPECT_EQ(proto.stderr_tail(), "last words");
+  EXPECT_FALSE(exit.clean());
+}
+
+}  // namespace
+}  // namespace traind
