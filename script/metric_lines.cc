@@ -1,0 +1,255 @@
+#include "script/metric_lines.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::JobEvent;
+
+// A number as printed: "0.2646", "97.32%", "1e-3", "nan", "001". Sets *percent for a trailing '%'.
+std::optional<double> Number(absl::string_view token, bool* percent = nullptr) {
+  token = absl::StripSuffix(token, ",");
+  const bool pct = absl::ConsumeSuffix(&token, "%");
+  if (percent != nullptr) *percent = pct;
+  double value = 0;
+  if (token.empty() || !absl::SimpleAtod(token, &value)) return std::nullopt;
+  return value;
+}
+
+// "001/010" -> 1 and 10.
+bool Fraction(absl::string_view token, double* done, double* of) {
+  const size_t slash = token.find('/');
+  if (slash == absl::string_view::npos) return false;
+  std::optional<double> a = Number(token.substr(0, slash));
+  std::optional<double> b = Number(token.substr(slash + 1));
+  if (!a || !b) return false;
+  *done = *a;
+  *of = *b;
+  return true;
+}
+
+// A fraction from 0 to 1 from what a script printed: 97.32% and 97.32 are percent, 0.9732 is not.
+double Accuracy(double value, bool percent) {
+  return percent || value > 1.0 ? value / 100.0 : value;
+}
+
+// Seconds from "0.18 min", "12.5 s", "1.2 h" (unit in the token after the number; seconds when
+// there is none).
+std::optional<double> Seconds(const std::vector<absl::string_view>& tokens, size_t at) {
+  if (at >= tokens.size()) return std::nullopt;
+  std::optional<double> value = Number(tokens[at]);
+  if (!value) return std::nullopt;
+  const absl::string_view unit = at + 1 < tokens.size() ? tokens[at + 1] : "";
+  if (absl::StartsWith(unit, "min")) return *value * 60;
+  if (unit == "h" || absl::StartsWith(unit, "hour")) return *value * 3600;
+  return *value;
+}
+
+// Removes `phrase` and returns the words after it (up to the next '|'), or nothing.
+std::optional<std::string> TakePhrase(std::string* line, absl::string_view phrase) {
+  const size_t at = line->find(phrase.data(), 0, phrase.size());
+  if (at == std::string::npos) return std::nullopt;
+  size_t end = line->find('|', at);
+  if (end == std::string::npos) end = line->size();
+  std::string after = line->substr(at + phrase.size(), end - at - phrase.size());
+  line->erase(at, end - at);
+  return after;
+}
+
+std::vector<absl::string_view> Words(absl::string_view text) {
+  return absl::StrSplit(text, absl::ByAnyChar(" \t:="), absl::SkipEmpty());
+}
+
+}  // namespace
+
+MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
+  Fields fields;
+  std::string line = absl::AsciiStrToLower(raw);
+  // Whole phrases first (they hold words the key scan below would misread).
+  if (auto best = TakePhrase(&line, "best validation (ep.")) {
+    const std::string best_text = absl::StrReplaceAll(*best, {{")", " "}});  // outlives `words`
+    std::vector<absl::string_view> words = Words(best_text);
+    if (words.size() >= 2) {
+      fields.best_epoch = Number(words[0]);
+      bool percent = false;
+      if (std::optional<double> v = Number(words[1], &percent)) {
+        fields.best_validation_accuracy = Accuracy(*v, percent);
+      }
+    }
+  }
+  if (auto time = TakePhrase(&line, "time / epoch without evaluation")) {
+    fields.epoch_seconds = Seconds(Words(*time), 0);
+  }
+  if (auto time = TakePhrase(&line, "time elapsed"))
+    fields.elapsed_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(&line, "total training time")) {
+    fields.total_training_seconds = Seconds(Words(*time), 0);
+  }
+  if (auto time = TakePhrase(&line, "total time")) fields.total_seconds = Seconds(Words(*time), 0);
+  for (const char* phrase : {"test accuracy", "test acc"}) {
+    if (auto test = TakePhrase(&line, phrase)) {
+      std::vector<absl::string_view> words = Words(*test);
+      bool percent = false;
+      if (!words.empty()) {
+        if (std::optional<double> v = Number(words[0], &percent)) {
+          fields.test_accuracy = Accuracy(*v, percent);
+        }
+      }
+    }
+  }
+  // A tqdm bar: "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]".
+  const bool tqdm = line.find("%|") != std::string::npos;
+  for (char& c : line) {
+    if (absl::string_view("{}[](),|'\"<").find(c) != absl::string_view::npos) c = ' ';
+  }
+  const std::vector<absl::string_view> words = Words(line);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const absl::string_view key = words[i];
+    const absl::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    double done = 0, of = 0;
+    bool percent = false;
+    const std::optional<double> value = Number(next, &percent);
+    if (key == "epoch") {
+      if (Fraction(next, &done, &of)) {
+        fields.epoch = done;
+        fields.epochs = of;
+      } else if (value) {
+        fields.epoch = value;
+        fields.lightning_epoch = tqdm;
+      }
+    } else if (key == "batch" || key == "step" || key == "global_step" || key == "iteration" ||
+               key == "iter") {
+      if (Fraction(next, &done, &of)) {
+        fields.batch = done;
+        fields.batches = of;
+      } else if (value) {
+        (key == "batch" ? fields.batch : fields.step) = value;
+      }
+    } else if (tqdm && !fields.batches && Fraction(key, &done, &of) && of > 0) {
+      fields.batch = std::max(0.0, done - 1);  // tqdm counts batches done; the index is 0-based
+      fields.batches = of;
+    } else if (!value) {
+      continue;
+    } else if (key == "loss" || key == "train_loss" || key == "training_loss") {
+      fields.loss = value;
+    } else if (key == "val_loss" || key == "valid_loss" || key == "validation_loss" ||
+               key == "eval_loss") {
+      fields.validation_loss = value;
+    } else if (key == "test_loss") {
+      fields.test_loss = value;
+    } else if (key == "acc" || key == "accuracy" || key == "train_acc" || key == "train_accuracy" ||
+               key == "training_accuracy" || (key == "train" && percent)) {
+      fields.train_accuracy = Accuracy(*value, percent);
+    } else if (key == "val_acc" || key == "val_accuracy" || key == "valid_acc" ||
+               key == "validation_accuracy" || key == "eval_accuracy" || key == "eval_acc" ||
+               (key == "validation" && percent)) {
+      fields.validation_accuracy = Accuracy(*value, percent);
+    } else if (key == "test_acc" || key == "test_accuracy") {
+      fields.test_accuracy = Accuracy(*value, percent);
+    } else if (key == "lr" || key == "learning_rate") {
+      fields.learning_rate = value;
+    }
+  }
+  return fields;
+}
+
+int MetricLines::EpochOf(const Fields& fields) {
+  if (!fields.epoch) return epoch_;
+  const double e = *fields.epoch;
+  if (!std::isfinite(e) || e < 0 || e > 1e6) return epoch_;
+  if (fields.lightning_epoch && e == 0) zero_based_epochs_ = true;
+  if (zero_based_epochs_) return static_cast<int>(e) + 1;
+  // Hugging Face's epoch is fractional: 0.5 is halfway through the first.
+  if (e != std::floor(e)) return static_cast<int>(std::floor(e)) + 1;
+  return std::max(1, static_cast<int>(e));
+}
+
+void MetricLines::Flush(std::vector<JobEvent>* events) {
+  if (!held_) return;
+  *events->emplace_back().mutable_epoch_summary() = *std::move(held_);
+  held_.reset();
+}
+
+std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
+  std::vector<JobEvent> events;
+  const Fields f = Parse(line);
+  // An epoch's time, printed after its summary: folded into it.
+  if (f.epoch_seconds || f.elapsed_seconds) {
+    if (held_) {
+      if (f.epoch_seconds) held_->set_epoch_seconds_no_eval(*f.epoch_seconds);
+      if (f.elapsed_seconds) held_->set_elapsed_seconds(*f.elapsed_seconds);
+    }
+    ++metric_lines_;
+    return events;
+  }
+  if (f.test_accuracy || f.test_loss || f.total_seconds || f.total_training_seconds) {
+    Flush(&events);
+    if (f.test_accuracy) result_.set_test_accuracy(*f.test_accuracy);
+    if (f.test_loss) result_.set_test_loss(*f.test_loss);
+    if (f.total_seconds) result_.set_total_seconds(*f.total_seconds);
+    if (f.total_training_seconds) result_.set_total_training_seconds(*f.total_training_seconds);
+    ++metric_lines_;
+    return events;
+  }
+  const int epoch = EpochOf(f);
+  if (f.epochs && *f.epochs >= 1 && *f.epochs <= 1e6) epochs_ = static_cast<int>(*f.epochs);
+  if (f.batches && *f.batches >= 1 && *f.batches <= 1e9) {
+    batches_per_epoch_ = static_cast<int>(*f.batches);
+  }
+  if (epoch != epoch_) steps_seen_ = 0;
+  epoch_ = epoch;
+  const bool step_level = f.batch || f.step || f.batches;
+  const bool epoch_level = !step_level && (f.train_accuracy || f.validation_accuracy ||
+                                           f.validation_loss || f.best_validation_accuracy);
+  if (f.loss && !epoch_level) {
+    Flush(&events);
+    trainer::v1::StepMetrics* step = events.emplace_back().mutable_step();
+    step->set_epoch(epoch_);
+    step->set_epochs(epochs_);
+    const double batch = f.batch ? *f.batch : f.step ? *f.step : steps_seen_;
+    step->set_batch(std::isfinite(batch) && batch >= 0 && batch < 2e9 ? static_cast<int>(batch)
+                                                                      : 0);
+    step->set_batches_per_epoch(batches_per_epoch_);
+    step->set_loss(*f.loss);
+    if (f.learning_rate) step->set_learning_rate(*f.learning_rate);
+    ++steps_seen_;
+  }
+  if (epoch_level) {
+    Flush(&events);
+    trainer::v1::EpochSummary summary;
+    summary.set_epoch(epoch_);
+    summary.set_epochs(epochs_);
+    summary.set_evaluated(f.validation_accuracy.has_value() || f.validation_loss.has_value());
+    if (f.train_accuracy) summary.set_train_accuracy(*f.train_accuracy);
+    if (f.validation_accuracy) summary.set_validation_accuracy(*f.validation_accuracy);
+    if (f.validation_loss) summary.set_validation_loss(*f.validation_loss);
+    if (f.loss) summary.set_train_loss(*f.loss);
+    if (f.best_validation_accuracy) {
+      summary.set_best_validation_accuracy(*f.best_validation_accuracy);
+    }
+    if (f.best_epoch) summary.set_best_epoch(static_cast<int>(*f.best_epoch));
+    if (f.learning_rate) summary.set_learning_rate(*f.learning_rate);
+    held_ = std::move(summary);
+  }
+  if (!events.empty() || epoch_level) ++metric_lines_;
+  return events;
+}
+
+std::vector<JobEvent> MetricLines::Finish() {
+  std::vector<JobEvent> events;
+  Flush(&events);
+  return events;
+}
+
+}  // namespace traind

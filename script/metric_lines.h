@@ -1,0 +1,73 @@
+// MetricLines: what a training script prints, read as traind's own events, with no change to the
+// script (issue 35: a user's program as a job). Fed one line at a time, as it arrives on the
+// script's stdout or stderr (a tqdm bar's '\r' ends a line too), it returns the StepMetrics and
+// EpochSummary events the line stands for, the same ones built-in jobs send, so curves, reports,
+// CSV export and Prometheus work on scripts. What it reads:
+//   - the seed scripts' lines (rasbt's helper_train.py, which `trainctl logs` prints for built-in
+//     jobs too):
+//       Epoch: 001/010 | Batch 0100/0421 | Loss: 0.2646
+//       Epoch: 001/010 | Train: 97.32% | Validation: 97.77% | Best Validation (Ep. 001): 97.77%
+//       Time elapsed: 0.18 min / Time / epoch without evaluation: 0.18 min (folded into the epoch)
+//       Test accuracy 97.41%      Total Training Time: 0.27 min      Total Time: 0.27 min
+//   - the ResNet-18 FakeData loop's `Epoch 1, Batch 10: loss 2.301`;
+//   - plain forms: `loss 2.301`, `loss=0.3`, `loss: 0.3`, `step 10 loss 0.3 lr 1e-3`, with
+//     train_/val_ prefixes and acc/accuracy;
+//   - Python dicts and JSON objects, as Hugging Face's Trainer logs them:
+//       {'loss': 0.3, 'learning_rate': 5e-05, 'epoch': 1.0}   {'eval_accuracy': 0.91, 'epoch': 1.0}
+//   - tqdm bars and their postfix, Lightning's included (its epochs count from 0):
+//       Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352, v_num=0]
+// A line it cannot read is not an error: it is only a log line. NaN and infinite values are kept
+// as they are (a loss of NaN is news: the run diverged). Accuracies printed in percent (97.3% or a
+// value above 1) become fractions. Not thread-safe: one reader per job.
+#ifndef TRAIND_SCRIPT_METRIC_LINES_H_
+#define TRAIND_SCRIPT_METRIC_LINES_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+class MetricLines {
+ public:
+  // The events `line` completes, in order: usually none or one. An epoch's summary is held until
+  // the next line that is not about that epoch's time (which is folded into it), or Finish().
+  std::vector<trainer::v1::JobEvent> Read(absl::string_view line);
+  // At the end of the output: the summary still held, if any.
+  std::vector<trainer::v1::JobEvent> Finish();
+
+  // What the script said of the whole run (test accuracy, total time), for the job's result.
+  const trainer::v1::FinalResult& result() const { return result_; }
+  // How many lines became events.
+  int64_t metric_lines() const { return metric_lines_; }
+
+ private:
+  // The values one line names, before they become events.
+  struct Fields {
+    std::optional<double> epoch, epochs, batch, batches, step, loss, learning_rate;
+    std::optional<double> train_accuracy, validation_accuracy, best_validation_accuracy, best_epoch;
+    std::optional<double> validation_loss, test_accuracy, test_loss;
+    std::optional<double> epoch_seconds, elapsed_seconds, total_seconds, total_training_seconds;
+    bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
+  };
+  static Fields Parse(absl::string_view line);
+  // The 1-based epoch a line's "epoch" value names (Lightning's 0-based count and Hugging Face's
+  // fractional epochs included).
+  int EpochOf(const Fields& fields);
+  void Flush(std::vector<trainer::v1::JobEvent>* events);
+
+  trainer::v1::FinalResult result_;
+  std::optional<trainer::v1::EpochSummary> held_;  // the last epoch's, until its time is read
+  int epoch_ = 1;
+  int epochs_ = 0;
+  int batches_per_epoch_ = 0;
+  int steps_seen_ = 0;
+  bool zero_based_epochs_ = false;
+  int64_t metric_lines_ = 0;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SCRIPT_METRIC_LINES_H_

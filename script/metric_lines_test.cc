@@ -1,0 +1,155 @@
+// MetricLines on the lines real scripts print (script/metric_lines.h lists where each comes from).
+#include "script/metric_lines.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::JobEvent;
+
+// Every event the lines make, Finish() included.
+std::vector<JobEvent> ReadAll(MetricLines& reader, const std::vector<std::string>& lines) {
+  std::vector<JobEvent> all;
+  for (const std::string& line : lines) {
+    for (JobEvent& e : reader.Read(line)) all.push_back(std::move(e));
+  }
+  for (JobEvent& e : reader.Finish()) all.push_back(std::move(e));
+  return all;
+}
+
+TEST(MetricLinesTest, TheSeedScriptsLinesBecomeStepsEpochsAndTheResult) {
+  MetricLines reader;
+  const std::vector<JobEvent> events = ReadAll(
+      reader,
+      {"Epoch: 001/010 | Batch 0000/0421 | Loss: 2.3021",
+       "Epoch: 001/010 | Batch 0100/0421 | Loss: 0.2646",
+       "Epoch: 001/010 | Train: 97.32% | Validation: 97.77% | Best Validation (Ep. 001): 97.77%",
+       "Time elapsed: 0.18 min", "Epoch: 002/010 | Batch 0000/0421 | Loss: 0.1990",
+       "Total Training Time: 0.27 min", "Test accuracy 97.41%"});
+  ASSERT_EQ(events.size(), 4u);
+  ASSERT_TRUE(events[1].has_step());
+  const trainer::v1::StepMetrics& step = events[1].step();
+  EXPECT_EQ(step.epoch(), 1);
+  EXPECT_EQ(step.epochs(), 10);
+  EXPECT_EQ(step.batch(), 100);
+  EXPECT_EQ(step.batches_per_epoch(), 421);
+  EXPECT_DOUBLE_EQ(step.loss(), 0.2646);
+  ASSERT_TRUE(events[2].has_epoch_summary());
+  const trainer::v1::EpochSummary& summary = events[2].epoch_summary();
+  EXPECT_EQ(summary.epoch(), 1);
+  EXPECT_TRUE(summary.evaluated());
+  EXPECT_DOUBLE_EQ(summary.train_accuracy(), 0.9732);
+  EXPECT_DOUBLE_EQ(summary.validation_accuracy(), 0.9777);
+  EXPECT_DOUBLE_EQ(summary.best_validation_accuracy(), 0.9777);
+  EXPECT_EQ(summary.best_epoch(), 1);
+  EXPECT_DOUBLE_EQ(summary.elapsed_seconds(), 0.18 * 60);  // the line after it, folded in
+  EXPECT_EQ(events[3].step().epoch(), 2);
+  EXPECT_DOUBLE_EQ(reader.result().test_accuracy(), 0.9741);
+  EXPECT_DOUBLE_EQ(reader.result().total_training_seconds(), 0.27 * 60);
+  EXPECT_EQ(reader.metric_lines(), 7);
+}
+
+TEST(MetricLinesTest, TheResNetFakeDataLoopsLines) {
+  MetricLines reader;
+  const std::vector<JobEvent> events =
+      ReadAll(reader, {"Epoch 1, Batch 10: loss 2.301", "Epoch 2, Batch 0: loss 1.75"});
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].step().epoch(), 1);
+  EXPECT_EQ(events[0].step().batch(), 10);
+  EXPECT_DOUBLE_EQ(events[0].step().loss(), 2.301);
+  EXPECT_EQ(events[1].step().epoch(), 2);
+}
+
+TEST(MetricLinesTest, PlainFormsCountTheirOwnSteps) {
+  MetricLines reader;
+  const std::vector<JobEvent> events = ReadAll(reader, {"loss 2.301", "loss=0.9", "train loss: 0.5",
+                                                        "loss: 0.3", "step 40 loss 0.25 lr 1e-3"});
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_DOUBLE_EQ(events[0].step().loss(), 2.301);
+  EXPECT_EQ(events[0].step().batch(), 0);
+  EXPECT_EQ(events[1].step().batch(), 1);
+  EXPECT_DOUBLE_EQ(events[2].step().loss(), 0.5);
+  EXPECT_EQ(events[3].step().batch(), 3);
+  EXPECT_DOUBLE_EQ(events[4].step().loss(), 0.25);
+  EXPECT_EQ(events[4].step().batch(), 40);
+  EXPECT_DOUBLE_EQ(events[4].step().learning_rate(), 1e-3);
+}
+
+TEST(MetricLinesTest, HuggingFaceDictsAndJsonObjects) {
+  MetricLines reader;
+  const std::vector<JobEvent> events = ReadAll(
+      reader, {"{'loss': 0.3, 'learning_rate': 5e-05, 'epoch': 0.5}",
+               "{\"loss\": 0.2, \"learning_rate\": 4e-05, \"epoch\": 1.0}",
+               "{'eval_loss': 0.25, 'eval_accuracy': 0.91, 'eval_runtime': 1.2, 'epoch': 1.0}"});
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].step().epoch(), 1);  // halfway through the first
+  EXPECT_DOUBLE_EQ(events[0].step().learning_rate(), 5e-05);
+  EXPECT_EQ(events[1].step().epoch(), 1);
+  ASSERT_TRUE(events[2].has_epoch_summary());
+  EXPECT_DOUBLE_EQ(events[2].epoch_summary().validation_accuracy(), 0.91);
+  EXPECT_DOUBLE_EQ(events[2].epoch_summary().validation_loss(), 0.25);
+}
+
+TEST(MetricLinesTest, TqdmBarsAndLightningsZeroBasedEpochs) {
+  MetricLines reader;
+  const std::vector<JobEvent> events = ReadAll(
+      reader, {"Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352, v_num=0]",
+               "Epoch 1:   0%|          | 1/421 [00:00<00:06, 35.2it/s, train_loss=0.300, v_num=0]",
+               "100%|##########| 421/421 [00:12<00:00, 35.0it/s, loss=0.2, acc=0.9]"});
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].step().epoch(), 1);
+  EXPECT_EQ(events[0].step().batch(), 189);
+  EXPECT_EQ(events[0].step().batches_per_epoch(), 421);
+  EXPECT_DOUBLE_EQ(events[0].step().loss(), 0.352);
+  EXPECT_EQ(events[1].step().epoch(), 2);
+  EXPECT_DOUBLE_EQ(events[1].step().loss(), 0.3);
+  EXPECT_EQ(events[2].step().batch(), 420);  // a bar's accuracy is a batch's: no epoch summary
+}
+
+TEST(MetricLinesTest, NaNIsKeptAndProseIsOnlyALogLine) {
+  MetricLines reader;
+  const std::vector<JobEvent> events = ReadAll(
+      reader, {"Downloading data...", "loss nan", "Epoch: 001/002 | Batch 0000/0010 | Loss: inf",
+               "the loss function is cross entropy", "accuracy looks fine", ""});
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_TRUE(std::isnan(events[0].step().loss()));
+  EXPECT_TRUE(std::isinf(events[1].step().loss()));
+  EXPECT_EQ(reader.metric_lines(), 2);
+}
+
+TEST(MetricLinesTest, AHeldSummaryIsFlushedByTheNextEpochsStep) {
+  MetricLines reader;
+  std::vector<JobEvent> first = reader.Read("epoch 1 val_acc 0.8 val_loss 0.5");
+  EXPECT_TRUE(first.empty());  // held for its time line
+  std::vector<JobEvent> next = reader.Read("epoch 2 step 0 loss 0.4");
+  ASSERT_EQ(next.size(), 2u);
+  EXPECT_TRUE(next[0].has_epoch_summary());
+  EXPECT_EQ(next[0].epoch_summary().epoch(), 1);
+  EXPECT_EQ(next[1].step().epoch(), 2);
+  EXPECT_TRUE(reader.Finish().empty());
+}
+
+TEST(MetricLinesTest, HostileLinesAreReadWithoutHarm) {
+  MetricLines reader;
+  std::string long_line(1 << 20, 'x');
+  long_line += " loss 0.5";
+  EXPECT_EQ(reader.Read(long_line).size(), 1u);
+  for (const char* line : {"epoch 99999999999999999999 loss 1", "batch -5 loss 1",
+                           "epoch nan loss 1", "batch 1/0 loss 1", "epoch 1/-3 loss 1", "loss",
+                           "loss=", "=:=:", "\xff\xfe loss 0.1 \x1b[31m", "%|%|%|"}) {
+    for (const JobEvent& e : reader.Read(line)) {
+      if (!e.has_step()) continue;
+      EXPECT_GE(e.step().epoch(), 1) << line;
+      EXPECT_GE(e.step().batch(), 0) << line;
+      EXPECT_GE(e.step().batches_per_epoch(), 0) << line;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace traind
