@@ -3,12 +3,13 @@
 # side for SECONDS each (default 600), one process per target. The corpus each run grows is kept in
 # build-fuzz/fuzz-work/corpus/TARGET (the next run starts from it), findings go to
 # build-fuzz/fuzz-work/artifacts/, logs to build-fuzz/fuzz-work/TARGET.log. docs/testing.md.
-#   fuzz/run.sh [SECONDS [TARGET...]]     TARGET: job_file, event_stream, request (default: all)
+#   fuzz/run.sh [SECONDS [TARGET...]]     TARGET: job_file, event_stream, request, metric_lines
+#                                          (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
 [ $# -gt 0 ] && shift
-targets=${*:-job_file event_stream request}
+targets=${*:-job_file event_stream request metric_lines}
 build=${TRAIND_FUZZ_BUILD_DIR:-build-fuzz}
 
 cmake -S . -B "$build" -DTRAIND_FUZZ=ON -DCMAKE_CXX_COMPILER="${CXX:-clang++}" >/dev/null

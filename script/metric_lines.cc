@@ -67,6 +67,14 @@ std::optional<std::string> TakePhrase(std::string* line, absl::string_view phras
   return after;
 }
 
+// A count or index a script printed, if it is a whole number that fits: a float far out of
+// range converted to int is undefined behaviour (the fuzzer's first finding: a best epoch of
+// 1e41).
+std::optional<int> WholeNumber(std::optional<double> value, double lowest, double highest) {
+  if (!value || !(*value >= lowest && *value <= highest)) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
 std::vector<absl::string_view> Words(absl::string_view text) {
   return absl::StrSplit(text, absl::ByAnyChar(" \t:="), absl::SkipEmpty());
 }
@@ -203,10 +211,8 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     return events;
   }
   const int epoch = EpochOf(f);
-  if (f.epochs && *f.epochs >= 1 && *f.epochs <= 1e6) epochs_ = static_cast<int>(*f.epochs);
-  if (f.batches && *f.batches >= 1 && *f.batches <= 1e9) {
-    batches_per_epoch_ = static_cast<int>(*f.batches);
-  }
+  if (std::optional<int> epochs = WholeNumber(f.epochs, 1, 1e6)) epochs_ = *epochs;
+  if (std::optional<int> batches = WholeNumber(f.batches, 1, 1e9)) batches_per_epoch_ = *batches;
   if (epoch != epoch_) steps_seen_ = 0;
   epoch_ = epoch;
   const bool step_level = f.batch || f.step || f.batches;
@@ -217,9 +223,8 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     trainer::v1::StepMetrics* step = events.emplace_back().mutable_step();
     step->set_epoch(epoch_);
     step->set_epochs(epochs_);
-    const double batch = f.batch ? *f.batch : f.step ? *f.step : steps_seen_;
-    step->set_batch(std::isfinite(batch) && batch >= 0 && batch < 2e9 ? static_cast<int>(batch)
-                                                                      : 0);
+    const std::optional<double> batch = f.batch ? f.batch : f.step ? f.step : steps_seen_;
+    step->set_batch(WholeNumber(batch, 0, 1e9).value_or(0));
     step->set_batches_per_epoch(batches_per_epoch_);
     step->set_loss(*f.loss);
     if (f.learning_rate) step->set_learning_rate(*f.learning_rate);
@@ -238,7 +243,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     if (f.best_validation_accuracy) {
       summary.set_best_validation_accuracy(*f.best_validation_accuracy);
     }
-    if (f.best_epoch) summary.set_best_epoch(static_cast<int>(*f.best_epoch));
+    if (std::optional<int> best = WholeNumber(f.best_epoch, 1, 1e6)) summary.set_best_epoch(*best);
     if (f.learning_rate) summary.set_learning_rate(*f.learning_rate);
     held_ = std::move(summary);
   }
