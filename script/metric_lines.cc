@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -75,6 +76,45 @@ std::optional<int> WholeNumber(std::optional<double> value, double lowest, doubl
   return static_cast<int>(*value);
 }
 
+enum class Split { kTrain, kValidation, kTest };
+struct Metric {
+  enum Kind { kNone, kLoss, kAccuracy } kind = kNone;
+  Split split = Split::kTrain;
+};
+// "loss", "acc", "accuracy", each with an optional split prefix: "train_" / "training_" (the
+// default), "val_" / "valid_" / "validation_" / "eval_", "test_".
+Metric MetricOf(absl::string_view key) {
+  Metric m;
+  const size_t underscore = key.rfind('_');
+  const absl::string_view prefix =
+      underscore == absl::string_view::npos ? "" : key.substr(0, underscore);
+  const absl::string_view name =
+      underscore == absl::string_view::npos ? key : key.substr(underscore + 1);
+  if (name == "loss") {
+    m.kind = Metric::kLoss;
+  } else if (name == "acc" || name == "accuracy") {
+    m.kind = Metric::kAccuracy;
+  } else {
+    return m;
+  }
+  if (prefix.empty() || prefix == "train" || prefix == "training") {
+    m.split = Split::kTrain;
+  } else if (prefix == "val" || prefix == "valid" || prefix == "validation" || prefix == "eval") {
+    m.split = Split::kValidation;
+  } else if (prefix == "test") {
+    m.split = Split::kTest;
+  } else {
+    m.kind = Metric::kNone;  // another loss (e.g. kl_loss): not the training curve
+  }
+  return m;
+}
+
+bool IsSplitWord(absl::string_view w) {
+  return w == "train" || w == "training" || w == "val" || w == "valid" || w == "validation" ||
+         w == "eval" || w == "test";
+}
+bool IsMetricWord(absl::string_view w) { return w == "loss" || w == "acc" || w == "accuracy"; }
+
 std::vector<absl::string_view> Words(absl::string_view text) {
   return absl::StrSplit(text, absl::ByAnyChar(" \t:="), absl::SkipEmpty());
 }
@@ -123,7 +163,13 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
   }
   const std::vector<absl::string_view> words = Words(line);
   for (size_t i = 0; i < words.size(); ++i) {
-    const absl::string_view key = words[i];
+    absl::string_view key = words[i];
+    // "val loss 0.4", "train acc: 0.9": a spaced prefix names the split, as val_loss would.
+    std::string joined;
+    if (IsSplitWord(key) && i + 1 < words.size() && IsMetricWord(words[i + 1])) {
+      joined = absl::StrCat(key, "_", words[++i]);
+      key = joined;
+    }
     const absl::string_view next = i + 1 < words.size() ? words[i + 1] : "";
     double done = 0, of = 0;
     bool percent = false;
@@ -149,22 +195,32 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
       fields.batches = of;
     } else if (!value) {
       continue;
-    } else if (key == "loss" || key == "train_loss" || key == "training_loss") {
-      fields.loss = value;
-    } else if (key == "val_loss" || key == "valid_loss" || key == "validation_loss" ||
-               key == "eval_loss") {
-      fields.validation_loss = value;
-    } else if (key == "test_loss") {
-      fields.test_loss = value;
-    } else if (key == "acc" || key == "accuracy" || key == "train_acc" || key == "train_accuracy" ||
-               key == "training_accuracy" || (key == "train" && percent)) {
+    } else if (key == "train" && percent) {  // rasbt: "Train: 97.32%"
       fields.train_accuracy = Accuracy(*value, percent);
-    } else if (key == "val_acc" || key == "val_accuracy" || key == "valid_acc" ||
-               key == "validation_accuracy" || key == "eval_accuracy" || key == "eval_acc" ||
-               (key == "validation" && percent)) {
+    } else if (key == "validation" && percent) {  // rasbt: "Validation: 97.77%"
       fields.validation_accuracy = Accuracy(*value, percent);
-    } else if (key == "test_acc" || key == "test_accuracy") {
-      fields.test_accuracy = Accuracy(*value, percent);
+    } else if (const Metric m = MetricOf(key); m.kind != Metric::kNone) {
+      const bool is_loss = m.kind == Metric::kLoss;
+      switch (m.split) {
+        case Split::kTrain:
+          if (is_loss)
+            fields.loss = value;
+          else
+            fields.train_accuracy = Accuracy(*value, percent);
+          break;
+        case Split::kValidation:
+          if (is_loss)
+            fields.validation_loss = value;
+          else
+            fields.validation_accuracy = Accuracy(*value, percent);
+          break;
+        case Split::kTest:
+          if (is_loss)
+            fields.test_loss = value;
+          else
+            fields.test_accuracy = Accuracy(*value, percent);
+          break;
+      }
     } else if (key == "lr" || key == "learning_rate") {
       fields.learning_rate = value;
     }
@@ -192,12 +248,11 @@ void MetricLines::Flush(std::vector<JobEvent>* events) {
 std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
   std::vector<JobEvent> events;
   const Fields f = Parse(line);
-  // An epoch's time, printed after its summary: folded into it.
+  // An epoch's times: "Time / epoch without evaluation" comes before the epoch's summary line (it
+  // is kept for the next summary), "Time elapsed" after it (folded into the one held).
   if (f.epoch_seconds || f.elapsed_seconds) {
-    if (held_) {
-      if (f.epoch_seconds) held_->set_epoch_seconds_no_eval(*f.epoch_seconds);
-      if (f.elapsed_seconds) held_->set_elapsed_seconds(*f.elapsed_seconds);
-    }
+    if (f.epoch_seconds) pending_epoch_seconds_ = f.epoch_seconds;
+    if (f.elapsed_seconds && held_) held_->set_elapsed_seconds(*f.elapsed_seconds);
     ++metric_lines_;
     return events;
   }
@@ -245,6 +300,8 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     }
     if (std::optional<int> best = WholeNumber(f.best_epoch, 1, 1e6)) summary.set_best_epoch(*best);
     if (f.learning_rate) summary.set_learning_rate(*f.learning_rate);
+    if (pending_epoch_seconds_) summary.set_epoch_seconds_no_eval(*pending_epoch_seconds_);
+    pending_epoch_seconds_.reset();
     held_ = std::move(summary);
   }
   if (!events.empty() || epoch_level) ++metric_lines_;

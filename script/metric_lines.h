@@ -7,11 +7,12 @@
 //     jobs too):
 //       Epoch: 001/010 | Batch 0100/0421 | Loss: 0.2646
 //       Epoch: 001/010 | Train: 97.32% | Validation: 97.77% | Best Validation (Ep. 001): 97.77%
-//       Time elapsed: 0.18 min / Time / epoch without evaluation: 0.18 min (folded into the epoch)
+//       Time / epoch without evaluation: 0.18 min (before the epoch's line: kept for it)
+//       Time elapsed: 0.18 min (after the epoch's line: folded into it)
 //       Test accuracy 97.41%      Total Training Time: 0.27 min      Total Time: 0.27 min
 //   - the ResNet-18 FakeData loop's `Epoch 1, Batch 10: loss 2.301`;
 //   - plain forms: `loss 2.301`, `loss=0.3`, `loss: 0.3`, `step 10 loss 0.3 lr 1e-3`, with
-//     train_/val_ prefixes and acc/accuracy;
+//     train/val/valid/eval/test prefixes (`val_loss`, `val loss`) and acc/accuracy;
 //   - Python dicts and JSON objects, as Hugging Face's Trainer logs them:
 //       {'loss': 0.3, 'learning_rate': 5e-05, 'epoch': 1.0}   {'eval_accuracy': 0.91, 'epoch': 1.0}
 //   - tqdm bars and their postfix, Lightning's included (its epochs count from 0):
@@ -60,6 +61,7 @@ class MetricLines {
 
   trainer::v1::FinalResult result_;
   std::optional<trainer::v1::EpochSummary> held_;  // the last epoch's, until its time is read
+  std::optional<double> pending_epoch_seconds_;    // "Time / epoch ...", for the next summary
   int epoch_ = 1;
   int epochs_ = 0;
   int batches_per_epoch_ = 0;

@@ -28,6 +28,7 @@ TEST(MetricLinesTest, TheSeedScriptsLinesBecomeStepsEpochsAndTheResult) {
       reader,
       {"Epoch: 001/010 | Batch 0000/0421 | Loss: 2.3021",
        "Epoch: 001/010 | Batch 0100/0421 | Loss: 0.2646",
+       "Time / epoch without evaluation: 0.15 min",
        "Epoch: 001/010 | Train: 97.32% | Validation: 97.77% | Best Validation (Ep. 001): 97.77%",
        "Time elapsed: 0.18 min", "Epoch: 002/010 | Batch 0000/0421 | Loss: 0.1990",
        "Total Training Time: 0.27 min", "Test accuracy 97.41%"});
@@ -47,11 +48,12 @@ TEST(MetricLinesTest, TheSeedScriptsLinesBecomeStepsEpochsAndTheResult) {
   EXPECT_DOUBLE_EQ(summary.validation_accuracy(), 0.9777);
   EXPECT_DOUBLE_EQ(summary.best_validation_accuracy(), 0.9777);
   EXPECT_EQ(summary.best_epoch(), 1);
-  EXPECT_DOUBLE_EQ(summary.elapsed_seconds(), 0.18 * 60);  // the line after it, folded in
+  EXPECT_DOUBLE_EQ(summary.epoch_seconds_no_eval(), 0.15 * 60);  // the line before it
+  EXPECT_DOUBLE_EQ(summary.elapsed_seconds(), 0.18 * 60);        // the line after it
   EXPECT_EQ(events[3].step().epoch(), 2);
   EXPECT_DOUBLE_EQ(reader.result().test_accuracy(), 0.9741);
   EXPECT_DOUBLE_EQ(reader.result().total_training_seconds(), 0.27 * 60);
-  EXPECT_EQ(reader.metric_lines(), 7);
+  EXPECT_EQ(reader.metric_lines(), 8);
 }
 
 TEST(MetricLinesTest, TheResNetFakeDataLoopsLines) {
@@ -78,6 +80,33 @@ TEST(MetricLinesTest, PlainFormsCountTheirOwnSteps) {
   EXPECT_DOUBLE_EQ(events[4].step().loss(), 0.25);
   EXPECT_EQ(events[4].step().batch(), 40);
   EXPECT_DOUBLE_EQ(events[4].step().learning_rate(), 1e-3);
+}
+
+// Each epoch's "Time / epoch" belongs to the summary after it, not the one held before it.
+TEST(MetricLinesTest, EveryEpochGetsItsOwnTime) {
+  MetricLines reader;
+  const std::vector<JobEvent> events =
+      ReadAll(reader, {"Time / epoch without evaluation: 0.30 min",
+                       "Epoch: 001/002 | Train: 90.00% | Validation: 91.00%",
+                       "Time / epoch without evaluation: 0.20 min",
+                       "Epoch: 002/002 | Train: 92.00% | Validation: 93.00%"});
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_DOUBLE_EQ(events[0].epoch_summary().epoch_seconds_no_eval(), 18);
+  EXPECT_DOUBLE_EQ(events[1].epoch_summary().epoch_seconds_no_eval(), 12);
+}
+
+// A split named as a separate word counts as its prefix would: "val loss" is val_loss.
+TEST(MetricLinesTest, SpacedSplitPrefixesNameTheirSplit) {
+  MetricLines reader;
+  const std::vector<JobEvent> events = ReadAll(
+      reader,
+      {"epoch 1 train loss 0.50 val loss 0.40 val acc: 91%", "kl_loss 3.0", "test loss 0.45"});
+  ASSERT_EQ(events.size(), 1u);
+  const trainer::v1::EpochSummary& summary = events[0].epoch_summary();
+  EXPECT_DOUBLE_EQ(summary.train_loss(), 0.50);
+  EXPECT_DOUBLE_EQ(summary.validation_loss(), 0.40);
+  EXPECT_DOUBLE_EQ(summary.validation_accuracy(), 0.91);
+  EXPECT_DOUBLE_EQ(reader.result().test_loss(), 0.45);
 }
 
 TEST(MetricLinesTest, HuggingFaceDictsAndJsonObjects) {

@@ -656,6 +656,10 @@ Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
     }
   };
   while (ranks.alive() > 0) {
+    {
+      absl::MutexLock lock(&mu_);  // cancel and shutdown signal the workers from other threads
+      if (running->cancel_requested || shutting_down_) ranks.MarkStopping();
+    }
     ranks.PumpRound(callbacks);
     absl::MutexLock lock(&mu_);
     if (absl::Now() >= running->kill_deadline) ranks.KillAll();

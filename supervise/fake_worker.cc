@@ -1,7 +1,8 @@
 // A stand-in for traind-worker in supervise_test: it reads its WorkerRequest as a worker does,
 // sends one log event naming the job, then does what FAKE_WORKER_MODE says: "succeed" (exit 0),
 // "signal" (a line on stderr, then SIGKILL from itself: the OOM killer's way), "hang" (ignores
-// SIGTERM and waits forever: only SIGKILL ends it).
+// SIGTERM and waits forever: only SIGKILL ends it), "stopped" (exits kWorkerStopped, as a worker
+// that was asked to stop).
 #include <signal.h>
 #include <unistd.h>
 
@@ -37,5 +38,5 @@ int main() {
     while (true) pause();
   }
   pipe.Close();
-  return 0;
+  return mode == "stopped" ? traind::kWorkerStopped : traind::kWorkerSucceeded;
 }

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "supervise/worker_exit.h"
+
 namespace traind {
 
 RankGroup::RankGroup(std::vector<std::unique_ptr<WorkerProcess>> ranks)
@@ -29,18 +31,22 @@ void RankGroup::Reap(int r, const Callbacks& callbacks) {
   --alive_;
   if (!exits_[r]->clean() && failed_rank_ < 0) {
     failed_rank_ = r;
-    KillAll();
+    const bool stopped_as_asked =
+        stopping_ && exits_[r]->signal == 0 && exits_[r]->exit_code == kWorkerStopped;
+    if (!stopped_as_asked) KillAll();
   }
   if (callbacks.on_exit) callbacks.on_exit(r, *exits_[r]);
 }
 
 void RankGroup::TerminateAll() {
+  stopping_ = true;
   for (int r = 0; r < size(); ++r) {
     if (!exits_[r].has_value()) ranks_[r]->Terminate();
   }
 }
 
 void RankGroup::SuspendAll() {
+  stopping_ = true;
   for (int r = 0; r < size(); ++r) {
     if (!exits_[r].has_value()) ranks_[r]->Suspend();
   }

@@ -4,6 +4,9 @@
 // traind-slurm-task's one rank on a Slurm node).
 // The policy: a rank that ends badly (killed by a signal, or any exit code but kWorkerSucceeded)
 // takes the others down at once with SIGKILL: they would wait for it in their next collective.
+// Except while the group is stopping (TerminateAll, SuspendAll, MarkStopping): then a rank that
+// stops as asked (kWorkerStopped) leaves the others to stop in their own time, since rank 0 may be
+// writing the checkpoint the job resumes from; the owner's deadline kills what outlives it.
 // Owned and pumped by one thread; other threads may signal the WorkerProcesses directly
 // (WorkerProcess's Terminate, Suspend and Kill are thread-safe).
 #ifndef TRAIND_SUPERVISE_RANK_GROUP_H_
@@ -39,10 +42,12 @@ class RankGroup {
   // reaps the ranks whose events ended and applies the policy above.
   void PumpRound(const Callbacks& callbacks, absl::Duration wait = absl::Milliseconds(200));
 
-  // Signals every rank not yet reaped.
+  // Signals every rank not yet reaped. TerminateAll and SuspendAll mark the group stopping.
   void TerminateAll();  // SIGTERM: stop
   void SuspendAll();    // SIGUSR1: checkpoint, then stop
   void KillAll();       // SIGKILL
+  // The ranks were told to stop some other way (the scheduler signals them from another thread).
+  void MarkStopping() { stopping_ = true; }
 
   int size() const { return static_cast<int>(ranks_.size()); }
   int alive() const { return alive_; }
@@ -59,6 +64,7 @@ class RankGroup {
   std::vector<std::optional<WorkerProcess::Exit>> exits_;
   int alive_;
   int failed_rank_ = -1;
+  bool stopping_ = false;
 };
 
 }  // namespace traind

@@ -9,6 +9,7 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "supervise/worker_exit.h"
 
 namespace traind {
 namespace {
@@ -99,6 +100,26 @@ TEST(RankGroupTest, KillAllEndsHungRanks) {
   EXPECT_EQ(group.exit(1)->signal, SIGKILL);
   EXPECT_EQ(group.exit(2)->signal, SIGKILL);
   EXPECT_EQ(group.failed_rank(), 1);  // killed: not clean, whoever asked for it
+}
+
+// A group told to stop: a rank that stops as asked does not take the others down (rank 0 may be
+// writing the checkpoint); one that stops unasked does.
+TEST(RankGroupTest, ARankStoppingAsAskedLeavesTheOthersToStop) {
+  RankGroup group = StartGroup({"hang", "stopped"});
+  Seen seen;
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return seen.events.size() == 2; }));
+  group.MarkStopping();
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 1; }));
+  EXPECT_EQ(group.exit(1)->exit_code, kWorkerStopped);
+  group.PumpRound(seen.callbacks(), absl::Milliseconds(100));
+  EXPECT_EQ(group.alive(), 1);  // rank 0 is left alone
+  group.KillAll();
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 0; }));
+
+  RankGroup unasked = StartGroup({"hang", "stopped"});
+  Seen seen_unasked;
+  ASSERT_TRUE(PumpUntil(unasked, seen_unasked, [&] { return unasked.alive() == 0; }));
+  EXPECT_EQ(unasked.exit(0)->signal, SIGKILL);
 }
 
 TEST(RankGroupTest, AnExitTravelsAsItsProtoWithTheSameFields) {
