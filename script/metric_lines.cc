@@ -76,7 +76,7 @@ std::optional<int> WholeNumber(std::optional<double> value, double lowest, doubl
   return static_cast<int>(*value);
 }
 
-enum class Split { kTrain, kValidation, kTest };
+enum class Split { kTrain, kValidation, kTest };  // in this order: it indexes Parse's tables
 struct Metric {
   enum Kind { kNone, kLoss, kAccuracy } kind = kNone;
   Split split = Split::kTrain;
@@ -200,26 +200,16 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
     } else if (key == "validation" && percent) {  // rasbt: "Validation: 97.77%"
       fields.validation_accuracy = Accuracy(*value, percent);
     } else if (const Metric m = MetricOf(key); m.kind != Metric::kNone) {
-      const bool is_loss = m.kind == Metric::kLoss;
-      switch (m.split) {
-        case Split::kTrain:
-          if (is_loss)
-            fields.loss = value;
-          else
-            fields.train_accuracy = Accuracy(*value, percent);
-          break;
-        case Split::kValidation:
-          if (is_loss)
-            fields.validation_loss = value;
-          else
-            fields.validation_accuracy = Accuracy(*value, percent);
-          break;
-        case Split::kTest:
-          if (is_loss)
-            fields.test_loss = value;
-          else
-            fields.test_accuracy = Accuracy(*value, percent);
-          break;
+      // Where a loss and an accuracy go, by split (train, validation, test).
+      static constexpr std::optional<double> Fields::*kLoss[] = {
+          &Fields::loss, &Fields::validation_loss, &Fields::test_loss};
+      static constexpr std::optional<double> Fields::*kAccuracy[] = {
+          &Fields::train_accuracy, &Fields::validation_accuracy, &Fields::test_accuracy};
+      const int split = static_cast<int>(m.split);
+      if (m.kind == Metric::kLoss) {
+        fields.*kLoss[split] = value;
+      } else {
+        fields.*kAccuracy[split] = Accuracy(*value, percent);
       }
     } else if (key == "lr" || key == "learning_rate") {
       fields.learning_rate = value;
