@@ -109,12 +109,6 @@ Metric MetricOf(absl::string_view key) {
   return m;
 }
 
-bool IsSplitWord(absl::string_view w) {
-  return w == "train" || w == "training" || w == "val" || w == "valid" || w == "validation" ||
-         w == "eval" || w == "test";
-}
-bool IsMetricWord(absl::string_view w) { return w == "loss" || w == "acc" || w == "accuracy"; }
-
 std::vector<absl::string_view> Words(absl::string_view text) {
   return absl::StrSplit(text, absl::ByAnyChar(" \t:="), absl::SkipEmpty());
 }
@@ -166,9 +160,12 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
     absl::string_view key = words[i];
     // "val loss 0.4", "train acc: 0.9": a spaced prefix names the split, as val_loss would.
     std::string joined;
-    if (IsSplitWord(key) && i + 1 < words.size() && IsMetricWord(words[i + 1])) {
-      joined = absl::StrCat(key, "_", words[++i]);
-      key = joined;
+    if (i + 1 < words.size()) {
+      joined = absl::StrCat(key, "_", words[i + 1]);
+      if (MetricOf(joined).kind != Metric::kNone) {
+        key = joined;
+        ++i;
+      }
     }
     const absl::string_view next = i + 1 < words.size() ? words[i + 1] : "";
     double done = 0, of = 0;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -180,7 +181,9 @@ WorkerProcess::ReadResult WorkerProcess::Read(google::protobuf::Message* message
     }
     if (got_one) return ReadResult::kEvent;
     // Past the deadline (or a zero timeout) still looks once without waiting.
-    const int64_t wait_ms = std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()));
+    // Clamped to poll's int (an infinite timeout, as the device probe waits, would not fit).
+    const int64_t wait_ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(deadline - absl::Now()),
+                                                0, std::numeric_limits<int>::max());
     pollfd pfd{events_fd_, POLLIN, 0};
     const int ready = poll(&pfd, 1, static_cast<int>(wait_ms));
     if (ready < 0 && errno == EINTR) continue;
