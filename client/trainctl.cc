@@ -59,6 +59,7 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   });
   AddDevicesCommand(app, ctx, &exit_code);
   AddSubmitCommand(app, ctx, &exit_code);
+  AddRunCommand(app, ctx, &exit_code);
   AddListCommand(app, ctx, &exit_code);
   AddShowCommand(app, ctx, &exit_code);
   AddWatchCommand(app, ctx, &exit_code);

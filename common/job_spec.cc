@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/catalog.h"
+#include "common/script_spec.h"
 #include "common/spec_ranges.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -32,6 +33,7 @@ void ApplyDefaults(JobSpec* spec) {
   if ((spec->gpus() > 0 || !spec->devices().empty()) && spec->device().empty()) {
     spec->set_device("cuda");
   }
+  if (IsScriptJob(*spec)) return;  // the program has its own epochs, batch size...
   if (!spec->has_epochs()) spec->set_epochs(kDefaultEpochs);
   if (!spec->has_batch_size()) spec->set_batch_size(kDefaultBatchSize);
   if (!spec->has_learning_rate()) spec->set_learning_rate(kDefaultLearningRate);
@@ -509,6 +511,11 @@ absl::Status ValidateJobSpec(const JobSpec& spec) {
   // Every number first, each against its range (common/spec_ranges.cc): the rules below may
   // then rely on them.
   RETURN_IF_ERROR(CheckSpecRanges(spec));
+  if (IsScriptJob(spec)) {
+    RETURN_IF_ERROR(ValidateScriptJob(spec));
+    if (!spec.device().empty()) RETURN_IF_ERROR(ValidateDeviceName(spec.device()));
+    return ValidateDataParallel(spec);
+  }
   absl::Status status;
   if (spec.has_benchmark() && spec.benchmark().kind() == "matmul") {
     if (!spec.device().empty()) RETURN_IF_ERROR(ValidateDeviceName(spec.device()));

@@ -26,11 +26,15 @@ constexpr Bound kStringBounds[] = {
     {"values", 4096},     // a sweep axis value may be a path
     {"devices", 1024},    // up to kMaxProcesses "cuda:N," entries
     {"chunk", 4 << 20},   // an upload's piece (UploadReactor also checks it)
+    {"args", 8192},       // a script's word (kMaxScriptArgBytes)
+    {"path", 1024},       // a file of a script's working directory (kMaxScriptPathBytes)
 };
 constexpr Bound kRepeatedBounds[] = {
     {"values", 10000},   // of one sweep axis; the product is bounded by kMaxSweepMembers
     {"configs", 10000},  // of a sweep
     {"axes", 32},
+    {"args", 1024},    // a script's words (kMaxScriptArgs)
+    {"files", 20000},  // a script's working directory (kMaxScriptFiles)
 };
 
 size_t StringBound(absl::string_view name) {

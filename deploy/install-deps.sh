@@ -6,7 +6,9 @@
 # python3-grpcio, python3-protobuf: the Python client example (examples/python/, ~8 MB); its code
 # generator, grpc_python_plugin, comes with protobuf-compiler-grpc.
 # python3-torch, python3-pil: PyTorch itself (on the LibTorch already installed), which the
-# "your model" tests and examples/python/train_my_model.py script models and write data with.
+# "your model" tests and examples/python/train_my_model.py script models and write data with;
+# python3-torchvision: the example training programs run as script jobs (examples/scripts/, the
+# seed's ResNet-18 FakeData loop) and their tests.
 # libstb-dev: stb_image, which decodes image-folder datasets (PNG, JPEG).
 # clang, libclang-rt-14-dev: the ASan/UBSan build deploy/test.sh runs and the fuzz targets
 # (libFuzzer), docs/testing.md.
@@ -34,7 +36,7 @@ fi
 
 packages="build-essential cmake pkg-config ccache libtorch-dev libgloo-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
-libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-pil
+libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-torchvision python3-pil
 openssl libssl-dev iproute2 clang clang-format libclang-rt-14-dev
 libcpp-httplib-dev prometheus-cpp-dev nodejs chromium python3-prometheus-client
 slurm-client slurmctld slurmd munge slurmdbd mariadb-server"

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/message_bounds.h"
 #include "common/status_macros.h"
 #include "common/terminal_text.h"
@@ -53,12 +54,14 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
       Token token{fields[0], fields.size() >= 2 ? fields[1] : absl::StrCat("token-", number),
                   Role::kUser};
       if (fields.size() == 3) {
-        if (fields[2] == "admin") {
+        absl::string_view role = fields[2];
+        if (absl::ConsumeSuffix(&role, ",run-code")) token.may_run_code = true;
+        if (role == "admin") {
           token.role = Role::kAdmin;
-        } else if (fields[2] != "user") {
-          return absl::InvalidArgumentError(absl::StrCat("token-file: ", token_file, ":", number,
-                                                         ": role '", fields[2],
-                                                         "' is not one of: user, admin"));
+        } else if (role != "user") {
+          return absl::InvalidArgumentError(
+              absl::StrCat("token-file: ", token_file, ":", number, ": role '", fields[2],
+                           "' is not one of: user, admin, user,run-code, admin,run-code"));
         }
       }
       if (token.owner == "local") {
@@ -67,7 +70,8 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
                          ": the name 'local' is reserved for callers on the Unix socket"));
       }
       for (const Token& other : tokens) {
-        if (other.owner == token.owner && other.role != token.role) {
+        if (other.owner == token.owner &&
+            (other.role != token.role || other.may_run_code != token.may_run_code)) {
           return absl::InvalidArgumentError(absl::StrCat(
               "token-file: ", token_file, ":", number, ": '", token.owner,
               "' has another token with a different role; tokens of one name share its role"));
@@ -109,7 +113,7 @@ absl::StatusOr<Caller> AccessControl::Admit(const grpc::ServerContextBase& conte
 absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase& context) const {
   const std::string peer = context.peer();
   // The Unix socket is 0600 in a 0700 directory: whoever reaches it is the daemon's own user.
-  if (absl::StartsWith(peer, "unix:")) return Caller{"local", false, Role::kAdmin};
+  if (absl::StartsWith(peer, "unix:")) return Caller{"local", false, Role::kAdmin, /*may_run_code=*/true};
 
   const auto& metadata = context.client_metadata();
   // An in-process call from the dashboard for a browser that logged in with the one-time link.
@@ -121,7 +125,7 @@ absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase
     if (session != metadata.end() &&
         ConstantTimeEquals(std::string(session->second.data(), session->second.size()),
                            local_session_secret_)) {
-      return Caller{"local", false, Role::kAdmin};
+      return Caller{"local", false, Role::kAdmin, /*may_run_code=*/true};
     }
   }
   std::string presented;
@@ -148,7 +152,7 @@ absl::StatusOr<Caller> AccessControl::AuthenticateToken(const std::string& prese
                      ": send `authorization: Bearer TOKEN` with a token from traind's --token-file "
                      "(trainctl: --token-file or TRAINCTL_TOKEN_FILE)"));
   }
-  return Caller{match->owner, true, match->role};
+  return Caller{match->owner, true, match->role, match->may_run_code};
 }
 
 absl::StatusOr<std::unique_ptr<AccessControl::WatchLease>> AccessControl::AcquireWatch(

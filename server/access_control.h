@@ -2,8 +2,9 @@
 //
 // Callers on the Unix socket are local (the socket is 0600 in a 0700 directory, so the file
 // system already decided): they need no token and are admins. Callers over TCP must send
-// `authorization: Bearer <token>` matching a line of --token-file (`TOKEN [NAME [ROLE]]`);
-// tokens are compared in constant time. A `user` token (the default role) acts on its own jobs,
+// `authorization: Bearer <token>` matching a line of --token-file (`TOKEN [NAME [ROLE]]`, ROLE
+// `user` or `admin`, optionally followed by `,run-code`: that token may run programs, script
+// jobs; the local owner may); tokens are compared in constant time. A `user` token (the default role) acts on its own jobs,
 // sweeps and uploads only; an `admin` token on everyone's, and may pause the queue. Which RPC
 // needs what is decided in one table (rpc_policy.h). Each user token may hold at most
 // `max_queued_jobs` queued jobs, `max_watchers` open watches and `max_uploads` uploads in flight;
@@ -34,6 +35,9 @@ struct Caller {
   std::string owner;
   bool limited = false;  // a token holder: limits apply
   Role role = Role::kUser;
+  // May submit a program to run (a script job: code execution as traind's user). The local
+  // owner may; a token only where its line grants `run-code`.
+  bool may_run_code = false;
 
   bool is_admin() const { return role == Role::kAdmin; }
   // Whether this caller may read and change what `resource_owner` owns.
@@ -110,6 +114,7 @@ class AccessControl {
     std::string secret;
     std::string owner;
     Role role = Role::kUser;
+    bool may_run_code = false;
   };
   absl::StatusOr<Caller> Authenticate(const grpc::ServerContextBase& context) const;
   AccessControl(std::vector<Token> tokens, Limits limits)

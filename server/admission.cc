@@ -13,6 +13,7 @@
 #include "common/catalog.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
+#include "common/script_spec.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
 #include "server/device_plan.h"
@@ -83,6 +84,11 @@ absl::StatusOr<JobSpec> Admission::PrepareSpec(JobSpec spec, const Caller& calle
         "debug: fault injection is disabled (start traind with --enable-fault-injection)");
   }
 
+  if (IsScriptJob(spec)) {  // on this traind's devices (backend and hosts were refused)
+    RETURN_IF_ERROR(CheckScript(spec, caller));
+    RETURN_IF_ERROR(ResolveDevice(&spec));
+    return spec;
+  }
   if (IsSlurmJob(spec)) {
     // Slurm's nodes, not this machine's devices: nothing here to check device or amp against
     // (the worker on the node says what it lacks).

@@ -9,6 +9,7 @@
 #define TRAIND_SERVER_ADMISSION_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ class Admission {
     bool slurm_available = false;         // Slurm's commands and traind-slurm were found
     std::string host_name;                // traind --name: this host, rank 0 of a multi-host job
     std::vector<std::string> peer_names;  // traind --peer: the other hosts a job may name
+    // traind --python NAME=PATH: the interpreters a script job may name, by name.
+    std::map<std::string, std::string> interpreters;
   };
   Admission(Store* store, BlobStore* blobs, Options options);
 
@@ -66,6 +69,9 @@ class Admission {
   // data root (recorded resolved).
   absl::Status ResolveFiles(trainer::v1::JobSpec* spec, const Caller& caller) const;
   absl::Status ResolveInitFrom(trainer::v1::JobSpec* spec, const Caller& caller) const;
+  // A script job (admission_script.cc): `caller` may run code, the interpreter is allowed, and
+  // every file is an upload `caller` may use.
+  absl::Status CheckScript(const trainer::v1::JobSpec& spec, const Caller& caller) const;
   // The resolved path of `path` (a directory, or a regular file) if it lies under a data root,
   // by name and without a symlink or `..` leading out; INVALID_ARGUMENT naming `field`, with one
   // message for every path outside the roots, there or not, that lists the roots to local

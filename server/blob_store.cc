@@ -136,9 +136,10 @@ absl::Status BlobStore::Remove(const std::string& digest) {
 absl::StatusOr<std::unique_ptr<BlobStore::Upload>> BlobStore::BeginUpload(
     const trainer::v1::BlobHeader& header, int64_t max_bytes, const std::string& owner) {
   RETURN_IF_ERROR(ValidateBlobDigest("header.digest", header.digest()));
-  if (header.kind() != "model" && header.kind() != "data" && header.kind() != "weights") {
+  if (header.kind() != "model" && header.kind() != "data" && header.kind() != "weights" &&
+      header.kind() != "source") {
     return absl::InvalidArgumentError(absl::StrCat("header.kind: '", header.kind().substr(0, 40),
-                                                   "'; allowed: model, data, weights"));
+                                                   "'; allowed: model, data, weights, source"));
   }
   if (header.name().size() > kMaxNameLength) {
     return absl::InvalidArgumentError(

@@ -210,7 +210,7 @@ TEST(BlobStoreTest, HeadersAreCheckedBeforeAnyByteIsStored) {
             "lowercase hex digits");
   trainer::v1::BlobHeader bad_kind = Header("x", "checkpoint");
   EXPECT_EQ((*store)->BeginUpload(bad_kind, 1000).status().message(),
-            "header.kind: 'checkpoint'; allowed: model, data, weights");
+            "header.kind: 'checkpoint'; allowed: model, data, weights, source");
   EXPECT_TRUE(absl::IsInvalidArgument((*store)->Get("sha256:zz").status()));
   EXPECT_EQ(FilesIn(temp.path() + "/blobs/incoming"), 0);
 }

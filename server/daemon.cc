@@ -157,6 +157,20 @@ static std::string HostsLauncherPath(const std::string& worker_path) {
   return (std::filesystem::path(worker_path).parent_path() / "traind-hosts").string();
 }
 
+// traind-script, installed beside traind-worker.
+static std::string ScriptRunnerPath(const std::string& worker_path) {
+  return (std::filesystem::path(worker_path).parent_path() / "traind-script").string();
+}
+
+// The interpreters script jobs may name: the operator's (--python), else Debian's python3, which
+// has PyTorch (python3-torch), when it is installed.
+static std::map<std::string, std::string> Interpreters(
+    const std::map<std::string, std::string>& configured) {
+  if (!configured.empty()) return configured;
+  if (access("/usr/bin/python3", X_OK) != 0) return {};
+  return {{"python3", "/usr/bin/python3"}};
+}
+
 // What the listeners may be: TCP needs TLS, or loopback with --insecure-loopback, and tokens.
 static absl::Status CheckListeners(const DaemonOptions& options, bool tls) {
   if (tls && (options.tls_cert.empty() || options.tls_key.empty())) {
@@ -266,6 +280,8 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   scheduling.hosts_environment = options_.hosts_environment;
   scheduling.host_wait = options_.host_wait;
   scheduling.worker_nice = options_.worker_nice;
+  scheduling.script_runner_path = ScriptRunnerPath(options_.worker_path);
+  scheduling.interpreters = Interpreters(options_.interpreters);
   // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
   // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
   // admission checks user paths against the data roots alone).
@@ -282,6 +298,7 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
                               access(SlurmLauncherPath(options_.worker_path).c_str(), X_OK) == 0;
   admitting.host_name = options_.host_name;
   admitting.peer_names = options_.peer_names;
+  admitting.interpreters = Interpreters(options_.interpreters);
   admission_ = std::make_unique<Admission>(store_.get(), blobs_.get(), std::move(admitting));
   service_ = std::make_unique<TrainerService>(
       store_.get(), hub_.get(), executor_.get(), scheduler_.get(), access_.get(), admission_.get(),

@@ -70,6 +70,9 @@ struct DaemonOptions {
   std::function<void()> shutdown_hook;
   // Jobs may read datasets only under these directories (plus the default Fashion-MNIST one).
   std::vector<std::string> data_roots;
+  // The interpreters script jobs may name (traind --python NAME=PATH), by name. Empty: Debian's
+  // python3 as "python3" where /usr/bin/python3 exists (DefaultInterpreters).
+  std::map<std::string, std::string> interpreters;
   // HOST:PORT of the dashboard, JSON API and /metrics (server/http/); empty: nothing listens.
   // Plain HTTP on loopback only; with tls_cert/tls_key it is HTTPS and may listen anywhere.
   std::string http;

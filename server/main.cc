@@ -13,6 +13,7 @@
 #include "common/build_version.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
+#include "common/script_spec.h"
 #include "connect/config_file.h"
 #include "hosts/peer_config.h"
 #include "server/daemon.h"
@@ -103,6 +104,11 @@ int main(int argc, char** argv) {
   std::string host_name;
   app.add_option("--name", host_name,
                  "This traind's name in a job's --hosts (default: this machine's host name)");
+  std::vector<std::string> python_flags;
+  app.add_option("--python", python_flags,
+                 "An interpreter script jobs may run (trainctl run -- NAME train.py): NAME=PATH, "
+                 "e.g. --python python3=/usr/bin/python3 --python venv=/opt/venv/bin/python. "
+                 "Repeatable; default: python3=/usr/bin/python3 where it exists");
   std::vector<std::string> peer_flags;
   app.add_option("--peer", peer_flags,
                  "Another traind this one may run jobs with (--hosts): NAME=HOST:PORT, reached "
@@ -169,6 +175,19 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   options.cancel_grace = absl::Seconds(cancel_grace_seconds);
+  for (const std::string& flag : python_flags) {
+    const size_t eq = flag.find('=');
+    const std::string name = flag.substr(0, eq);
+    const std::string path = eq == std::string::npos ? "" : flag.substr(eq + 1);
+    if (absl::Status valid = traind::ValidateInterpreterName("--python", name);
+        !valid.ok() || path.empty() || path[0] != '/' || access(path.c_str(), X_OK) != 0) {
+      std::cerr << "traind: --python " << flag
+                << ": expected NAME=PATH, NAME of letters, digits, '.', '_', '-' and PATH an "
+                   "absolute path to an executable\n";
+      return 2;
+    }
+    options.interpreters[name] = path;
+  }
   {
     traind::PeersConfig peers;
     peers.self = host_name.empty() ? traind::ThisHostName() : host_name;

@@ -13,6 +13,7 @@
 #include "common/free_port.h"
 #include "common/job_spec.h"
 #include "common/random_secret.h"
+#include "common/script_spec.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
 #include "supervise/rank_events.h"
@@ -213,6 +214,20 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
     workers.push_back(std::move(launcher));
     return workers;
   }
+  // A user's program: traind-script in each worker's place. It loads no LibTorch, so none is
+  // kept warm for it; every rank learns all the job's devices (its LOCAL_RANK indexes them).
+  const bool script = IsScriptJob(request.spec());
+  const std::string& worker_path = script ? options_.script_runner_path : options_.worker_path;
+  std::vector<std::string> job_environment;
+  if (script) job_environment.push_back("TRAIND_JOB_DEVICES=" + absl::StrJoin(devices, ","));
+  if (ranks == 1 && script) {
+    std::vector<std::string> environment = WorkerEnvironment();
+    environment.insert(environment.end(), job_environment.begin(), job_environment.end());
+    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> runner,
+                     WorkerProcess::Start(worker_path, on_device(devices[0]), environment));
+    workers.push_back(std::move(runner));
+    return workers;
+  }
   if (ranks == 1) {
     ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(on_device(devices[0])));
     workers.push_back(std::move(worker));
@@ -223,8 +238,9 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Scheduler::StartRank
   for (int r = 0; r < ranks; ++r) {
     std::vector<std::string> environment = TorchrunEnvironment({r, r, ranks, "127.0.0.1", port});
     for (std::string& variable : WorkerEnvironment()) environment.push_back(std::move(variable));
+    environment.insert(environment.end(), job_environment.begin(), job_environment.end());
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
-        WorkerProcess::Start(options_.worker_path, on_device(devices[r]), environment);
+        WorkerProcess::Start(worker_path, on_device(devices[r]), environment);
     if (!worker.ok()) {
       return absl::Status(worker.status().code(),
                           absl::StrCat("rank ", r, ": ", worker.status().message()));
@@ -587,6 +603,22 @@ absl::StatusOr<trainer::v1::WorkerRequest> Scheduler::RequestFor(const Job& job)
     request.set_data_path(options_.blobs->PathOf(job.spec().data_file()));
   } else {
     request.set_data_path(job.spec().data_file());  // resolved under a data root at submit
+  }
+  if (IsScriptJob(job.spec())) {
+    const trainer::v1::ScriptSpec& script = job.spec().script();
+    const auto interpreter =
+        options_.interpreters.find(script.interpreter().empty() ? kDefaultInterpreter
+                                                                : script.interpreter());
+    // One allowed at submit may be gone since (traind restarted without it): the runner says so.
+    if (interpreter != options_.interpreters.end()) {
+      request.set_interpreter_path(interpreter->second);
+    }
+    for (const trainer::v1::ScriptFile& file : script.files()) {
+      trainer::v1::ScriptSource* source = request.add_script_sources();
+      source->set_path(file.path());
+      if (options_.blobs != nullptr) source->set_source(options_.blobs->PathOf(file.digest()));
+      source->set_executable(file.executable());
+    }
   }
   // Checked again where the worker opens them: a path may have changed since submit.
   for (const std::string& root : options_.worker_data_roots) request.add_data_roots(root);

@@ -66,6 +66,10 @@ class Scheduler {
     std::string hosts_launcher_path;
     std::vector<std::string> hosts_environment;
     absl::Duration host_wait = absl::Minutes(10);
+    // Script jobs (JobSpec.script): traind-script, started in a worker's place, one per rank; and
+    // the interpreters they may name (traind --python NAME=PATH).
+    std::string script_runner_path;
+    std::map<std::string, std::string> interpreters;
     // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
     int worker_nice = 10;
     // WorkerRequest.data_roots of every job: the data roots and the blob directory, beneath

@@ -163,6 +163,9 @@ std::vector<std::string> BlobsOf(const trainer::v1::JobSpec& spec) {
   for (const std::string* value : {&spec.model_file(), &spec.data_file(), &spec.init_from()}) {
     if (absl::StartsWith(*value, "sha256:")) digests.push_back(*value);
   }
+  for (const trainer::v1::ScriptFile& file : spec.script().files()) {
+    digests.push_back(file.digest());
+  }
   return digests;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -27,6 +28,7 @@ using trainer::v1::Job;
 constexpr char kAlice[] = "alice-token-0123456789";
 constexpr char kBob[] = "bob-token-0123456789ab";
 constexpr char kRoot[] = "root-token-0123456789a";
+constexpr char kCarol[] = "carol-token-0123456789";  // a user who may run programs
 constexpr char kCsv[] = "x,label\n1,0\n";
 
 std::string DigestOf(const std::string& content) {
@@ -47,7 +49,8 @@ class AccessTest : public ::testing::Test {
     std::ofstream(token_file_) << "# name and role\n"
                                << kAlice << " alice\n"
                                << kBob << " bob user\n"
-                               << kRoot << " root admin\n";
+                               << kRoot << " root admin\n"
+                               << kCarol << " carol user,run-code\n";
     DaemonOptions options;
     options.state_dir = state_dir_ + "/state";
     options.worker_path = TRAIND_WORKER_PATH;
@@ -625,6 +628,95 @@ TEST_F(AccessTest, PeersServeAdminTokensOnlyAndCheckEveryField) {
   ASSERT_TRUE(peers->Release(As(kRoot).get(), release, &released).ok());
   const grpc::Status again = peers->Reserve(As(kRoot).get(), reserve, &second);
   EXPECT_TRUE(again.ok()) << again.error_message();
+}
+
+// A program's source, uploaded as `token`: its digest.
+std::string UploadSource(trainer::v1::Trainer::Stub& stub, std::unique_ptr<grpc::ClientContext> as,
+                         const std::string& content) {
+  trainer::v1::Blob blob;
+  auto writer = stub.UploadBlob(as.get(), &blob);
+  trainer::v1::UploadBlobRequest header;
+  header.mutable_header()->set_digest(DigestOf(content));
+  header.mutable_header()->set_size_bytes(static_cast<int64_t>(content.size()));
+  header.mutable_header()->set_kind("source");
+  header.mutable_header()->set_name("train.py");
+  trainer::v1::UploadBlobRequest chunk;
+  chunk.set_chunk(content);
+  if (writer->Write(header)) writer->Write(chunk);
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return DigestOf(content);
+}
+
+trainer::v1::SubmitJobRequest ScriptJob(const std::string& digest) {
+  trainer::v1::SubmitJobRequest request;
+  trainer::v1::ScriptSpec* script = request.mutable_spec()->mutable_script();
+  script->add_args("train.py");
+  trainer::v1::ScriptFile* file = script->add_files();
+  file->set_path("train.py");
+  file->set_digest(digest);
+  request.mutable_spec()->set_device("cpu");
+  return request;
+}
+
+TEST_F(AccessTest, RunningAProgramNeedsTheRunCodeGrantOverRawGrpc) {
+  const std::string alices = UploadSource(*tcp_, As(kAlice), "print('alice')\n");
+  Job job;
+  grpc::Status status = tcp_->SubmitJob(As(kAlice).get(), ScriptJob(alices), &job);
+  EXPECT_EQ(status.error_code(), StatusCode::PERMISSION_DENIED) << status.error_message();
+  EXPECT_NE(status.error_message().find("user,run-code"), std::string::npos)
+      << status.error_message();
+  // An admin token is not a grant to run code either.
+  const std::string roots = UploadSource(*tcp_, As(kRoot), "print('root')\n");
+  EXPECT_EQ(tcp_->SubmitJob(As(kRoot).get(), ScriptJob(roots), &job).error_code(),
+            StatusCode::PERMISSION_DENIED);
+
+  const std::string carols = UploadSource(*tcp_, As(kCarol), "print('carol')\n");
+  status = tcp_->SubmitJob(As(kCarol).get(), ScriptJob(carols), &job);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(job.owner(), "carol");
+  EXPECT_TRUE(job.spec().has_script());
+  // The local owner may (the Unix socket).
+  EXPECT_TRUE(local_->SubmitJob(As("").get(), ScriptJob(carols), &job).ok());
+
+  // Someone else's upload is not hers to run; its digest alone proves nothing.
+  status = tcp_->SubmitJob(As(kCarol).get(), ScriptJob(alices), &job);
+  EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("not stored on this daemon"), std::string::npos);
+
+  // What a raw client may put in a script job, refused by field.
+  struct Case {
+    std::function<void(trainer::v1::JobSpec*)> change;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {[](trainer::v1::JobSpec* s) { s->set_epochs(3); }, "epochs: not for a script job"},
+      {[](trainer::v1::JobSpec* s) { s->set_model("lenet5"); }, "model: not for a script job"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->mutable_files(0)->set_path("../x.py"); },
+       "must not have empty, '.' or '..' parts"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->mutable_files(0)->set_path("/etc/x"); },
+       "must be relative"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->set_args(0, "absent.py"); },
+       "is not a file of the working directory"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->add_args(std::string("a\0b", 3)); },
+       "contains a NUL byte"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->set_interpreter("python9"); },
+       "'python9' is not one this traind allows"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->set_interpreter("/bin/sh"); },
+       "is not an interpreter's name"},
+      {[](trainer::v1::JobSpec* s) { s->mutable_script()->clear_args(); },
+       "script.args: give the program"},
+      {[](trainer::v1::JobSpec* s) { s->set_backend("slurm"); }, "backend: not for a script job"},
+  };
+  for (const Case& c : cases) {
+    trainer::v1::SubmitJobRequest request = ScriptJob(carols);
+    c.change(request.mutable_spec());
+    status = tcp_->SubmitJob(As(kCarol).get(), request, &job);
+    EXPECT_EQ(status.error_code(), StatusCode::INVALID_ARGUMENT) << c.message;
+    EXPECT_NE(status.error_message().find(c.message), std::string::npos)
+        << status.error_message() << " (expected: " << c.message << ")";
+  }
 }
 
 }  // namespace

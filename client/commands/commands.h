@@ -14,6 +14,7 @@ namespace traind {
 
 void AddDevicesCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddRunCommand(CLI::App& app, Context& ctx, int* exit_code);  // a user's program
 void AddListCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddShowCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code);
@@ -41,6 +42,10 @@ int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, cons
 
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);
+
+// Whether job `job_id` runs a user's program (JobSpec.script): its own lines are its log, so
+// `watch` and `logs` do not print the events read from them again. False when it cannot be read.
+bool IsProgramJob(Context& ctx, int64_t job_id);
 
 // Follows a job to its end (shared by `watch` and `submit --watch`). Returns the exit code.
 // `mode` defaults to a progress bar on a terminal, plain lines otherwise, JSON with --output json.

@@ -1,5 +1,6 @@
 // trainctl logs ID: the job's history in the reference scripts' format, line for line, with the
 // job's own notes (log lines: its start-up phases, device settings, a resumption) where they came.
+// A program's job (trainctl run) shows the program's own output, as it printed it.
 // With --follow it keeps going until the job ends (like `watch` without the progress bar).
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
@@ -18,12 +19,13 @@ struct LogsFlags {
 
 int RunLogs(Context& ctx, const LogsFlags& flags) {
   int64_t last_seq = 0;
+  const bool program_output = !ctx.json() && IsProgramJob(ctx, flags.job_id);
   const grpc::Status status =
       ForEachStoredEvent(ctx.stub(), flags.job_id, [&](const trainer::v1::JobEvent& event) {
         last_seq = event.seq();
         if (ctx.json()) {
           ctx.PrintJson(event, /*one_line=*/true);
-        } else {
+        } else if (!(program_output && EchoesProgramOutput(event))) {
           for (const std::string& line : FormatEventLines(event)) ctx.out() << line << "\n";
         }
       });

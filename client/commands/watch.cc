@@ -41,13 +41,22 @@ struct WatchFlags {
 
 }  // namespace
 
+bool IsProgramJob(Context& ctx, int64_t job_id) {
+  trainer::v1::GetJobRequest request;
+  request.set_id(job_id);
+  Job job;
+  auto call = UnaryCall();
+  return ctx.stub().GetJob(call.get(), request, &job).ok() && job.spec().has_script();
+}
+
 int WatchJob(Context& ctx, int64_t job_id, int64_t from_seq, std::optional<RenderMode> mode) {
   if (!mode.has_value()) {
     mode = ctx.json()              ? RenderMode::kJson
            : ctx.out_is_terminal() ? RenderMode::kProgressBar
                                    : RenderMode::kPlain;
   }
-  std::unique_ptr<EventRenderer> renderer = MakeEventRenderer(*mode, job_id, ctx.out(), ctx.err());
+  std::unique_ptr<EventRenderer> renderer =
+      MakeEventRenderer(*mode, job_id, ctx.out(), ctx.err(), IsProgramJob(ctx, job_id));
   int64_t next_seq = std::max<int64_t>(from_seq, 1);
   Job::State final_state = Job::STATE_UNSPECIFIED;
   bool ever_connected = false;

@@ -33,9 +33,11 @@ std::string StateLine(int64_t job_id, const trainer::v1::StateChange& change) {
 
 class PlainRenderer : public EventRenderer {
  public:
-  PlainRenderer(int64_t job_id, std::ostream& out) : job_id_(job_id), out_(out) {}
+  PlainRenderer(int64_t job_id, std::ostream& out, bool program_output)
+      : job_id_(job_id), out_(out), program_output_(program_output) {}
   void OnEvent(const JobEvent& event) override {
     if (event.has_state_change()) out_ << StateLine(job_id_, event.state_change()) << "\n";
+    if (program_output_ && EchoesProgramOutput(event)) return;
     for (const std::string& line : FormatEventLines(event)) out_ << line << "\n";
     out_.flush();
   }
@@ -46,6 +48,7 @@ class PlainRenderer : public EventRenderer {
  private:
   const int64_t job_id_;
   std::ostream& out_;
+  const bool program_output_;
 };
 
 class JsonRenderer : public EventRenderer {
@@ -72,7 +75,8 @@ class JsonRenderer : public EventRenderer {
 // above it.
 class ProgressBarRenderer : public EventRenderer {
  public:
-  ProgressBarRenderer(int64_t job_id, std::ostream& out) : job_id_(job_id), out_(out) {}
+  ProgressBarRenderer(int64_t job_id, std::ostream& out, bool program_output)
+      : job_id_(job_id), out_(out), program_output_(program_output) {}
   void OnEvent(const JobEvent& event) override {
     if (event.has_step()) {
       last_step_ = event.step();
@@ -82,7 +86,7 @@ class ProgressBarRenderer : public EventRenderer {
     }
     std::vector<std::string> lines;
     if (event.has_state_change()) lines.push_back(StateLine(job_id_, event.state_change()));
-    if (!event.has_step()) {
+    if (!(program_output_ && EchoesProgramOutput(event))) {
       for (std::string& line : FormatEventLines(event)) lines.push_back(std::move(line));
     }
     if (event.has_epoch_summary() && have_step_) {
@@ -118,6 +122,7 @@ class ProgressBarRenderer : public EventRenderer {
 
   const int64_t job_id_;
   std::ostream& out_;
+  const bool program_output_;
   trainer::v1::StepMetrics last_step_;
   bool have_step_ = false;
   bool drawn_ = false;
@@ -165,16 +170,20 @@ std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
   return line;
 }
 
+bool EchoesProgramOutput(const JobEvent& event) {
+  return event.has_step() || event.has_epoch_summary() || event.has_final_result();
+}
+
 std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id, std::ostream& out,
-                                                 std::ostream& err) {
+                                                 std::ostream& err, bool program_output) {
   switch (mode) {
     case RenderMode::kProgressBar:
-      return std::make_unique<ProgressBarRenderer>(job_id, out);
+      return std::make_unique<ProgressBarRenderer>(job_id, out, program_output);
     case RenderMode::kJson:
       return std::make_unique<JsonRenderer>(out, err);
     case RenderMode::kPlain:
     default:
-      return std::make_unique<PlainRenderer>(job_id, out);
+      return std::make_unique<PlainRenderer>(job_id, out, program_output);
   }
 }
 

@@ -21,8 +21,14 @@ class EventRenderer {
 
 enum class RenderMode { kProgressBar, kPlain, kJson };
 
+// `program_output`: the job is a user's program (JobSpec.script), whose own lines are its log:
+// the step, epoch and result events read from them are not printed again as lines (the progress
+// bar still follows the steps).
 std::unique_ptr<EventRenderer> MakeEventRenderer(RenderMode mode, int64_t job_id, std::ostream& out,
-                                                 std::ostream& err);
+                                                 std::ostream& err, bool program_output = false);
+
+// Whether `event` restates a line of a program's output (a step, an epoch's summary, the result).
+bool EchoesProgramOutput(const trainer::v1::JobEvent& event);
 
 // The progress line for a StepMetrics (exposed for tests), `width` columns at most.
 std::string ProgressLine(const trainer::v1::StepMetrics& step, int width);

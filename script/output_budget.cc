@@ -1,0 +1,33 @@
+#include "script/output_budget.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace traind {
+
+bool OutputBudget::Admit(absl::Time now) {
+  if (last_refill_ != absl::InfinitePast()) {
+    tokens_ = std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_refill_) * per_second_);
+  }
+  last_refill_ = now;
+  if (tokens_ >= 1) {
+    tokens_ -= 1;
+    return true;
+  }
+  ++dropped_since_note_;
+  ++dropped_total_;
+  return false;
+}
+
+std::optional<std::string> OutputBudget::Note(absl::Time now, bool force, absl::Duration every) {
+  if (dropped_since_note_ == 0 || (!force && now - last_note_ < every)) return std::nullopt;
+  std::string note = absl::StrCat("traind: ", dropped_since_note_, " ", what_,
+                                  " not stored (more than ", per_second_, " a second after a burst of ",
+                                  burst_, "); ", dropped_total_, " in all so far");
+  dropped_since_note_ = 0;
+  last_note_ = now;
+  return note;
+}
+
+}  // namespace traind

@@ -1,0 +1,67 @@
+// OutputLines and ValidUtf8: a program's bytes become lines fit for events; OutputBudget bounds
+// how many are stored.
+#include "script/output_lines.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "script/output_budget.h"
+
+namespace traind {
+namespace {
+
+std::vector<std::string> Lines(const std::vector<std::string>& pieces) {
+  OutputLines reader;
+  std::vector<std::string> lines;
+  for (const std::string& piece : pieces) reader.Append(piece, &lines);
+  reader.Finish(&lines);
+  return lines;
+}
+
+TEST(OutputLinesTest, LinesEndAtNewlineCarriageReturnOrBoth) {
+  EXPECT_EQ(Lines({"a\nb\r\nc\rd"}), (std::vector<std::string>{"a", "b", "c", "d"}));
+  // Split anywhere, even between "\r" and "\n".
+  EXPECT_EQ(Lines({"lo", "ss 1\r", "\nloss 2\n"}),
+            (std::vector<std::string>{"loss 1", "loss 2"}));
+  EXPECT_EQ(Lines({"\n\n"}), (std::vector<std::string>{"", ""}));
+}
+
+TEST(OutputLinesTest, AVeryLongLineIsCutWhereItReachesTheLimit) {
+  const std::string huge(OutputLines::kMaxLineBytes * 2 + 5, 'x');
+  const std::vector<std::string> lines = Lines({huge});
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].size(), OutputLines::kMaxLineBytes);
+  EXPECT_EQ(lines[2], "xxxxx");
+}
+
+TEST(OutputLinesTest, InvalidUtf8BecomesTheReplacementCharacter) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  EXPECT_EQ(ValidUtf8("caf\xC3\xA9 \xE2\x9C\x93"), "caf\xC3\xA9 \xE2\x9C\x93");  // valid stays
+  EXPECT_EQ(ValidUtf8("a\xFF" "b"), "a" + replacement + "b");
+  EXPECT_EQ(ValidUtf8("\xC0\xAF"), replacement + replacement);      // overlong '/'
+  EXPECT_EQ(ValidUtf8("\xED\xA0\x80"), replacement + replacement + replacement);  // a surrogate
+  EXPECT_EQ(ValidUtf8("\xF4\x90\x80\x80").size(), 4 * replacement.size());      // > U+10FFFF
+  EXPECT_EQ(ValidUtf8("end\xE2\x9C"), "end" + replacement + replacement);        // cut short
+  // Escapes are text: the clients make them harmless when they print them.
+  EXPECT_EQ(ValidUtf8("\x1b[31mred"), "\x1b[31mred");
+}
+
+TEST(OutputBudgetTest, ABurstThenASteadyRateAndANoteOfWhatWasDropped) {
+  OutputBudget budget("lines of output", 3, 2);
+  const absl::Time start = absl::FromUnixSeconds(1000);
+  int admitted = 0;
+  for (int i = 0; i < 10; ++i) admitted += budget.Admit(start);
+  EXPECT_EQ(admitted, 3);
+  EXPECT_EQ(budget.dropped_total(), 7);
+  EXPECT_TRUE(budget.Admit(start + absl::Seconds(1)));  // 2 a second again
+  EXPECT_TRUE(budget.Admit(start + absl::Seconds(1)));
+  EXPECT_FALSE(budget.Admit(start + absl::Seconds(1)));
+  std::optional<std::string> note = budget.Note(start + absl::Seconds(1));
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("8 lines of output not stored"), std::string::npos) << *note;
+  EXPECT_FALSE(budget.Note(start + absl::Seconds(2)).has_value());  // nothing new dropped
+}
+
+}  // namespace
+}  // namespace traind

@@ -1,0 +1,182 @@
+#include "script/program_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace traind {
+
+namespace {
+
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+void CloseBoth(int fds[2]) {
+  close(fds[0]);
+  close(fds[1]);
+}
+
+std::vector<char*> Pointers(const std::vector<std::string>& words) {
+  std::vector<char*> pointers;
+  for (const std::string& word : words) pointers.push_back(const_cast<char*>(word.c_str()));
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// In the child, between fork and exec: async-signal-safe calls only. Reports errno on `report`
+// and exits if anything fails.
+[[noreturn]] void BecomeProgram(const ProgramProcess::Options& options, char* const* argv,
+                                char* const* envp, int out, int err, int report, pid_t parent) {
+  auto fail = [&] {
+    const int error = errno;
+    (void)!write(report, &error, sizeof(error));
+    _exit(127);
+  };
+  // Its own session: a terminal's signals and traind's group's do not reach it, and its group
+  // is everything it starts that does not leave on purpose.
+  if (setsid() < 0) fail();
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
+  if (getppid() != parent) _exit(127);  // the runner died before PDEATHSIG was set
+  const int null = open("/dev/null", O_RDONLY);
+  if (null < 0 || dup2(null, STDIN_FILENO) < 0) fail();
+  if (dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0) fail();
+  // Nothing else of the runner's crosses exec: not its event pipe to traind (a program writing
+  // there would forge events; one left running would hold it open).
+  syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The runner ignores SIGPIPE; an ignored signal stays ignored across exec.
+  for (int signal : {SIGPIPE, SIGTERM, SIGINT, SIGUSR1, SIGHUP}) ::signal(signal, SIG_DFL);
+  if (chdir(options.working_dir.c_str()) != 0) fail();
+  execve(options.path.c_str(), argv, envp);
+  fail();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Options& options) {
+  int out[2], err[2], report[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return Errno("pipe");
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    CloseBoth(out);
+    return Errno("pipe");
+  }
+  if (pipe2(report, O_CLOEXEC) != 0) {
+    CloseBoth(out), CloseBoth(err);
+    return Errno("pipe");
+  }
+  // Built before fork: the child may only make async-signal-safe calls.
+  const std::vector<char*> argv = Pointers(options.argv);
+  const std::vector<char*> envp = Pointers(options.environment);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    CloseBoth(out), CloseBoth(err), CloseBoth(report);
+    return Errno("fork");
+  }
+  if (pid == 0) {
+    BecomeProgram(options, argv.data(), envp.data(), out[1], err[1], report[1], parent);
+  }
+  close(out[1]), close(err[1]), close(report[1]);
+  int error = 0;
+  ssize_t got;
+  do {
+    got = read(report[0], &error, sizeof(error));  // EOF: exec closed it (CLOEXEC)
+  } while (got < 0 && errno == EINTR);
+  close(report[0]);
+  if (got == sizeof(error)) {
+    waitpid(pid, nullptr, 0);
+    close(out[0]), close(err[0]);
+    return absl::FailedPreconditionError(absl::StrCat("cannot run ", options.path, " in ",
+                                                      options.working_dir, ": ",
+                                                      std::strerror(error)));
+  }
+  return std::unique_ptr<ProgramProcess>(new ProgramProcess(pid, out[0], err[0]));
+}
+
+ProgramProcess::~ProgramProcess() {
+  if (!reaped_) {
+    SignalGroup(SIGKILL);
+    Wait();
+  }
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool ProgramProcess::Read(absl::Duration timeout, std::vector<Output>* output) {
+  pollfd polled[2];
+  int count = 0;
+  Stream streams[2];
+  for (int i = 0; i < 2; ++i) {
+    if (fds_[i] < 0) continue;
+    polled[count] = {fds_[i], POLLIN, 0};
+    streams[count++] = i == 0 ? Stream::kStdout : Stream::kStderr;
+  }
+  if (count == 0) return false;
+  const int64_t ms = absl::ToInt64Milliseconds(timeout);
+  const int wait_ms = timeout == absl::InfiniteDuration() ? -1
+                      : ms > 1 << 30                      ? 1 << 30
+                                                          : static_cast<int>(ms);
+  if (poll(polled, count, wait_ms) <= 0) return true;  // a timeout, or EINTR (a stop signal)
+  char buffer[64 * 1024];
+  for (int i = 0; i < count; ++i) {
+    if (polled[i].revents == 0) continue;
+    const ssize_t n = read(polled[i].fd, buffer, sizeof(buffer));
+    if (n > 0) {
+      output->push_back({streams[i], std::string(buffer, n)});
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      int& fd = fds_[streams[i] == Stream::kStdout ? 0 : 1];
+      close(fd);
+      fd = -1;
+    }
+  }
+  return fds_[0] >= 0 || fds_[1] >= 0;
+}
+
+void ProgramProcess::SignalGroup(int signal) {
+  if (!reaped_) kill(-pid_, signal);  // the group keeps its id while the leader is unreaped
+}
+
+bool ProgramProcess::HasExited() {
+  if (reaped_) return true;
+  siginfo_t info = {};
+  return waitid(P_PID, pid_, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_;
+}
+
+ProgramProcess::Exit ProgramProcess::Wait() {
+  Exit exit;
+  if (reaped_) return exit;
+  // Ended, but not reaped yet: its pid, the group's id, cannot be reused while children it left
+  // in its group (a DataLoader's workers, a forked server) are killed with it.
+  siginfo_t info = {};
+  while (waitid(P_PID, pid_, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  kill(-pid_, SIGKILL);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  reaped_ = true;
+  if (WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+  return exit;
+}
+
+std::string ProgramProcess::Exit::Describe() const {
+  if (signal != 0) return absl::StrCat("signal ", signal, " (", strsignal(signal), ")");
+  return absl::StrCat("exit code ", exit_code);
+}
+
+}  // namespace traind

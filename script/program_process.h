@@ -1,0 +1,71 @@
+// ProgramProcess: a user's program (traind-script's child): started in a session and process group
+// of its own, in its working directory, with its stdin on /dev/null and its stdout and stderr on
+// pipes read here. Whatever it starts in its group is signalled with it (SignalGroup), and the
+// group is killed when the program ends; it dies with traind-script (PR_SET_PDEATHSIG), so a
+// killed runner cannot leave the program training. A child that leaves the group on purpose
+// (setsid, setpgid) escapes both: docs/security.md says so. Not thread-safe: one thread drives it.
+#ifndef TRAIND_SCRIPT_PROGRAM_PROCESS_H_
+#define TRAIND_SCRIPT_PROGRAM_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace traind {
+
+class ProgramProcess {
+ public:
+  struct Options {
+    std::string path;                      // the executable (an interpreter), absolute
+    std::vector<std::string> argv;         // argv[0] included
+    std::vector<std::string> environment;  // the whole environment, "NAME=value"
+    std::string working_dir;
+  };
+  // FAILED_PRECONDITION when the program cannot be executed (missing, not executable), with
+  // the system's reason.
+  static absl::StatusOr<std::unique_ptr<ProgramProcess>> Start(const Options& options);
+  ~ProgramProcess();  // kills the group and reaps the program
+
+  enum class Stream { kStdout, kStderr };
+  struct Output {
+    Stream stream;
+    std::string bytes;
+  };
+  // Waits up to `timeout` for output on either stream and appends what has arrived (at most
+  // 64 KiB a stream). False once both streams are closed (the program, and everything it started
+  // that held them, has ended).
+  bool Read(absl::Duration timeout, std::vector<Output>* output);
+
+  // The program's process group: the program and what it started there.
+  void SignalGroup(int signal);
+
+  struct Exit {
+    int exit_code = -1;  // when it exited
+    int signal = 0;      // when a signal ended it
+    std::string Describe() const;  // "exit code 1" / "signal 9 (Killed)"
+  };
+  // Whether the program itself has ended (without reaping it). Its output may still be open in
+  // children it left behind.
+  bool HasExited();
+  // Waits for the program to end, kills what is left of its group (children it left behind),
+  // then reaps it.
+  Exit Wait();
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd)
+      : pid_(pid), fds_{stdout_fd, stderr_fd} {}
+  const pid_t pid_;
+  int fds_[2];  // stdout, stderr; -1 once closed
+  bool reaped_ = false;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SCRIPT_PROGRAM_PROCESS_H_

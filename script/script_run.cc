@@ -1,0 +1,250 @@
+#include "script/script_run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "common/proc_file.h"
+#include "common/script_spec.h"
+#include "common/status_macros.h"
+#include "script/script_environment.h"
+#include "script/working_copy.h"
+#include "supervise/worker_exit.h"
+
+extern char** environ;
+
+namespace traind {
+
+namespace {
+
+using trainer::v1::JobEvent;
+using trainer::v1::LogLine;
+
+constexpr size_t kStderrTailLines = 20;
+// The program's whole output is kept in the job's directory up to this much; the store keeps what
+// OutputBudget admits.
+constexpr int64_t kOutputLogBytes = 64 << 20;
+
+void Stamp(JobEvent* event) {
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  event->mutable_time()->set_seconds(nanos / 1000000000);
+  event->mutable_time()->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
+
+absl::Status MakeDirectory(const std::string& path) {
+  if (mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+ScriptRun::ScriptRun(const trainer::v1::WorkerRequest& request, EventPipeWriter* events,
+                     const StopFlags& stop, Options options)
+    : request_(request), events_(events), stop_(stop), options_(options) {}
+
+std::string ScriptRun::Private(const std::string& text) const {
+  return absl::StrReplaceAll(text, {{request_.job_dir(), "<the job's directory>"}});
+}
+
+void ScriptRun::Send(JobEvent event) {
+  const bool error = event.has_log() && event.log().severity() == LogLine::ERROR;
+  if (options_.rank != 0 && !error) return;
+  Stamp(&event);
+  (void)events_->Write(event);  // traind gone: SIGUSR1 (its death signal) stops the program
+}
+
+void ScriptRun::Log(const std::string& text, LogLine::Severity severity) {
+  JobEvent event;
+  event.mutable_log()->set_severity(severity);
+  event.mutable_log()->set_text(text);
+  Send(std::move(event));
+}
+
+int ScriptRun::Fail(const std::string& why) {
+  Log(Private(why), LogLine::ERROR);
+  return kWorkerJobFailed;
+}
+
+absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
+  const std::string& job_dir = request_.job_dir();
+  const std::string working_dir = job_dir + "/work";
+  RETURN_IF_ERROR(MakeWorkingCopy(request_.script_sources(), working_dir));
+  ScriptDirectories directories{job_dir + "/checkpoints", job_dir + "/outputs", job_dir + "/tmp"};
+  for (const std::string* dir : {&directories.checkpoints, &directories.outputs,
+                                 &directories.temp}) {
+    RETURN_IF_ERROR(MakeDirectory(*dir));
+  }
+  const std::string output_log =
+      options_.rank == 0 ? "/output.log" : absl::StrCat("/output-rank", options_.rank, ".log");
+  output_log_fd_ = open((job_dir + output_log).c_str(),
+                        O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+  std::vector<std::string> inherited;
+  for (char** entry = environ; *entry != nullptr; ++entry) inherited.emplace_back(*entry);
+  const char* job_devices = std::getenv("TRAIND_JOB_DEVICES");
+  ProgramProcess::Options program;
+  program.path = request_.interpreter_path();
+  program.argv.push_back(request_.spec().script().interpreter().empty()
+                             ? kDefaultInterpreter
+                             : request_.spec().script().interpreter());
+  for (const std::string& arg : request_.spec().script().args()) program.argv.push_back(arg);
+  program.environment =
+      ScriptEnvironment(request_, directories, inherited, job_devices ? job_devices : "");
+  program.working_dir = working_dir;
+  return program;
+}
+
+int ScriptRun::Run() {
+  if (request_.interpreter_path().empty()) return Fail("traind named no interpreter for the job");
+  absl::StatusOr<ProgramProcess::Options> options = Prepare();
+  if (!options.ok()) return Fail(std::string(options.status().message()));
+  if (stop_.stop.load()) return kWorkerStopped;  // stopped before it started
+  absl::StatusOr<std::unique_ptr<ProgramProcess>> program = ProgramProcess::Start(*options);
+  if (!program.ok()) {
+    return Fail(absl::StrCat("cannot start the program: ", program.status().message()));
+  }
+  Log(absl::StrCat("Running ", absl::StrJoin(options->argv, " "), " on ",
+                   request_.spec().device().empty() ? "cpu" : request_.spec().device(), " (pid ",
+                   (*program)->pid(), ", ", request_.script_sources_size(),
+                   " files in its working directory)"));
+  Pump(**program);
+  return Finish((*program)->Wait());
+}
+
+void ScriptRun::Pump(ProgramProcess& program) {
+  absl::Time exited_at = absl::InfiniteFuture();
+  std::vector<ProgramProcess::Output> output;
+  for (;;) {
+    output.clear();
+    const bool open = program.Read(absl::Milliseconds(200), &output);
+    for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk);
+    const absl::Time now = absl::Now();
+    if ((stop_.stop.load() || !stopped_reason_.empty()) && !stop_sent_) {
+      program.SignalGroup(SIGTERM);  // the traind package checkpoints on it; Python ends
+      stop_sent_ = true;
+      kill_at_ = now + options_.stop_grace;
+    }
+    if (now >= kill_at_) program.SignalGroup(SIGKILL);
+    if (!open) break;
+    if (exited_at == absl::InfiniteFuture() && program.HasExited()) {
+      exited_at = now;
+      program.SignalGroup(SIGKILL);  // what it left behind in its group
+    }
+    if (now - exited_at > options_.drain_after_exit) break;
+    SampleMemory(program.pid(), now);
+    for (OutputBudget* budget : {&log_budget_, &step_budget_}) {
+      if (std::optional<std::string> note = budget->Note(now)) Log(*note, LogLine::WARNING);
+    }
+  }
+  std::vector<std::string> last;
+  stdout_lines_.Finish(&last);
+  for (const std::string& line : last) HandleLine(ProgramProcess::Stream::kStdout, line);
+  last.clear();
+  stderr_lines_.Finish(&last);
+  for (const std::string& line : last) HandleLine(ProgramProcess::Stream::kStderr, line);
+  for (JobEvent& event : metrics_.Finish()) {
+    if (event.has_epoch_summary()) ObserveEpoch(event.epoch_summary());
+    Send(std::move(event));
+  }
+  for (OutputBudget* budget : {&log_budget_, &step_budget_}) {
+    if (std::optional<std::string> note = budget->Note(absl::Now(), /*force=*/true)) {
+      Log(*note, LogLine::WARNING);
+    }
+  }
+}
+
+void ScriptRun::HandleOutput(const ProgramProcess::Output& output) {
+  if (output_log_fd_ >= 0 && output_log_bytes_ < kOutputLogBytes) {
+    const size_t room = static_cast<size_t>(kOutputLogBytes - output_log_bytes_);
+    const size_t size = std::min(room, output.bytes.size());
+    if (write(output_log_fd_, output.bytes.data(), size) > 0) output_log_bytes_ += size;
+  }
+  std::vector<std::string> lines;
+  (output.stream == ProgramProcess::Stream::kStdout ? stdout_lines_ : stderr_lines_)
+      .Append(output.bytes, &lines);
+  for (const std::string& line : lines) HandleLine(output.stream, line);
+}
+
+void ScriptRun::HandleLine(ProgramProcess::Stream stream, const std::string& line) {
+  const absl::Time now = absl::Now();
+  if (stream == ProgramProcess::Stream::kStderr) {
+    stderr_tail_.push_back(line);
+    if (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
+  }
+  if (log_budget_.Admit(now)) Log(line);
+  for (JobEvent& event : metrics_.Read(line)) {
+    if (event.has_step()) {
+      if (!step_budget_.Admit(now)) continue;
+      event.mutable_step()->set_current_allocated_bytes(current_rss_);
+      event.mutable_step()->set_peak_current_allocated_bytes(peak_rss_);
+    }
+    if (event.has_epoch_summary()) ObserveEpoch(event.epoch_summary());
+    Send(std::move(event));
+  }
+}
+
+void ScriptRun::ObserveEpoch(const trainer::v1::EpochSummary& epoch) {
+  const double target = request_.spec().stop_at_accuracy();
+  if (target > 0 && epoch.evaluated() && epoch.validation_accuracy() >= target &&
+      stopped_reason_.empty()) {
+    stopped_reason_ = absl::StrFormat("reached validation accuracy %.4f >= %g",
+                                      epoch.validation_accuracy(), target);
+    stopped_epoch_ = epoch.epoch();
+    Log(absl::StrCat("Stopping the program after epoch ", epoch.epoch(), ": ", stopped_reason_));
+  }
+}
+
+void ScriptRun::SampleMemory(pid_t pid, absl::Time now) {
+  if (now < next_memory_sample_) return;
+  next_memory_sample_ = now + absl::Seconds(1);
+  const std::string status = absl::StrCat("/proc/", pid, "/status");
+  // The program's own resident memory (its DataLoader workers are processes of their own).
+  const int64_t rss = ProcKilobytes(status.c_str(), "VmRSS");
+  if (rss > 0) current_rss_ = rss;
+  peak_rss_ = std::max(peak_rss_, ProcKilobytes(status.c_str(), "VmHWM"));
+}
+
+int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
+  if (output_log_fd_ >= 0) close(output_log_fd_);
+  const bool stopped_early = !stopped_reason_.empty();
+  if (stop_.stop.load() && !stopped_early) {
+    Log(absl::StrCat("The program was stopped (", exit.Describe(), ")"));
+    return kWorkerStopped;
+  }
+  if (exit.exit_code != 0 && !stopped_early) {
+    std::string why = absl::StrCat("The program ended with ", exit.Describe());
+    if (!stderr_tail_.empty()) {
+      absl::StrAppend(&why, "; the last lines of its stderr:\n", absl::StrJoin(stderr_tail_, "\n"));
+    }
+    return Fail(why);
+  }
+  JobEvent event;
+  trainer::v1::FinalResult* result = event.mutable_final_result();
+  *result = metrics_.result();
+  if (result->total_seconds() == 0) {
+    result->set_total_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+  }
+  result->set_peak_current_allocated_bytes(peak_rss_);
+  if (stopped_early) {
+    result->mutable_stopped()->set_reason(stopped_reason_);
+    result->mutable_stopped()->set_epoch(stopped_epoch_);
+  }
+  Send(std::move(event));
+  return kWorkerSucceeded;
+}
+
+}  // namespace traind

@@ -1,0 +1,96 @@
+// ScriptRun: one start of a script job (JobSpec.script) inside traind-script. It makes the working
+// directory, starts the program on the device traind chose (script_environment.h), reads its
+// output as it comes (each line a log line within OutputBudget, every line also read by
+// MetricLines for the step and epoch events built-in jobs send), stops it when traind asks
+// (SIGTERM to its group, then SIGKILL) or when it reached stop_at_accuracy, and tells traind how
+// it ended as a worker does (supervise/worker_exit.h): the result, or an error with the
+// program's exit code or signal and the last lines of its stderr.
+// Not thread-safe: traind-script's one thread drives it.
+#ifndef TRAIND_SCRIPT_SCRIPT_RUN_H_
+#define TRAIND_SCRIPT_SCRIPT_RUN_H_
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "script/metric_lines.h"
+#include "script/output_budget.h"
+#include "script/output_lines.h"
+#include "script/program_process.h"
+#include "supervise/event_pipe.h"
+#include "supervise/worker_side.h"
+#include "trainer/v1/worker.pb.h"
+
+namespace traind {
+
+class ScriptRun {
+ public:
+  struct Options {
+    // SIGTERM to SIGKILL of the program's group; shorter than traind's own grace for the runner
+    // (Scheduler::Options::cancel_grace), so the runner outlives its program and reports.
+    absl::Duration stop_grace = absl::Seconds(5);
+    // How long output is still read after the program ended (children it left hold the pipes
+    // until they are killed; one that left its group on purpose may hold them forever).
+    absl::Duration drain_after_exit = absl::Seconds(2);
+    // Which rank of the job this is (RANK, set by traind for a job of several). Rank 0 speaks for
+    // the job, as built-in jobs' rank 0 does; the others send only their errors (their output
+    // is kept in output-rank<N>.log).
+    int rank = 0;
+  };
+  ScriptRun(const trainer::v1::WorkerRequest& request, EventPipeWriter* events,
+            const StopFlags& stop, Options options);
+  ScriptRun(const trainer::v1::WorkerRequest& request, EventPipeWriter* events,
+            const StopFlags& stop)
+      : ScriptRun(request, events, stop, Options()) {}
+
+  // Runs the program to its end; returns the runner's exit status (supervise/worker_exit.h).
+  int Run();
+
+ private:
+  // The working, checkpoint, output and temp directories; the program's command line.
+  absl::StatusOr<ProgramProcess::Options> Prepare();
+  // Reads the program's output until it ended and its pipes closed (or drain_after_exit passed),
+  // stopping it on request on the way.
+  void Pump(ProgramProcess& program);
+  void HandleOutput(const ProgramProcess::Output& output);
+  void HandleLine(ProgramProcess::Stream stream, const std::string& line);
+  void ObserveEpoch(const trainer::v1::EpochSummary& epoch);
+  void SampleMemory(pid_t pid, absl::Time now);
+  // Ends the run as a worker ends: the result, or an error; the exit status.
+  int Finish(const ProgramProcess::Exit& exit);
+  int Fail(const std::string& why);
+  void Send(trainer::v1::JobEvent event);
+  void Log(const std::string& text,
+           trainer::v1::LogLine::Severity severity = trainer::v1::LogLine::INFO);
+  // Paths of the daemon's machine are its own business: a message about the job's directory
+  // names it so.
+  std::string Private(const std::string& text) const;
+
+  const trainer::v1::WorkerRequest& request_;
+  EventPipeWriter* const events_;
+  const StopFlags& stop_;
+  const Options options_;
+  const absl::Time started_ = absl::Now();
+
+  OutputLines stdout_lines_;
+  OutputLines stderr_lines_;
+  MetricLines metrics_;
+  OutputBudget log_budget_{"lines of output", 2000, 50};
+  OutputBudget step_budget_{"step metrics", 200, 10};
+  std::deque<std::string> stderr_tail_;  // the last lines, for a failure's message
+  int output_log_fd_ = -1;               // the whole output, up to kOutputLogBytes
+  int64_t output_log_bytes_ = 0;
+
+  bool stop_sent_ = false;
+  absl::Time kill_at_ = absl::InfiniteFuture();
+  std::string stopped_reason_;  // stop_at_accuracy reached
+  int stopped_epoch_ = 0;
+  int64_t current_rss_ = 0;
+  int64_t peak_rss_ = 0;
+  absl::Time next_memory_sample_ = absl::InfinitePast();
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SCRIPT_SCRIPT_RUN_H_
