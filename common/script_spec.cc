@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "common/job_spec.h"
 #include "common/status_macros.h"
@@ -133,6 +134,37 @@ absl::Status ValidateInterpreterName(absl::string_view field, absl::string_view 
                    "' is not an interpreter's name (1-64 letters, digits, '.', '_', '-')"));
 }
 
+bool IsScriptJobField(absl::string_view field) {
+  return std::find(std::begin(kScriptFields), std::end(kScriptFields), field) !=
+         std::end(kScriptFields);
+}
+
+absl::Status ValidateParamName(absl::string_view field, absl::string_view name) {
+  const bool valid = !name.empty() && name.size() <= 64 &&
+                     (absl::ascii_isalpha(name[0]) || name[0] == '_') &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return absl::ascii_isalnum(c) || c == '_';
+                     });
+  if (valid) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": '", name.substr(0, 80),
+      "' is not a placeholder's name (a letter or '_', then letters, digits or '_'; 64 at most)"));
+}
+
+std::vector<std::string> ExpandScriptArgs(const trainer::v1::ScriptSpec& script,
+                                          absl::string_view device_kind) {
+  std::vector<std::pair<std::string, std::string>> replacements = {
+      {"{device}", std::string(device_kind)}};
+  for (const auto& [name, value] : script.params()) {
+    replacements.emplace_back(absl::StrCat("{", name, "}"), value);
+  }
+  std::vector<std::string> args;
+  for (const std::string& arg : script.args()) {
+    args.push_back(absl::StrReplaceAll(arg, replacements));
+  }
+  return args;
+}
+
 absl::Status ValidateScriptJob(const JobSpec& spec) {
   RETURN_IF_ERROR(OnlyScriptFields(spec));
   const trainer::v1::ScriptSpec& script = spec.script();
@@ -140,6 +172,20 @@ absl::Status ValidateScriptJob(const JobSpec& spec) {
     RETURN_IF_ERROR(ValidateInterpreterName("script.interpreter", script.interpreter()));
   }
   RETURN_IF_ERROR(ValidateArgs(script));  // args(0) exists after this
+  for (const auto& [name, value] : script.params()) {
+    RETURN_IF_ERROR(ValidateParamName("script.params", name));
+    if (value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("script.params[", name, "]: contains a NUL byte"));
+    }
+    const std::string placeholder = absl::StrCat("{", name, "}");
+    if (std::none_of(script.args().begin(), script.args().end(),
+                     [&](const std::string& arg) { return absl::StrContains(arg, placeholder); })) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "script.params: '", name, "' is not used: put ", placeholder,
+          " in the program's arguments, e.g. -- python3 train.py --", name, " ", placeholder));
+    }
+  }
   return ValidateFiles(script);
 }
 

@@ -5,6 +5,7 @@
 #define TRAIND_COMMON_SCRIPT_SPEC_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -28,8 +29,21 @@ absl::Status ValidateScriptPath(absl::string_view field, absl::string_view path)
 // '-' ("python3", "py3.11").
 absl::Status ValidateInterpreterName(absl::string_view field, absl::string_view name);
 
+// Whether a script job may set JobSpec field `field` (device, processes, gpus, devices, threads,
+// name, stop_at_accuracy, script).
+bool IsScriptJobField(absl::string_view field);
+
+// A placeholder's name (ScriptSpec.params, `--param NAME=...`): a letter or '_', then up to 63
+// letters, digits and '_'.
+absl::Status ValidateParamName(absl::string_view field, absl::string_view name);
+
+// The program's arguments with each {NAME} of `script.params` and {device} (`device_kind`: cpu,
+// cuda, mps) put in; other braces are left as they are (code passed with -c may have some).
+std::vector<std::string> ExpandScriptArgs(const trainer::v1::ScriptSpec& script,
+                                          absl::string_view device_kind);
+
 // A script job's spec: its program (args, files: valid, distinct paths, none both a file and a
-// folder of another, digests well formed) and only the fields that mean something for a program
+// folder of another, digests well formed, every param named in args) and only the fields that mean something for a program
 // (name, device, processes, gpus, devices, threads, stop_at_accuracy): a field of the built-in
 // trainer (epochs, model...) is refused by name, since the program has its own. The device and
 // rank rules are ValidateJobSpec's, which calls this for a script job.

@@ -1,10 +1,13 @@
 #include "common/spec_fields.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "common/script_spec.h"
 #include "common/spec_ranges.h"
+#include "common/status_macros.h"
 
 namespace traind {
 
@@ -25,13 +28,25 @@ const FieldDescriptor* FindField(const std::string& name) {
 
 }  // namespace
 
+// "param.NAME": a script job's placeholder value (ScriptSpec.params), swept like a field.
+constexpr absl::string_view kParamPrefix = "param.";
+
 std::string CanonicalSpecField(const std::string& field) {
+  if (absl::StartsWith(field, kParamPrefix)) {
+    return ValidateParamName("param", field.substr(kParamPrefix.size())).ok() ? field : "";
+  }
   const FieldDescriptor* f = FindField(field);
   return f == nullptr ? "" : f->name();
 }
 
 absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
                           const std::string& value) {
+  if (absl::StartsWith(field, kParamPrefix)) {
+    const std::string name = field.substr(kParamPrefix.size());
+    RETURN_IF_ERROR(ValidateParamName(field, name));
+    (*spec->mutable_script()->mutable_params())[name] = value;
+    return absl::OkStatus();
+  }
   const FieldDescriptor* f = FindField(field);
   if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
     return absl::InvalidArgumentError(
@@ -97,6 +112,10 @@ absl::Status SetSpecField(trainer::v1::JobSpec* spec, const std::string& field,
 }
 
 std::string GetSpecField(const trainer::v1::JobSpec& spec, const std::string& field) {
+  if (absl::StartsWith(field, kParamPrefix)) {
+    const auto it = spec.script().params().find(field.substr(kParamPrefix.size()));
+    return it == spec.script().params().end() ? "" : it->second;
+  }
   const FieldDescriptor* f = FindField(field);
   if (f == nullptr || f->is_repeated() || f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE)
     return "";

@@ -1,5 +1,6 @@
 // Sets a JobSpec field from text by its name, through protobuf reflection, so sweeps can vary
 // any field ("batch_size" or "batchSize" = "64") without a table of fields to keep in sync.
+// "param.NAME" is a script job's placeholder value (ScriptSpec.params: `--param NAME=...`).
 #ifndef TRAIND_COMMON_SPEC_FIELDS_H_
 #define TRAIND_COMMON_SPEC_FIELDS_H_
 

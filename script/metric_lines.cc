@@ -210,6 +210,10 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
       }
     } else if (key == "lr" || key == "learning_rate") {
       fields.learning_rate = value;
+    } else if (key == "current_allocated_bytes") {
+      fields.current_bytes = value;
+    } else if (key == "driver_allocated_bytes") {
+      fields.driver_bytes = value;
     }
   }
   return fields;
@@ -270,6 +274,13 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     step->set_batches_per_epoch(batches_per_epoch_);
     step->set_loss(*f.loss);
     if (f.learning_rate) step->set_learning_rate(*f.learning_rate);
+    // Bytes, as whole numbers that fit: a printed 1e300 is not memory.
+    if (f.current_bytes && *f.current_bytes >= 0 && *f.current_bytes < 1e18) {
+      step->set_current_allocated_bytes(static_cast<int64_t>(*f.current_bytes));
+    }
+    if (f.driver_bytes && *f.driver_bytes >= 0 && *f.driver_bytes < 1e18) {
+      step->set_driver_allocated_bytes(static_cast<int64_t>(*f.driver_bytes));
+    }
     ++steps_seen_;
   }
   if (epoch_level) {
@@ -290,6 +301,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     if (pending_epoch_seconds_) summary.set_epoch_seconds_no_eval(*pending_epoch_seconds_);
     pending_epoch_seconds_.reset();
     held_ = std::move(summary);
+    ++summaries_read_;
   }
   if (!events.empty() || epoch_level) ++metric_lines_;
   return events;

@@ -17,6 +17,8 @@
 //       {'loss': 0.3, 'learning_rate': 5e-05, 'epoch': 1.0}   {'eval_accuracy': 0.91, 'epoch': 1.0}
 //   - tqdm bars and their postfix, Lightning's included (its epochs count from 0):
 //       Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352, v_num=0]
+//   - the traind package's traind.report() (python/traind), which adds device memory:
+//       [traind] {"epoch": "1/10", "batch": "5/421", "loss": 0.3, "current_allocated_bytes": 5e6}
 // A line it cannot read is not an error: it is only a log line. NaN and infinite values are kept
 // as they are (a loss of NaN is news: the run diverged). Accuracies printed in percent (97.3% or a
 // value above 1) become fractions. Not thread-safe: one reader per job.
@@ -36,13 +38,16 @@ class MetricLines {
   // The events `line` completes, in order: usually none or one. An epoch's summary is held until
   // the next line that is not about that epoch's time (which is folded into it), or Finish().
   std::vector<trainer::v1::JobEvent> Read(absl::string_view line);
-  // At the end of the output: the summary still held, if any.
+  // At the end of the output: the summary still held, if any. Also when the output pauses (its
+  // time lines follow it at once or not at all): reading goes on after it.
   std::vector<trainer::v1::JobEvent> Finish();
 
   // What the script said of the whole run (test accuracy, total time), for the job's result.
   const trainer::v1::FinalResult& result() const { return result_; }
   // How many lines became events.
   int64_t metric_lines() const { return metric_lines_; }
+  // How many lines were an epoch's summary (one is held until the next line: see Read).
+  int64_t summaries_read() const { return summaries_read_; }
 
  private:
   // The values one line names, before they become events.
@@ -51,6 +56,7 @@ class MetricLines {
     std::optional<double> train_accuracy, validation_accuracy, best_validation_accuracy, best_epoch;
     std::optional<double> validation_loss, test_accuracy, test_loss;
     std::optional<double> epoch_seconds, elapsed_seconds, total_seconds, total_training_seconds;
+    std::optional<double> current_bytes, driver_bytes;  // device memory (the traind package's)
     bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
   };
   static Fields Parse(absl::string_view line);
@@ -68,6 +74,7 @@ class MetricLines {
   int steps_seen_ = 0;
   bool zero_based_epochs_ = false;
   int64_t metric_lines_ = 0;
+  int64_t summaries_read_ = 0;
 };
 
 }  // namespace traind

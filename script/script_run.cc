@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +44,17 @@ void Stamp(JobEvent* event) {
                          .count();
   event->mutable_time()->set_seconds(nanos / 1000000000);
   event->mutable_time()->set_nanos(static_cast<int32_t>(nanos % 1000000000));
+}
+
+// Puts `dir` first on the program's PYTHONPATH.
+void AddPythonPath(std::vector<std::string>* environment, const std::string& dir) {
+  for (std::string& entry : *environment) {
+    if (absl::StartsWith(entry, "PYTHONPATH=")) {
+      entry = absl::StrCat("PYTHONPATH=", dir, entry.size() > 11 ? ":" : "", entry.substr(11));
+      return;
+    }
+  }
+  environment->push_back("PYTHONPATH=" + dir);
 }
 
 absl::Status MakeDirectory(const std::string& path) {
@@ -82,6 +94,8 @@ int ScriptRun::Fail(const std::string& why) {
 absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   const std::string& job_dir = request_.job_dir();
   const std::string working_dir = job_dir + "/work";
+  struct stat st;
+  resumed_ = lstat(working_dir.c_str(), &st) == 0;  // an earlier start of this job made it
   RETURN_IF_ERROR(MakeWorkingCopy(request_.script_sources(), working_dir));
   ScriptDirectories directories{job_dir + "/checkpoints", job_dir + "/outputs", job_dir + "/tmp"};
   for (const std::string* dir : {&directories.checkpoints, &directories.outputs,
@@ -96,14 +110,32 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   std::vector<std::string> inherited;
   for (char** entry = environ; *entry != nullptr; ++entry) inherited.emplace_back(*entry);
   const char* job_devices = std::getenv("TRAIND_JOB_DEVICES");
+  std::error_code ignored;
   ProgramProcess::Options program;
   program.path = request_.interpreter_path();
   program.argv.push_back(request_.spec().script().interpreter().empty()
                              ? kDefaultInterpreter
                              : request_.spec().script().interpreter());
-  for (const std::string& arg : request_.spec().script().args()) program.argv.push_back(arg);
+  const std::string& device = request_.spec().device();
+  for (std::string& arg : ExpandScriptArgs(request_.spec().script(),
+                                           absl::StartsWith(device, "cuda") ? "cuda"
+                                           : device.empty()                 ? "cpu"
+                                                                            : device)) {
+    program.argv.push_back(std::move(arg));
+  }
   program.environment =
       ScriptEnvironment(request_, directories, inherited, job_devices ? job_devices : "");
+  if (resumed_) program.environment.push_back("TRAIND_RESUMED=1");
+  // The traind package (python/traind), importable without installing it: beside the binaries
+  // in a build tree (build/python) or an install (lib/traind/python).
+  const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ignored);
+  for (const char* relative : {"../python", "../lib/traind/python"}) {
+    const std::filesystem::path package = bin.parent_path() / relative / "traind";
+    if (std::filesystem::is_directory(package, ignored)) {
+      AddPythonPath(&program.environment, package.parent_path().lexically_normal().string());
+      break;
+    }
+  }
   program.working_dir = working_dir;
   return program;
 }
@@ -116,6 +148,15 @@ int ScriptRun::Run() {
   absl::StatusOr<std::unique_ptr<ProgramProcess>> program = ProgramProcess::Start(*options);
   if (!program.ok()) {
     return Fail(absl::StrCat("cannot start the program: ", program.status().message()));
+  }
+  if (resumed_) {
+    std::error_code error;
+    const bool checkpointed =
+        !std::filesystem::is_empty(request_.job_dir() + "/checkpoints", error) && !error;
+    Log(checkpointed ? "Started again where the job left off: its working directory and its "
+                       "checkpoints (TRAIND_CHECKPOINT_DIR) are as it left them"
+                     : "Started again from the beginning: the program keeps no checkpoint in "
+                       "TRAIND_CHECKPOINT_DIR (the traind package's save_checkpoint writes one)");
   }
   Log(absl::StrCat("Running ", absl::StrJoin(options->argv, " "), " on ",
                    request_.spec().device().empty() ? "cpu" : request_.spec().device(), " (pid ",
@@ -145,6 +186,13 @@ void ScriptRun::Pump(ProgramProcess& program) {
       program.SignalGroup(SIGKILL);  // what it left behind in its group
     }
     if (now - exited_at > options_.drain_after_exit) break;
+    // An epoch's summary waits for the line after it (its time); a program that goes quiet after
+    // one (evaluating, waiting) still shows it.
+    if (!output.empty()) {
+      last_output_at_ = now;
+    } else if (now - last_output_at_ > absl::Seconds(1)) {
+      SendHeldSummary();
+    }
     SampleMemory(program.pid(), now);
     for (OutputBudget* budget : {&log_budget_, &step_budget_}) {
       if (std::optional<std::string> note = budget->Note(now)) Log(*note, LogLine::WARNING);
@@ -156,10 +204,7 @@ void ScriptRun::Pump(ProgramProcess& program) {
   last.clear();
   stderr_lines_.Finish(&last);
   for (const std::string& line : last) HandleLine(ProgramProcess::Stream::kStderr, line);
-  for (JobEvent& event : metrics_.Finish()) {
-    if (event.has_epoch_summary()) ObserveEpoch(event.epoch_summary());
-    Send(std::move(event));
-  }
+  SendHeldSummary();
   for (OutputBudget* budget : {&log_budget_, &step_budget_}) {
     if (std::optional<std::string> note = budget->Note(absl::Now(), /*force=*/true)) {
       Log(*note, LogLine::WARNING);
@@ -186,15 +231,52 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, const std::string& lin
     if (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
   }
   if (log_budget_.Admit(now)) Log(line);
-  for (JobEvent& event : metrics_.Read(line)) {
+  const int64_t summaries_before = metrics_.summaries_read();
+  std::vector<JobEvent> events = metrics_.Read(line);
+  // An epoch's summary is sent a line later (MetricLines holds it for its time lines): its time
+  // is when its own line came.
+  if (metrics_.summaries_read() != summaries_before) summary_line_at_ = now;
+  for (JobEvent& event : events) {
     if (event.has_step()) {
+      if (event.step().epoch() != timed_epoch_) {
+        timed_epoch_ = event.step().epoch();
+        epoch_started_ = now;
+      }
       if (!step_budget_.Admit(now)) continue;
-      event.mutable_step()->set_current_allocated_bytes(current_rss_);
-      event.mutable_step()->set_peak_current_allocated_bytes(peak_rss_);
+      // Device memory the program reported (traind.report) stands; else its resident memory.
+      if (event.step().current_allocated_bytes() == 0) {
+        event.mutable_step()->set_current_allocated_bytes(current_rss_);
+        event.mutable_step()->set_peak_current_allocated_bytes(peak_rss_);
+      }
     }
-    if (event.has_epoch_summary()) ObserveEpoch(event.epoch_summary());
+    if (event.has_epoch_summary()) {
+      TimeEpoch(event.mutable_epoch_summary());
+      ObserveEpoch(event.epoch_summary());
+    }
     Send(std::move(event));
   }
+}
+
+void ScriptRun::SendHeldSummary() {
+  for (JobEvent& event : metrics_.Finish()) {
+    if (event.has_epoch_summary()) {
+      TimeEpoch(event.mutable_epoch_summary());
+      ObserveEpoch(event.epoch_summary());
+    }
+    Send(std::move(event));
+  }
+}
+
+void ScriptRun::TimeEpoch(trainer::v1::EpochSummary* epoch) {
+  // Where the program prints no epoch time (most do not), the time from the epoch's first step
+  // line to its summary line, or from the last summary (or the start) for an epoch that printed
+  // no step: what the report's time per epoch and speedups are computed from.
+  if (epoch->epoch_seconds_no_eval() <= 0) {
+    const absl::Time from = timed_epoch_ == epoch->epoch() ? epoch_started_ : last_summary_;
+    epoch->set_epoch_seconds_no_eval(std::max(0.0, absl::ToDoubleSeconds(summary_line_at_ - from)));
+  }
+  last_summary_ = summary_line_at_;
+  timed_epoch_ = 0;
 }
 
 void ScriptRun::ObserveEpoch(const trainer::v1::EpochSummary& epoch) {
@@ -235,9 +317,9 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
   JobEvent event;
   trainer::v1::FinalResult* result = event.mutable_final_result();
   *result = metrics_.result();
-  if (result->total_seconds() == 0) {
-    result->set_total_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
-  }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
+  if (result->total_seconds() == 0) result->set_total_seconds(wall);
+  if (result->total_training_seconds() == 0) result->set_total_training_seconds(wall);
   result->set_peak_current_allocated_bytes(peak_rss_);
   if (stopped_early) {
     result->mutable_stopped()->set_reason(stopped_reason_);

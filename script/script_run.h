@@ -56,6 +56,10 @@ class ScriptRun {
   void HandleOutput(const ProgramProcess::Output& output);
   void HandleLine(ProgramProcess::Stream stream, const std::string& line);
   void ObserveEpoch(const trainer::v1::EpochSummary& epoch);
+  // The epoch summary MetricLines holds for its time lines, if any: at the end, or in a pause.
+  void SendHeldSummary();
+  // Fills an epoch's time where the program printed none.
+  void TimeEpoch(trainer::v1::EpochSummary* epoch);
   void SampleMemory(pid_t pid, absl::Time now);
   // Ends the run as a worker ends: the result, or an error; the exit status.
   int Finish(const ProgramProcess::Exit& exit);
@@ -82,6 +86,12 @@ class ScriptRun {
   int output_log_fd_ = -1;               // the whole output, up to kOutputLogBytes
   int64_t output_log_bytes_ = 0;
 
+  int timed_epoch_ = 0;  // the epoch whose first step line set epoch_started_
+  absl::Time epoch_started_;
+  absl::Time last_summary_ = started_;
+  absl::Time summary_line_at_ = started_;  // when the last epoch summary's line came
+  absl::Time last_output_at_ = started_;
+  bool resumed_ = false;  // the working directory was there: an earlier start made it
   bool stop_sent_ = false;
   absl::Time kill_at_ = absl::InfiniteFuture();
   std::string stopped_reason_;  // stop_at_accuracy reached

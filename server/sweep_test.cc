@@ -48,6 +48,27 @@ TEST(SweepExpansionTest, GridTimesRepeatInterleaved) {
   EXPECT_EQ((*members)[3].epochs(), 1);
 }
 
+TEST(SweepExpansionTest, AProgramsParamsAreAxesLikeFields) {
+  trainer::v1::SweepSpec spec;
+  spec.mutable_base()->mutable_script()->add_args("train.py");
+  spec.mutable_base()->mutable_script()->add_args("--seed={seed}");
+  for (const auto& [field, values] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"device", {"cpu", "cuda"}}, {"param.seed", {"1", "2"}}}) {
+    trainer::v1::SweepAxis* axis = spec.add_axes();
+    axis->set_field(field);
+    for (const std::string& value : values) axis->add_values(value);
+  }
+  auto members = ExpandSweep(spec);
+  ASSERT_TRUE(members.ok()) << members.status();
+  ASSERT_EQ(members->size(), 4u);
+  EXPECT_EQ((*members)[1].device(), "cpu");
+  EXPECT_EQ((*members)[1].script().params().at("seed"), "2");
+  EXPECT_EQ((*members)[2].device(), "cuda");
+  // The arguments keep their placeholder: members differ in their params only.
+  EXPECT_EQ((*members)[3].script().args(1), "--seed={seed}");
+}
+
 TEST(SweepExpansionTest, ExplicitConfigsMergeOntoTheBase) {
   SweepSpec spec;
   spec.mutable_base()->set_epochs(1);

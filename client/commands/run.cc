@@ -3,29 +3,20 @@
 // sent: a re-run after a one-line edit sends one file); traind queues the job, runs the program
 // in a private copy of it on the device it chose, and reads its output as the job's log and
 // metrics. Prints the job's id, or follows it with --watch.
-#include <unistd.h>
-
-#include <optional>
-
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
-#include "client/file_transfer.h"
 #include "client/rpc.h"
-#include "client/working_dir.h"
+#include "client/script_command.h"
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
-#include "common/script_spec.h"
 
 namespace traind {
 
 namespace {
 
 struct RunFlags {
-  std::vector<std::string> command;  // after "--": the interpreter, the program, its arguments
-  std::string workdir = ".";
-  int64_t max_upload_mib = 1024;
+  ScriptCommand script;
   std::string device;
   int processes = 0;
   int gpus = 0;
@@ -38,45 +29,13 @@ struct RunFlags {
   std::vector<int64_t> after;
 };
 
-// The working directory's files, uploaded where the daemon lacks them, as ScriptFiles.
-absl::Status UploadWorkingDir(Context& ctx, const RunFlags& flags,
-                              trainer::v1::ScriptSpec* script) {
-  absl::StatusOr<std::vector<WorkingFile>> files =
-      ScanWorkingDir(flags.workdir, flags.max_upload_mib << 20);
-  if (!files.ok()) return files.status();
-  int sent = 0;
-  int64_t sent_bytes = 0;
-  for (const WorkingFile& file : *files) {
-    absl::StatusOr<UploadResult> uploaded = UploadFile(ctx.stub(), file.absolute, "source",
-                                                       ctx.err());
-    if (!uploaded.ok()) {
-      return absl::Status(uploaded.status().code(),
-                          absl::StrCat(file.path, ": ", uploaded.status().message()));
-    }
-    if (uploaded->sent) ++sent, sent_bytes += file.size;
-    trainer::v1::ScriptFile* added = script->add_files();
-    added->set_path(file.path);
-    added->set_digest(uploaded->blob.digest());
-    added->set_executable(file.executable);
-  }
-  if (!ctx.json()) {
-    ctx.err() << "trainctl: working directory: " << files->size() << " files, sent " << sent
-              << " (" << (sent_bytes + (1 << 19)) / (1 << 20) << " MiB); the daemon had the rest\n";
-  }
-  return absl::OkStatus();
-}
-
 int RunProgram(Context& ctx, const RunFlags& flags) {
-  if (flags.command.size() < 2) {
-    return ctx.UsageError(
-        "run: give the interpreter and the program after --, e.g. trainctl run -- python3 "
-        "train.py --epochs 10");
-  }
   trainer::v1::SubmitJobRequest request;
   trainer::v1::JobSpec* spec = request.mutable_spec();
   trainer::v1::ScriptSpec* script = spec->mutable_script();
-  if (flags.command[0] != kDefaultInterpreter) script->set_interpreter(flags.command[0]);
-  for (size_t i = 1; i < flags.command.size(); ++i) script->add_args(flags.command[i]);
+  if (absl::Status s = SetScriptCommand(flags.script, script); !s.ok()) {
+    return ctx.UsageError(absl::StrCat("run: ", s.message()));
+  }
   spec->set_device(flags.device);
   spec->set_processes(flags.processes);
   spec->set_gpus(flags.gpus);
@@ -84,11 +43,7 @@ int RunProgram(Context& ctx, const RunFlags& flags) {
   if (flags.threads > 0) spec->set_threads(flags.threads);
   spec->set_name(flags.name.empty() ? script->args(0) : flags.name);
   spec->set_stop_at_accuracy(flags.stop_at_accuracy);
-  // Checked before anything is sent (the files are checked again once they are listed).
-  if (absl::Status s = ValidateInterpreterName("interpreter", flags.command[0]); !s.ok()) {
-    return ctx.UsageError(std::string(s.message()));
-  }
-  if (absl::Status s = UploadWorkingDir(ctx, flags, script); !s.ok()) {
+  if (absl::Status s = UploadWorkingDir(ctx, flags.script, script); !s.ok()) {
     return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
                ? ctx.UsageError(std::string(s.message()))
                : ctx.Fail(ToGrpcStatus(s));
@@ -120,14 +75,7 @@ void AddRunCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand(
       "run", "Run your own program as a job: trainctl run [flags] -- python3 train.py ARGS");
-  cmd->add_option("command", flags->command,
-                  "After --: the interpreter (one the daemon allows, traind --python), the "
-                  "program and its arguments");
-  cmd->add_option("--workdir,-C", flags->workdir,
-                  "The directory sent as the program's working directory (default: this one)");
-  cmd->add_option("--max-upload-mib", flags->max_upload_mib,
-                  "Refuse a working directory larger than this (default 1024 MiB)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  AddScriptCommandOptions(cmd, &flags->script);
   cmd->add_option("--device", flags->device,
                   "cpu | cuda | cuda:N | mps (default: the best free one); the program reads "
                   "it from TRAIND_DEVICE and sees only that GPU");

@@ -2,19 +2,27 @@
 // Every flag takes a comma-separated list; a list of two or more values becomes an axis of the
 // grid. A sweep file (YAML/JSON: base, grid, configs, repeat, name) maps onto SweepSpec. Prints
 // the sweep id (or the Sweep as JSON); members are ordinary jobs, exclusive by default.
+// A program's sweep: trainctl sweep --device cpu,cuda --param lr=1e-3,3e-3 -- python3 train.py
+// --device {device} --lr {lr} (docs/scripts.md).
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/job_file.h"
 #include "client/rpc.h"
+#include "client/script_command.h"
 #include "client/spec_files.h"
 #include "client/spec_flags.h"
 #include "common/grpc_status.h"
+#include "common/script_spec.h"
 #include "common/spec_fields.h"
+#include "common/status_macros.h"
 
 namespace traind {
 
@@ -36,10 +44,52 @@ struct SweepFlags {
   bool not_exclusive = false;
   bool watch = false;
   bool upload = false;
+  std::vector<std::string> words;   // a sweep file, or (two or more) a program's command
+  ScriptCommand script;             // after "--": a program's sweep
+  std::vector<std::string> params;  // NAME=A,B: the program's {NAME}
   CLI::App* cmd = nullptr;
 };
 
-int RunSweep(Context& ctx, const SweepFlags& flags) {
+// A program's sweep: its command into the base, each --param a value or an axis ("param.NAME"),
+// then its working directory uploaded once for every member.
+absl::Status AddProgram(Context& ctx, const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
+  RETURN_IF_ERROR(SetScriptCommand(flags.script, spec->mutable_base()->mutable_script()));
+  for (const std::string& param : flags.params) {
+    const size_t equals = param.find('=');
+    const std::string field = absl::StrCat("param.", param.substr(0, equals));
+    if (equals == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--param ", param, ": expected NAME=VALUE[,VALUE...], e.g. lr=1e-3,3e-3"));
+    }
+    std::vector<std::string> values =
+        absl::StrSplit(param.substr(equals + 1), ',', absl::SkipEmpty());
+    if (values.empty()) return absl::InvalidArgumentError(absl::StrCat("--param ", param, ": no value"));
+    if (values.size() == 1) {
+      RETURN_IF_ERROR(SetSpecField(spec->mutable_base(), field, values[0]));
+      continue;
+    }
+    trainer::v1::SweepAxis* axis = spec->add_axes();
+    axis->set_field(field);
+    for (const std::string& value : values) {
+      trainer::v1::JobSpec probe;
+      RETURN_IF_ERROR(SetSpecField(&probe, field, value));
+      axis->add_values(value);
+    }
+  }
+  return absl::OkStatus();
+}
+
+int RunSweep(Context& ctx, SweepFlags flags) {
+  if (flags.words.size() == 1) {
+    flags.file = flags.words[0];
+    if (access(flags.file.c_str(), R_OK) != 0) {
+      return ctx.UsageError(absl::StrCat("sweep: ", flags.file,
+                                         ": no such file (a program's sweep names the interpreter "
+                                         "and the program after --: -- python3 train.py)"));
+    }
+  } else if (flags.words.size() > 1) {
+    flags.script.command = flags.words;
+  }
   trainer::v1::SubmitSweepRequest request;
   trainer::v1::SweepSpec* spec = request.mutable_spec();
   if (!flags.file.empty()) {
@@ -47,9 +97,17 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
       return ctx.UsageError(std::string(s.message()));
     }
   }
+  // A program's sweep: a flag of the built-in trainer (--seed 1,2, --lr 1e-3,3e-3) is the
+  // program's placeholder of the flag's name ({seed}, {lr}; --batch-size: {batch_size}).
+  const bool program = flags.words.size() > 1 || !flags.params.empty();
   for (const SpecFlagInfo& row : SpecFlagTable()) {
     if (!IsSweepFlag(row)) continue;
-    const std::string flag = row.flag, field = row.field;
+    const std::string flag = row.flag;
+    const std::string field =
+        program && !IsScriptJobField(row.field)
+            ? absl::StrCat("param.", absl::StrReplaceAll(absl::string_view(row.flag).substr(2),
+                                                         {{"-", "_"}}))
+            : std::string(row.field);
     auto it = flags.values.find(flag);
     if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
     std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
@@ -84,6 +142,18 @@ int RunSweep(Context& ctx, const SweepFlags& flags) {
   if (flags.cmd->get_option("--priority")->count()) spec->set_priority(flags.priority);
   if (flags.cmd->get_option("--name")->count()) spec->set_name(flags.name);
   if (flags.not_exclusive) spec->set_exclusive(false);
+  if (program) {
+    if (absl::Status s = AddProgram(ctx, flags, spec); !s.ok()) {
+      return ctx.UsageError(std::string(s.message()));
+    }
+    if (absl::Status s = UploadWorkingDir(ctx, flags.script, spec->mutable_base()->mutable_script());
+        !s.ok()) {
+      return s.code() == absl::StatusCode::kInvalidArgument ||
+                     s.code() == absl::StatusCode::kNotFound
+                 ? ctx.UsageError(std::string(s.message()))
+                 : ctx.Fail(ToGrpcStatus(s));
+    }
+  }
   if (!spec->base().data_dir().empty() && spec->base().data_dir()[0] != '/') {
     spec->mutable_base()->set_data_dir(std::filesystem::absolute(spec->base().data_dir()).string());
   }
@@ -116,9 +186,11 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "sweep", "Queue a grid of jobs: every flag takes a comma-separated list (--device cpu,cuda)");
   flags->cmd = cmd;
-  cmd->add_option("sweep_file", flags->file,
-                  "YAML/JSON with base, grid (field: [values]), configs, repeat, name")
-      ->check(CLI::ExistingFile);
+  // One word: a sweep file; after --, two or more: a program's command (interpreter, program,
+  // arguments). One positional takes both: CLI11 fills positionals in order.
+  cmd->add_option("words", flags->words,
+                  "A sweep file (YAML/JSON with base, grid, configs, repeat, name), or after --: "
+                  "a program to sweep, e.g. -- python3 train.py --lr {lr}");
   for (const SpecFlagInfo& row : SpecFlagTable()) {
     if (!IsSweepFlag(row)) continue;
     cmd->add_option(row.flag, flags->values[row.flag],
@@ -130,6 +202,11 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
                     absl::StrCat(SpecFlagHelp(row), " (every member)"));
     }
   }
+  AddScriptCommandOptions(cmd, &flags->script, /*positional=*/false);
+  cmd->add_option("--param", flags->params,
+                  "A program's sweep: NAME=A,B puts each value in for {NAME} in its arguments "
+                  "(repeatable); {device} is the member's device")
+      ->allow_extra_args(false);
   cmd->add_option("--repeat", flags->repeat, "Runs of each configuration (default 1)");
   cmd->add_option("--priority", flags->priority, "Priority of every member");
   cmd->add_option("--name", flags->name, "A label for the sweep and its report");
@@ -138,6 +215,16 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_flag("--watch,-w", flags->watch, "Follow the sweep, like `trainctl watch --sweep`");
   cmd->add_flag("--upload", flags->upload,
                 "Send --data-file to the daemon (once, by content) instead of naming a path there");
+  cmd->footer(
+      "Examples:\n"
+      "  trainctl sweep --model lenet5,mlp --dataset fashion-mnist --device cpu,cuda --repeat 3\n"
+      "  trainctl sweep sweep.yaml --watch\n"
+      "  trainctl sweep --device cpu,cuda --param seed=1,2 -- python3 lenet.py --device {device} "
+      "--seed {seed}\n"
+      "  trainctl sweep --param lr=1e-3,3e-3 --param bs=64,128 -- python3 train.py --lr {lr} "
+      "--batch-size {bs}\n"
+      "Then: trainctl report SWEEP (speedup against the CPU, accuracy, memory). See docs/jobs.md "
+      "and docs/scripts.md.");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSweep(ctx, *flags); });
 }
 

@@ -60,8 +60,19 @@ std::string DescribeJob(const Job& job) {
   std::string out =
       absl::StrFormat("Job %d  %s%s\n", job.id(), StateName(job.state()),
                       spec.name().empty() ? "" : "  (" + TerminalSafe(spec.name()) + ")");
-  absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", TerminalSafe(spec.model()),
-                        TerminalSafe(spec.dataset()), TerminalSafe(spec.data_dir()));
+  if (spec.has_script()) {  // a user's program: what it runs, not a model
+    const auto& script = spec.script();
+    std::string command = script.interpreter().empty() ? "python3" : script.interpreter();
+    for (const std::string& arg : script.args()) absl::StrAppend(&command, " ", arg);
+    for (const auto& [name, value] : script.params()) {
+      absl::StrAppend(&command, "  {", name, "}=", value);
+    }
+    absl::StrAppendFormat(&out, "  program   %s (%d files)\n", TerminalSafe(command),
+                          script.files_size());
+  } else {
+    absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", TerminalSafe(spec.model()),
+                          TerminalSafe(spec.dataset()), TerminalSafe(spec.data_dir()));
+  }
   std::string device = TerminalSafe(spec.device());
   if (!spec.devices().empty()) {
     device = absl::StrCat(TerminalSafe(spec.devices()), ", one rank each (data parallel)");
@@ -205,6 +216,8 @@ std::string JobTable(const std::vector<Job>& jobs) {
                                      : "-";
     // A benchmark says what it measures where a training job names its model and data.
     const std::string model = matmul                 ? "matmul"
+                              : spec.has_script() && !spec.script().args().empty()
+                                  ? TerminalSafe(spec.script().args(0))
                               : spec.model().empty() ? "-"
                                                      : TerminalSafe(spec.model());
     const std::string dataset =

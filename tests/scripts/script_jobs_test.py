@@ -10,17 +10,17 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import tempfile
 import textwrap
 import time
 import unittest
 
-try:
-    import torchvision  # noqa: F401  (the ResNet-18 FakeData loop)
-    HAVE_TORCHVISION = True
-except ImportError:
-    HAVE_TORCHVISION = False
+# The interpreter traind runs the programs with (tests/python/with_daemon.sh gives it to traind).
+PYTHON = os.environ.get("TRAIND_TEST_PYTHON", "/usr/bin/python3")
+HAVE_TORCHVISION = subprocess.run([PYTHON, "-c", "import torchvision"],
+                                  stderr=subprocess.DEVNULL).returncode == 0
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "scripts"
@@ -109,6 +109,19 @@ class ScriptJobsTest(unittest.TestCase):
         text = trainctl("logs", job_id).stdout
         self.assertEqual(text.count("Test accuracy"), 1, text)
         self.assertIn("Epoch: 002/002 | Train:", text)
+
+    def test_the_seed_lenet5_script_on_cuda(self):
+        devices = trainctl("devices").stdout
+        if "cuda:0" not in devices:
+            self.skipTest("no CUDA device")
+        self.workdir({"lenet5_fashion.py": EXAMPLES / "lenet5_fashion.py"})
+        job_id = self.run_job("python3", "lenet5_fashion.py", "--epochs", "2", "--data-dir",
+                              FASHION, flags=("--device", "cuda"))
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        self.assertGreater(job["result"]["testAccuracy"], 0.8)
+        self.assertEqual(len(job["result"]["epochSecondsNoEval"]), 2)
+        self.assertIn("Running python3 lenet5_fashion.py", "\n".join(logs(job_id)))
 
     @unittest.skipUnless(HAVE_TORCHVISION, "python3-torchvision is not installed")
     def test_the_seed_resnet18_fakedata_loop(self):
@@ -207,6 +220,136 @@ class ScriptJobsTest(unittest.TestCase):
                                     flags=("--device", "cpu", "--stop-at-accuracy", "0.9")))
         self.assertEqual(job["state"], "SUCCEEDED", job)
         self.assertEqual(job["result"]["stopped"]["epoch"], 3)
+
+    def test_a_cpu_sweep_of_a_program_reports_like_built_in_jobs(self):
+        self.workdir({"lenet5_fashion.py": EXAMPLES / "lenet5_fashion.py"})
+        result = trainctl("sweep", "-C", self.work, "--device", "cpu", "--param", "seed=1,2",
+                          "--", "python3", "lenet5_fashion.py", "--epochs", "1",
+                          "--limit-train", "3000", "--limit-test", "500", "--data-dir", FASHION,
+                          "--device", "{device}", "--seed", "{seed}")
+        sweep_id = result.stdout.strip()
+        trainctl("watch", "--sweep", sweep_id, check=False)
+        report = json.loads(trainctl("report", sweep_id, "--format", "json").stdout)
+        rows = report["rows"]
+        self.assertEqual(sorted(r["options"] for r in rows), ["param.seed=1", "param.seed=2"])
+        for row in rows:
+            self.assertEqual(row["succeeded"], 1, row)
+            self.assertGreater(row["testAccuracy"], 0.3, row)
+            self.assertGreater(row["epochSecondsMedian"], 0, row)
+        refused = trainctl("sweep", "-C", self.work, "--param", "lr=1,2", "--", "python3",
+                           "lenet5_fashion.py", check=False)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("'lr' is not used: put {lr} in the program's arguments", refused.stderr)
+
+    def test_the_traind_package_reports_steps_epochs_and_the_result(self):
+        self.workdir({"reporting.py": """
+            import traind
+            assert traind.under_traind() and traind.device() == "cpu"
+            for epoch in (1, 2):
+                traind.report(epoch=epoch, epochs=2, batch=0, batches=1, loss=0.5 / epoch)
+                traind.report(epoch=epoch, epochs=2, accuracy=0.5, val_accuracy=0.4 * epoch)
+            traind.report(test_accuracy=0.77)
+            """})
+        job_id = self.run_job("python3", "reporting.py", flags=("--device", "cpu"))
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        stored = events(job_id)
+        self.assertEqual([e["step"]["loss"] for e in stored if "step" in e], [0.5, 0.25])
+        self.assertEqual([e["epochSummary"]["validationAccuracy"] for e in stored
+                          if "epochSummary" in e], [0.4, 0.8])
+        self.assertAlmostEqual(job["result"]["testAccuracy"], 0.77)
+
+class ResumeAfterKillTest(unittest.TestCase):
+    """A program that checkpoints through the traind package resumes after `kill -9` of traind,
+    with a traind of its own (the shared one must not be killed)."""
+
+    PROGRAM = """
+        import os, sys, time
+        import traind
+        release, pid_file = sys.argv[1], sys.argv[2]
+        with open(pid_file + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.replace(pid_file + ".tmp", pid_file)
+        state = traind.load_checkpoint()
+        start = state["epoch"] + 1 if state else 1
+        if state:
+            print(f"Resumed from epoch {state['epoch']}")
+        for epoch in range(start, 5):
+            traind.report(epoch=epoch, epochs=4, batch=0, batches=1, loss=1.0 / epoch)
+            traind.save_checkpoint({"epoch": epoch})
+            traind.report(epoch=epoch, epochs=4, val_accuracy=0.2 * epoch)
+            while epoch == 2 and not os.path.exists(release):
+                if traind.should_stop():
+                    print("stopping after epoch 2, as traind asked")
+                    sys.exit(0)
+                time.sleep(0.01)
+        traind.report(test_accuracy=0.9)
+        """
+
+    def setUp(self):
+        self.root = pathlib.Path(tempfile.mkdtemp(prefix="script_resume_test.", dir="/tmp"))
+        self.env = dict(os.environ, XDG_STATE_HOME=str(self.root / "state"))
+        self.daemon = None
+
+    def tearDown(self):
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.terminate()
+            self.daemon.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def start_traind(self):
+        self.daemon = subprocess.Popen(["traind", "--data-root", "/tmp", "--python",
+                                        f"python3={PYTHON}"], env=self.env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        socket = self.root / "state" / "traind" / "traind.sock"
+        # Until it answers; a traind that exits fails the test, and so does one that never
+        # answers (a bound on a broken start, not on the machine's speed).
+        deadline = time.monotonic() + 120
+        while self.ctl("list", check=False).returncode != 0:
+            self.assertIsNone(self.daemon.poll(), "traind exited")
+            self.assertLess(time.monotonic(), deadline, "traind did not answer in 120 s")
+            time.sleep(0.05)
+        self.assertTrue(socket.exists())
+
+    def ctl(self, *args, check=True):
+        result = subprocess.run(["trainctl", *map(str, args)], env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+        if check and result.returncode != 0:
+            raise AssertionError(f"trainctl {args}: {result.stderr}")
+        return result
+
+    def stored(self, job_id):
+        lines = self.ctl("logs", job_id, "--output", "json").stdout.splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def test_a_checkpointing_program_resumes_after_traind_is_killed(self):
+        work = self.root / "work"
+        work.mkdir()
+        (work / "resumable.py").write_text(textwrap.dedent(self.PROGRAM))
+        release, pid_file = self.root / "release", self.root / "pid"
+        self.start_traind()
+        job_id = self.ctl("run", "-C", work, "--device", "cpu", "--", "python3", "resumable.py",
+                          release, pid_file).stdout.strip()
+        # Wait for the state: epoch 2's summary stored (the program then waits for `release`).
+        while not any(e.get("epochSummary", {}).get("epoch") == 2 for e in self.stored(job_id)):
+            time.sleep(0.05)
+        first_pid = int(pid_file.read_text())
+        os.kill(self.daemon.pid, signal.SIGKILL)
+        self.daemon.wait()
+        while not pid_gone(first_pid):  # told to stop (SIGTERM): it saves and exits
+            time.sleep(0.05)
+        release.touch()
+        self.start_traind()
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        texts = [e["log"]["text"] for e in self.stored(job_id) if "log" in e]
+        self.assertIn("Resumed from epoch 2", texts)
+        self.assertTrue(any(t.startswith("Started again where the job left off") for t in texts),
+                        texts)
+        epochs = [e["epochSummary"]["epoch"] for e in self.stored(job_id) if "epochSummary" in e]
+        self.assertEqual(epochs, [1, 2, 3, 4])  # nothing trained twice
+        self.assertAlmostEqual(job["result"]["testAccuracy"], 0.9)
 
 
 if __name__ == "__main__":

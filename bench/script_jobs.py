@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Script jobs (`trainctl run`, docs/scripts.md) against the same program run from a shell, side
+by side, rounds alternating, medians [min-max] (issue 35's benchmarks):
+
+  start     from invoking `trainctl run` to the program's first line, less the same from invoking
+            the interpreter in a shell: traind's overhead (upload check, queue, runner, working
+            copy) beyond the interpreter's own start.
+  flood     a program printing about 100,000 lines a second while it computes: its own run time
+            under traind against a shell with its output to a file (the ratio; 1.00 = as fast),
+            and traind's peak resident memory before and after.
+  resubmit  a 500 MB working directory sent once, then again after a one-file edit: what the
+            second run sent.
+
+  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit]
+Environment: BUILD_DIR (default build), PYTHON (the interpreter of the program; default
+/usr/bin/python3).
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BIN = ROOT / os.environ.get("BUILD_DIR", "build") / "bin"
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+
+FIRST_LINE = "import time\nprint(f'T {time.time():.6f}', flush=True)\n"
+FLOOD = """import sys, time
+lines, work = int(sys.argv[1]), int(sys.argv[2])
+start = time.perf_counter()
+total = 0
+for i in range(lines):
+    for k in range(work):
+        total += k * k
+    print(f"Epoch 1, Batch {i}: loss {1.0 / (i + 1):.4f}")
+sys.stdout.flush()
+print(f"ELAPSED {time.perf_counter() - start:.6f} {total}", file=sys.stderr, flush=True)
+"""
+
+
+def summary(values, fmt="{:.3f}"):
+    return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-" \
+           f"{fmt.format(max(values))}]"
+
+
+class Daemon:
+    def __init__(self, root):
+        self.state = root / "state"
+        self.log = open(root / "traind.log", "w")
+        self.process = subprocess.Popen(
+            [str(BIN / "traind"), "--state-dir", str(self.state), "--python",
+             f"python3={PYTHON}", "--slots", "cpu=1"], stdout=self.log, stderr=subprocess.STDOUT)
+        self.addr = f"unix:{self.state}/traind.sock"
+        while self.ctl("devices", check=False).returncode != 0:
+            if self.process.poll() is not None:
+                sys.exit(f"traind did not start: {root / 'traind.log'}")
+            time.sleep(0.1)
+
+    def ctl(self, *args, check=True):
+        result = subprocess.run([str(BIN / "trainctl"), "--addr", self.addr, *map(str, args)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if check and result.returncode != 0:
+            sys.exit(f"trainctl {args}: {result.stderr}")
+        return result
+
+    def wait(self, job_id):
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        if job["state"] != "SUCCEEDED":
+            sys.exit(f"job {job_id}: {job}")
+        return [json.loads(line) for line in
+                self.ctl("logs", job_id, "--output", "json").stdout.splitlines() if line]
+
+    def peak_rss_mib(self):
+        with open(f"/proc/{self.process.pid}/status") as f:
+            return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1)) / 1024
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+def bench_start(daemon, work, rounds):
+    directory = work / "start"
+    directory.mkdir()
+    (directory / "first.py").write_text(FIRST_LINE)
+    traind, shell = [], []
+    for _ in range(rounds):
+        begin = time.time()
+        job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
+                            "first.py").stdout.strip()
+        texts = [e["log"]["text"] for e in daemon.wait(job_id) if "log" in e]
+        traind.append(float(next(t for t in texts if t.startswith("T ")).split()[1]) - begin)
+        begin = time.time()
+        out = subprocess.run([PYTHON, "first.py"], cwd=directory, stdout=subprocess.PIPE,
+                             text=True).stdout
+        shell.append(float(out.split()[1]) - begin)
+    overhead = [t - s for t, s in zip(traind, shell)]
+    print(f"start: to the first line: traind {summary(traind)} s, shell {summary(shell)} s; "
+          f"traind's overhead {summary(overhead)} s ({rounds} rounds)")
+
+
+def bench_flood(daemon, work, rounds, lines, per_line_work):
+    directory = work / "flood"
+    directory.mkdir()
+    (directory / "flood.py").write_text(FLOOD)
+    before = daemon.peak_rss_mib()
+    traind, shell = [], []
+    for _ in range(rounds):
+        job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
+                            "flood.py", lines, per_line_work).stdout.strip()
+        texts = [e["log"]["text"] for e in daemon.wait(job_id) if "log" in e]
+        traind.append(float(next(t for t in texts if t.startswith("ELAPSED")).split()[1]))
+        with open(work / "flood.out", "w") as out:
+            result = subprocess.run([PYTHON, "flood.py", str(lines), str(per_line_work)],
+                                    cwd=directory, stdout=out, stderr=subprocess.PIPE, text=True)
+        shell.append(float(result.stderr.split()[1]))
+    ratio = [s / t for t, s in zip(traind, shell)]
+    print(f"flood: {lines} lines, {lines / statistics.median(shell):,.0f} lines/s from the shell; "
+          f"run time traind {summary(traind)} s, shell (to a file) {summary(shell)} s; "
+          f"traind's speed against the shell {summary(ratio, '{:.3f}')}; traind's peak RSS "
+          f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
+
+
+def bench_resubmit(daemon, work, megabytes):
+    directory = work / "big"
+    (directory / "data").mkdir(parents=True)
+    for i in range(megabytes // 10):
+        (directory / "data" / f"shard{i:03d}.bin").write_bytes(os.urandom(10 << 20))
+    (directory / "train.py").write_text("print('version 1')\n")
+    timings, sent = [], []
+    for version in (1, 2):
+        if version == 2:
+            (directory / "train.py").write_text("print('version 2')\n")
+        begin = time.time()
+        result = daemon.ctl("run", "-C", directory, "--device", "cpu", "--max-upload-mib",
+                            megabytes + 10, "--", "python3", "train.py")
+        timings.append(time.time() - begin)
+        sent.append(re.search(r"working directory: .*", result.stderr).group(0))
+        daemon.wait(result.stdout.strip())
+    print(f"resubmit: {megabytes} MB working directory; first run: {sent[0]} in "
+          f"{timings[0]:.2f} s; after a one-file edit: {sent[1]} in {timings[1]:.2f} s")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", default="start,flood,resubmit")
+    parser.add_argument("--lines", type=int, default=500000)
+    parser.add_argument("--work-per-line", type=int, default=40,
+                        help="loop iterations between lines: sets the rate (~100,000 lines/s)")
+    parser.add_argument("--megabytes", type=int, default=500)
+    args = parser.parse_args()
+    work = pathlib.Path(tempfile.mkdtemp(prefix="script-bench.", dir="/tmp"))
+    daemon = Daemon(work)
+    try:
+        print(f"commit {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True, stdout=subprocess.PIPE).stdout.strip()}, "
+              f"{os.cpu_count()} CPUs, {PYTHON}")
+        only = args.only.split(",")
+        if "start" in only:
+            bench_start(daemon, work, args.rounds)
+        if "flood" in only:
+            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line)
+        if "resubmit" in only:
+            bench_resubmit(daemon, work, args.megabytes)
+    finally:
+        daemon.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
