@@ -34,15 +34,18 @@ std::vector<char*> Pointers(const std::vector<std::string>& words) {
   return pointers;
 }
 
+// In the child: tells the parent errno on `report` and exits.
+[[noreturn]] void FailInChild(int report) {
+  const int error = errno;
+  (void)!write(report, &error, sizeof(error));
+  _exit(127);
+}
+
 // In the child, between fork and exec: async-signal-safe calls only. Reports errno on `report`
 // and exits if anything fails.
 [[noreturn]] void BecomeProgram(const ProgramProcess::Options& options, char* const* argv,
                                 char* const* envp, int out, int err, int report, pid_t parent) {
-  auto fail = [&] {
-    const int error = errno;
-    (void)!write(report, &error, sizeof(error));
-    _exit(127);
-  };
+  auto fail = [report] { FailInChild(report); };
   // Its own session: a terminal's signals and traind's group's do not reach it, and its group
   // is everything it starts that does not leave on purpose.
   if (setsid() < 0) fail();
@@ -60,8 +63,9 @@ std::vector<char*> Pointers(const std::vector<std::string>& words) {
   // The runner ignores SIGPIPE; an ignored signal stays ignored across exec.
   for (int signal : {SIGPIPE, SIGTERM, SIGINT, SIGUSR1, SIGHUP}) ::signal(signal, SIG_DFL);
   if (chdir(options.working_dir.c_str()) != 0) fail();
+  if (options.nice > 0) (void)!nice(options.nice);
   execve(options.path.c_str(), argv, envp);
-  fail();
+  FailInChild(report);
 }
 
 }  // namespace
@@ -77,6 +81,10 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
     CloseBoth(out), CloseBoth(err);
     return Errno("pipe");
   }
+  // Room for a burst of output while the runner is busy: the program's writes do not block (and
+  // do not wake the runner for every line) until a megabyte waits. Best effort: the system's
+  // pipe-max-size may refuse it.
+  for (int fd : {out[1], err[1]}) fcntl(fd, F_SETPIPE_SZ, 1 << 20);
   // Built before fork: the child may only make async-signal-safe calls.
   const std::vector<char*> argv = Pointers(options.argv);
   const std::vector<char*> envp = Pointers(options.environment);

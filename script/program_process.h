@@ -25,6 +25,7 @@ class ProgramProcess {
     std::vector<std::string> argv;         // argv[0] included
     std::vector<std::string> environment;  // the whole environment, "NAME=value"
     std::string working_dir;
+    int nice = 0;  // added to the program's nice value (traind's workers run below traind)
   };
   // FAILED_PRECONDITION when the program cannot be executed (missing, not executable), with
   // the system's reason.

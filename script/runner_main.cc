@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -56,6 +57,10 @@ int main(int argc, char** argv) {
     options.stop_grace = absl::Milliseconds(std::atoi(grace));
   }
   if (const char* rank = std::getenv("RANK"); rank != nullptr) options.rank = std::atoi(rank);
+  if (const char* nice = std::getenv("TRAIND_WORKER_NICE"); nice != nullptr) {
+    options.program_nice = std::clamp(std::atoi(nice), 0, 19);
+    options.runner_nice = std::clamp(options.program_nice + 5, 0, 19);
+  }
   const int status = traind::ScriptRun(request, &pipe, signals, options).Run();
   pipe.Close();
   return status;

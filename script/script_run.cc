@@ -34,6 +34,10 @@ using trainer::v1::JobEvent;
 using trainer::v1::LogLine;
 
 constexpr size_t kStderrTailLines = 20;
+// Output arriving at least this fast (a read that brings this much) is read in pauses of
+// kBusyOutputPause: see Pump.
+constexpr size_t kBusyOutputBytes = 4096;
+constexpr absl::Duration kBusyOutputPause = absl::Milliseconds(10);
 // The program's whole output is kept in the job's directory up to this much; the store keeps what
 // OutputBudget admits.
 constexpr int64_t kOutputLogBytes = 64 << 20;
@@ -55,6 +59,18 @@ void AddPythonPath(std::vector<std::string>* environment, const std::string& dir
     }
   }
   environment->push_back("PYTHONPATH=" + dir);
+}
+
+// Sets NAME=value in the program's environment; an empty value removes it.
+void SetVariable(std::vector<std::string>* environment, const std::string& name,
+                 const std::string& value) {
+  const std::string prefix = name + "=";
+  environment->erase(std::remove_if(environment->begin(), environment->end(),
+                                    [&](const std::string& entry) {
+                                      return absl::StartsWith(entry, prefix);
+                                    }),
+                     environment->end());
+  if (!value.empty()) environment->push_back(prefix + value);
 }
 
 absl::Status MakeDirectory(const std::string& path) {
@@ -126,17 +142,24 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   program.environment =
       ScriptEnvironment(request_, directories, inherited, job_devices ? job_devices : "");
   if (resumed_) program.environment.push_back("TRAIND_RESUMED=1");
-  // The traind package (python/traind), importable without installing it: beside the binaries
-  // in a build tree (build/python) or an install (lib/traind/python).
+  // The traind package (python/traind), importable without installing it, and python/site's
+  // sitecustomize (stdout flushed every TRAIND_STDOUT_FLUSH_MS instead of line by line): beside
+  // the binaries in a build tree (build/python) or an install (lib/traind/python).
   const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ignored);
   for (const char* relative : {"../python", "../lib/traind/python"}) {
-    const std::filesystem::path package = bin.parent_path() / relative / "traind";
-    if (std::filesystem::is_directory(package, ignored)) {
-      AddPythonPath(&program.environment, package.parent_path().lexically_normal().string());
+    const std::filesystem::path root = (bin.parent_path() / relative).lexically_normal();
+    if (std::filesystem::is_directory(root / "traind", ignored)) {
+      AddPythonPath(&program.environment, root.string());
+      if (std::filesystem::is_regular_file(root / "site" / "sitecustomize.py", ignored)) {
+        AddPythonPath(&program.environment, (root / "site").string());
+        SetVariable(&program.environment, "TRAIND_STDOUT_FLUSH_MS", "50");
+        SetVariable(&program.environment, "PYTHONUNBUFFERED", "");  // the flusher's job now
+      }
       break;
     }
   }
   program.working_dir = working_dir;
+  program.nice = options_.program_nice;
   return program;
 }
 
@@ -162,6 +185,7 @@ int ScriptRun::Run() {
                    request_.spec().device().empty() ? "cpu" : request_.spec().device(), " (pid ",
                    (*program)->pid(), ", ", request_.script_sources_size(),
                    " files in its working directory)"));
+  if (options_.runner_nice > 0) (void)!nice(options_.runner_nice);  // the program is started
   Pump(**program);
   return Finish((*program)->Wait());
 }
@@ -172,6 +196,13 @@ void ScriptRun::Pump(ProgramProcess& program) {
   for (;;) {
     output.clear();
     const bool open = program.Read(absl::Milliseconds(200), &output);
+    // A program printing fast (a line per batch, 100,000 a second) would wake this loop for each
+    // line, and pay for the wake-up in its own write(2): while output flows, let it gather in
+    // the pipe (ProgramProcess sizes it for this) and read it in larger pieces. A program that
+    // prints now and then is read at once.
+    size_t bytes = 0;
+    for (const ProgramProcess::Output& chunk : output) bytes += chunk.bytes.size();
+    if (bytes >= kBusyOutputBytes) absl::SleepFor(kBusyOutputPause);
     for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk);
     const absl::Time now = absl::Now();
     if ((stop_.stop.load() || !stopped_reason_.empty()) && !stop_sent_) {

@@ -37,6 +37,11 @@ class ScriptRun {
     // the job, as built-in jobs' rank 0 does; the others send only their errors (their output
     // is kept in output-rank<N>.log).
     int rank = 0;
+    // traind's workers run below it (TRAIND_WORKER_NICE): the program at `program_nice`, and this
+    // runner, which only reads, below the program (`runner_nice`), so that parsing a flood of
+    // output takes no CPU from the training it reports on.
+    int program_nice = 0;
+    int runner_nice = 0;
   };
   ScriptRun(const trainer::v1::WorkerRequest& request, EventPipeWriter* events,
             const StopFlags& stop, Options options);
