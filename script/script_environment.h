@@ -6,7 +6,9 @@
 //   TRAIND_JOB_ID, TRAIND_CHECKPOINT_DIR, TRAIND_OUTPUT_DIR  (the Python package reads them)
 //   OMP_NUM_THREADS, MKL_NUM_THREADS  JobSpec.threads, when given
 //   TMPDIR              a temp folder of the job's own
-//   PYTHONUNBUFFERED=1  so its prints arrive as they happen, not a pipe buffer later
+//   PYTHONUNBUFFERED=1  so its prints arrive as they happen, not a pipe buffer later (where
+//                       the traind package's python/site is found, ScriptRun replaces it with
+//                       TRAIND_STDOUT_FLUSH_MS: a flush every 50 ms, not a write per line)
 // and torchrun's variables for a job of several ranks (RANK, LOCAL_RANK, WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT, set by traind), with LOCAL_WORLD_SIZE added.
 #ifndef TRAIND_SCRIPT_SCRIPT_ENVIRONMENT_H_

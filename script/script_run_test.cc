@@ -146,7 +146,7 @@ print("a warning", file=sys.stderr)
 
 TEST_F(ScriptRunTest, TheProgramSeesItsDeviceDirectoriesAndNoTraindVariables) {
   AddFile("env.py", R"(import os
-for name in ("TRAIND_DEVICE", "CUDA_VISIBLE_DEVICES", "TRAIND_JOB_ID", "PYTHONUNBUFFERED", "OMP_NUM_THREADS"):
+for name in ("TRAIND_DEVICE", "CUDA_VISIBLE_DEVICES", "TRAIND_JOB_ID", "PYTHONUNBUFFERED", "TRAIND_STDOUT_FLUSH_MS", "OMP_NUM_THREADS"):
     print(f"{name}={os.environ.get(name)}")
 print("checkpoints", os.path.isdir(os.environ["TRAIND_CHECKPOINT_DIR"]))
 print("secret", "TRAIND_SECRET_FOR_TEST" in os.environ)
@@ -156,7 +156,9 @@ print("cwd", os.path.exists("env.py"))
   const WorkerProcess::Exit exit = Run({"env.py"}, {"TRAIND_SECRET_FOR_TEST=hunter2"});
   EXPECT_EQ(exit.exit_code, kWorkerSucceeded) << exit.Describe();
   for (const char* expected :
-       {"TRAIND_DEVICE=cpu", "CUDA_VISIBLE_DEVICES=", "TRAIND_JOB_ID=7", "PYTHONUNBUFFERED=1",
+       {"TRAIND_DEVICE=cpu", "CUDA_VISIBLE_DEVICES=", "TRAIND_JOB_ID=7",
+        // Flushed every 50 ms by python/site's sitecustomize rather than line by line.
+        "PYTHONUNBUFFERED=None", "TRAIND_STDOUT_FLUSH_MS=50",
         "OMP_NUM_THREADS=3", "checkpoints True", "secret False", "cwd True"}) {
     EXPECT_TRUE(Logged(expected)) << expected;
   }

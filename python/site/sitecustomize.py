@@ -31,6 +31,11 @@ def _flush_stdout_periodically(interval):
     # buffer's lock held by a thread it does not have.
     os.register_at_fork(before=lock.acquire, after_in_parent=lock.release,
                         after_in_child=lock.release)
+    # Nor may the interpreter shut down mid-flush: a daemon thread frozen holding the buffer's
+    # lock makes Python's own last flush abort ("could not acquire lock ... at interpreter
+    # shutdown"). At exit the flusher is stopped (its lock kept) before that flush.
+    import atexit
+    atexit.register(lock.acquire)
     threading.Thread(target=flusher, name="traind-stdout-flush", daemon=True).start()
 
 
