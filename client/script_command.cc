@@ -57,8 +57,8 @@ absl::Status UploadWorkingDir(Context& ctx, const ScriptCommand& command,
     added->set_executable(file.executable);
   }
   if (!ctx.json()) {
-    ctx.err() << "trainctl: working directory: " << files->size() << " files, sent " << sent
-              << " (" << (sent_bytes + (1 << 19)) / (1 << 20) << " MiB); the daemon had the rest\n";
+    ctx.err() << "trainctl: working directory: " << files->size() << " files, sent " << sent << " ("
+              << (sent_bytes + (1 << 19)) / (1 << 20) << " MiB); the daemon had the rest\n";
   }
   return absl::OkStatus();
 }

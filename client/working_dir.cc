@@ -64,8 +64,8 @@ bool GlobMatches(absl::string_view glob, absl::string_view text) {
 }
 
 constexpr const char* kDefaultIgnores[] = {
-    ".git/", ".hg/", ".svn/", "__pycache__/", "*.pyc", ".ipynb_checkpoints/", ".venv/", "venv/",
-    ".mypy_cache/", ".pytest_cache/", ".DS_Store", ".traind/"};
+    ".git/",  ".hg/",  ".svn/",        "__pycache__/",   "*.pyc",     ".ipynb_checkpoints/",
+    ".venv/", "venv/", ".mypy_cache/", ".pytest_cache/", ".DS_Store", ".traind/"};
 
 }  // namespace
 
@@ -151,9 +151,9 @@ absl::StatusOr<std::vector<WorkingFile>> ScanWorkingDir(const std::string& dir,
       if (error || !absl::StartsWith(target.string(), inside) || !fs::is_regular_file(target)) {
         return absl::InvalidArgumentError(absl::StrCat(
             path, " is a symlink ",
-            error ? "that leads nowhere"
-                  : !absl::StartsWith(target.string(), inside) ? "that leads out of the working directory"
-                                                               : "to a folder",
+            error                                        ? "that leads nowhere"
+            : !absl::StartsWith(target.string(), inside) ? "that leads out of the working directory"
+                                                         : "to a folder",
             "; the job gets only what is inside it: copy the file in, or ignore it in "
             ".traindignore"));
       }

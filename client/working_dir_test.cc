@@ -41,8 +41,8 @@ TEST(IgnoreRulesTest, GitignoreSyntax) {
   EXPECT_TRUE(rules.Ignored("deep/inside/run.log", false));  // no slash: any depth
   EXPECT_FALSE(rules.Ignored("keep.log", false));            // re-included
   EXPECT_TRUE(rules.Ignored("build", true));
-  EXPECT_FALSE(rules.Ignored("build", false));      // folders only
-  EXPECT_FALSE(rules.Ignored("src/build", true));   // anchored to the top
+  EXPECT_FALSE(rules.Ignored("build", false));     // folders only
+  EXPECT_FALSE(rules.Ignored("src/build", true));  // anchored to the top
   EXPECT_TRUE(rules.Ignored("data/a/b/x.csv", false));
   EXPECT_TRUE(rules.Ignored("data/x.csv", false));  // "**/" may be no folder at all
   EXPECT_FALSE(rules.Ignored("data/x.txt", false));
@@ -94,8 +94,7 @@ TEST_F(WorkingDirTest, OverTheLimitIsRefusedNamingTheLargestFiles) {
   EXPECT_TRUE(absl::StrContains(files.status().message(), "data/big.bin (3 MiB)"))
       << files.status();
   EXPECT_TRUE(absl::StrContains(files.status().message(), ".traindignore")) << files.status();
-  EXPECT_EQ(ScanWorkingDir(dir_ / "absent", 1 << 20).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ScanWorkingDir(dir_ / "absent", 1 << 20).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

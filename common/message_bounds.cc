@@ -32,9 +32,8 @@ constexpr Bound kStringBounds[] = {
 constexpr Bound kRepeatedBounds[] = {
     {"values", 10000},   // of one sweep axis; the product is bounded by kMaxSweepMembers
     {"configs", 10000},  // of a sweep
-    {"axes", 32},
-    {"args", 1024},    // a script's words (kMaxScriptArgs)
-    {"files", 20000},  // a script's working directory (kMaxScriptFiles)
+    {"axes", 32},       {"args", 1024},  // a script's words (kMaxScriptArgs)
+    {"files", 20000},                    // a script's working directory (kMaxScriptFiles)
 };
 
 size_t StringBound(absl::string_view name) {

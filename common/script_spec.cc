@@ -20,8 +20,8 @@ using trainer::v1::JobSpec;
 
 // The JobSpec fields a program's job may set: where and how wide it runs, what it is called, when
 // traind stops it, and fault injection for tests. The rest configure the built-in trainer.
-constexpr absl::string_view kScriptFields[] = {
-    "script", "name", "device", "processes", "gpus", "devices", "threads", "stop_at_accuracy"};
+constexpr absl::string_view kScriptFields[] = {"script", "name",    "device",  "processes",
+                                               "gpus",   "devices", "threads", "stop_at_accuracy"};
 
 absl::Status OnlyScriptFields(const JobSpec& spec) {
   std::vector<const google::protobuf::FieldDescriptor*> set;
@@ -50,9 +50,8 @@ absl::Status ValidateArgs(const trainer::v1::ScriptSpec& script) {
   for (int i = 0; i < script.args_size(); ++i) {
     const std::string& arg = script.args(i);
     if (arg.size() > kMaxScriptArgBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("script.args[", i, "]: at most ",
-                                                     kMaxScriptArgBytes, " bytes, got ",
-                                                     arg.size()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "script.args[", i, "]: at most ", kMaxScriptArgBytes, " bytes, got ", arg.size()));
     }
     // execve ends a word at its first NUL: what ran would not be what was asked.
     if (arg.find('\0') != std::string::npos) {
@@ -82,19 +81,18 @@ absl::Status ValidateFiles(const trainer::v1::ScriptSpec& script) {
   // `python3 -c CODE` name none).
   const std::string& program = script.args(0);
   if (!program.empty() && program[0] != '-' && !files.contains(program)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("script.args[0]: '", program.substr(0, 80),
-                     "' is not a file of the working directory (", script.files_size(),
-                     " files uploaded); run it from the directory that holds it"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "script.args[0]: '", program.substr(0, 80), "' is not a file of the working directory (",
+        script.files_size(), " files uploaded); run it from the directory that holds it"));
   }
   // "a" cannot be a file and also hold "a/b".
   for (const std::string& path : files) {
     for (size_t slash = path.find('/'); slash != std::string::npos;
          slash = path.find('/', slash + 1)) {
       if (files.contains(path.substr(0, slash))) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "script.files: '", path.substr(0, slash), "' is a file and also a folder of '", path,
-            "'"));
+        return absl::InvalidArgumentError(absl::StrCat("script.files: '", path.substr(0, slash),
+                                                       "' is a file and also a folder of '", path,
+                                                       "'"));
       }
     }
   }
@@ -109,25 +107,26 @@ absl::Status ValidateScriptPath(absl::string_view field, absl::string_view path)
   };
   if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": empty"));
   if (path.size() > kMaxScriptPathBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": at most ", kMaxScriptPathBytes,
-                                                   " bytes, got ", path.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": at most ", kMaxScriptPathBytes, " bytes, got ", path.size()));
   }
   if (path.find('\0') != absl::string_view::npos) return bad("contains a NUL byte");
   if (path.front() == '/') return bad("must be relative to the working directory");
   for (absl::string_view part : absl::StrSplit(path, '/')) {
     if (part.empty() || part == "." || part == "..") {
-      return bad("must not have empty, '.' or '..' parts (it must stay inside the working "
-                 "directory)");
+      return bad(
+          "must not have empty, '.' or '..' parts (it must stay inside the working "
+          "directory)");
     }
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateInterpreterName(absl::string_view field, absl::string_view name) {
-  const bool valid = !name.empty() && name.size() <= 64 &&
-                     std::all_of(name.begin(), name.end(), [](char c) {
-                       return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
-                     });
+  const bool valid =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+      });
   if (valid) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat(field, ": '", name.substr(0, 80),
@@ -142,9 +141,8 @@ bool IsScriptJobField(absl::string_view field) {
 absl::Status ValidateParamName(absl::string_view field, absl::string_view name) {
   const bool valid = !name.empty() && name.size() <= 64 &&
                      (absl::ascii_isalpha(name[0]) || name[0] == '_') &&
-                     std::all_of(name.begin(), name.end(), [](char c) {
-                       return absl::ascii_isalnum(c) || c == '_';
-                     });
+                     std::all_of(name.begin(), name.end(),
+                                 [](char c) { return absl::ascii_isalnum(c) || c == '_'; });
   if (valid) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       field, ": '", name.substr(0, 80),

@@ -13,8 +13,8 @@
 
 namespace traind {
 
-inline constexpr int kMaxScriptFiles = 20000;     // files of one working directory
-inline constexpr int kMaxScriptArgs = 1024;       // words after the interpreter
+inline constexpr int kMaxScriptFiles = 20000;  // files of one working directory
+inline constexpr int kMaxScriptArgs = 1024;    // words after the interpreter
 inline constexpr size_t kMaxScriptArgBytes = 8192;
 inline constexpr size_t kMaxScriptPathBytes = 1024;
 inline constexpr char kDefaultInterpreter[] = "python3";
@@ -43,10 +43,10 @@ std::vector<std::string> ExpandScriptArgs(const trainer::v1::ScriptSpec& script,
                                           absl::string_view device_kind);
 
 // A script job's spec: its program (args, files: valid, distinct paths, none both a file and a
-// folder of another, digests well formed, every param named in args) and only the fields that mean something for a program
-// (name, device, processes, gpus, devices, threads, stop_at_accuracy): a field of the built-in
-// trainer (epochs, model...) is refused by name, since the program has its own. The device and
-// rank rules are ValidateJobSpec's, which calls this for a script job.
+// folder of another, digests well formed, every param named in args) and only the fields that mean
+// something for a program (name, device, processes, gpus, devices, threads, stop_at_accuracy): a
+// field of the built-in trainer (epochs, model...) is refused by name, since the program has its
+// own. The device and rank rules are ValidateJobSpec's, which calls this for a script job.
 absl::Status ValidateScriptJob(const trainer::v1::JobSpec& spec);
 
 }  // namespace traind

@@ -33,8 +33,8 @@ TEST(ScriptSpecTest, APlainProgramIsValidWithItsDefaults) {
 }
 
 TEST(ScriptSpecTest, ParamsArePutInWhereTheArgumentsNameThem) {
-  trainer::v1::JobSpec spec = Program({"train.py", "--lr={lr}", "--device", "{device}", "-c",
-                                       "print({'a': 1})"});
+  trainer::v1::JobSpec spec =
+      Program({"train.py", "--lr={lr}", "--device", "{device}", "-c", "print({'a': 1})"});
   ASSERT_TRUE(SetSpecField(&spec, "param.lr", "3e-4").ok());
   EXPECT_EQ(GetSpecField(spec, "param.lr"), "3e-4");
   EXPECT_EQ(CanonicalSpecField("param.lr"), "param.lr");
@@ -44,8 +44,7 @@ TEST(ScriptSpecTest, ParamsArePutInWhereTheArgumentsNameThem) {
             (std::vector<std::string>{"train.py", "--lr=3e-4", "--device", "cuda", "-c",
                                       "print({'a': 1})"}));
   ASSERT_TRUE(SetSpecField(&spec, "param.bs", "64").ok());
-  EXPECT_NE(ValidateJobSpec(spec).message().find("'bs' is not used: put {bs}"),
-            std::string::npos)
+  EXPECT_NE(ValidateJobSpec(spec).message().find("'bs' is not used: put {bs}"), std::string::npos)
       << ValidateJobSpec(spec);
   EXPECT_FALSE(SetSpecField(&spec, "param.a-b", "1").ok());
 }
@@ -61,8 +60,7 @@ TEST(ScriptSpecTest, PathsStayInsideTheWorkingDirectory) {
   trainer::v1::ScriptFile* file = spec.mutable_script()->add_files();
   file->set_path("train.py/inner.py");
   file->set_digest("sha256:" + std::string(64, 'b'));
-  EXPECT_NE(ValidateJobSpec(spec).message().find("is a file and also a folder"),
-            std::string::npos)
+  EXPECT_NE(ValidateJobSpec(spec).message().find("is a file and also a folder"), std::string::npos)
       << ValidateJobSpec(spec);
 }
 

@@ -22,9 +22,9 @@ bool OutputBudget::Admit(absl::Time now) {
 
 std::optional<std::string> OutputBudget::Note(absl::Time now, bool force, absl::Duration every) {
   if (dropped_since_note_ == 0 || (!force && now - last_note_ < every)) return std::nullopt;
-  std::string note = absl::StrCat("traind: ", dropped_since_note_, " ", what_,
-                                  " not stored (more than ", per_second_, " a second after a burst of ",
-                                  burst_, "); ", dropped_total_, " in all so far");
+  std::string note = absl::StrCat(
+      "traind: ", dropped_since_note_, " ", what_, " not stored (more than ", per_second_,
+      " a second after a burst of ", burst_, "); ", dropped_total_, " in all so far");
   dropped_since_note_ = 0;
   last_note_ = now;
   return note;

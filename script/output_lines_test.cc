@@ -22,8 +22,7 @@ std::vector<std::string> Lines(const std::vector<std::string>& pieces) {
 TEST(OutputLinesTest, LinesEndAtNewlineCarriageReturnOrBoth) {
   EXPECT_EQ(Lines({"a\nb\r\nc\rd"}), (std::vector<std::string>{"a", "b", "c", "d"}));
   // Split anywhere, even between "\r" and "\n".
-  EXPECT_EQ(Lines({"lo", "ss 1\r", "\nloss 2\n"}),
-            (std::vector<std::string>{"loss 1", "loss 2"}));
+  EXPECT_EQ(Lines({"lo", "ss 1\r", "\nloss 2\n"}), (std::vector<std::string>{"loss 1", "loss 2"}));
   EXPECT_EQ(Lines({"\n\n"}), (std::vector<std::string>{"", ""}));
 }
 
@@ -38,11 +37,13 @@ TEST(OutputLinesTest, AVeryLongLineIsCutWhereItReachesTheLimit) {
 TEST(OutputLinesTest, InvalidUtf8BecomesTheReplacementCharacter) {
   const std::string replacement = "\xEF\xBF\xBD";
   EXPECT_EQ(ValidUtf8("caf\xC3\xA9 \xE2\x9C\x93"), "caf\xC3\xA9 \xE2\x9C\x93");  // valid stays
-  EXPECT_EQ(ValidUtf8("a\xFF" "b"), "a" + replacement + "b");
-  EXPECT_EQ(ValidUtf8("\xC0\xAF"), replacement + replacement);      // overlong '/'
+  EXPECT_EQ(ValidUtf8("a\xFF"
+                      "b"),
+            "a" + replacement + "b");
+  EXPECT_EQ(ValidUtf8("\xC0\xAF"), replacement + replacement);                    // overlong '/'
   EXPECT_EQ(ValidUtf8("\xED\xA0\x80"), replacement + replacement + replacement);  // a surrogate
-  EXPECT_EQ(ValidUtf8("\xF4\x90\x80\x80").size(), 4 * replacement.size());      // > U+10FFFF
-  EXPECT_EQ(ValidUtf8("end\xE2\x9C"), "end" + replacement + replacement);        // cut short
+  EXPECT_EQ(ValidUtf8("\xF4\x90\x80\x80").size(), 4 * replacement.size());        // > U+10FFFF
+  EXPECT_EQ(ValidUtf8("end\xE2\x9C"), "end" + replacement + replacement);         // cut short
   // Escapes are text: the clients make them harmless when they print them.
   EXPECT_EQ(ValidUtf8("\x1b[31mred"), "\x1b[31mred");
 }

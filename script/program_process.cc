@@ -1,9 +1,9 @@
 #include "script/program_process.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
-#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -107,9 +107,8 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
   if (got == sizeof(error)) {
     waitpid(pid, nullptr, 0);
     close(out[0]), close(err[0]);
-    return absl::FailedPreconditionError(absl::StrCat("cannot run ", options.path, " in ",
-                                                      options.working_dir, ": ",
-                                                      std::strerror(error)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot run ", options.path, " in ", options.working_dir, ": ", std::strerror(error)));
   }
   return std::unique_ptr<ProgramProcess>(new ProgramProcess(pid, out[0], err[0]));
 }

@@ -46,8 +46,8 @@ class ProgramProcess {
   void SignalGroup(int signal);
 
   struct Exit {
-    int exit_code = -1;  // when it exited
-    int signal = 0;      // when a signal ended it
+    int exit_code = -1;            // when it exited
+    int signal = 0;                // when a signal ended it
     std::string Describe() const;  // "exit code 1" / "signal 9 (Killed)"
   };
   // Whether the program itself has ended (without reaping it). Its output may still be open in
@@ -60,8 +60,7 @@ class ProgramProcess {
   pid_t pid() const { return pid_; }
 
  private:
-  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd)
-      : pid_(pid), fds_{stdout_fd, stderr_fd} {}
+  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd) : pid_(pid), fds_{stdout_fd, stderr_fd} {}
   const pid_t pid_;
   int fds_[2];  // stdout, stderr; -1 once closed
   bool reaped_ = false;

@@ -65,11 +65,10 @@ void AddPythonPath(std::vector<std::string>* environment, const std::string& dir
 void SetVariable(std::vector<std::string>* environment, const std::string& name,
                  const std::string& value) {
   const std::string prefix = name + "=";
-  environment->erase(std::remove_if(environment->begin(), environment->end(),
-                                    [&](const std::string& entry) {
-                                      return absl::StartsWith(entry, prefix);
-                                    }),
-                     environment->end());
+  environment->erase(
+      std::remove_if(environment->begin(), environment->end(),
+                     [&](const std::string& entry) { return absl::StartsWith(entry, prefix); }),
+      environment->end());
   if (!value.empty()) environment->push_back(prefix + value);
 }
 
@@ -114,8 +113,8 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   resumed_ = lstat(working_dir.c_str(), &st) == 0;  // an earlier start of this job made it
   RETURN_IF_ERROR(MakeWorkingCopy(request_.script_sources(), working_dir));
   ScriptDirectories directories{job_dir + "/checkpoints", job_dir + "/outputs", job_dir + "/tmp"};
-  for (const std::string* dir : {&directories.checkpoints, &directories.outputs,
-                                 &directories.temp}) {
+  for (const std::string* dir :
+       {&directories.checkpoints, &directories.outputs, &directories.temp}) {
     RETURN_IF_ERROR(MakeDirectory(*dir));
   }
   const std::string output_log =
@@ -133,10 +132,10 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
                              ? kDefaultInterpreter
                              : request_.spec().script().interpreter());
   const std::string& device = request_.spec().device();
-  for (std::string& arg : ExpandScriptArgs(request_.spec().script(),
-                                           absl::StartsWith(device, "cuda") ? "cuda"
-                                           : device.empty()                 ? "cpu"
-                                                                            : device)) {
+  for (std::string& arg :
+       ExpandScriptArgs(request_.spec().script(), absl::StartsWith(device, "cuda") ? "cuda"
+                                                  : device.empty()                 ? "cpu"
+                                                                                   : device)) {
     program.argv.push_back(std::move(arg));
   }
   program.environment =

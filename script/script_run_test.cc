@@ -158,8 +158,8 @@ print("cwd", os.path.exists("env.py"))
   for (const char* expected :
        {"TRAIND_DEVICE=cpu", "CUDA_VISIBLE_DEVICES=", "TRAIND_JOB_ID=7",
         // Flushed every 50 ms by python/site's sitecustomize rather than line by line.
-        "PYTHONUNBUFFERED=None", "TRAIND_STDOUT_FLUSH_MS=50",
-        "OMP_NUM_THREADS=3", "checkpoints True", "secret False", "cwd True"}) {
+        "PYTHONUNBUFFERED=None", "TRAIND_STDOUT_FLUSH_MS=50", "OMP_NUM_THREADS=3",
+        "checkpoints True", "secret False", "cwd True"}) {
     EXPECT_TRUE(Logged(expected)) << expected;
   }
 }
@@ -224,8 +224,7 @@ while True:
       StartRunner({"stubborn.py"}, {"TRAIND_SCRIPT_STOP_GRACE_MS=200"});
   ASSERT_NE(runner, nullptr);
   JobEvent event;
-  while (runner->ReadEvent(&event, absl::InfiniteDuration()) ==
-         WorkerProcess::ReadResult::kEvent) {
+  while (runner->ReadEvent(&event, absl::InfiniteDuration()) == WorkerProcess::ReadResult::kEvent) {
     events_.push_back(event);
     if (event.has_log() && event.log().text() == "ready") break;
   }

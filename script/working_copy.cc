@@ -92,8 +92,8 @@ absl::Status MakeWorkingCopy(
     status = CopyFile(source.source(), target.string(), source.executable());
     if (!status.ok()) break;
   }
-  if (status.ok() && renameat2(AT_FDCWD, building.c_str(), AT_FDCWD, dir.c_str(),
-                               RENAME_NOREPLACE) != 0 &&
+  if (status.ok() &&
+      renameat2(AT_FDCWD, building.c_str(), AT_FDCWD, dir.c_str(), RENAME_NOREPLACE) != 0 &&
       errno != EEXIST) {
     status = Errno(absl::StrCat("cannot move the working directory into place at ", dir));
   }

@@ -113,7 +113,8 @@ absl::StatusOr<Caller> AccessControl::Admit(const grpc::ServerContextBase& conte
 absl::StatusOr<Caller> AccessControl::Authenticate(const grpc::ServerContextBase& context) const {
   const std::string peer = context.peer();
   // The Unix socket is 0600 in a 0700 directory: whoever reaches it is the daemon's own user.
-  if (absl::StartsWith(peer, "unix:")) return Caller{"local", false, Role::kAdmin, /*may_run_code=*/true};
+  if (absl::StartsWith(peer, "unix:"))
+    return Caller{"local", false, Role::kAdmin, /*may_run_code=*/true};
 
   const auto& metadata = context.client_metadata();
   // An in-process call from the dashboard for a browser that logged in with the one-time link.

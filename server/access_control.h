@@ -4,12 +4,11 @@
 // system already decided): they need no token and are admins. Callers over TCP must send
 // `authorization: Bearer <token>` matching a line of --token-file (`TOKEN [NAME [ROLE]]`, ROLE
 // `user` or `admin`, optionally followed by `,run-code`: that token may run programs, script
-// jobs; the local owner may); tokens are compared in constant time. A `user` token (the default role) acts on its own jobs,
-// sweeps and uploads only; an `admin` token on everyone's, and may pause the queue. Which RPC
-// needs what is decided in one table (rpc_policy.h). Each user token may hold at most
-// `max_queued_jobs` queued jobs, `max_watchers` open watches and `max_uploads` uploads in flight;
-// local callers are not limited.
-// Thread-safe.
+// jobs; the local owner may); tokens are compared in constant time. A `user` token (the default
+// role) acts on its own jobs, sweeps and uploads only; an `admin` token on everyone's, and may
+// pause the queue. Which RPC needs what is decided in one table (rpc_policy.h). Each user token may
+// hold at most `max_queued_jobs` queued jobs, `max_watchers` open watches and `max_uploads` uploads
+// in flight; local callers are not limited. Thread-safe.
 #ifndef TRAIND_SERVER_ACCESS_CONTROL_H_
 #define TRAIND_SERVER_ACCESS_CONTROL_H_
 

@@ -20,19 +20,19 @@ absl::Status Admission::CheckScript(const trainer::v1::JobSpec& spec, const Call
   if (options_.interpreters.count(name) == 0) {
     std::vector<std::string> allowed;
     for (const auto& [allowed_name, path] : options_.interpreters) allowed.push_back(allowed_name);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "script.interpreter: '", name, "' is not one this traind allows (",
-        allowed.empty() ? "none: its operator adds them with traind --python NAME=PATH"
-                        : absl::StrJoin(allowed, ", "),
-        ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("script.interpreter: '", name, "' is not one this traind allows (",
+                     allowed.empty() ? "none: its operator adds them with traind --python NAME=PATH"
+                                     : absl::StrJoin(allowed, ", "),
+                     ")"));
   }
   for (int i = 0; i < spec.script().files_size(); ++i) {
     const trainer::v1::ScriptFile& file = spec.script().files(i);
     absl::StatusOr<trainer::v1::Blob> blob = UsableBlob(caller, file.digest());
     if (!blob.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "script.files[", i, "]: ", file.path(), " (", file.digest(),
-          ") is not stored on this daemon; upload it first (trainctl run does)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("script.files[", i, "]: ", file.path(), " (", file.digest(),
+                       ") is not stored on this daemon; upload it first (trainctl run does)"));
     }
   }
   return absl::OkStatus();

@@ -606,9 +606,8 @@ absl::StatusOr<trainer::v1::WorkerRequest> Scheduler::RequestFor(const Job& job)
   }
   if (IsScriptJob(job.spec())) {
     const trainer::v1::ScriptSpec& script = job.spec().script();
-    const auto interpreter =
-        options_.interpreters.find(script.interpreter().empty() ? kDefaultInterpreter
-                                                                : script.interpreter());
+    const auto interpreter = options_.interpreters.find(
+        script.interpreter().empty() ? kDefaultInterpreter : script.interpreter());
     // One allowed at submit may be gone since (traind restarted without it): the runner says so.
     if (interpreter != options_.interpreters.end()) {
       request.set_interpreter_path(interpreter->second);

@@ -52,8 +52,7 @@ TEST(SweepExpansionTest, AProgramsParamsAreAxesLikeFields) {
   trainer::v1::SweepSpec spec;
   spec.mutable_base()->mutable_script()->add_args("train.py");
   spec.mutable_base()->mutable_script()->add_args("--seed={seed}");
-  for (const auto& [field, values] :
-       std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [field, values] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"device", {"cpu", "cuda"}}, {"param.seed", {"1", "2"}}}) {
     trainer::v1::SweepAxis* axis = spec.add_axes();
     axis->set_field(field);

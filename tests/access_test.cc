@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "common/beneath.h"

@@ -1,8 +1,8 @@
-// trainctl run [flags] -- INTERPRETER PROGRAM [ARGS...]: a user's program as a job (docs/scripts.md).
-// The working directory goes to traind file by file, by content (only what the daemon lacks is
-// sent: a re-run after a one-line edit sends one file); traind queues the job, runs the program
-// in a private copy of it on the device it chose, and reads its output as the job's log and
-// metrics. Prints the job's id, or follows it with --watch.
+// trainctl run [flags] -- INTERPRETER PROGRAM [ARGS...]: a user's program as a job
+// (docs/scripts.md). The working directory goes to traind file by file, by content (only what the
+// daemon lacks is sent: a re-run after a one-line edit sends one file); traind queues the job, runs
+// the program in a private copy of it on the device it chose, and reads its output as the job's log
+// and metrics. Prints the job's id, or follows it with --watch.
 #include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"

@@ -63,7 +63,8 @@ absl::Status AddProgram(Context& ctx, const SweepFlags& flags, trainer::v1::Swee
     }
     std::vector<std::string> values =
         absl::StrSplit(param.substr(equals + 1), ',', absl::SkipEmpty());
-    if (values.empty()) return absl::InvalidArgumentError(absl::StrCat("--param ", param, ": no value"));
+    if (values.empty())
+      return absl::InvalidArgumentError(absl::StrCat("--param ", param, ": no value"));
     if (values.size() == 1) {
       RETURN_IF_ERROR(SetSpecField(spec->mutable_base(), field, values[0]));
       continue;
@@ -105,8 +106,8 @@ int RunSweep(Context& ctx, SweepFlags flags) {
     const std::string flag = row.flag;
     const std::string field =
         program && !IsScriptJobField(row.field)
-            ? absl::StrCat("param.", absl::StrReplaceAll(absl::string_view(row.flag).substr(2),
-                                                         {{"-", "_"}}))
+            ? absl::StrCat("param.",
+                           absl::StrReplaceAll(absl::string_view(row.flag).substr(2), {{"-", "_"}}))
             : std::string(row.field);
     auto it = flags.values.find(flag);
     if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
@@ -146,7 +147,8 @@ int RunSweep(Context& ctx, SweepFlags flags) {
     if (absl::Status s = AddProgram(ctx, flags, spec); !s.ok()) {
       return ctx.UsageError(std::string(s.message()));
     }
-    if (absl::Status s = UploadWorkingDir(ctx, flags.script, spec->mutable_base()->mutable_script());
+    if (absl::Status s =
+            UploadWorkingDir(ctx, flags.script, spec->mutable_base()->mutable_script());
         !s.ok()) {
       return s.code() == absl::StatusCode::kInvalidArgument ||
                      s.code() == absl::StatusCode::kNotFound

@@ -215,7 +215,7 @@ std::string JobTable(const std::vector<Job>& jobs) {
                                      ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
                                      : "-";
     // A benchmark says what it measures where a training job names its model and data.
-    const std::string model = matmul                 ? "matmul"
+    const std::string model = matmul ? "matmul"
                               : spec.has_script() && !spec.script().args().empty()
                                   ? TerminalSafe(spec.script().args(0))
                               : spec.model().empty() ? "-"
