@@ -43,6 +43,10 @@ int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, cons
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);
 
+// Submits `request` and prints the job's id (the Job as JSON with --output json), then follows it
+// to its end with `watch`: the exit code (`submit` and `run`).
+int SubmitAndFollow(Context& ctx, const trainer::v1::SubmitJobRequest& request, bool watch);
+
 // Whether job `job_id` runs a user's program (JobSpec.script): its own lines are its log, so
 // `watch` and `logs` do not print the events read from them again. False when it cannot be read.
 bool IsProgramJob(Context& ctx, int64_t job_id);

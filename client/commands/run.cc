@@ -5,8 +5,6 @@
 // and metrics. Prints the job's id, or follows it with --watch.
 #include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
-#include "client/exit_codes.h"
-#include "client/rpc.h"
 #include "client/script_command.h"
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
@@ -55,18 +53,7 @@ int RunProgram(Context& ctx, const RunFlags& flags) {
   }
   request.set_priority(flags.priority);
   for (int64_t id : flags.after) request.add_after(id);
-  trainer::v1::Job job;
-  auto call = UnaryCall();
-  const grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
-  if (!status.ok()) return ctx.Fail(status);
-  if (ctx.json()) {
-    if (!flags.watch) ctx.PrintJson(job);
-  } else {
-    ctx.out() << job.id() << "\n";
-  }
-  ctx.out().flush();
-  if (flags.watch) return WatchJob(ctx, job.id(), 0);
-  return kExitOk;
+  return SubmitAndFollow(ctx, request, flags.watch);
 }
 
 }  // namespace

@@ -46,21 +46,25 @@ int RunSubmit(Context& ctx, const SubmitFlags& flags) {
   for (int64_t id : flags.after) request.add_after(id);
   request.set_idempotency_key(flags.idempotency_key);
   if (flags.exclusive.has_value()) request.set_exclusive(*flags.exclusive);
+  return SubmitAndFollow(ctx, request, flags.watch);
+}
+
+}  // namespace
+
+int SubmitAndFollow(Context& ctx, const trainer::v1::SubmitJobRequest& request, bool watch) {
   trainer::v1::Job job;
   auto call = UnaryCall();
-  grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
+  const grpc::Status status = ctx.stub().SubmitJob(call.get(), request, &job);
   if (!status.ok()) return ctx.Fail(status);
   if (ctx.json()) {
-    if (!flags.watch) ctx.PrintJson(job);
+    if (!watch) ctx.PrintJson(job);
   } else {
     ctx.out() << job.id() << "\n";
   }
   ctx.out().flush();
-  if (flags.watch) return WatchJob(ctx, job.id(), 0);
+  if (watch) return WatchJob(ctx, job.id(), 0);
   return kExitOk;
 }
-
-}  // namespace
 
 void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<SubmitFlags>();
