@@ -8,8 +8,12 @@ namespace traind {
 
 namespace {
 
-// The length of the UTF-8 sequence at `text[i]` and its code point, or 0 when it is not valid
-// UTF-8 (overlong forms and surrogates included).
+bool IsBidiControl(uint32_t c) {
+  return (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
+}  // namespace
+
 size_t DecodeUtf8(absl::string_view text, size_t i, uint32_t* code_point) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
   const unsigned char lead = byte(i);
@@ -37,12 +41,6 @@ size_t DecodeUtf8(absl::string_view text, size_t i, uint32_t* code_point) {
   *code_point = value;
   return length;
 }
-
-bool IsBidiControl(uint32_t c) {
-  return (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
-}
-
-}  // namespace
 
 std::string TerminalSafe(absl::string_view text, bool keep_newlines) {
   std::string out;
