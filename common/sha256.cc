@@ -1,10 +1,11 @@
 #include "common/sha256.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -35,18 +36,32 @@ std::string Sha256::HexDigest() {
 }
 
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
+  absl::StatusOr<FileDigest> result = Sha256OfFd(fd, path);
+  close(fd);
+  if (!result.ok()) return result.status();
+  return result->hex_digest;
+}
+
+absl::StatusOr<FileDigest> Sha256OfFd(int fd, const std::string& shown) {
   Sha256 hash;
+  FileDigest result;
   std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    hash.Update(absl::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
+  for (;;) {
+    const ssize_t got = read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      return absl::InternalError(absl::StrCat("cannot read ", shown, ": ", std::strerror(errno)));
+    }
+    if (got == 0) break;
+    hash.Update(absl::string_view(buffer.data(), static_cast<size_t>(got)));
+    result.size_bytes += got;
   }
-  if (in.bad()) return absl::InternalError(absl::StrCat("cannot read ", path));
-  return hash.HexDigest();
+  result.hex_digest = hash.HexDigest();
+  return result;
 }
 
 }  // namespace traind

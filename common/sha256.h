@@ -3,6 +3,7 @@
 #ifndef TRAIND_COMMON_SHA256_H_
 #define TRAIND_COMMON_SHA256_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,14 @@ class Sha256 {
 
 // The hex digest of a whole file, read in 1 MiB pieces. NOT_FOUND / INTERNAL name the file.
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path);
+
+struct FileDigest {
+  std::string hex_digest;
+  int64_t size_bytes = 0;  // what was read
+};
+// The digest and size of what `fd` (borrowed) reads from its offset to the end. INTERNAL names
+// `shown`.
+absl::StatusOr<FileDigest> Sha256OfFd(int fd, const std::string& shown);
 
 }  // namespace traind
 

@@ -17,9 +17,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/artifact_names.h"
 #include "common/proc_file.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
+#include "script/output_artifacts.h"
 #include "script/script_environment.h"
 #include "script/working_copy.h"
 #include "supervise/worker_exit.h"
@@ -41,6 +43,9 @@ constexpr absl::Duration kBusyOutputPause = absl::Milliseconds(10);
 // The program's whole output is kept in the job's directory up to this much; the store keeps what
 // OutputBudget admits.
 constexpr int64_t kOutputLogBytes = 64 << 20;
+// Files of TRAIND_OUTPUT_DIR described as artifacts: each is an event and part of the job's
+// record (which ListJobs carries), so many files belong in one archive.
+constexpr size_t kMaxOutputArtifacts = 100;
 
 void Stamp(JobEvent* event) {
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -112,7 +117,8 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   struct stat st;
   resumed_ = lstat(working_dir.c_str(), &st) == 0;  // an earlier start of this job made it
   RETURN_IF_ERROR(MakeWorkingCopy(request_.script_sources(), working_dir));
-  ScriptDirectories directories{job_dir + "/checkpoints", job_dir + "/outputs", job_dir + "/tmp"};
+  ScriptDirectories directories{job_dir + "/checkpoints",
+                                absl::StrCat(job_dir, "/", kScriptOutputsFolder), job_dir + "/tmp"};
   for (const std::string* dir :
        {&directories.checkpoints, &directories.outputs, &directories.temp}) {
     RETURN_IF_ERROR(MakeDirectory(*dir));
@@ -184,6 +190,15 @@ int ScriptRun::Run() {
                    request_.spec().device().empty() ? "cpu" : request_.spec().device(), " (pid ",
                    (*program)->pid(), ", ", request_.script_sources_size(),
                    " files in its working directory)"));
+  if (absl::StartsWith(request_.spec().device(), "cuda")) {
+    absl::StatusOr<std::unique_ptr<GpuProcessMemory>> gpu_memory = GpuProcessMemory::Open();
+    if (gpu_memory.ok()) {
+      gpu_memory_ = *std::move(gpu_memory);
+    } else {
+      Log(absl::StrCat("GPU memory is not sampled: ", gpu_memory.status().message(),
+                       " (the traind package's report() still sends what torch.cuda knows)"));
+    }
+  }
   if (options_.runner_nice > 0) (void)!nice(options_.runner_nice);  // the program is started
   Pump(**program);
   return Finish((*program)->Wait());
@@ -273,11 +288,7 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, const std::string& lin
         epoch_started_ = now;
       }
       if (!step_budget_.Admit(now)) continue;
-      // Device memory the program reported (traind.report) stands; else its resident memory.
-      if (event.step().current_allocated_bytes() == 0) {
-        event.mutable_step()->set_current_allocated_bytes(current_rss_);
-        event.mutable_step()->set_peak_current_allocated_bytes(peak_rss_);
-      }
+      FillMemory(event.mutable_step());
     }
     if (event.has_epoch_summary()) {
       TimeEpoch(event.mutable_epoch_summary());
@@ -328,10 +339,57 @@ void ScriptRun::SampleMemory(pid_t pid, absl::Time now) {
   const int64_t rss = ProcKilobytes(status.c_str(), "VmRSS");
   if (rss > 0) current_rss_ = rss;
   peak_rss_ = std::max(peak_rss_, ProcKilobytes(status.c_str(), "VmHWM"));
+  if (gpu_memory_ != nullptr) {
+    // The program is its session's leader (ProgramProcess starts it with setsid): it and the
+    // workers it started hold the GPU memory between them.
+    current_driver_ = gpu_memory_->UsedBy(ProcessesOfSession(pid));
+    peak_driver_ = std::max(peak_driver_, current_driver_);
+  }
+}
+
+void ScriptRun::FillMemory(trainer::v1::StepMetrics* step) const {
+  if (step->current_allocated_bytes() != 0 || step->driver_allocated_bytes() != 0) return;
+  if (gpu_memory_ != nullptr) {
+    // A CUDA job's memory is the GPU's: what the driver holds for it. What its caching allocator
+    // has handed out is known only inside it (traind.report sends torch.cuda's numbers).
+    step->set_driver_allocated_bytes(current_driver_);
+    step->set_peak_driver_allocated_bytes(peak_driver_);
+  } else {
+    step->set_current_allocated_bytes(current_rss_);
+    step->set_peak_current_allocated_bytes(peak_rss_);
+  }
+}
+
+void ScriptRun::KeepOutputs() {
+  if (options_.rank != 0) return;
+  absl::StatusOr<OutputArtifacts> outputs = CollectOutputArtifacts(
+      absl::StrCat(request_.job_dir(), "/", kScriptOutputsFolder), kMaxOutputArtifacts);
+  if (!outputs.ok() || (outputs->files.empty() && outputs->skipped.empty())) return;
+  for (trainer::v1::Artifact& artifact : outputs->files) {
+    JobEvent event;
+    *event.mutable_artifact() = std::move(artifact);
+    Send(std::move(event));
+  }
+  std::string kept = absl::StrCat("Kept ", outputs->files.size(),
+                                  " files of TRAIND_OUTPUT_DIR as the job's artifacts (trainctl "
+                                  "artifacts, trainctl download)");
+  if (outputs->not_listed > 0) {
+    absl::StrAppend(&kept, "; ", outputs->not_listed, " more are not listed (at most ",
+                    kMaxOutputArtifacts, ")");
+  }
+  if (!outputs->skipped.empty()) {
+    const size_t shown = std::min<size_t>(outputs->skipped.size(), 10);
+    absl::StrAppend(&kept, "; skipped ", outputs->skipped.size(), ": ",
+                    absl::StrJoin(outputs->skipped.begin(), outputs->skipped.begin() + shown, ", "),
+                    shown < outputs->skipped.size() ? ", ..." : "");
+  }
+  Log(kept,
+      outputs->skipped.empty() && outputs->not_listed == 0 ? LogLine::INFO : LogLine::WARNING);
 }
 
 int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
   if (output_log_fd_ >= 0) close(output_log_fd_);
+  KeepOutputs();
   const bool stopped_early = !stopped_reason_.empty();
   if (stop_.stop.load() && !stopped_early) {
     Log(absl::StrCat("The program was stopped (", exit.Describe(), ")"));
@@ -350,7 +408,13 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
   const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
   if (result->total_seconds() == 0) result->set_total_seconds(wall);
   if (result->total_training_seconds() == 0) result->set_total_training_seconds(wall);
-  result->set_peak_current_allocated_bytes(peak_rss_);
+  if (gpu_memory_ != nullptr) {
+    result->set_peak_driver_allocated_bytes(
+        std::max(result->peak_driver_allocated_bytes(), peak_driver_));
+  } else {
+    result->set_peak_current_allocated_bytes(
+        std::max(result->peak_current_allocated_bytes(), peak_rss_));
+  }
   if (stopped_early) {
     result->mutable_stopped()->set_reason(stopped_reason_);
     result->mutable_stopped()->set_epoch(stopped_epoch_);

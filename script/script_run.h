@@ -10,10 +10,12 @@
 #define TRAIND_SCRIPT_SCRIPT_RUN_H_
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "script/gpu_process_memory.h"
 #include "script/metric_lines.h"
 #include "script/output_budget.h"
 #include "script/output_lines.h"
@@ -65,7 +67,12 @@ class ScriptRun {
   void SendHeldSummary();
   // Fills an epoch's time where the program printed none.
   void TimeEpoch(trainer::v1::EpochSummary* epoch);
+  // Once a second: the program's resident memory, and a CUDA job's GPU memory (NVML).
   void SampleMemory(pid_t pid, absl::Time now);
+  // Memory the program did not report itself (traind.report does), as sampled.
+  void FillMemory(trainer::v1::StepMetrics* step) const;
+  // The files the program left in TRAIND_OUTPUT_DIR, sent as the job's artifacts (rank 0).
+  void KeepOutputs();
   // Ends the run as a worker ends: the result, or an error; the exit status.
   int Finish(const ProgramProcess::Exit& exit);
   int Fail(const std::string& why);
@@ -103,6 +110,11 @@ class ScriptRun {
   int stopped_epoch_ = 0;
   int64_t current_rss_ = 0;
   int64_t peak_rss_ = 0;
+  // A CUDA job's GPU memory as the driver holds it for the program's processes (NVML); null for
+  // other devices or where NVML is missing.
+  std::unique_ptr<GpuProcessMemory> gpu_memory_;
+  int64_t current_driver_ = 0;
+  int64_t peak_driver_ = 0;
   absl::Time next_memory_sample_ = absl::InfinitePast();
 };
 

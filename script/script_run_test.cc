@@ -175,6 +175,27 @@ TEST_F(ScriptRunTest, AFailingProgramFailsWithItsExitCodeAndTheEndOfItsStderr) {
   EXPECT_EQ(Last(JobEvent::kFinalResult), nullptr);
 }
 
+TEST_F(ScriptRunTest, FilesTheProgramWroteToItsOutputDirectoryBecomeArtifacts) {
+  AddFile("save.py", R"(import os
+out = os.environ["TRAIND_OUTPUT_DIR"]
+os.makedirs(os.path.join(out, "plots"))
+open(os.path.join(out, "model.pt"), "wb").write(b"weights")
+open(os.path.join(out, "plots", "loss.csv"), "w").write("1,2\n")
+os.symlink("/etc/passwd", os.path.join(out, "passwd"))
+raise SystemExit(4)  # a failed run keeps what it wrote too
+)");
+  EXPECT_EQ(Run({"save.py"}).exit_code, kWorkerJobFailed);
+  std::vector<std::string> names;
+  for (const JobEvent& e : events_) {
+    if (e.has_artifact()) names.push_back(e.artifact().name());
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"model.pt", "plots/loss.csv"}));
+  const std::vector<std::string> warnings = Logs(trainer::v1::LogLine::WARNING);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(warnings[0], "Kept 2 files")) << warnings[0];
+  EXPECT_TRUE(absl::StrContains(warnings[0], "passwd (a symbolic link)")) << warnings[0];
+}
+
 TEST_F(ScriptRunTest, AMissingScriptOrInterpreterIsAClearError) {
   AddFile("present.py", "print('hi')\n");
   EXPECT_EQ(Run({"absent.py"}).exit_code, kWorkerJobFailed);

@@ -1,5 +1,10 @@
 #include "server/download_reactor.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 
@@ -18,17 +23,22 @@ DownloadReactor* DownloadReactor::Start(Executor* executor,
       reactor->Finish(ToGrpcStatus(source.status()));
       return;
     }
-    reactor->path_ = source->path;
-    reactor->file_.open(reactor->path_, std::ios::binary);
-    if (!reactor->file_) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
-                                   absl::StrCat("artifact file is missing: ", reactor->path_)));
-      return;
-    }
+    reactor->file_ = std::move(source->file);
     *reactor->message_.mutable_artifact() = std::move(source->artifact);
     reactor->StartWrite(&reactor->message_);
   });
   return reactor;
+}
+
+absl::StatusOr<UniqueFd> DownloadReactor::OpenArtifactFile(const std::string& root,
+                                                           const std::string& relative,
+                                                           int64_t job_id,
+                                                           const std::string& name) {
+  absl::StatusOr<UniqueFd> file = BeneathRoots({root}).OpenFile(root + "/" + relative);
+  if (file.ok()) return file;
+  return absl::NotFoundError(absl::StrCat("job ", job_id, "'s artifact '", name,
+                                          "' is no longer on the daemon (its file is missing or "
+                                          "is not a plain file)"));
 }
 
 void DownloadReactor::OnWriteDone(bool ok) {
@@ -42,12 +52,19 @@ void DownloadReactor::OnWriteDone(bool ok) {
 void DownloadReactor::WriteNext() {
   std::string* chunk = message_.mutable_chunk();
   chunk->resize(kChunk);
-  file_.read(chunk->data(), static_cast<std::streamsize>(kChunk));
-  chunk->resize(static_cast<size_t>(file_.gcount()));
-  if (file_.bad()) {
-    Finish(grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("cannot read ", path_)));
-    return;
+  size_t filled = 0;
+  while (filled < kChunk) {
+    const ssize_t got = read(file_.get(), chunk->data() + filled, kChunk - filled);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      Finish(grpc::Status(grpc::StatusCode::INTERNAL,
+                          absl::StrCat("cannot read the artifact: ", strerror(errno))));
+      return;
+    }
+    if (got == 0) break;
+    filled += static_cast<size_t>(got);
   }
+  chunk->resize(filled);
   if (chunk->empty()) {
     Finish(grpc::Status::OK);
     return;

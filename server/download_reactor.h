@@ -6,11 +6,11 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <fstream>
 #include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/beneath.h"
 #include "server/executor.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -18,15 +18,23 @@ namespace traind {
 
 class DownloadReactor : public grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse> {
  public:
-  // What to send: the artifact's description and the file's path, or why not.
+  // What to send: the artifact's description and its file, opened (read-only, a regular file;
+  // see OpenArtifactFile), or why not.
   struct Source {
     trainer::v1::Artifact artifact;
-    std::string path;
+    UniqueFd file;
   };
   // Runs `resolve` (it may read the store) on the executor, then streams what it names. The
   // reactor owns itself from here.
   static DownloadReactor* Start(Executor* executor,
                                 std::function<absl::StatusOr<Source>()> resolve);
+
+  // `relative` opened beneath `root` (common/beneath.h: no link or '..' leads out, a FIFO does not
+  // block), a regular file. The error names the artifact, never a path of the daemon's machine:
+  // NOT_FOUND "job ID's artifact 'NAME' is no longer on the daemon".
+  static absl::StatusOr<UniqueFd> OpenArtifactFile(const std::string& root,
+                                                   const std::string& relative, int64_t job_id,
+                                                   const std::string& name);
 
   void OnWriteDone(bool ok) override;
   void OnDone() override { delete this; }
@@ -37,9 +45,8 @@ class DownloadReactor : public grpc::ServerWriteReactor<trainer::v1::DownloadArt
   void WriteNext();
 
   Executor* const executor_;
-  std::string path_;  // set once, before the first write
   // Used by one operation at a time (write -> executor -> write).
-  std::ifstream file_;
+  UniqueFd file_;
   trainer::v1::DownloadArtifactResponse message_;
 };
 

@@ -3,9 +3,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/artifact_names.h"
+#include "common/script_spec.h"
 #include "common/status_macros.h"
 #include "server/download_reactor.h"
 #include "server/storage_quota.h"
@@ -25,19 +26,6 @@ class RejectedUpload : public grpc::ServerReadReactor<trainer::v1::UploadBlobReq
   explicit RejectedUpload(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
 };
-
-// Download names are file names in the job's directory: nothing that could climb out of it.
-absl::Status ValidateArtifactName(const std::string& name) {
-  const bool plain =
-      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-      });
-  if (plain) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("name: '", name.substr(0, 64),
-                   "' is not an artifact name (letters, digits, '-' and '_'; "
-                   "e.g. best, final)"));
-}
 
 }  // namespace
 
@@ -88,19 +76,36 @@ grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService:
        name = request->name().empty()
                   ? std::string("best")
                   : request->name()]() -> absl::StatusOr<DownloadReactor::Source> {
-        RETURN_IF_ERROR(ValidateArtifactName(name));
         ASSIGN_OR_RETURN(Job job, admission_->OwnJob(caller, id));
+        const bool script_job = IsScriptJob(job.spec());
+        RETURN_IF_ERROR(ValidateArtifactName(script_job, name));
         std::vector<std::string> names;
         for (const trainer::v1::Artifact& artifact : job.result().artifacts()) {
           if (artifact.name() == name) {
-            return DownloadReactor::Source{
-                artifact, absl::StrCat(files_.jobs_dir, "/", id, "/", name, ".pt")};
+            // Weights are NAME.pt in the job's directory; a program's files stay where it wrote
+            // them, opened beneath that folder (a link it left there leads nowhere).
+            const std::string job_dir = absl::StrCat(files_.jobs_dir, "/", id);
+            ASSIGN_OR_RETURN(
+                UniqueFd file,
+                script_job ? DownloadReactor::OpenArtifactFile(
+                                 absl::StrCat(job_dir, "/", kScriptOutputsFolder), name, id, name)
+                           : DownloadReactor::OpenArtifactFile(job_dir, absl::StrCat(name, ".pt"),
+                                                               id, name));
+            return DownloadReactor::Source{artifact, std::move(file)};
           }
           names.push_back(artifact.name());
         }
-        return absl::NotFoundError(
-            absl::StrCat("job ", id, " has no artifact '", name,
-                         "'; it has: ", names.empty() ? "none (yet)" : absl::StrJoin(names, ", ")));
+        constexpr size_t kNamesShown = 20;
+        std::string has = names.empty() ? "none (yet)" : "";
+        absl::StrAppend(
+            &has, absl::StrJoin(names.begin(), names.begin() + std::min(names.size(), kNamesShown),
+                                ", "));
+        if (names.size() > kNamesShown) {
+          absl::StrAppend(&has, " and ", names.size() - kNamesShown, " more (trainctl artifacts ",
+                          id, ")");
+        }
+        return absl::NotFoundError(absl::StrCat("job ", id, " has no artifact '",
+                                                name.substr(0, 200), "'; it has: ", has));
       });
 }
 

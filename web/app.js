@@ -317,8 +317,9 @@ function renderJob(page, id) {
     specBox.textContent = JSON.stringify(job.spec, null, 2);
     resultBox.textContent = JSON.stringify(job.result, null, 2);
     artifactList.replaceChildren(...(job.result.artifacts || []).map((a) =>
-      el('li', {}, el('a', { href: '/api/v1/jobs/' + id + '/artifacts/' + a.name, download: true }, a.name),
-        ' ' + bytes(a.sizeBytes) + ', epoch ' + a.epoch + ', sha256 ' + a.sha256.slice(0, 12) + '…')));
+      // A program's file is named by its path in its output directory: each part is encoded.
+      el('li', {}, el('a', { href: '/api/v1/jobs/' + id + '/artifacts/' + a.name.split('/').map(encodeURIComponent).join('/'), download: true }, a.name),
+        ' ' + bytes(a.sizeBytes) + (a.epoch ? ', epoch ' + a.epoch : '') + ', sha256 ' + a.sha256.slice(0, 12) + '…')));
     if ((job.result.artifacts || []).length === 0) artifactList.append(el('li', { class: 'muted' }, 'none yet'));
   }
 

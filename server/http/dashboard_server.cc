@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/artifact_names.h"
 #include "common/grpc_status.h"
 #include "common/loopback.h"
 #include "common/metric_rows.h"
@@ -405,7 +406,9 @@ void DashboardServer::RouteApi() {
                    request.has_param("format") ? request.get_param_value("format") : "csv";
                ServeExport(*who, std::move(ids), format, name, response);
              });
-  server.Get(R"(/api/v1/jobs/(\d+)/artifacts/([A-Za-z0-9_-]{1,64}))",
+  // Weights are a plain name, a program's file its path in TRAIND_OUTPUT_DIR (the daemon checks
+  // which it may be).
+  server.Get(R"(/api/v1/jobs/(\d+)/artifacts/(.+))",
              [this](const httplib::Request& request, httplib::Response& response) {
                const std::optional<HttpIdentity> who = Authenticate(request, response);
                if (!who) return;
@@ -561,8 +564,8 @@ void DashboardServer::ServeArtifact(const HttpIdentity& who, int64_t job_id,
     return SendError(response, status);
   }
   const trainer::v1::Artifact artifact = first.artifact();
-  response.set_header("Content-Disposition",
-                      absl::StrCat("attachment; filename=\"job", job_id, "-", name, ".pt\""));
+  response.set_header("Content-Disposition", absl::StrCat("attachment; filename=\"",
+                                                          DefaultDownloadName(job_id, name), "\""));
   response.set_header("X-Checksum-Sha256", artifact.sha256());
   // Chunked, without a length: with one, cpp-httplib would answer Range requests from this
   // provider, which streams from the first byte only. The size and digest are in headers for the

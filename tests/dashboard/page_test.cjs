@@ -3,8 +3,9 @@
 //   node page_test.cjs NODE_MODULES [SCREENSHOT_DIR]
 // Checks: a page without the token gets 401; the queue lists a submitted job; on the job page the
 // loss curve's point count grows while the job runs; Cancel on the page cancels it; the sweep page
-// renders its report, the compare page both members, the devices page the CPU; no JavaScript error
-// or failed request is logged. With SCREENSHOT_DIR, saves the queue, job and
+// renders its report, the compare page both members, the devices page the CPU; a sweep of a user's
+// Python program (trainctl sweep -- python3 ...) shows its report, its members' curves and the file
+// it wrote as a downloadable artifact; no JavaScript error or failed request is logged. With SCREENSHOT_DIR, saves the queue, job and
 // sweep pages there (docs/img/ holds the ones in the docs). Exit 77 (skip) without Chromium.
 'use strict';
 const { execFileSync } = require('child_process');
@@ -132,6 +133,8 @@ async function main() {
     await page.waitForSelector('tr[data-device="cpu"]', { timeout: 15000 });
     check(true, 'the devices page lists the CPU');
 
+    await programSweep(page);
+
     check(errors.length === 0, 'no JavaScript error was logged' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
     await browser.close();
@@ -139,6 +142,58 @@ async function main() {
 }
 
 main().catch((error) => { console.error(error.stack || String(error)); process.exit(1); });
+
+// A sweep of an unmodified program (seed-style log lines, no traind code): its report, a member's
+// curves and log, and the file it wrote to TRAIND_OUTPUT_DIR as a link that downloads it.
+async function programSweep(page) {
+  const work = fs.mkdtempSync('/tmp/dashboard-program.');
+  try {
+    fs.writeFileSync(path.join(work, 'train.py'), [
+      'import os, sys',
+      'seed = int(sys.argv[sys.argv.index("--seed") + 1])',
+      'for epoch in (1, 2):',
+      '    for batch in range(0, 400, 50):',
+      '        print(f"Epoch: {epoch:03d}/002 | Batch {batch:04d}/0400 | Loss: {1.0 / (epoch + batch / 400 + seed):.4f}")',
+      '    print(f"Epoch: {epoch:03d}/002 | Train: 8{epoch}.00% | Validation: 8{epoch}.50% | Best Validation (Ep. {epoch:03d}): 8{epoch}.50%")',
+      'print("Test accuracy 82.25%")',
+      'with open(os.path.join(os.environ["TRAIND_OUTPUT_DIR"], "summary.txt"), "w") as f:',
+      '    f.write(f"seed {seed}\\n")',
+      ''].join('\n'));
+    const sweep = trainctl('sweep', '-C', work, '--device', 'cpu', '--param', 'seed=1,2', '--',
+      'python3', 'train.py', '--seed', '{seed}');
+    const members = await until('the program sweep to finish', () => {
+      const jobs = (JSON.parse(trainctl('--output', 'json', 'list')).jobs || []).filter((j) => j.sweepId === sweep);
+      return jobs.length === 2 && jobs.every((j) => j.state === 'SUCCEEDED') && jobs.map((j) => j.id);
+    }, 180);
+    await page.goto(base + '/#/sweep/' + sweep);
+    await page.waitForSelector('#report tbody tr', { timeout: 15000 });
+    const rows = await page.$$eval('#report tbody tr', (r) => r.map((row) => row.textContent));
+    check(rows.length === 2 && rows.every((text) => text.includes('82.25')),
+      'a program sweep\'s page shows its report (' + rows.length + ' rows, test accuracy 82.25%)');
+    await page.waitForFunction(() => Number(document.querySelector('#sweep-chart').dataset.points) > 0, { timeout: 15000 });
+
+    const member = members[0];
+    await page.goto(base + '/#/job/' + member);
+    const lossPoints = await until('the program\'s loss curve', async () => {
+      const n = await page.$eval('#loss-chart', (box) => Number(box.dataset.points)).catch(() => 0);
+      return n >= 16 && n;
+    }, 30);
+    const accuracyPoints = await until('the program\'s accuracy curve', async () =>
+      page.$eval('#accuracy-chart', (box) => Number(box.dataset.points)).catch(() => 0), 30);
+    check(lossPoints >= 16 && accuracyPoints > 0,
+      `a program's job page draws its printed metrics (${lossPoints} loss, ${accuracyPoints} accuracy points)`);
+    const link = await page.waitForSelector('#artifacts a', { timeout: 15000 });
+    const [name, href] = await link.evaluate((a) => [a.textContent, a.getAttribute('href')]);
+    const fetched = await page.evaluate(async (url) => {
+      const response = await fetch(url);
+      return { status: response.status, body: await response.text() };
+    }, href);
+    check(name === 'summary.txt' && fetched.status === 200 && /^seed [12]\n$/.test(fetched.body),
+      'the file the program wrote is an artifact the page downloads (' + name + ': ' + JSON.stringify(fetched.body) + ')');
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
 
 // What the page's error banner said, for a failure's message.
 async function banner(page) {

@@ -241,6 +241,65 @@ class ScriptJobsTest(unittest.TestCase):
         self.assertEqual(refused.returncode, 2, refused.stderr)
         self.assertIn("'lr' is not used: put {lr} in the program's arguments", refused.stderr)
 
+    def test_a_cpu_vs_cuda_sweep_reports_speedup_and_gpu_memory_with_no_code(self):
+        if "cuda:0" not in trainctl("devices").stdout:
+            self.skipTest("no CUDA device")
+        self.workdir({"lenet5_fashion.py": EXAMPLES / "lenet5_fashion.py"})
+        result = trainctl("sweep", "-C", self.work, "--device", "cpu,cuda", "--", "python3",
+                          "lenet5_fashion.py", "--epochs", "2", "--limit-train", "12000",
+                          "--limit-test", "2000", "--data-dir", FASHION, "--device", "{device}")
+        sweep_id = result.stdout.strip()
+        trainctl("watch", "--sweep", sweep_id, check=False)
+        report = json.loads(trainctl("report", sweep_id, "--format", "json").stdout)
+        rows = {r["options"]: r for r in report["rows"]}
+        self.assertEqual(sorted(rows), ["device=cpu", "device=cuda"], report)
+        for row in rows.values():
+            self.assertEqual(row["succeeded"], 1, row)
+            self.assertGreater(row["testAccuracy"], 0.5, row)
+        self.assertGreater(rows["device=cuda"]["speedup"], 0, report)
+        # The driver's memory for the program, sampled by traind (NVML): the script has no code
+        # for it.
+        self.assertGreater(int(rows["device=cuda"].get("peakDriverAllocatedBytes", 0)), 0, report)
+        self.assertGreater(int(rows["device=cpu"].get("peakCurrentAllocatedBytes", 0)), 0, report)
+
+    def test_files_the_program_writes_to_its_output_directory_are_artifacts(self):
+        self.workdir({"save.py": """
+            import os
+            out = os.environ["TRAIND_OUTPUT_DIR"]
+            os.makedirs(os.path.join(out, "plots"))
+            with open(os.path.join(out, "model.pt"), "wb") as f:
+                f.write(b"weights" * 1000)
+            with open(os.path.join(out, "plots", "loss curve.csv"), "w") as f:
+                f.write("epoch,loss\\n1,0.5\\n")
+            os.symlink("/etc/hostname", os.path.join(out, "leak"))
+            """})
+        job_id = self.run_job("python3", "save.py", flags=("--device", "cpu"))
+        job = wait_job(job_id)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        listed = trainctl("artifacts", job_id).stdout
+        self.assertIn("model.pt", listed)
+        self.assertIn("plots/loss curve.csv", listed)
+        self.assertNotIn("leak", listed)
+        self.assertTrue(any("leak (a symbolic link)" in line for line in logs(job_id)))
+        into = self.work / "downloads"
+        into.mkdir()
+        fetched = subprocess.run([os.path.abspath(shutil.which("trainctl")), "download", job_id,
+                                  "plots/loss curve.csv"],
+                                 cwd=into, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, timeout=60)
+        self.assertEqual(fetched.returncode, 0, fetched.stderr)
+        self.assertEqual((into / f"job{job_id}-loss_curve.csv").read_text(), "epoch,loss\n1,0.5\n")
+        trainctl("download", job_id, "model.pt", "-o", into / "m.pt")
+        self.assertEqual((into / "m.pt").read_bytes(), b"weights" * 1000)
+        # Names that could climb out, and ones the program did not keep.
+        for bad in ("../output.log", "/etc/hostname", "leak"):
+            refused = trainctl("download", job_id, bad, "-o", into / "x", check=False)
+            self.assertNotEqual(refused.returncode, 0, bad)
+            self.assertFalse((into / "x").exists(), bad)
+        refused = trainctl("download", job_id, "../output.log", check=False)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("must not have empty, '.' or '..' parts", refused.stderr)
+
     def test_the_traind_package_reports_steps_epochs_and_the_result(self):
         self.workdir({"reporting.py": """
             import traind

@@ -1,0 +1,134 @@
+#include "script/gpu_process_memory.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace traind {
+
+namespace {
+
+// The part of NVML's C interface used here, as NVIDIA's nvml.h declares it (API version 12).
+using NvmlReturn = int;
+constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr NvmlReturn kNvmlInsufficientSize = 7;
+using NvmlDevice = struct NvmlDeviceOpaque*;
+struct NvmlProcessInfo {  // nvmlProcessInfo_t (v2), what the _v3 query fills
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NOLINT(runtime/int): the C interface's type
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+// NVML_VALUE_NOT_AVAILABLE: the driver does not say (e.g. without the rights to ask).
+constexpr unsigned long long kNotAvailable = ~0ULL;  // NOLINT(runtime/int)
+
+}  // namespace
+
+struct GpuProcessMemory::Library {
+  void* handle = nullptr;
+  NvmlReturn (*init)() = nullptr;
+  NvmlReturn (*shutdown)() = nullptr;
+  NvmlReturn (*device_count)(unsigned int*) = nullptr;
+  NvmlReturn (*device_by_index)(unsigned int, NvmlDevice*) = nullptr;
+  NvmlReturn (*compute_processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
+
+  ~Library() {
+    if (shutdown != nullptr) shutdown();
+    if (handle != nullptr) dlclose(handle);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<GpuProcessMemory>> GpuProcessMemory::Open() {
+  auto library = std::make_unique<Library>();
+  library->handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (library->handle == nullptr) {
+    return absl::FailedPreconditionError(
+        "NVML (libnvidia-ml.so.1, part of NVIDIA's driver) is not installed");
+  }
+  auto find = [&](const char* name, auto* function) {
+    *function =
+        reinterpret_cast<std::remove_pointer_t<decltype(function)>>(dlsym(library->handle, name));
+    return *function != nullptr;
+  };
+  NvmlReturn (*init)() = nullptr;
+  if (!find("nvmlInit_v2", &init) || !find("nvmlShutdown", &library->shutdown) ||
+      !find("nvmlDeviceGetCount_v2", &library->device_count) ||
+      !find("nvmlDeviceGetHandleByIndex_v2", &library->device_by_index) ||
+      !find("nvmlDeviceGetComputeRunningProcesses_v3", &library->compute_processes)) {
+    library->shutdown = nullptr;
+    return absl::FailedPreconditionError(
+        "NVML is too old (no nvmlDeviceGetComputeRunningProcesses_v3: driver 510 or newer)");
+  }
+  if (const NvmlReturn error = init(); error != kNvmlSuccess) {
+    library->shutdown = nullptr;
+    return absl::FailedPreconditionError(absl::StrCat("NVML did not start (error ", error, ")"));
+  }
+  return std::unique_ptr<GpuProcessMemory>(new GpuProcessMemory(std::move(library)));
+}
+
+GpuProcessMemory::GpuProcessMemory(std::unique_ptr<Library> library)
+    : library_(std::move(library)) {}
+
+GpuProcessMemory::~GpuProcessMemory() = default;
+
+int64_t GpuProcessMemory::UsedBy(const std::set<pid_t>& pids) const {
+  unsigned int devices = 0;
+  if (library_->device_count(&devices) != kNvmlSuccess) return 0;
+  int64_t used = 0;
+  std::vector<NvmlProcessInfo> processes(64);
+  for (unsigned int index = 0; index < devices; ++index) {
+    NvmlDevice device = nullptr;
+    if (library_->device_by_index(index, &device) != kNvmlSuccess) continue;
+    unsigned int count = static_cast<unsigned int>(processes.size());
+    NvmlReturn result = library_->compute_processes(device, &count, processes.data());
+    if (result == kNvmlInsufficientSize) {  // count now says how many there are
+      processes.resize(count + 16);
+      count = static_cast<unsigned int>(processes.size());
+      result = library_->compute_processes(device, &count, processes.data());
+    }
+    if (result != kNvmlSuccess) continue;
+    for (unsigned int i = 0; i < count && i < processes.size(); ++i) {
+      const NvmlProcessInfo& process = processes[i];
+      if (pids.count(static_cast<pid_t>(process.pid)) == 0) continue;
+      if (process.used_gpu_memory == kNotAvailable) continue;
+      used += static_cast<int64_t>(process.used_gpu_memory);
+    }
+  }
+  return used;
+}
+
+std::set<pid_t> ProcessesOfSession(pid_t sid) {
+  std::set<pid_t> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (const dirent* entry = readdir(proc)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+    std::string text;
+    std::getline(stat, text);
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+    const size_t close = text.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;  // NOLINT(runtime/int): sscanf's %ld
+    if (std::sscanf(text.c_str() + close + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) ==
+            4 &&
+        session == sid) {
+      pids.insert(pid);
+    }
+  }
+  closedir(proc);
+  return pids;
+}
+
+}  // namespace traind

@@ -1,0 +1,46 @@
+// How much GPU memory the CUDA driver holds for a set of processes, as NVML reports it
+// (nvmlDeviceGetComputeRunningProcesses over every GPU): a program's "driver allocated" memory
+// measured from outside, so a CUDA script's memory curve needs no code in it. NVML
+// (libnvidia-ml.so.1) comes with NVIDIA's driver, not with Debian's build tools: it is opened at
+// run time, and where it is missing (no NVIDIA driver, macOS) Open() says so and nothing is
+// sampled. A process seen through another PID namespace (a container that does not share the
+// host's) has a pid NVML does not report; its memory reads as unknown (0).
+// Thread-compatible; no LibTorch, no CUDA headers.
+#ifndef TRAIND_SCRIPT_GPU_PROCESS_MEMORY_H_
+#define TRAIND_SCRIPT_GPU_PROCESS_MEMORY_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+
+#include "absl/status/statusor.h"
+
+namespace traind {
+
+class GpuProcessMemory {
+ public:
+  // NVML opened and initialized; FAILED_PRECONDITION naming what is missing.
+  static absl::StatusOr<std::unique_ptr<GpuProcessMemory>> Open();
+  ~GpuProcessMemory();
+  GpuProcessMemory(const GpuProcessMemory&) = delete;
+  GpuProcessMemory& operator=(const GpuProcessMemory&) = delete;
+
+  // Bytes the driver holds for any of `pids`, summed over every GPU; 0 when none of them uses
+  // one (yet) or NVML cannot tell.
+  int64_t UsedBy(const std::set<pid_t>& pids) const;
+
+ private:
+  struct Library;
+  explicit GpuProcessMemory(std::unique_ptr<Library> library);
+  std::unique_ptr<Library> library_;
+};
+
+// The pids of session `sid` (a program started with setsid: it and every process it started
+// that stayed in its session), read from /proc.
+std::set<pid_t> ProcessesOfSession(pid_t sid);
+
+}  // namespace traind
+
+#endif  // TRAIND_SCRIPT_GPU_PROCESS_MEMORY_H_
