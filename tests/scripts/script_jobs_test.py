@@ -251,16 +251,16 @@ class ScriptJobsTest(unittest.TestCase):
         sweep_id = result.stdout.strip()
         trainctl("watch", "--sweep", sweep_id, check=False)
         report = json.loads(trainctl("report", sweep_id, "--format", "json").stdout)
-        rows = {r["options"]: r for r in report["rows"]}
-        self.assertEqual(sorted(rows), ["device=cpu", "device=cuda"], report)
+        rows = {r["device"]: r for r in report["rows"]}
+        self.assertEqual(sorted(rows), ["cpu", "cuda:0"], report)
         for row in rows.values():
             self.assertEqual(row["succeeded"], 1, row)
             self.assertGreater(row["testAccuracy"], 0.5, row)
-        self.assertGreater(rows["device=cuda"]["speedup"], 0, report)
+        self.assertGreater(rows["cuda:0"]["speedup"], 0, report)
         # The driver's memory for the program, sampled by traind (NVML): the script has no code
         # for it.
-        self.assertGreater(int(rows["device=cuda"].get("peakDriverAllocatedBytes", 0)), 0, report)
-        self.assertGreater(int(rows["device=cpu"].get("peakCurrentAllocatedBytes", 0)), 0, report)
+        self.assertGreater(int(rows["cuda:0"].get("peakDriverAllocatedBytes", 0)), 0, report)
+        self.assertGreater(int(rows["cpu"].get("peakCurrentAllocatedBytes", 0)), 0, report)
 
     def test_files_the_program_writes_to_its_output_directory_are_artifacts(self):
         self.workdir({"save.py": """
