@@ -10,8 +10,8 @@ time during each run, and checks that every live watcher received the job's even
 1..last_seq exactly.
 
 The clients would be on other machines; here they share one, so they are one Python process
-(threads on gRPC streams, generated from proto/ by examples/python/generate.sh; Debian's
-python3-grpcio) pinned to the second half of the CPUs, and traind with its workers to the first.
+(threads on gRPC streams through the traind package's client, whose code the build generates
+from proto/ into build/python; Debian's python3-grpcio) pinned to the second half of the CPUs, and traind with its workers to the first.
 
   bench/watch_load.py --bin build/bin [--rounds 3] [--watchers 50] [--log-every 5]
 Prints a markdown table; exit 1 if a watcher missed or duplicated an event.
@@ -27,14 +27,11 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GEN = tempfile.mkdtemp(prefix="traind-load-gen.")
-subprocess.run([os.path.join(HERE, "..", "examples", "python", "generate.sh"), GEN], check=True,
-               stdout=subprocess.DEVNULL)
-sys.path.insert(0, GEN)
+# The build's traind package (its client's generated code): BUILD_DIR, default build.
+sys.path.insert(0, os.path.join(HERE, "..", os.environ.get("BUILD_DIR", "build"), "python"))
 from alternating import Rounds, cpu_seconds, split_cpus  # noqa: E402
 import grpc  # noqa: E402
-from trainer.v1 import trainer_pb2 as pb  # noqa: E402
-from trainer.v1 import trainer_pb2_grpc as pb_grpc  # noqa: E402
+from traind.client import pb, pb_grpc  # noqa: E402
 
 
 def main():
@@ -122,7 +119,7 @@ def main():
     finally:
         daemon.terminate()
         daemon.wait()
-        subprocess.run(["rm", "-rf", state, GEN])
+        subprocess.run(["rm", "-rf", state])
     q, l = statistics.median(rounds.quiet), statistics.median(rounds.loaded)
     load = f"{args.watchers} watchers + 1 stalled" + (
         f" + a submission every {args.submit_every} s" if args.submit_every > 0 else "")

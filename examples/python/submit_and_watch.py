@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Submit a training job to traind and follow its events to the end, from Python over gRPC.
 
-Generate the client code from proto/ first (examples/python/generate.sh), then:
+It uses the traind package's client (python/traind/client.py; the build generates its gRPC code
+from proto/ into build/python, which this script finds by itself):
 
   # the local daemon, over its Unix socket (no token needed)
   examples/python/submit_and_watch.py --model lenet5 --dataset fashion-mnist --epochs 1
@@ -19,62 +20,23 @@ Prints one line per event. Exit status: 0 the job succeeded, 1 it failed or was 
 2 bad usage or a request traind refused, 3 traind unreachable or the token refused.
 """
 import argparse
-import ipaddress
 import os
+import pathlib
 import sys
 
-# Where generate.sh wrote the code (TRAINCTL_PYTHON_GEN overrides, e.g. for tests).
-sys.path.insert(0, os.environ.get("TRAINCTL_PYTHON_GEN") or
-                os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen"))
+# The traind package as the build left it (TRAIND_PYTHON_PACKAGE overrides: an install's
+# lib/traind/python, or a test's build tree).
+sys.path.insert(0, os.environ.get("TRAIND_PYTHON_PACKAGE") or
+                str(pathlib.Path(__file__).resolve().parents[2] / "build" / "python"))
 try:
     import grpc
-    from trainer.v1 import trainer_pb2 as pb
-    from trainer.v1 import trainer_pb2_grpc as pb_grpc
+    from traind.client import Client, TERMINAL_STATES, pb
 except ImportError as e:
-    sys.exit(f"{e}: run examples/python/generate.sh, and apt-get install python3-grpcio python3-protobuf")
+    sys.exit(f"{e}\n(build the project first: deploy/build.sh; apt-get install python3-grpcio "
+             "python3-protobuf)")
 
-TERMINAL = {pb.Job.SUCCEEDED, pb.Job.FAILED, pb.Job.CANCELLED}
 UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED,
                grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.DEADLINE_EXCEEDED}
-
-
-def default_addr():
-    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return os.environ.get("TRAINCTL_ADDR") or f"unix:{state}/traind/traind.sock"
-
-
-def read_bytes(path):
-    if not path:
-        return None
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def read_token(path):
-    """The first token in a token file: blank lines and # comments skipped, a name after it ignored."""
-    with open(path) as f:
-        for line in f:
-            if line.strip() and not line.lstrip().startswith("#"):
-                return line.split()[0]
-    sys.exit(f"{path}: no token in it")
-
-
-def open_channel(args):
-    addr = "unix:" + args.addr if args.addr.startswith("/") else args.addr
-    if addr.startswith("unix:"):
-        return grpc.insecure_channel(addr)
-    host = addr.rsplit(":", 1)[0].strip("[]")
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback and not (args.tls_ca or args.tls_cert):
-        return grpc.insecure_channel(addr)
-    # No --tls-ca: the system's roots. --tls-cert/--tls-key: mutual TLS (traind --tls-client-ca).
-    creds = grpc.ssl_channel_credentials(root_certificates=read_bytes(args.tls_ca),
-                                         private_key=read_bytes(args.tls_key),
-                                         certificate_chain=read_bytes(args.tls_cert))
-    return grpc.secure_channel(addr, creds)
 
 
 def describe(event):
@@ -107,7 +69,8 @@ def describe(event):
 def main():
     env = os.environ.get
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--addr", default=default_addr(), help="unix:PATH, /PATH or HOST:PORT")
+    p.add_argument("--addr", default=env("TRAINCTL_ADDR"),
+                   help="unix:PATH, /PATH or HOST:PORT (default: the local daemon)")
     p.add_argument("--tls-ca", default=env("TRAINCTL_TLS_CA"), help="CA that signed traind's certificate")
     p.add_argument("--tls-cert", default=env("TRAINCTL_TLS_CERT"), help="client certificate (mutual TLS)")
     p.add_argument("--tls-key", default=env("TRAINCTL_TLS_KEY"), help="client certificate's key")
@@ -123,19 +86,18 @@ def main():
     if bool(args.tls_cert) != bool(args.tls_key):
         p.error("--tls-cert and --tls-key go together")
 
-    metadata = [("authorization", "Bearer " + read_token(args.token_file))] if args.token_file else []
     spec = pb.JobSpec(model=args.model, dataset=args.dataset, epochs=args.epochs, device=args.device,
                       name=args.name, limit_train=args.limit_train, limit_test=args.limit_test)
     state = None
     job_id = None
     try:
-        with open_channel(args) as channel:
-            stub = pb_grpc.TrainerStub(channel)
-            job = stub.SubmitJob(pb.SubmitJobRequest(spec=spec), metadata=metadata, timeout=30)
+        with Client(args.addr, token_file=args.token_file, tls_ca=args.tls_ca,
+                    tls_cert=args.tls_cert, tls_key=args.tls_key) as traind:
+            job = traind.submit(spec)
             job_id = job.id
             print(f"submitted job {job.id} ({job.spec.model} on {job.spec.dataset}, "
                   f"device {job.spec.device or 'auto'})", flush=True)
-            for event in stub.WatchJob(pb.WatchJobRequest(id=job.id, from_seq=0), metadata=metadata):
+            for event in traind.watch(job.id):
                 print(f"[{event.seq}] {describe(event)}", flush=True)
                 if event.WhichOneof("kind") == "state_change":
                     state = event.state_change.state
@@ -148,7 +110,7 @@ def main():
         if job_id is not None:
             print(f"\nstopped watching; job {job_id} goes on", file=sys.stderr)
         return 130
-    if state not in TERMINAL:
+    if state not in TERMINAL_STATES:
         print("error: the stream ended before the job did", file=sys.stderr)
         return 3
     print(f"job {job_id} {pb.Job.State.Name(state)}")

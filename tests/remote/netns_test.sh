@@ -128,15 +128,15 @@ expect 2 "an unknown context is a usage error" "no context named 'nope'" -- \
   on_laptop "$bin/trainctl" --context nope list
 expect 0 "context remove" "removed" -- on_laptop "$bin/trainctl" context remove lab
 
-# A second language: the Python example, generated from proto/, submits and streams.
+# A second language: the Python example, through the traind package's client (its code generated
+# from proto/ by the build, beside the binaries), submits and streams.
 if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
-  gen=$work/pygen
-  "$src/examples/python/generate.sh" "$gen" >/dev/null 2>&1 || fail "examples/python/generate.sh"
+  package=$(cd "$bin/../python" && pwd)
   expect 0 "the Python example submits and streams over TLS" "SUCCEEDED" -- \
-    on_laptop env TRAINCTL_PYTHON_GEN="$gen" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
+    on_laptop env TRAIND_PYTHON_PACKAGE="$package" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
     "${auth[@]}" --model mlp --dataset fashion-mnist --epochs 1 --limit-train 2000 --limit-test 500
   expect 3 "the Python example with a wrong token gets UNAUTHENTICATED" "UNAUTHENTICATED" -- \
-    on_laptop env TRAINCTL_PYTHON_GEN="$gen" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
+    on_laptop env TRAIND_PYTHON_PACKAGE="$package" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
     "${tls[@]}" --token-file "$work/wrong-token" --model mlp --epochs 1
 else
   fail "the Python example: /usr/bin/python3 lacks grpc (deploy/install-deps.sh installs python3-grpcio)"
