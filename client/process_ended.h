@@ -6,9 +6,17 @@
 
 #include <sys/types.h>
 
+#include <string>
+
 namespace traind {
 
 bool ProcessEnded(pid_t pid);
+
+// The pid of the process listening on the Unix socket at `path`, as this process's PID namespace
+// numbers it (the kernel translates SO_PEERCRED; Linux only), or 0 where it cannot say: no
+// listener, another OS, or a listener in a namespace this one cannot see into. Not the pid a
+// daemon reports about itself: a traind that is PID 1 of a container is some other pid here.
+pid_t ListenerPid(const std::string& path);
 
 }  // namespace traind
 

@@ -1,9 +1,12 @@
 #include "client/process_ended.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -35,6 +38,23 @@ TEST(ProcessEndedTest, AZombieHasEnded) {
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   EXPECT_TRUE(ProcessEnded(child));
+}
+
+TEST(ProcessEndedTest, TheListenerOfASocketIsNamedAsThisNamespaceNumbersIt) {
+  const std::string path = "/tmp/process_ended_test." + std::to_string(getpid()) + ".sock";
+  EXPECT_EQ(ListenerPid(path), 0);  // nobody there
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+#ifdef SO_PEERCRED
+  EXPECT_EQ(ListenerPid(path), getpid());
+#endif
+  close(fd);
+  unlink(path.c_str());
 }
 
 }  // namespace

@@ -14,7 +14,6 @@
 //   4. relays every rank's events into the job's one stream, and when any rank ends badly or a
 //      host goes away (its stream breaks), stops all the others at once.
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -431,9 +430,8 @@ int main(int argc, char**) {
     return traind::kWorkerBadRequest;
   }
   // traind gone (even kill -9): stop the ranks here and, by closing their calls, the peers'.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
   const traind::StopFlags& stop = traind::InstallStopSignals();
-  if (getppid() == 1) return traind::kWorkerStopped;
+  if (!traind::StopWithParent(SIGTERM)) return traind::kWorkerStopped;
 
   absl::StatusOr<traind::PeersConfig> peers = traind::PeersFromEnvironment();
   if (!peers.ok()) {

@@ -6,7 +6,6 @@
 // started for each job rather than kept warm.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,8 +31,7 @@ int main(int argc, char** argv) {
   }
   // If traind dies (even kill -9), the program is stopped as for a shutdown, and a new traind
   // re-queues the job.
-  prctl(PR_SET_PDEATHSIG, SIGUSR1);
-  if (getppid() == 1) return traind::kWorkerStopped;  // it died before we got here
+  if (!traind::StopWithParent(SIGUSR1)) return traind::kWorkerStopped;  // it died already
   traind::StopFlags& signals = traind::InstallStopSignals();
 
   trainer::v1::WorkerRequest request;

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -213,9 +212,8 @@ int main(int argc, char**) {
     return traind::kWorkerBadRequest;
   }
   // traind gone (even kill -9): cancel the Slurm job rather than leave it running for nobody.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
   const traind::StopFlags& stop = traind::InstallStopSignals();
-  if (getppid() == 1) return traind::kWorkerStopped;
+  if (!traind::StopWithParent(SIGTERM)) return traind::kWorkerStopped;
 
   trainer::v1::WorkerRequest request;
   switch (traind::ReadWorkerRequest(&request)) {

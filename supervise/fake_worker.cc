@@ -2,7 +2,8 @@
 // sends one log event naming the job, then does what FAKE_WORKER_MODE says: "succeed" (exit 0),
 // "signal" (a line on stderr, then SIGKILL from itself: the OOM killer's way), "hang" (ignores
 // SIGTERM and waits forever: only SIGKILL ends it), "stopped" (exits kWorkerStopped, as a worker
-// that was asked to stop).
+// that was asked to stop). Like every worker it checks that the process that started it is
+// still its parent (StopWithParent), and exits kWorkerStopped without a word if not.
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +21,9 @@ int main() {
   if (traind::ReadWorkerRequest(&request) != traind::RequestRead::kRead) {
     return traind::kWorkerBadRequest;
   }
+  // After the request (a real worker checks first): WorkerProcess::Start's write must not race
+  // the exit.
+  if (!traind::StopWithParent(SIGUSR1)) return traind::kWorkerStopped;
   const char* mode_env = std::getenv("FAKE_WORKER_MODE");
   const std::string mode = mode_env == nullptr ? "succeed" : mode_env;
   // Before the greeting: a test that has read it may send SIGTERM at once.

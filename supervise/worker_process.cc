@@ -73,17 +73,25 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
 
-  // traind's environment, with `environment`'s variables replacing any of the same name.
+  // traind's environment, with `environment`'s variables replacing any of the same name, and
+  // this process's pid for the worker's StopWithParent (worker_side.h) unless `environment`
+  // names another.
+  std::vector<std::string> extras = environment;
+  if (std::none_of(extras.begin(), extras.end(), [](const std::string& extra) {
+        return extra.rfind("TRAIND_PARENT_PID=", 0) == 0;
+      })) {
+    extras.push_back(absl::StrCat("TRAIND_PARENT_PID=", getpid()));
+  }
   std::vector<char*> envp;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string_view name(*entry, std::strcspn(*entry, "="));
     bool replaced = false;
-    for (const std::string& extra : environment) {
+    for (const std::string& extra : extras) {
       replaced = replaced || extra.compare(0, name.size() + 1, std::string(name) + "=") == 0;
     }
     if (!replaced) envp.push_back(*entry);
   }
-  for (const std::string& extra : environment) envp.push_back(const_cast<char*>(extra.c_str()));
+  for (const std::string& extra : extras) envp.push_back(const_cast<char*>(extra.c_str()));
   envp.push_back(nullptr);
 
   pid_t pid = 0;

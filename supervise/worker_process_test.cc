@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include "gtest/gtest.h"
+#include "supervise/worker_exit.h"
 
 namespace traind {
 namespace {
@@ -13,11 +14,13 @@ using ReadResult = WorkerProcess::ReadResult;
 // reaching it fails the test, and a slow machine never comes near it.
 constexpr absl::Duration kEnds = absl::Seconds(60);
 
-std::unique_ptr<WorkerProcess> StartFake(const std::string& mode, int64_t job_id) {
+std::unique_ptr<WorkerProcess> StartFake(const std::string& mode, int64_t job_id,
+                                         std::vector<std::string> environment = {}) {
   trainer::v1::WorkerRequest request;
   request.set_job_id(job_id);
+  environment.push_back("FAKE_WORKER_MODE=" + mode);
   absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
-      WorkerProcess::Start(TRAIND_FAKE_WORKER, request, {"FAKE_WORKER_MODE=" + mode});
+      WorkerProcess::Start(TRAIND_FAKE_WORKER, request, environment);
   EXPECT_TRUE(worker.ok()) << worker.status();
   return worker.ok() ? *std::move(worker) : nullptr;
 }
@@ -71,6 +74,17 @@ TEST(WorkerProcessTest, AHungWorkerOutlivesTerminateAndDiesOnKill) {
 }
 
 // A worker that cannot be started says why, naming the program.
+// A worker checks for the parent that started it by its pid, not by "1 means orphaned": traind
+// may be PID 1 (a container's init). One told of another parent (as if its own had died and it
+// had been taken in by init or a subreaper) stops before doing anything.
+TEST(WorkerProcessTest, AWorkerWhoseParentIsGoneStopsAtOnce) {
+  std::unique_ptr<WorkerProcess> worker = StartFake("succeed", 9, {"TRAIND_PARENT_PID=1"});
+  ASSERT_NE(worker, nullptr);
+  trainer::v1::JobEvent event;
+  EXPECT_EQ(worker->ReadEvent(&event, kEnds), ReadResult::kEnd);
+  EXPECT_EQ(worker->Wait().exit_code, kWorkerStopped);
+}
+
 TEST(WorkerProcessTest, AMissingProgramIsAnError) {
   trainer::v1::WorkerRequest request;
   absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =

@@ -4,6 +4,13 @@
 #include <google/protobuf/util/delimited_message_util.h>
 #include <signal.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
 
 namespace traind {
 
@@ -22,6 +29,18 @@ int TakeStdoutForEvents() {
   const int events_fd = dup(STDOUT_FILENO);
   dup2(STDERR_FILENO, STDOUT_FILENO);
   return events_fd;
+}
+
+bool StopWithParent(int signal) {
+#ifdef __linux__
+  prctl(PR_SET_PDEATHSIG, signal);
+#else
+  (void)signal;
+#endif
+  const char* parent = std::getenv("TRAIND_PARENT_PID");
+  pid_t expected = 0;
+  if (parent == nullptr || !absl::SimpleAtoi(parent, &expected)) return true;
+  return getppid() == expected;
 }
 
 StopFlags& InstallStopSignals() {

@@ -25,6 +25,13 @@ struct StopFlags {
 // main.
 StopFlags& InstallStopSignals();
 
+// Asks for `signal` when the process that started this one dies (Linux PR_SET_PDEATHSIG; a no-op
+// elsewhere) and says whether that parent is still there: false when it died before the request
+// took hold. The parent is the pid WorkerProcess hands its workers in TRAIND_PARENT_PID, not
+// "anything but 1": traind may itself be PID 1 (a container's init), and an orphan may be taken
+// by a subreaper. Started by hand (no TRAIND_PARENT_PID), the parent counts as there.
+bool StopWithParent(int signal);
+
 enum class RequestRead { kRead, kClosed, kUnreadable };
 // One length-delimited WorkerRequest from stdin. kClosed: stdin closed without one (a pre-started
 // worker traind no longer needs); kUnreadable: bytes that are not one.

@@ -10,9 +10,6 @@
 // may ask for) and exits; inspect_model loads that TorchScript file and answers with one LogLine
 // (INFO: its description; ERROR: why it cannot be trained).
 #include <signal.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 #include <unistd.h>
 
 #include <atomic>
@@ -47,12 +44,9 @@ int main(int argc, char**) {
     return traind::kWorkerBadRequest;
   }
 
-#ifdef __linux__
   // If traind dies (even kill -9), checkpoint and stop: a new traind re-queues the job and it
   // resumes from there.
-  prctl(PR_SET_PDEATHSIG, SIGUSR1);
-  if (getppid() == 1) return traind::kWorkerStopped;  // it died before we got here
-#endif
+  if (!traind::StopWithParent(SIGUSR1)) return traind::kWorkerStopped;  // it died already
   traind::StopFlags& signals = traind::InstallStopSignals();
 
   traind::RetainFreedHeapMemory();

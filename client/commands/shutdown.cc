@@ -18,6 +18,14 @@ void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->footer(
       "Example:\n  trainctl shutdown\n  trainctl --context lab shutdown   # an admin token");
   cmd->callback([&ctx, exit_code] {
+    // On this machine (the Unix socket): wait until the process has exited, so its state
+    // directory is free for the next traind. Its pid as this machine numbers it comes from the
+    // socket (the pid traind reports is its own namespace's: 1 in a container). Elsewhere, or
+    // where the socket cannot say: until it stops answering. At most a minute either way:
+    // running jobs checkpoint first.
+    const std::string& addr = ctx.addr();
+    const bool local = addr.rfind("unix:", 0) == 0 || addr.rfind("/", 0) == 0;
+    const pid_t listener = local ? ListenerPid(addr[0] == '/' ? addr : addr.substr(5)) : 0;
     trainer::v1::ShutdownResponse response;
     auto call = UnaryCall();
     grpc::Status status = ctx.stub().Shutdown(call.get(), {}, &response);
@@ -25,24 +33,18 @@ void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
       *exit_code = ctx.Fail(status);
       return;
     }
-    // On this machine (the Unix socket): until the process has exited, so its state directory is
-    // free for the next traind. Elsewhere: until it stops answering. At most a minute either
-    // way: running jobs checkpoint first.
-    const bool local = ctx.addr().rfind("unix:", 0) == 0 || ctx.addr().rfind("/", 0) == 0;
     for (int i = 0; i < 600; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (local) {
-        if (ProcessEnded(response.pid())) {
-          ctx.out() << "traind (pid " << response.pid() << ") stopped\n";
-          *exit_code = kExitOk;
-          return;
-        }
-        continue;
+      bool stopped = false;
+      if (listener > 0) {
+        stopped = ProcessEnded(listener);
+      } else {
+        trainer::v1::ListDevicesResponse devices;
+        auto ping = UnaryCall();
+        ping->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+        stopped = !ctx.stub().ListDevices(ping.get(), {}, &devices).ok();
       }
-      trainer::v1::ListDevicesResponse devices;
-      auto ping = UnaryCall();
-      ping->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-      if (!ctx.stub().ListDevices(ping.get(), {}, &devices).ok()) {
+      if (stopped) {
         ctx.out() << "traind (pid " << response.pid() << ") stopped\n";
         *exit_code = kExitOk;
         return;
