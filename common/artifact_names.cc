@@ -17,7 +17,13 @@ bool PlainNameChar(char c) {
 }  // namespace
 
 absl::Status ValidateArtifactName(bool script_job, absl::string_view name) {
-  if (script_job) return ValidateScriptPath("name", name);
+  if (script_job) {
+    if (name.size() > kMaxArtifactNameBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("name: at most ", kMaxArtifactNameBytes, " bytes, got ", name.size()));
+    }
+    return ValidateScriptPath("name", name);
+  }
   if (!name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), PlainNameChar)) {
     return absl::OkStatus();
   }
@@ -30,12 +36,12 @@ std::string DefaultDownloadName(int64_t job_id, absl::string_view name) {
   const size_t slash = name.rfind('/');
   std::string last(slash == absl::string_view::npos ? name : name.substr(slash + 1));
   if (last.size() > 128) last.erase(0, last.size() - 128);  // keep the extension
-  const bool has_extension = last.find('.') != std::string::npos;
+  const bool weights = name == "best" || name == "final";
   for (char& c : last) {
     if (!PlainNameChar(c) && c != '.') c = '_';
   }
   if (last.empty() || last[0] == '.') last.insert(0, "_");  // never a hidden file
-  return absl::StrCat("job", job_id, "-", last, has_extension ? "" : ".pt");
+  return absl::StrCat("job", job_id, "-", last, weights ? ".pt" : "");
 }
 
 }  // namespace traind

@@ -21,6 +21,8 @@ TEST(ArtifactNamesTest, ScriptJobsNameFilesByTheirPathInTheOutputFolder) {
   for (const char* bad : {"", "/etc/passwd", "../outputs/x", "a/../../b", "a//b", "./a"}) {
     EXPECT_EQ(ValidateArtifactName(true, bad).code(), absl::StatusCode::kInvalidArgument) << bad;
   }
+  EXPECT_TRUE(ValidateArtifactName(true, std::string(kMaxArtifactNameBytes, 'a')).ok());
+  EXPECT_FALSE(ValidateArtifactName(true, std::string(kMaxArtifactNameBytes + 1, 'a')).ok());
 }
 
 TEST(ArtifactNamesTest, DefaultDownloadNamesAreOneSafeFileName) {
@@ -29,6 +31,8 @@ TEST(ArtifactNamesTest, DefaultDownloadNamesAreOneSafeFileName) {
   EXPECT_EQ(DefaultDownloadName(12, "plots/loss curve.png"), "job12-loss_curve.png");
   EXPECT_EQ(DefaultDownloadName(3, "x\"\r\nSet-Cookie: a.txt"), "job3-x___Set-Cookie__a.txt");
   EXPECT_EQ(DefaultDownloadName(3, ".hidden.txt"), "job3-_.hidden.txt");
+  EXPECT_EQ(DefaultDownloadName(3, "logs/stdout"), "job3-stdout");   // a program's file, as named
+  EXPECT_EQ(DefaultDownloadName(3, "\xc3\xa9.png"), "job3-__.png");  // by byte, as Python's
 }
 
 }  // namespace

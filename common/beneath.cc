@@ -276,7 +276,9 @@ absl::StatusOr<UniqueFd> BeneathRoots::OpenFile(const std::string& path) const {
   return opened;
 }
 
-absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(int dir_fd, const std::string& shown) {
+absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(int dir_fd, const std::string& shown,
+                                                          size_t max_entries, bool* cut_short) {
+  if (cut_short != nullptr) *cut_short = false;
   // fdopendir takes the descriptor over: give it a duplicate opened afresh at the start.
   const int own = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (own < 0) return FromErrno(errno, shown);
@@ -296,6 +298,10 @@ absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(int dir_fd, const std:
     }
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
+    if (entries.size() >= max_entries) {
+      if (cut_short != nullptr) *cut_short = true;
+      break;
+    }
     struct stat st;
     // lstat's answer: d_type is DT_UNKNOWN on some file systems.
     if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone

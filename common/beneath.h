@@ -34,6 +34,7 @@
 #ifndef TRAIND_COMMON_BENEATH_H_
 #define TRAIND_COMMON_BENEATH_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -130,8 +131,12 @@ struct DirectoryEntry {
 };
 
 // The entries of the open directory `dir_fd` (borrowed; read through a duplicate, so `dir_fd`
-// stays usable), without "." and "..", sorted by name. `shown` names it in messages.
-absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(int dir_fd, const std::string& shown);
+// stays usable), without "." and "..", sorted by name. `shown` names it in messages. At most
+// `max_entries` (in the directory's own order, then sorted): `cut_short`, when given, says
+// whether there were more.
+absl::StatusOr<std::vector<DirectoryEntry>> ListDirectory(int dir_fd, const std::string& shown,
+                                                          size_t max_entries = SIZE_MAX,
+                                                          bool* cut_short = nullptr);
 
 // Everything `fd` (borrowed) reads from its current offset to the end.
 absl::StatusOr<std::vector<char>> ReadAll(int fd, const std::string& shown);

@@ -1,6 +1,5 @@
 #include "script/gpu_process_memory.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -22,7 +21,10 @@ using NvmlReturn = int;
 constexpr NvmlReturn kNvmlSuccess = 0;
 constexpr NvmlReturn kNvmlInsufficientSize = 7;
 using NvmlDevice = struct NvmlDeviceOpaque*;
-struct NvmlProcessInfo {  // nvmlProcessInfo_t (v2), what the _v3 query fills
+// nvmlProcessInfo_v2_t, what nvmlDeviceGetComputeRunningProcesses_v2 fills. Not the _v3 query:
+// some drivers (R535) fill it with a longer struct (usedGpuCcProtectedMemory added), which this
+// layout would misread.
+struct NvmlProcessInfo {
   unsigned int pid;
   unsigned long long used_gpu_memory;  // NOLINT(runtime/int): the C interface's type
   unsigned int gpu_instance_id;
@@ -63,10 +65,10 @@ absl::StatusOr<std::unique_ptr<GpuProcessMemory>> GpuProcessMemory::Open() {
   if (!find("nvmlInit_v2", &init) || !find("nvmlShutdown", &library->shutdown) ||
       !find("nvmlDeviceGetCount_v2", &library->device_count) ||
       !find("nvmlDeviceGetHandleByIndex_v2", &library->device_by_index) ||
-      !find("nvmlDeviceGetComputeRunningProcesses_v3", &library->compute_processes)) {
+      !find("nvmlDeviceGetComputeRunningProcesses_v2", &library->compute_processes)) {
     library->shutdown = nullptr;
     return absl::FailedPreconditionError(
-        "NVML is too old (no nvmlDeviceGetComputeRunningProcesses_v3: driver 510 or newer)");
+        "NVML is too old (no nvmlDeviceGetComputeRunningProcesses_v2: driver 450 or newer)");
   }
   if (const NvmlReturn error = init(); error != kNvmlSuccess) {
     library->shutdown = nullptr;
@@ -80,7 +82,7 @@ GpuProcessMemory::GpuProcessMemory(std::unique_ptr<Library> library)
 
 GpuProcessMemory::~GpuProcessMemory() = default;
 
-int64_t GpuProcessMemory::UsedBy(const std::set<pid_t>& pids) const {
+int64_t GpuProcessMemory::UsedBySession(pid_t sid) const {
   unsigned int devices = 0;
   if (library_->device_count(&devices) != kNvmlSuccess) return 0;
   int64_t used = 0;
@@ -98,37 +100,28 @@ int64_t GpuProcessMemory::UsedBy(const std::set<pid_t>& pids) const {
     if (result != kNvmlSuccess) continue;
     for (unsigned int i = 0; i < count && i < processes.size(); ++i) {
       const NvmlProcessInfo& process = processes[i];
-      if (pids.count(static_cast<pid_t>(process.pid)) == 0) continue;
       if (process.used_gpu_memory == kNotAvailable) continue;
+      if (SessionOf(static_cast<pid_t>(process.pid)) != sid) continue;
       used += static_cast<int64_t>(process.used_gpu_memory);
     }
   }
   return used;
 }
 
-std::set<pid_t> ProcessesOfSession(pid_t sid) {
-  std::set<pid_t> pids;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return pids;
-  while (const dirent* entry = readdir(proc)) {
-    pid_t pid = 0;
-    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
-    std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-    std::string text;
-    std::getline(stat, text);
-    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
-    const size_t close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0, pgrp = 0, session = 0;  // NOLINT(runtime/int): sscanf's %ld
-    if (std::sscanf(text.c_str() + close + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) ==
-            4 &&
-        session == sid) {
-      pids.insert(pid);
-    }
+pid_t SessionOf(pid_t pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text;
+  if (!std::getline(stat, text)) return -1;
+  // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  char state = 0;
+  long ppid = 0, pgrp = 0, session = 0;  // NOLINT(runtime/int): sscanf's %ld
+  if (std::sscanf(text.c_str() + close + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) !=
+      4) {
+    return -1;
   }
-  closedir(proc);
-  return pids;
+  return static_cast<pid_t>(session);
 }
 
 }  // namespace traind

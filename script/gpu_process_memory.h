@@ -1,6 +1,8 @@
-// How much GPU memory the CUDA driver holds for a set of processes, as NVML reports it
-// (nvmlDeviceGetComputeRunningProcesses over every GPU): a program's "driver allocated" memory
-// measured from outside, so a CUDA script's memory curve needs no code in it. NVML
+// How much GPU memory the CUDA driver holds for a program's processes, as NVML reports it
+// (nvmlDeviceGetComputeRunningProcesses over every GPU): everything the driver gave them, the CUDA
+// context included, so a few hundred MiB more than PyTorch's memory_reserved. A program's
+// "driver allocated" memory measured from outside, so a CUDA script's memory curve needs no code
+// in it. NVML
 // (libnvidia-ml.so.1) comes with NVIDIA's driver, not with Debian's build tools: it is opened at
 // run time, and where it is missing (no NVIDIA driver, macOS) Open() says so and nothing is
 // sampled. A process seen through another PID namespace (a container that does not share the
@@ -13,7 +15,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <set>
 
 #include "absl/status/statusor.h"
 
@@ -27,9 +28,11 @@ class GpuProcessMemory {
   GpuProcessMemory(const GpuProcessMemory&) = delete;
   GpuProcessMemory& operator=(const GpuProcessMemory&) = delete;
 
-  // Bytes the driver holds for any of `pids`, summed over every GPU; 0 when none of them uses
-  // one (yet) or NVML cannot tell.
-  int64_t UsedBy(const std::set<pid_t>& pids) const;
+  // Bytes the driver holds for the processes of session `sid` (the program, which ProgramProcess
+  // starts with setsid, and every process it started that stayed in its session), summed over
+  // every GPU; 0 when none of them uses one (yet) or NVML cannot tell. Only the few processes
+  // NVML names are looked up in /proc.
+  int64_t UsedBySession(pid_t sid) const;
 
  private:
   struct Library;
@@ -37,9 +40,8 @@ class GpuProcessMemory {
   std::unique_ptr<Library> library_;
 };
 
-// The pids of session `sid` (a program started with setsid: it and every process it started
-// that stayed in its session), read from /proc.
-std::set<pid_t> ProcessesOfSession(pid_t sid);
+// The session `pid` belongs to (/proc/PID/stat), or -1 when it is gone or unreadable.
+pid_t SessionOf(pid_t pid);
 
 }  // namespace traind
 

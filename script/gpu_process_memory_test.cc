@@ -9,33 +9,33 @@
 namespace traind {
 namespace {
 
-TEST(GpuProcessMemoryTest, ASessionIsItsLeaderAndTheProcessesItStarted) {
+TEST(GpuProcessMemoryTest, AProcessStartedByASessionLeaderIsInItsSession) {
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   const pid_t leader = fork();
   ASSERT_GE(leader, 0);
   if (leader == 0) {
     setsid();
-    if (fork() == 0) {  // a worker of the program, still in its session
-      close(ready[0]);
-      (void)!write(ready[1], "x", 1);
+    const pid_t worker = fork();  // a worker of the program, still in its session
+    if (worker == 0) {
       pause();
       _exit(0);
     }
+    close(ready[0]);
+    (void)!write(ready[1], &worker, sizeof(worker));
     pause();
     _exit(0);
   }
   close(ready[1]);
-  char byte;
-  ASSERT_EQ(read(ready[0], &byte, 1), 1);  // the worker exists
+  pid_t worker = 0;
+  ASSERT_EQ(read(ready[0], &worker, sizeof(worker)), static_cast<ssize_t>(sizeof(worker)));
   close(ready[0]);
-  // The leader's setsid() came before its fork, so the session is complete now.
-  const std::set<pid_t> session = ProcessesOfSession(leader);
+  EXPECT_EQ(SessionOf(leader), leader);
+  EXPECT_EQ(SessionOf(worker), leader);
+  EXPECT_NE(SessionOf(getpid()), leader);
   kill(-leader, SIGKILL);
   waitpid(leader, nullptr, 0);
-  EXPECT_EQ(session.size(), 2u);
-  EXPECT_EQ(session.count(leader), 1u);
-  EXPECT_EQ(session.count(getpid()), 0u);
+  EXPECT_EQ(SessionOf(leader), -1);  // gone (reaped)
 }
 
 TEST(GpuProcessMemoryTest, OpensWhereNvmlIsAndSaysWhyNotElsewhere) {
@@ -45,8 +45,8 @@ TEST(GpuProcessMemoryTest, OpensWhereNvmlIsAndSaysWhyNotElsewhere) {
     EXPECT_NE(memory.status().message().find("NVML"), std::string::npos) << memory.status();
     return;
   }
-  // This test process uses no GPU.
-  EXPECT_EQ((*memory)->UsedBy({getpid()}), 0);
+  // This test's session uses no GPU.
+  EXPECT_EQ((*memory)->UsedBySession(SessionOf(getpid())), 0);
 }
 
 }  // namespace

@@ -3,13 +3,16 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/artifact_names.h"
 #include "common/beneath.h"
 #include "common/script_spec.h"
 #include "common/sha256.h"
+#include "script/output_lines.h"
 
 namespace traind {
 
@@ -19,46 +22,58 @@ constexpr int kMaxDepth = 32;
 
 class Walk {
  public:
-  Walk(size_t max_files, OutputArtifacts* found) : max_files_(max_files), found_(found) {}
+  Walk(const OutputLimits& limits, OutputArtifacts* found) : limits_(limits), found_(found) {}
 
   // `dir_fd` (borrowed) is the folder `prefix` names ("" for the top).
   void Folder(int dir_fd, const std::string& prefix, int depth) {
-    absl::StatusOr<std::vector<DirectoryEntry>> entries = ListDirectory(dir_fd, prefix);
+    bool cut_short = false;
+    absl::StatusOr<std::vector<DirectoryEntry>> entries = ListDirectory(
+        dir_fd, prefix, limits_.max_entries - std::min(limits_.max_entries, seen_), &cut_short);
     if (!entries.ok()) {
-      found_->skipped.push_back(absl::StrCat(prefix, " (cannot be listed)"));
+      Skip(prefix, "cannot be listed");
       return;
     }
+    if (cut_short) ++found_->not_listed;  // at least one more, never looked at
     for (const DirectoryEntry& entry : *entries) {
+      ++seen_;
       const std::string path = prefix.empty() ? entry.name : absl::StrCat(prefix, "/", entry.name);
-      if (!ValidateScriptPath("path", path).ok()) {
-        found_->skipped.push_back(absl::StrCat(path.substr(0, 80), " (the name is too long)"));
+      if (ValidUtf8(path) != path) {
+        Skip(path, "the name is not UTF-8");
+      } else if (path.size() > kMaxArtifactNameBytes || !ValidateScriptPath("path", path).ok()) {
+        Skip(path.substr(0, 80), "the name is too long");
       } else if (entry.is_directory) {
         Subfolder(dir_fd, entry.name, path, depth);
       } else if (entry.is_regular) {
         File(dir_fd, entry.name, path);
       } else {
-        found_->skipped.push_back(
-            absl::StrCat(path, entry.is_symlink ? " (a symbolic link)" : " (not a plain file)"));
+        Skip(path, entry.is_symlink ? "a symbolic link" : "not a plain file");
       }
     }
   }
 
  private:
+  void Skip(const std::string& path, const std::string& why) {
+    if (found_->skipped.size() < kMaxSkippedShown) {
+      found_->skipped.push_back(absl::StrCat(ValidUtf8(path), " (", why, ")"));
+    }
+    ++found_->skipped_total;
+  }
+
   void Subfolder(int dir_fd, const std::string& name, const std::string& path, int depth) {
     if (depth >= kMaxDepth) {
-      found_->skipped.push_back(absl::StrCat(path, " (folders deeper than ", kMaxDepth, ")"));
+      Skip(path, absl::StrCat("folders deeper than ", kMaxDepth));
       return;
     }
     UniqueFd sub(openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sub.valid()) {
-      found_->skipped.push_back(absl::StrCat(path, " (cannot be opened)"));
+      Skip(path, "cannot be opened");
       return;
     }
     Folder(sub.get(), path, depth + 1);
   }
 
   void File(int dir_fd, const std::string& name, const std::string& path) {
-    if (found_->files.size() >= max_files_) {
+    if (found_->files.size() >= limits_.max_files) {
       ++found_->not_listed;
       return;
     }
@@ -66,14 +81,19 @@ class Walk {
     UniqueFd file(openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     struct stat st;
     if (!file.valid() || fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      found_->skipped.push_back(absl::StrCat(path, " (not a plain file)"));
+      Skip(path, "not a plain file");
+      return;
+    }
+    if (hashed_ + st.st_size > limits_.max_hashed_bytes) {
+      ++found_->not_listed;
       return;
     }
     absl::StatusOr<FileDigest> digest = Sha256OfFd(file.get(), path);
     if (!digest.ok()) {
-      found_->skipped.push_back(absl::StrCat(path, " (cannot be read)"));
+      Skip(path, "cannot be read");
       return;
     }
+    hashed_ += digest->size_bytes;
     trainer::v1::Artifact artifact;
     artifact.set_name(path);
     artifact.set_format("file");
@@ -82,21 +102,23 @@ class Walk {
     found_->files.push_back(std::move(artifact));
   }
 
-  const size_t max_files_;
+  const OutputLimits& limits_;
   OutputArtifacts* const found_;
+  size_t seen_ = 0;     // entries looked at, in all folders
+  int64_t hashed_ = 0;  // bytes read for digests
 };
 
 }  // namespace
 
 absl::StatusOr<OutputArtifacts> CollectOutputArtifacts(const std::string& outputs_dir,
-                                                       size_t max_files) {
+                                                       const OutputLimits& limits) {
   UniqueFd top(open(outputs_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!top.valid()) {
     return absl::NotFoundError(
         absl::StrCat("the output directory cannot be opened: ", strerror(errno)));
   }
   OutputArtifacts found;
-  Walk(max_files, &found).Folder(top.get(), "", 0);
+  Walk(limits, &found).Folder(top.get(), "", 0);
   return found;
 }
 

@@ -6,6 +6,7 @@
 #ifndef TRAIND_SCRIPT_OUTPUT_ARTIFACTS_H_
 #define TRAIND_SCRIPT_OUTPUT_ARTIFACTS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,16 +15,27 @@
 
 namespace traind {
 
+inline constexpr size_t kMaxSkippedShown = 20;
+
 struct OutputArtifacts {
   std::vector<trainer::v1::Artifact> files;  // sorted by path; format "file"
-  std::vector<std::string> skipped;          // "path (why)"
-  int64_t not_listed = 0;                    // files past max_files
+  std::vector<std::string> skipped;          // "path (why)", the first kMaxSkippedShown
+  int64_t skipped_total = 0;                 // all that were skipped
+  int64_t not_listed = 0;                    // files past a limit (OutputLimits)
 };
 
-// Every regular file under `outputs_dir`, at most `max_files` (the rest counted in not_listed),
-// folders at most 32 deep. An error only when `outputs_dir` itself cannot be opened.
+// What one walk may cost: a program can leave millions of files, or huge ones.
+struct OutputLimits {
+  size_t max_files = 100;                        // listed as artifacts
+  size_t max_entries = 10000;                    // looked at, folders and skipped ones included
+  int64_t max_hashed_bytes = int64_t{32} << 30;  // read to compute digests, in all
+};
+
+// Every regular file under `outputs_dir` within `limits` (the rest counted in not_listed),
+// folders at most 32 deep, names valid UTF-8 of at most kMaxArtifactNameBytes
+// (common/artifact_names.h). An error only when `outputs_dir` itself cannot be opened.
 absl::StatusOr<OutputArtifacts> CollectOutputArtifacts(const std::string& outputs_dir,
-                                                       size_t max_files);
+                                                       const OutputLimits& limits);
 
 }  // namespace traind
 

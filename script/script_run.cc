@@ -43,9 +43,6 @@ constexpr absl::Duration kBusyOutputPause = absl::Milliseconds(10);
 // The program's whole output is kept in the job's directory up to this much; the store keeps what
 // OutputBudget admits.
 constexpr int64_t kOutputLogBytes = 64 << 20;
-// Files of TRAIND_OUTPUT_DIR described as artifacts: each is an event and part of the job's
-// record (which ListJobs carries), so many files belong in one archive.
-constexpr size_t kMaxOutputArtifacts = 100;
 
 void Stamp(JobEvent* event) {
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -342,16 +339,18 @@ void ScriptRun::SampleMemory(pid_t pid, absl::Time now) {
   if (gpu_memory_ != nullptr) {
     // The program is its session's leader (ProgramProcess starts it with setsid): it and the
     // workers it started hold the GPU memory between them.
-    current_driver_ = gpu_memory_->UsedBy(ProcessesOfSession(pid));
+    current_driver_ = gpu_memory_->UsedBySession(pid);
     peak_driver_ = std::max(peak_driver_, current_driver_);
   }
 }
 
 void ScriptRun::FillMemory(trainer::v1::StepMetrics* step) const {
   if (step->current_allocated_bytes() != 0 || step->driver_allocated_bytes() != 0) return;
-  if (gpu_memory_ != nullptr) {
-    // A CUDA job's memory is the GPU's: what the driver holds for it. What its caching allocator
-    // has handed out is known only inside it (traind.report sends torch.cuda's numbers).
+  if (peak_driver_ > 0) {
+    // A CUDA job's memory is the GPU's: what the driver holds for it (its CUDA context
+    // included). What its caching allocator has handed out is known only inside it
+    // (traind.report sends torch.cuda's numbers). Until NVML has seen the program on a GPU (or
+    // where it cannot: another PID namespace), its resident memory stands in.
     step->set_driver_allocated_bytes(current_driver_);
     step->set_peak_driver_allocated_bytes(peak_driver_);
   } else {
@@ -361,10 +360,15 @@ void ScriptRun::FillMemory(trainer::v1::StepMetrics* step) const {
 }
 
 void ScriptRun::KeepOutputs() {
-  if (options_.rank != 0) return;
-  absl::StatusOr<OutputArtifacts> outputs = CollectOutputArtifacts(
-      absl::StrCat(request_.job_dir(), "/", kScriptOutputsFolder), kMaxOutputArtifacts);
-  if (!outputs.ok() || (outputs->files.empty() && outputs->skipped.empty())) return;
+  // Shutting down or traind gone (suspend): the job starts again later and keeps its files then.
+  if (options_.rank != 0 || stop_.suspend.load()) return;
+  const OutputLimits limits;
+  absl::StatusOr<OutputArtifacts> outputs =
+      CollectOutputArtifacts(absl::StrCat(request_.job_dir(), "/", kScriptOutputsFolder), limits);
+  if (!outputs.ok() ||
+      (outputs->files.empty() && outputs->skipped_total == 0 && outputs->not_listed == 0)) {
+    return;
+  }
   for (trainer::v1::Artifact& artifact : outputs->files) {
     JobEvent event;
     *event.mutable_artifact() = std::move(artifact);
@@ -374,17 +378,17 @@ void ScriptRun::KeepOutputs() {
                                   " files of TRAIND_OUTPUT_DIR as the job's artifacts (trainctl "
                                   "artifacts, trainctl download)");
   if (outputs->not_listed > 0) {
-    absl::StrAppend(&kept, "; ", outputs->not_listed, " more are not listed (at most ",
-                    kMaxOutputArtifacts, ")");
+    absl::StrAppend(&kept, "; more are not listed (at most ", limits.max_files, " files, ",
+                    limits.max_hashed_bytes >> 30, " GiB, ", limits.max_entries,
+                    " entries looked at: put many files in one archive)");
   }
-  if (!outputs->skipped.empty()) {
-    const size_t shown = std::min<size_t>(outputs->skipped.size(), 10);
-    absl::StrAppend(&kept, "; skipped ", outputs->skipped.size(), ": ",
-                    absl::StrJoin(outputs->skipped.begin(), outputs->skipped.begin() + shown, ", "),
-                    shown < outputs->skipped.size() ? ", ..." : "");
+  if (outputs->skipped_total > 0) {
+    absl::StrAppend(
+        &kept, "; skipped ", outputs->skipped_total, ": ", absl::StrJoin(outputs->skipped, ", "),
+        outputs->skipped_total > static_cast<int64_t>(outputs->skipped.size()) ? ", ..." : "");
   }
   Log(kept,
-      outputs->skipped.empty() && outputs->not_listed == 0 ? LogLine::INFO : LogLine::WARNING);
+      outputs->skipped_total == 0 && outputs->not_listed == 0 ? LogLine::INFO : LogLine::WARNING);
 }
 
 int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
@@ -408,7 +412,7 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
   const double wall = absl::ToDoubleSeconds(absl::Now() - started_);
   if (result->total_seconds() == 0) result->set_total_seconds(wall);
   if (result->total_training_seconds() == 0) result->set_total_training_seconds(wall);
-  if (gpu_memory_ != nullptr) {
+  if (peak_driver_ > 0) {
     result->set_peak_driver_allocated_bytes(
         std::max(result->peak_driver_allocated_bytes(), peak_driver_));
   } else {

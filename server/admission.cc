@@ -282,6 +282,12 @@ absl::Status Admission::ResolveInitFrom(JobSpec* spec, const Caller& caller) con
     if (!caller.MayActFor(source->owner())) {
       return NotYours(caller, absl::StrCat("init_from: job ", init.job_id));
     }
+    if (IsScriptJob(source->spec())) {  // its artifacts are a program's files, not weights
+      return absl::InvalidArgumentError(
+          absl::StrCat("init_from: job ", init.job_id,
+                       " ran a program: its files are not weights; download one and pass it with "
+                       "--init-from-file"));
+    }
     const auto& artifacts = source->result().artifacts();
     if (std::none_of(artifacts.begin(), artifacts.end(),
                      [&](const auto& a) { return a.name() == init.artifact; })) {

@@ -100,11 +100,16 @@ class AdmissionTest : public ::testing::Test {
     return header.digest();
   }
 
-  // A job of `owner`'s in the store, with a "best" artifact when `with_best`.
-  int64_t AddJob(const std::string& owner, bool with_best) {
+  // A job of `owner`'s in the store, with a "best" artifact when `with_best`; a program's job
+  // (JobSpec.script) when `script`.
+  int64_t AddJob(const std::string& owner, bool with_best, bool script = false) {
     Job job;
     job.set_owner(owner);
     *job.mutable_spec() = Spec();
+    if (script) {
+      job.mutable_spec()->clear_model();
+      job.mutable_spec()->mutable_script()->add_args("train.py");
+    }
     auto created = store_->CreateJob(job);
     EXPECT_TRUE(created.ok()) << created.status();
     if (with_best) {
@@ -387,6 +392,14 @@ TEST_F(AdmissionTest, InitFromAJobNeedsItsWeightsAndItsOwner) {
   spec.set_init_from("9999");
   EXPECT_THAT(MessageOf(admission().PrepareSpec(spec, kAlice)),
               HasSubstr("init_from: job 9999 not found"));
+}
+
+TEST_F(AdmissionTest, InitFromAProgramsJobIsRefusedEvenWithAFileNamedBest) {
+  const int64_t program = AddJob("alice", /*with_best=*/true, /*script=*/true);
+  JobSpec spec = Spec();
+  spec.set_init_from(absl::StrCat(program));
+  EXPECT_THAT(MessageOf(admission().PrepareSpec(spec, kAlice)),
+              HasSubstr("ran a program: its files are not weights"));
 }
 
 TEST_F(AdmissionTest, InitFromAnUploadMustBeTheCallers) {

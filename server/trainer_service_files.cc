@@ -83,29 +83,30 @@ grpc::ServerWriteReactor<trainer::v1::DownloadArtifactResponse>* TrainerService:
         for (const trainer::v1::Artifact& artifact : job.result().artifacts()) {
           if (artifact.name() == name) {
             // Weights are NAME.pt in the job's directory; a program's files stay where it wrote
-            // them, opened beneath that folder (a link it left there leads nowhere).
-            const std::string job_dir = absl::StrCat(files_.jobs_dir, "/", id);
-            ASSIGN_OR_RETURN(
-                UniqueFd file,
-                script_job ? DownloadReactor::OpenArtifactFile(
-                                 absl::StrCat(job_dir, "/", kScriptOutputsFolder), name, id, name)
-                           : DownloadReactor::OpenArtifactFile(job_dir, absl::StrCat(name, ".pt"),
-                                                               id, name));
+            // them (outputs/NAME). Either is opened beneath the job's directory: a link the
+            // program left, or the outputs folder itself swapped for one, leads nowhere outside it.
+            ASSIGN_OR_RETURN(UniqueFd file,
+                             DownloadReactor::OpenArtifactFile(
+                                 absl::StrCat(files_.jobs_dir, "/", id),
+                                 script_job ? absl::StrCat(kScriptOutputsFolder, "/", name)
+                                            : absl::StrCat(name, ".pt"),
+                                 id, name));
             return DownloadReactor::Source{artifact, std::move(file)};
           }
           names.push_back(artifact.name());
         }
+        // A status message travels in a header: a few short names, not a list of any size.
         constexpr size_t kNamesShown = 20;
         std::string has = names.empty() ? "none (yet)" : "";
-        absl::StrAppend(
-            &has, absl::StrJoin(names.begin(), names.begin() + std::min(names.size(), kNamesShown),
-                                ", "));
+        for (size_t i = 0; i < std::min(names.size(), kNamesShown); ++i) {
+          absl::StrAppend(&has, i > 0 ? ", " : "", names[i].substr(0, 80));
+        }
         if (names.size() > kNamesShown) {
           absl::StrAppend(&has, " and ", names.size() - kNamesShown, " more (trainctl artifacts ",
                           id, ")");
         }
-        return absl::NotFoundError(absl::StrCat("job ", id, " has no artifact '",
-                                                name.substr(0, 200), "'; it has: ", has));
+        return absl::NotFoundError(
+            absl::StrCat("job ", id, " has no artifact '", name.substr(0, 80), "'; it has: ", has));
       });
 }
 

@@ -45,7 +45,8 @@ void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code) {
         stopped = !ctx.stub().ListDevices(ping.get(), {}, &devices).ok();
       }
       if (stopped) {
-        ctx.out() << "traind (pid " << response.pid() << ") stopped\n";
+        // Its pid here where the socket said (a containerized traind calls itself 1).
+        ctx.out() << "traind (pid " << (listener > 0 ? listener : response.pid()) << ") stopped\n";
         *exit_code = kExitOk;
         return;
       }

@@ -21,22 +21,17 @@ Needs python3-grpcio and python3-protobuf (Debian's), unlike the rest of the pac
 import hashlib
 import ipaddress
 import os
-import re
-import sys
 import tempfile
 
-_API = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_api")
-if _API not in sys.path:
-    sys.path.insert(0, _API)  # the generated modules import each other as trainer.v1.*
 try:
     import grpc
-    from trainer.v1 import trainer_pb2 as pb
-    from trainer.v1 import trainer_pb2_grpc as pb_grpc
+    from traind._api.trainer.v1 import trainer_pb2 as pb
+    from traind._api.trainer.v1 import trainer_pb2_grpc as pb_grpc
 except ImportError as error:
     raise ImportError(
-        f"traind.client needs python3-grpcio and python3-protobuf, and the code the build "
-        f"generates from proto/ into {_API} (cmake --build, with protobuf-compiler-grpc): "
-        f"{error}") from error
+        "traind.client needs python3-grpcio and python3-protobuf, and the code the build "
+        "generates from proto/ into traind/_api (cmake --build, with protobuf-compiler-grpc; "
+        f"use build/python or an install's lib/traind/python): {error}") from error
 
 __all__ = ["Client", "pb", "pb_grpc", "TERMINAL_STATES", "default_addr", "default_download_name"]
 
@@ -85,14 +80,14 @@ def _open_channel(addr, tls_ca, tls_cert, tls_key):
 
 
 def default_download_name(job_id, name):
-    """trainctl's choice (common/artifact_names.cc, DefaultDownloadName): "job7-best.pt",
-    "job12-loss.png" for a program's "plots/loss.png"; one safe file name."""
-    last = name.rsplit("/", 1)[-1][-128:]
-    has_extension = "." in last
-    last = re.sub(r"[^A-Za-z0-9._-]", "_", last)
+    """trainctl's choice (common/artifact_names.cc, DefaultDownloadName, the same rule byte for
+    byte): "job7-best.pt" for weights, "job12-loss.png" for a program's "plots/loss.png"."""
+    raw = name.encode("utf-8", "surrogateescape").rsplit(b"/", 1)[-1][-128:]
+    allowed = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+    last = "".join(chr(b) if b in allowed else "_" for b in raw)
     if not last or last.startswith("."):
         last = "_" + last
-    return f"job{job_id}-{last}" + ("" if has_extension else ".pt")
+    return f"job{job_id}-{last}" + (".pt" if name in ("best", "final") else "")
 
 
 class Client:
@@ -178,30 +173,51 @@ class Client:
 
     def download(self, job_id, name="best", path=None, *, overwrite=False):
         """Writes the artifact `name` to `path` (default: the name trainctl would choose) after
-        checking its SHA-256; the path written. An existing file is kept unless overwrite."""
+        checking its size and SHA-256; the path written. An existing file is kept (FileExistsError)
+        unless overwrite; nothing half-written is ever left at `path` or beside it."""
         stream = self.stub.DownloadArtifact(pb.DownloadArtifactRequest(id=int(job_id), name=name),
                                             metadata=self._metadata)
-        first = next(stream)
-        artifact = first.artifact
-        if path is None:
-            path = default_download_name(job_id, name)
-        if os.path.exists(path) and not overwrite:
-            stream.cancel()
-            raise FileExistsError(f"{path} exists (overwrite=True replaces it)")
-        directory = os.path.dirname(os.path.abspath(path))
-        digest = hashlib.sha256()
-        with tempfile.NamedTemporaryFile(dir=directory, prefix=".download.", delete=False) as out:
+        try:
+            first = next(stream, None)
+            if first is None or not first.HasField("artifact"):
+                raise IOError(f"job {job_id}'s {name}: traind sent no description of it")
+            artifact = first.artifact
+            path = path or default_download_name(job_id, name)
+            if os.path.exists(path) and not overwrite:
+                raise FileExistsError(f"{path} exists (overwrite=True replaces it)")
+            digest, size = hashlib.sha256(), 0
+            directory = os.path.dirname(os.path.abspath(path))
+            with tempfile.NamedTemporaryFile(dir=directory, prefix=".download.",
+                                             delete=False) as out:
+                try:
+                    for part in stream:
+                        digest.update(part.chunk)
+                        size += len(part.chunk)
+                        out.write(part.chunk)
+                    out.flush()
+                    os.fsync(out.fileno())
+                    if size != artifact.size_bytes or digest.hexdigest() != artifact.sha256:
+                        raise IOError(f"job {job_id}'s {name}: the bytes received ({size}) do "
+                                      f"not match its size ({artifact.size_bytes}) and SHA-256")
+                    umask = os.umask(0)
+                    os.umask(umask)
+                    os.chmod(out.name, 0o666 & ~umask)  # as a file the user made (trainctl's)
+                    if overwrite:
+                        os.replace(out.name, path)
+                    else:
+                        os.link(out.name, path)  # never over a file that appeared meanwhile
+                        os.unlink(out.name)
+                except BaseException:
+                    if os.path.exists(out.name):
+                        os.unlink(out.name)
+                    raise
+            flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+            directory_fd = os.open(directory, flags)
             try:
-                for part in stream:
-                    digest.update(part.chunk)
-                    out.write(part.chunk)
-                out.flush()
-                os.fsync(out.fileno())
-                if digest.hexdigest() != artifact.sha256:
-                    raise IOError(f"job {job_id}'s {name}: the bytes received do not match its "
-                                  f"SHA-256 ({artifact.sha256[:16]}...)")
-                os.replace(out.name, path)
-            except BaseException:
-                os.unlink(out.name)
-                raise
-        return path
+                os.fsync(directory_fd)
+            finally:
+                os.close(directory_fd)
+            return path
+        except BaseException:
+            stream.cancel()
+            raise

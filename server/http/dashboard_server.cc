@@ -407,7 +407,8 @@ void DashboardServer::RouteApi() {
                ServeExport(*who, std::move(ids), format, name, response);
              });
   // Weights are a plain name, a program's file its path in TRAIND_OUTPUT_DIR (the daemon checks
-  // which it may be).
+  // which it may be). cpp-httplib bounds the path (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH, 8 KiB), and
+  // with it what the matcher walks.
   server.Get(R"(/api/v1/jobs/(\d+)/artifacts/(.+))",
              [this](const httplib::Request& request, httplib::Response& response) {
                const std::optional<HttpIdentity> who = Authenticate(request, response);

@@ -15,7 +15,7 @@ BUILD = pathlib.Path(sys.argv.pop(1) if len(sys.argv) > 1 else "build").resolve(
 sys.path.insert(0, str(BUILD / "python"))
 try:
     import grpc
-    from traind.client import Client, TERMINAL_STATES, pb
+    from traind.client import Client, TERMINAL_STATES, default_download_name, pb
 except ImportError as error:
     print(f"SKIP: the Python client cannot be imported: {error}")
     sys.exit(77)
@@ -59,6 +59,14 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(grpc.RpcError) as missing:
             self.traind.show(999999)
         self.assertEqual(missing.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def test_default_download_names_are_trainctls(self):
+        # The same table as common/artifact_names_test.cc's DefaultDownloadNamesAreOneSafeFileName.
+        for name, expected in [("best", "job7-best.pt"), ("checkpoints/model.pt", "job7-model.pt"),
+                               ("plots/loss curve.png", "job7-loss_curve.png"),
+                               ("logs/stdout", "job7-stdout"), ("\u00e9.png", "job7-__.png"),
+                               (".hidden.txt", "job7-_.hidden.txt")]:
+            self.assertEqual(default_download_name(7, name), expected, name)
 
     def test_a_queued_job_is_cancelled(self):
         self.traind.stub.SetQueueState(pb.SetQueueStateRequest(action=pb.SetQueueStateRequest.PAUSE))
