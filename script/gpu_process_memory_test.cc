@@ -45,8 +45,25 @@ TEST(GpuProcessMemoryTest, OpensWhereNvmlIsAndSaysWhyNotElsewhere) {
     EXPECT_NE(memory.status().message().find("NVML"), std::string::npos) << memory.status();
     return;
   }
-  // This test's session uses no GPU.
-  EXPECT_EQ((*memory)->UsedBySession(SessionOf(getpid())), 0);
+  // A fresh session that uses no GPU (not this test's: ctest runs CUDA tests beside it there).
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t leader = fork();
+  ASSERT_GE(leader, 0);
+  if (leader == 0) {
+    setsid();
+    close(ready[0]);
+    close(ready[1]);  // the parent reads EOF: the session exists
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char byte;
+  (void)!read(ready[0], &byte, 1);
+  close(ready[0]);
+  EXPECT_EQ((*memory)->UsedBySession(leader), 0);
+  kill(leader, SIGKILL);
+  waitpid(leader, nullptr, 0);
 }
 
 }  // namespace
