@@ -2,15 +2,14 @@
 
 #include <dlfcn.h>
 
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/proc_file.h"
 
 namespace traind {
 
@@ -109,19 +108,8 @@ int64_t GpuProcessMemory::UsedBySession(pid_t sid) const {
 }
 
 pid_t SessionOf(pid_t pid) {
-  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text;
-  if (!std::getline(stat, text)) return -1;
-  // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  char state = 0;
-  long ppid = 0, pgrp = 0, session = 0;  // NOLINT(runtime/int): sscanf's %ld
-  if (std::sscanf(text.c_str() + close + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) !=
-      4) {
-    return -1;
-  }
-  return static_cast<pid_t>(session);
+  const std::optional<ProcStat> stat = ReadProcStat(pid);
+  return stat.has_value() ? stat->session : -1;
 }
 
 }  // namespace traind
