@@ -1,8 +1,7 @@
 // How much GPU memory the CUDA driver holds for a program's processes, as NVML reports it
 // (nvmlDeviceGetComputeRunningProcesses over every GPU): everything the driver gave them, the CUDA
-// context included, so more than PyTorch's memory_reserved. A program's
-// "driver allocated" memory measured from outside, so a CUDA script's memory curve needs no code
-// in it. NVML
+// context included, so more than PyTorch's memory_reserved. A program's "driver allocated" memory
+// measured from outside, so a CUDA script's memory curve needs no code in it. NVML
 // (libnvidia-ml.so.1) comes with NVIDIA's driver, not with Debian's build tools: it is opened at
 // run time, and where it is missing (no NVIDIA driver, macOS) Open() says so and nothing is
 // sampled. A process seen through another PID namespace (a container that does not share the
