@@ -672,12 +672,19 @@ Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
   const int64_t job_id = running->job.id();
   // Rank 0 reports for the job; the others write only their errors.
   RanksEnded ended;
+  std::vector<JobEvent> burst;
   RankGroup::Callbacks callbacks;
   callbacks.on_event = [&](int r, JobEvent event) {
-    StoreEvent(job_id, std::move(event), ranks.size() > 1 ? absl::StrCat("rank ", r, ": ") : "",
-               &ended.events);
+    event.clear_seq();  // the daemon owns seq and state: a worker may not forge either
+    if (!ended.events.Accept(&event, ranks.size() > 1 ? absl::StrCat("rank ", r, ": ") : "")) {
+      return;
+    }
+    if (event.has_step()) hub_->latency().Record(EventLatency::kReceived, event.time());
+    burst.push_back(std::move(event));
   };
+  callbacks.on_burst_end = [&](int) { StoreEvents(job_id, &burst); };
   callbacks.on_events_ended = [&](int, bool last) {
+    StoreEvents(job_id, &burst);  // none left: RankGroup ends a burst before its rank's end
     // When the last rank's events end, every other rank having ended well and the result being
     // stored, the job is SUCCEEDED at once; that process is reaped after (a CUDA process's exit
     // takes the kernel 0.1-0.2 s), and the devices are released only then.
@@ -698,17 +705,16 @@ Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
   return ended;
 }
 
-void Scheduler::StoreEvent(int64_t job_id, JobEvent event, const std::string& rank_prefix,
-                           RankEvents* seen) {
-  // The daemon owns seq and state: a worker may not forge either.
-  event.clear_seq();
-  if (!seen->Accept(&event, rank_prefix)) return;
-  const bool step = event.has_step();
-  if (step) hub_->latency().Record(EventLatency::kReceived, event.time());
-  if (absl::StatusOr<JobEvent> stored = Record(job_id, std::move(event)); !stored.ok()) {
-    std::cerr << "traind: job " << job_id << ": cannot store event: " << stored.status() << "\n";
-  } else if (step) {
-    hub_->latency().Record(EventLatency::kStored, stored->time());
+void Scheduler::StoreEvents(int64_t job_id, std::vector<JobEvent>* burst) {
+  if (burst->empty()) return;
+  absl::StatusOr<std::vector<JobEvent>> stored = store_->AppendEvents(job_id, std::move(*burst));
+  burst->clear();
+  if (!stored.ok()) {
+    std::cerr << "traind: job " << job_id << ": cannot store events: " << stored.status() << "\n";
+    return;
+  }
+  for (const JobEvent& event : *stored) {
+    if (event.has_step()) hub_->latency().Record(EventLatency::kStored, event.time());
   }
 }
 

@@ -162,11 +162,11 @@ class Scheduler {
     std::optional<absl::Status> succeeded_at_end_of_events;
   };
   // Stores the ranks' events until every rank has ended (RankGroup's policy kills the others
-  // when one ends badly); kills all of them at running->kill_deadline.
+  // when one ends badly); kills all of them at running->kill_deadline. The events that arrived
+  // together from a rank are stored in one transaction (a program's burst of lines: one fsync).
   RanksEnded PumpRanks(Running* running, RankGroup& ranks);
-  // One event from a rank (`rank_prefix`: "rank N: " when there are several), if `seen` keeps it.
-  void StoreEvent(int64_t job_id, trainer::v1::JobEvent event, const std::string& rank_prefix,
-                  RankEvents* seen);
+  // Stores and clears `burst`, the events kept from one rank.
+  void StoreEvents(int64_t job_id, std::vector<trainer::v1::JobEvent>* burst);
   // The job's new state from how its ranks ended: succeeded, cancelled, re-queued (shutdown, a
   // crash with a checkpoint, hosts to wait for) or failed with the reason.
   void RecordOutcome(const trainer::v1::Job& job, const std::string& job_dir,

@@ -146,6 +146,8 @@ class Statement {
   }
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int Step() { return sqlite3_step(stmt_); }
+  // Ready to Step again with new bindings (a statement run once per row of a batch).
+  void Reset() { sqlite3_reset(stmt_); }
   int64_t Int(int col) { return sqlite3_column_int64(stmt_, col); }
   std::string Blob(int col) {
     const void* data = sqlite3_column_blob(stmt_, col);
@@ -657,26 +659,59 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
     return absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " is ", Job::State_Name(job.state())));
   }
-  event.set_seq(job.last_seq() + 1);
-  if (!event.has_time()) *event.mutable_time() = Now();
   if (job.id() == 0) job.set_id(job_id);
-  ApplyEvent(event, &job);
+  std::vector<JobEvent> events;
+  events.push_back(std::move(event));
+  RETURN_IF_ERROR(InsertEventsLocked(job, events));
+  RETURN_IF_ERROR(WriteJobRowLocked(job));
+  return std::move(events.front());
+}
 
+absl::StatusOr<std::vector<JobEvent>> Store::AppendEvents(int64_t job_id,
+                                                          std::vector<JobEvent> events) {
+  absl::StatusOr<std::vector<JobEvent>> stored;
+  {
+    FairMutexLock lock(&mu_);
+    stored = InTransaction([&]() -> absl::StatusOr<std::vector<JobEvent>> {
+      mu_.AssertHeld();
+      ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
+      if (job.id() == 0) job.set_id(job_id);
+      RETURN_IF_ERROR(InsertEventsLocked(job, events));
+      RETURN_IF_ERROR(WriteJobRowLocked(job));
+      return std::move(events);
+    });
+  }
+  if (stored.ok()) {
+    for (const JobEvent& event : *stored) Tell(job_id, event.seq());
+  }
+  return stored;
+}
+
+absl::Status Store::InsertEventsLocked(Job& job, std::vector<JobEvent>& events) {
   Statement insert(db_, "INSERT INTO events(job_id, seq, payload) VALUES(?, ?, ?)");
   RETURN_IF_ERROR(insert.status("insert event"));
-  insert.Bind(1, job_id);
-  insert.Bind(2, event.seq());
-  insert.Bind(3, event.SerializeAsString());
-  if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert event");
+  for (JobEvent& event : events) {
+    event.set_seq(job.last_seq() + 1);
+    if (!event.has_time()) *event.mutable_time() = Now();
+    ApplyEvent(event, &job);
+    insert.Reset();
+    insert.Bind(1, job.id());
+    insert.Bind(2, event.seq());
+    insert.Bind(3, event.SerializeAsString());
+    if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert event");
+  }
+  return absl::OkStatus();
+}
 
+absl::Status Store::WriteJobRowLocked(const Job& job) {
   Statement update(db_, "UPDATE jobs SET state = ?, job = ?, end_seconds = ? WHERE id = ?");
   RETURN_IF_ERROR(update.status("update job"));
   update.Bind(1, static_cast<int64_t>(job.state()));
   update.Bind(2, job.SerializeAsString());
   update.Bind(3, IsTerminal(job.state()) ? EndSeconds(job) : int64_t{0});
-  update.Bind(4, job_id);
+  update.Bind(4, job.id());
   if (update.Step() != SQLITE_DONE) return SqliteError(db_, "update job");
-  return event;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Job> Store::SetPriority(int64_t job_id, int32_t priority) {

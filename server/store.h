@@ -74,6 +74,11 @@ class Store {
   absl::StatusOr<trainer::v1::JobEvent> AppendEvent(
       int64_t job_id, trainer::v1::JobEvent event,
       std::optional<trainer::v1::Job::State> expected_state = std::nullopt);
+  // Appends several events to one job's log in one transaction, in order, each with the next seq:
+  // a worker's burst (a program printing thousands of lines) costs one commit and one fsync, not
+  // one per event. All or none are stored. Returns them as stored.
+  absl::StatusOr<std::vector<trainer::v1::JobEvent>> AppendEvents(
+      int64_t job_id, std::vector<trainer::v1::JobEvent> events);
 
   // NOT_FOUND names the id.
   absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
@@ -163,6 +168,11 @@ class Store {
   absl::StatusOr<trainer::v1::JobEvent> AppendEventLocked(
       int64_t job_id, trainer::v1::JobEvent event,
       std::optional<trainer::v1::Job::State> expected_state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gives each of `events` the next seq and a time, folds it into `job` and inserts it; the
+  // caller writes `job`'s row once after (WriteJobRowLocked).
+  absl::Status InsertEventsLocked(trainer::v1::Job& job, std::vector<trainer::v1::JobEvent>& events)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteJobRowLocked(const trainer::v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   void Tell(int64_t job_id, int64_t seq);
   absl::StatusOr<trainer::v1::Job> InsertOrFindJob(const trainer::v1::Job& job, bool* existed,

@@ -78,6 +78,37 @@ TEST_F(StoreTest, SeqIsDenseAndTheRowFollowsTheEvents) {
   EXPECT_EQ(store->GetJob(id)->last_seq(), 7);
 }
 
+// A worker's burst: one transaction, seqs dense and in order, the row folded as event by event,
+// and the listener told of each.
+TEST_F(StoreTest, AppendEventsStoresABurstInOrder) {
+  auto store = Open();
+  const int64_t id = store->CreateJob(Spec())->id();
+  std::vector<int64_t> told;
+  store->SetEventListener([&](int64_t job_id, int64_t seq) {
+    if (job_id == id) told.push_back(seq);
+  });
+  std::vector<JobEvent> burst(3);
+  burst[0].mutable_state_change()->set_state(Job::RUNNING);
+  burst[1].mutable_log()->set_text("Epoch: 001/010");
+  burst[2].mutable_step()->set_batch(7);
+  auto stored = store->AppendEvents(id, burst);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), 3u);
+  EXPECT_EQ((*stored)[0].seq(), 2);
+  EXPECT_EQ((*stored)[2].seq(), 4);
+  EXPECT_TRUE((*stored)[2].has_time());
+  EXPECT_EQ(told, (std::vector<int64_t>{2, 3, 4}));
+  auto events = store->ReadEvents(id, 2, 100);
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[1].log().text(), "Epoch: 001/010");
+  EXPECT_EQ((*events)[2].step().batch(), 7);
+  EXPECT_EQ(store->GetJob(id)->state(), Job::RUNNING);
+  EXPECT_EQ(store->GetJob(id)->last_seq(), 4);
+
+  EXPECT_EQ(store->AppendEvents(id + 1, burst).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(told.size(), 3u);
+}
+
 TEST_F(StoreTest, ExpectedStateIsACompareAndSet) {
   auto store = Open();
   const int64_t id = store->CreateJob(Spec())->id();

@@ -2,8 +2,10 @@
 // sends one log event naming the job, then does what FAKE_WORKER_MODE says: "succeed" (exit 0),
 // "signal" (a line on stderr, then SIGKILL from itself: the OOM killer's way), "hang" (ignores
 // SIGTERM and waits forever: only SIGKILL ends it), "stopped" (exits kWorkerStopped, as a worker
-// that was asked to stop). Like every worker it checks that the process that started it is
-// still its parent (StopWithParent), and exits kWorkerStopped without a word if not.
+// that was asked to stop), "stop-on-term" (waits for SIGTERM, then exits kWorkerStopped, as a
+// worker told to stop does), "burst" (600 more log events "event N" at once, then exit 0). Like
+// every worker it checks that the process that started it is still its parent (StopWithParent), and
+// exits kWorkerStopped without a word if not.
 #include <signal.h>
 #include <unistd.h>
 
@@ -28,6 +30,10 @@ int main() {
   const std::string mode = mode_env == nullptr ? "succeed" : mode_env;
   // Before the greeting: a test that has read it may send SIGTERM at once.
   if (mode == "hang") signal(SIGTERM, SIG_IGN);
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  if (mode == "stop-on-term") sigprocmask(SIG_BLOCK, &term, nullptr);  // sigwait takes it below
   traind::EventPipeWriter pipe(events);
   trainer::v1::JobEvent event;
   event.mutable_log()->set_text("fake worker for job " + std::to_string(request.job_id()) + ": " +
@@ -40,6 +46,17 @@ int main() {
   }
   if (mode == "hang") {
     while (true) pause();
+  }
+  if (mode == "stop-on-term") {
+    int signal_number = 0;
+    sigwait(&term, &signal_number);
+    return traind::kWorkerStopped;
+  }
+  if (mode == "burst") {
+    for (int n = 0; n < 600; ++n) {
+      event.mutable_log()->set_text("event " + std::to_string(n));
+      pipe.Write(event);
+    }
   }
   pipe.Close();
   return mode == "stopped" ? traind::kWorkerStopped : traind::kWorkerSucceeded;

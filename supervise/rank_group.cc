@@ -13,15 +13,18 @@ void RankGroup::PumpRound(const Callbacks& callbacks, absl::Duration wait) {
   bool waited = false;
   for (int r = 0; r < size(); ++r) {
     if (exits_[r].has_value()) continue;
-    trainer::v1::JobEvent event;
-    const WorkerProcess::ReadResult read =
-        ranks_[r]->ReadEvent(&event, waited ? absl::ZeroDuration() : wait);
-    waited = true;
-    if (read == WorkerProcess::ReadResult::kEvent) {
+    int passed = 0;
+    WorkerProcess::ReadResult read = WorkerProcess::ReadResult::kTimeout;
+    while (passed < kMaxBurst) {
+      trainer::v1::JobEvent event;
+      read = ranks_[r]->ReadEvent(&event, waited ? absl::ZeroDuration() : wait);
+      waited = true;
+      if (read != WorkerProcess::ReadResult::kEvent) break;
       callbacks.on_event(r, std::move(event));
-    } else if (read == WorkerProcess::ReadResult::kEnd) {
-      Reap(r, callbacks);
+      ++passed;
     }
+    if (passed > 0 && callbacks.on_burst_end) callbacks.on_burst_end(r);
+    if (read == WorkerProcess::ReadResult::kEnd) Reap(r, callbacks);
   }
 }
 

@@ -25,6 +25,8 @@ namespace traind {
 
 class RankGroup {
  public:
+  static constexpr int kMaxBurst = 256;
+
   explicit RankGroup(std::vector<std::unique_ptr<WorkerProcess>> ranks);
 
   // What the pump tells its owner, rank by rank (local indexes, 0 .. size() - 1).
@@ -36,10 +38,15 @@ class RankGroup {
     std::function<void(int rank, bool last)> on_events_ended;
     // Optional: the rank was reaped (after the policy above was applied).
     std::function<void(int rank, const WorkerProcess::Exit& exit)> on_exit;
+    // Optional: the events that had arrived from the rank were all passed to on_event (one call
+    // after each burst, before its on_events_ended): an owner that stores events in batches
+    // commits here.
+    std::function<void(int rank)> on_burst_end;
   };
   // One round: waits up to `wait` on the first rank still running, then looks at the others
-  // without waiting, so that a rank's death is seen within the round; passes on what arrived,
-  // reaps the ranks whose events ended and applies the policy above.
+  // without waiting, so that a rank's death is seen within the round; passes on what arrived (at
+  // most kMaxBurst events a rank, so that one rank's flood does not starve the others), reaps the
+  // ranks whose events ended and applies the policy above.
   void PumpRound(const Callbacks& callbacks, absl::Duration wait = absl::Milliseconds(200));
 
   // Signals every rank not yet reaped. TerminateAll and SuspendAll mark the group stopping.

@@ -35,14 +35,20 @@ struct Seen {
   std::vector<std::string> events;  // "rank R: text"
   std::vector<int> exits;           // ranks, in the order they were reaped
   int last_events_ended = -1;       // the rank whose events ended last
+  size_t events_when_ended = 0;     // events.size() then
+  size_t bursts_when_ended = 0;     // burst_ends.size() then
+  std::vector<size_t> burst_ends;   // events.size() at each on_burst_end
   RankGroup::Callbacks callbacks() {
     return {[this](int r, trainer::v1::JobEvent e) {
               events.push_back("rank " + std::to_string(r) + ": " + e.log().text());
             },
             [this](int r, bool last) {
               if (last) last_events_ended = r;
+              events_when_ended = events.size();
+              bursts_when_ended = burst_ends.size();
             },
-            [this](int r, const WorkerProcess::Exit&) { exits.push_back(r); }};
+            [this](int r, const WorkerProcess::Exit&) { exits.push_back(r); },
+            [this](int) { burst_ends.push_back(events.size()); }};
   }
 };
 
@@ -105,10 +111,10 @@ TEST(RankGroupTest, KillAllEndsHungRanks) {
 // A group told to stop: a rank that stops as asked does not take the others down (rank 0 may be
 // writing the checkpoint); one that stops unasked does.
 TEST(RankGroupTest, ARankStoppingAsAskedLeavesTheOthersToStop) {
-  RankGroup group = StartGroup({"hang", "stopped"});
+  RankGroup group = StartGroup({"hang", "stop-on-term"});
   Seen seen;
   ASSERT_TRUE(PumpUntil(group, seen, [&] { return seen.events.size() == 2; }));
-  group.MarkStopping();
+  group.TerminateAll();  // rank 1 stops; rank 0 ignores it
   ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 1; }));
   EXPECT_EQ(group.exit(1)->exit_code, kWorkerStopped);
   group.PumpRound(seen.callbacks(), absl::Milliseconds(100));
@@ -120,6 +126,28 @@ TEST(RankGroupTest, ARankStoppingAsAskedLeavesTheOthersToStop) {
   Seen seen_unasked;
   ASSERT_TRUE(PumpUntil(unasked, seen_unasked, [&] { return unasked.alive() == 0; }));
   EXPECT_EQ(unasked.exit(0)->signal, SIGKILL);
+}
+
+// A rank that sends many events at once: they come in order, in bursts of at most kMaxBurst, each
+// burst closed by on_burst_end (where the scheduler commits them), the last before the rank's
+// events end.
+TEST(RankGroupTest, ABurstOfEventsIsPassedOnInOrderAndClosedBeforeTheEnd) {
+  RankGroup group = StartGroup({"burst"});
+  Seen seen;
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 0; }));
+  ASSERT_EQ(seen.events.size(), 601u);
+  for (int n = 0; n < 600; ++n) EXPECT_EQ(seen.events[n + 1], "rank 0: event " + std::to_string(n));
+  ASSERT_FALSE(seen.burst_ends.empty());
+  EXPECT_EQ(seen.burst_ends.back(), 601u);
+  EXPECT_EQ(seen.events_when_ended, 601u);
+  EXPECT_EQ(seen.bursts_when_ended, seen.burst_ends.size());
+  size_t before = 0;
+  for (size_t end : seen.burst_ends) {
+    EXPECT_GT(end, before);
+    EXPECT_LE(end - before, static_cast<size_t>(RankGroup::kMaxBurst));
+    before = end;
+  }
+  EXPECT_TRUE(group.exit(0)->clean());
 }
 
 TEST(RankGroupTest, AnExitTravelsAsItsProtoWithTheSameFields) {
