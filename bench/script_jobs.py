@@ -87,6 +87,12 @@ class Daemon:
         with open(f"/proc/{self.process.pid}/status") as f:
             return int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1)) / 1024
 
+    def cpu_seconds(self):
+        """traind's own CPU time so far (user + system), from /proc."""
+        with open(f"/proc/{self.process.pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def stop(self):
         self.process.terminate()
         self.process.wait()
@@ -118,12 +124,14 @@ def bench_flood(daemon, work, rounds, lines, per_line_work):
     (directory / "flood.py").write_text(FLOOD)
     before = daemon.peak_rss_mib()
     traind, shell = [], []
-    traind_cpu, shell_cpu = [], []
+    traind_cpu, shell_cpu, daemon_cpu = [], [], []
     report = work / "flood.elapsed"
     for _ in range(rounds):
+        cpu_before = daemon.cpu_seconds()
         job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
                             "flood.py", lines, per_line_work, report).stdout.strip()
         daemon.wait(job_id)
+        daemon_cpu.append(daemon.cpu_seconds() - cpu_before)
         traind.append(float(report.read_text().split()[0]))
         traind_cpu.append(float(report.read_text().split()[1]))
         with open(work / "flood.out", "w") as out:
@@ -135,7 +143,8 @@ def bench_flood(daemon, work, rounds, lines, per_line_work):
     print(f"flood: {lines} lines, {lines / statistics.median(shell):,.0f} lines/s from the shell; "
           f"run time traind {summary(traind)} s, shell (to a file) {summary(shell)} s; "
           f"traind's speed against the shell {summary(ratio, '{:.3f}')}; the program's own CPU "
-          f"time traind {summary(traind_cpu)} s, shell {summary(shell_cpu)} s; traind's peak RSS "
+          f"time traind {summary(traind_cpu)} s, shell {summary(shell_cpu)} s; traind's own CPU "
+          f"time per job {summary(daemon_cpu)} s; traind's peak RSS "
           f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
 
 

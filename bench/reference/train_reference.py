@@ -280,6 +280,11 @@ def print_profile(profiler, device, steps, top=20):
     if outside > 0:
         print(f"  {outside / 1e3 / steps:9.3f} ms/step {100 * outside / max(total, 1):5.1f}%  "
               f"kernels outside any operator")
+    if cuda:  # the kernels themselves, as traind's `trainctl show` lists its own
+        print(f"Kernels, the longest of {len(kernels)}, per step:")
+        for e in sorted(kernels, key=self_time, reverse=True)[:top]:
+            print(f"  {self_time(e) / 1e3 / steps:9.3f} ms/step {100 * self_time(e) / max(total, 1):5.1f}%"
+                  f"  {e.count / steps:6.1f} calls/step  {e.key[:160]}")
 
 
 def synchronize(device):
@@ -320,6 +325,9 @@ def main():
     p.add_argument("--test-each-epoch", action="store_true",
                    help="also evaluate the test set after each epoch (outside the timed training), "
                         "for the time to reach an accuracy")
+    p.add_argument("--profile-from", type=int, default=2,
+                   help="the first profiled step (1-based; later for a compiled loop: "
+                        "reduce-overhead records its CUDA graphs in its first steps)")
     p.add_argument("--profile-steps", type=int, default=0,
                    help="profile N training steps (after the first) with torch.profiler and "
                         "print the operators by self time, longest first, as traind's "
@@ -371,9 +379,9 @@ def main():
         for batch_idx, (features, targets) in enumerate(
                 batches(x_train, y_train, args.batch_size, args.loader, True, generator)):
             global_step += 1
-            if args.profile_steps and global_step == 2:
+            if args.profile_steps and global_step == args.profile_from:
                 profiler = start_profiler(device)
-            if profiler and global_step == 2 + args.profile_steps:
+            if profiler and global_step == args.profile_from + args.profile_steps:
                 print_profile(profiler, device, args.profile_steps)
                 profiler = None
             features, targets = features.to(device), targets.to(device)
