@@ -2,6 +2,8 @@
 // how many are stored.
 #include "script/output_lines.h"
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,54 @@ TEST(OutputLinesTest, AVeryLongLineIsCutWhereItReachesTheLimit) {
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].size(), OutputLines::kMaxLineBytes);
   EXPECT_EQ(lines[2], "xxxxx");
+}
+
+// The rule, a byte at a time, as the first version of OutputLines read: the pieces-at-a-time
+// reader must cut every stream, however it arrives, into the same lines.
+std::vector<std::string> LinesByteByByte(const std::string& stream) {
+  std::vector<std::string> lines;
+  std::string partial;
+  bool after_cr = false;
+  for (const char c : stream) {
+    if (after_cr) {
+      after_cr = false;
+      if (c == '\n') continue;
+    }
+    if (c == '\n' || c == '\r') {
+      lines.push_back(partial);
+      partial.clear();
+      after_cr = c == '\r';
+      continue;
+    }
+    partial += c;
+    if (partial.size() == OutputLines::kMaxLineBytes) {
+      lines.push_back(partial);
+      partial.clear();
+    }
+  }
+  if (!partial.empty()) lines.push_back(partial);
+  return lines;
+}
+
+TEST(OutputLinesTest, AnyStreamInAnyPiecesGivesTheLinesOfTheByteByByteRule) {
+  std::mt19937 random(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::string stream;
+    const int parts = 1 + static_cast<int>(random() % 20);
+    for (int p = 0; p < parts; ++p) {
+      const size_t run =
+          random() % 4 == 0 ? OutputLines::kMaxLineBytes - 2 + random() % 5 : random() % 30;
+      stream.append(run, 'x');
+      stream += "\r\n"[random() % 2];
+    }
+    std::vector<std::string> pieces;
+    for (size_t at = 0; at < stream.size();) {
+      const size_t size = std::min<size_t>(1 + random() % 40000, stream.size() - at);
+      pieces.push_back(stream.substr(at, size));
+      at += size;
+    }
+    EXPECT_EQ(Lines(pieces), LinesByteByByte(stream)) << "trial " << trial;
+  }
 }
 
 TEST(OutputLinesTest, InvalidUtf8BecomesTheReplacementCharacter) {
