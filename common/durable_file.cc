@@ -1,5 +1,6 @@
 #include "common/durable_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,6 +31,16 @@ absl::Status CannotWrite(const std::string& path, int error) {
     default:
       return absl::InternalError(message);
   }
+}
+
+// WriteDurably's temporary names: "." + the file's name + kTemporaryMark + mkstemp's 6 characters.
+constexpr char kTemporaryMark[] = ".tmp-";
+constexpr size_t kUniqueChars = 6;
+
+bool IsTemporaryName(absl::string_view name) {
+  const size_t mark = sizeof(kTemporaryMark) - 1;
+  return name.size() > 1 + mark + kUniqueChars && name.front() == '.' &&
+         name.substr(name.size() - kUniqueChars - mark, mark) == kTemporaryMark;
 }
 
 std::string DirectoryOf(const std::string& path) {
@@ -80,7 +91,8 @@ absl::Status WriteDurably(const std::string& path,
                           const std::string& named) {
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp = DirectoryOf(path) + "." + base + ".XXXXXX";
+  std::string temp =
+      DirectoryOf(path) + "." + base + kTemporaryMark + std::string(kUniqueChars, 'X');
   const int fd = mkstemp(temp.data());
   if (fd < 0) return CannotWrite(named.empty() ? path : named, errno);
   close(fd);
@@ -89,6 +101,19 @@ absl::Status WriteDurably(const std::string& path,
     return written;
   }
   return CommitDurably(temp, path, IfPresent::kReplace, named);
+}
+
+int RemoveStaleTemporaries(const std::string& dir) {
+  DIR* entries = opendir(dir.c_str());
+  if (entries == nullptr) return 0;
+  int removed = 0;
+  while (const dirent* entry = readdir(entries)) {
+    if (IsTemporaryName(entry->d_name) && unlinkat(dirfd(entries), entry->d_name, 0) == 0) {
+      ++removed;
+    }
+  }
+  closedir(entries);
+  return removed;
 }
 
 absl::Status WriteFileDurably(const std::string& path, absl::string_view contents,

@@ -31,11 +31,18 @@ absl::Status CommitDurably(const std::string& temp, const std::string& path,
                            const std::string& named = "");
 
 // A whole durable write: a fresh temporary file beside PATH (mode 0600, a hidden name no other
-// writer uses) which `write` fills by name (LibTorch's writers take a path); then CommitDurably.
-// An error `write` returns (or its writer's missing file) comes back as it is.
+// writer uses: ".NAME.tmp-XXXXXX") which `write` fills by name (LibTorch's writers take a path);
+// then CommitDurably. An error `write` returns (or its writer's missing file) comes back as it is.
 absl::Status WriteDurably(const std::string& path,
                           const std::function<absl::Status(const std::string& temp)>& write,
                           const std::string& named = "");
+
+// What a crash between WriteDurably's first write and its rename leaves: its temporary files in
+// `dir` (not in its folders), removed. Call where no durable write into `dir` can be under way (a
+// job's directory before its run starts, the dataset cache before the daemon starts workers), so
+// that a killed writer does not leave a half checkpoint's bytes on the disk for good. Returns how
+// many were removed.
+int RemoveStaleTemporaries(const std::string& dir);
 
 // WriteDurably of `contents`.
 absl::Status WriteFileDurably(const std::string& path, absl::string_view contents,

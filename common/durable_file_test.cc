@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -70,6 +71,32 @@ TEST(DurableFileTest, AWritersErrorComesBackAndLeavesNothing) {
   });
   EXPECT_EQ(status, absl::DataLossError("the profiler lost its events"));
   EXPECT_EQ(FilesIn(temp.path()), 0);
+}
+
+// A writer killed before its rename leaves its temporary file (its name is the one WriteDurably
+// chose, taken here from inside `write`); RemoveStaleTemporaries takes those, and only those.
+TEST(DurableFileTest, TemporariesACrashLeftAreRemovedAndNothingElse) {
+  TempDirForTests temp;
+  std::string left;
+  ASSERT_TRUE(WriteDurably(temp / "checkpoint.pt", [&](const std::string& file) {
+                left = file;
+                std::ofstream(file) << "epoch 3";
+                return absl::OkStatus();
+              }).ok());
+  std::ofstream(left) << "half of epoch 4";  // what a kill -9 mid-write would leave behind
+  for (const char* theirs :
+       {".checkpoint.pt", ".tmp-abcdef", "checkpoint.pt.tmp-abcdef", ".notes.tmp-abc", ".keep"}) {
+    std::ofstream(temp / theirs) << "not a leftover";
+  }
+  ASSERT_TRUE(std::filesystem::create_directory(temp / "sub"));
+  std::ofstream(temp / "sub/.model.pt.tmp-abcdef") << "in a folder: left alone";
+  EXPECT_EQ(FilesIn(temp.path()), 8);
+
+  EXPECT_EQ(RemoveStaleTemporaries(temp.path()), 1);
+  EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_EQ(Read(temp / "checkpoint.pt"), "epoch 3");
+  EXPECT_EQ(FilesIn(temp.path()), 7);
+  EXPECT_EQ(RemoveStaleTemporaries(temp / "missing"), 0);
 }
 
 // kRefuse never replaces a file that appeared meanwhile; kReplace does.

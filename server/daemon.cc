@@ -16,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/durable_file.h"
 #include "common/loopback.h"
 #include "common/on_path.h"
 #include "common/paths.h"
@@ -253,6 +254,8 @@ absl::StatusOr<trainer::v1::ListDevicesResponse> Daemon::OpenState() {
   ASSIGN_OR_RETURN(lock_fd_, LockStateDir(options_.state_dir));
   ASSIGN_OR_RETURN(store_, Store::Open(options_.state_dir + "/traind.db"));
   ASSIGN_OR_RETURN(blobs_, BlobStore::Open(options_.state_dir + "/blobs"));
+  // Before any worker starts: a dataset copy a killed worker was writing.
+  RemoveStaleTemporaries(options_.state_dir + "/cache");
   return probe->Finish();
 }
 

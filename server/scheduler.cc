@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/durable_file.h"
 #include "common/free_port.h"
 #include "common/job_spec.h"
 #include "common/random_secret.h"
@@ -588,6 +589,8 @@ absl::StatusOr<trainer::v1::WorkerRequest> Scheduler::RequestFor(const Job& job)
   if (error) {
     return absl::InternalError(absl::StrCat("cannot create ", job_dir, ": ", error.message()));
   }
+  // No run of this job is under way: a temporary file here is a killed run's half-written one.
+  RemoveStaleTemporaries(job_dir);
   request.set_job_dir(job_dir);
   if (options_.blobs != nullptr && !job.spec().model_file().empty()) {
     request.set_model_path(options_.blobs->PathOf(job.spec().model_file()));
