@@ -6,9 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
-# Formatting first: seconds, and it fails before an hour of building does.
+# Formatting and function sizes first: seconds, and they fail before an hour of building does.
 checks=0
 deploy/check-format.sh || checks=1
+deploy/check-function-size.sh || checks=1
 start=$(date +%s)
 deploy/build.sh
 echo "test.sh: built in $(( $(date +%s) - start )) s"
@@ -40,7 +41,7 @@ totals() {
 
 if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
   echo "test.sh: TRAIND_SKIP_SANITIZERS=1: no ASan/UBSan build"
-  echo "test.sh: format and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main); exit $status"
+  echo "test.sh: format, function-size and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main); exit $status"
   totals "$logs/main"
   exit $status
 fi
@@ -62,7 +63,7 @@ ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
 [ $sanitized = 0 ] || status=$sanitized
 skips build-asan
 # One summary of both parts, last, so a failure far up is not hidden by a green second part.
-echo "test.sh: format and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main);" \
+echo "test.sh: format, function-size and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main);" \
   "ASan/UBSan suite $(verdict $sanitized); exit $status"
 totals "$logs/main" "$logs/sanitized"
 exit $status

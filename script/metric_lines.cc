@@ -135,41 +135,44 @@ std::vector<absl::string_view> Words(absl::string_view text) {
 
 }  // namespace
 
-MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
-  Fields fields;
-  std::string line = absl::AsciiStrToLower(raw);
-  // Whole phrases first (they hold words the key scan below would misread).
-  if (auto best = TakePhrase(&line, "best validation (ep.")) {
+void MetricLines::TakePhrases(std::string* line, Fields* fields) {
+  if (auto best = TakePhrase(line, "best validation (ep.")) {
     const std::string best_text = absl::StrReplaceAll(*best, {{")", " "}});  // outlives `words`
     std::vector<absl::string_view> words = Words(best_text);
     if (words.size() >= 2) {
-      fields.best_epoch = Number(words[0]);
+      fields->best_epoch = Number(words[0]);
       bool percent = false;
       if (std::optional<double> v = Number(words[1], &percent)) {
-        fields.best_validation_accuracy = Accuracy(*v, percent);
+        fields->best_validation_accuracy = Accuracy(*v, percent);
       }
     }
   }
-  if (auto time = TakePhrase(&line, "time / epoch without evaluation")) {
-    fields.epoch_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(line, "time / epoch without evaluation")) {
+    fields->epoch_seconds = Seconds(Words(*time), 0);
   }
-  if (auto time = TakePhrase(&line, "time elapsed"))
-    fields.elapsed_seconds = Seconds(Words(*time), 0);
-  if (auto time = TakePhrase(&line, "total training time")) {
-    fields.total_training_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(line, "time elapsed"))
+    fields->elapsed_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(line, "total training time")) {
+    fields->total_training_seconds = Seconds(Words(*time), 0);
   }
-  if (auto time = TakePhrase(&line, "total time")) fields.total_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(line, "total time")) fields->total_seconds = Seconds(Words(*time), 0);
   for (const char* phrase : {"test accuracy", "test acc"}) {
-    if (auto test = TakePhrase(&line, phrase)) {
+    if (auto test = TakePhrase(line, phrase)) {
       std::vector<absl::string_view> words = Words(*test);
       bool percent = false;
       if (!words.empty()) {
         if (std::optional<double> v = Number(words[0], &percent)) {
-          fields.test_accuracy = Accuracy(*v, percent);
+          fields->test_accuracy = Accuracy(*v, percent);
         }
       }
     }
   }
+}
+
+MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
+  Fields fields;
+  std::string line = absl::AsciiStrToLower(raw);
+  TakePhrases(&line, &fields);
   // A tqdm bar: "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]".
   const bool tqdm = line.find("%|") != std::string::npos;
   for (char& c : line) {

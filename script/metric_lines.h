@@ -60,6 +60,9 @@ class MetricLines {
     bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
   };
   static Fields Parse(absl::string_view line);
+  // Parse's first half: the whole phrases ("test accuracy", "time / epoch ..."), taken out of
+  // the lowercased `line` so that the key scan after does not misread their words.
+  static void TakePhrases(std::string* line, Fields* fields);
   // The 1-based epoch a line's "epoch" value names (Lightning's 0-based count and Hugging Face's
   // fractional epochs included).
   int EpochOf(const Fields& fields);

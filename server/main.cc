@@ -38,21 +38,19 @@ void RemovePidFile(const std::string& path) {
   auto text = traind::ReadTextFile(path);
   if (text.ok() && *text == std::to_string(getpid()) + "\n") unlink(path.c_str());
 }
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  umask(077);  // everything traind creates (database, jobs, uploads, socket) is its user's alone
-  // Debian's Abseil is built with mutex deadlock detection on, which records every lock
-  // acquisition in a graph (it showed in profiles of the watch fan-out); the tests keep it.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  traind::DaemonOptions options;
-  options.state_dir = traind::DefaultStateDir();
+// What some flags give before it is checked and turned into DaemonOptions (ApplyFlags).
+struct RawFlags {
   double cancel_grace_seconds = 10;
+  std::string host_name;
+  std::vector<std::string> python_flags;
+  std::vector<std::string> peer_flags;
+  traind::ConnectionOptions peer_connection;
+  double host_wait_minutes = 10;
+  std::vector<std::string> slots;
+};
 
-  CLI::App app{
-      "traind: a training daemon. Owns the accelerator and a persistent job queue; "
-      "trainctl talks to it over gRPC."};
+// traind's flag table.
+void DeclareFlags(CLI::App& app, traind::DaemonOptions& options, RawFlags& raw) {
   app.set_version_flag("--version", std::string("traind, ") + traind::BuildVersion());
   app.add_option("--state-dir", options.state_dir, "Jobs, events and the socket live here")
       ->capture_default_str();
@@ -101,41 +99,37 @@ int main(int argc, char** argv) {
   app.add_option("--slurm-address", options.slurm_address,
                  "Host name Slurm's nodes reach this machine at, for jobs submitted with "
                  "--backend slurm (default: this machine's name)");
-  std::string host_name;
-  app.add_option("--name", host_name,
+  app.add_option("--name", raw.host_name,
                  "This traind's name in a job's --hosts (default: this machine's host name)");
-  std::vector<std::string> python_flags;
-  app.add_option("--python", python_flags,
+  app.add_option("--python", raw.python_flags,
                  "An interpreter script jobs may run (trainctl run -- NAME train.py): NAME=PATH, "
                  "e.g. --python python3=/usr/bin/python3 --python venv=/opt/venv/bin/python. "
                  "Repeatable; default: python3=/usr/bin/python3 where it exists");
-  std::vector<std::string> peer_flags;
-  app.add_option("--peer", peer_flags,
+  app.add_option("--peer", raw.peer_flags,
                  "Another traind this one may run jobs with (--hosts): NAME=HOST:PORT, reached "
                  "with TLS and a token (--peer-tls-ca, --peer-tls-cert, --peer-tls-key, "
                  "--peer-token-file; an admin token there), or NAME=context:CONTEXT, a trainctl "
                  "context that names all of those. Repeatable");
-  traind::ConnectionOptions peer_connection;
-  app.add_option("--peer-tls-ca", peer_connection.tls_ca,
+  app.add_option("--peer-tls-ca", raw.peer_connection.tls_ca,
                  "CA (PEM) that signed the peers' certificates")
       ->check(CLI::ExistingFile);
-  app.add_option("--peer-tls-cert", peer_connection.tls_cert,
+  app.add_option("--peer-tls-cert", raw.peer_connection.tls_cert,
                  "Client certificate (PEM) for peers that ask for one")
       ->check(CLI::ExistingFile);
-  app.add_option("--peer-tls-key", peer_connection.tls_key, "Private key (PEM) of --peer-tls-cert")
+  app.add_option("--peer-tls-key", raw.peer_connection.tls_key,
+                 "Private key (PEM) of --peer-tls-cert")
       ->check(CLI::ExistingFile);
-  app.add_option("--peer-token-file", peer_connection.token_file,
+  app.add_option("--peer-token-file", raw.peer_connection.token_file,
                  "Bearer token (one line) the peers accept, with the admin role there")
       ->check(CLI::ExistingFile);
-  double host_wait_minutes = 10;
-  app.add_option("--host-wait", host_wait_minutes,
+  app.add_option("--host-wait", raw.host_wait_minutes,
                  "Minutes a job on several hosts waits for a host that is busy, unreachable or "
                  "gone before it fails (it retries meanwhile, resuming from its checkpoint)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--worker", options.worker_path, "Path of traind-worker")
       ->default_str(traind::DefaultWorkerPath());
-  app.add_option("--cancel-grace", cancel_grace_seconds,
+  app.add_option("--cancel-grace", raw.cancel_grace_seconds,
                  "Seconds between SIGTERM and SIGKILL when a running job is cancelled")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -166,16 +160,13 @@ int main(int argc, char** argv) {
                  "plain HTTP on loopback only, HTTPS with --tls-cert/--tls-key). traind prints "
                  "a one-time login link; scripts send `Authorization: Bearer` with a "
                  "--token-file token or <state-dir>/http.token");
-  std::vector<std::string> slots;
-  app.add_option("--slots", slots,
+  app.add_option("--slots", raw.slots,
                  "Jobs at once on a device, e.g. --slots cpu=2 (repeatable; default 1 per device)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  options.cancel_grace = absl::Seconds(cancel_grace_seconds);
-  for (const std::string& flag : python_flags) {
+}
+
+// --python NAME=PATH: false (and why on stderr) for a bad one.
+bool ApplyPythonFlags(const std::vector<std::string>& flags, traind::DaemonOptions* options) {
+  for (const std::string& flag : flags) {
     const size_t eq = flag.find('=');
     const std::string name = flag.substr(0, eq);
     const std::string path = eq == std::string::npos ? "" : flag.substr(eq + 1);
@@ -184,45 +175,57 @@ int main(int argc, char** argv) {
       std::cerr << "traind: --python " << flag
                 << ": expected NAME=PATH, NAME of letters, digits, '.', '_', '-' and PATH an "
                    "absolute path to an executable\n";
-      return 2;
+      return false;
     }
-    options.interpreters[name] = path;
+    options->interpreters[name] = path;
   }
-  {
-    traind::PeersConfig peers;
-    peers.self = host_name.empty() ? traind::ThisHostName() : host_name;
-    peers.config_path = traind::DefaultConfigPath();
-    for (const std::string& flag : peer_flags) {
-      absl::StatusOr<traind::PeerConfig> peer = traind::ParsePeerFlag(flag, peer_connection);
-      if (!peer.ok()) {
-        std::cerr << "traind: " << peer.status().message() << "\n";
-        return 2;
-      }
-      peers.peers.push_back(*std::move(peer));
+  return true;
+}
+
+// --name, --peer and --host-wait: false (and why on stderr) for a bad one.
+bool ApplyPeerFlags(const RawFlags& raw, traind::DaemonOptions* options) {
+  traind::PeersConfig peers;
+  peers.self = raw.host_name.empty() ? traind::ThisHostName() : raw.host_name;
+  peers.config_path = traind::DefaultConfigPath();
+  for (const std::string& flag : raw.peer_flags) {
+    absl::StatusOr<traind::PeerConfig> peer = traind::ParsePeerFlag(flag, raw.peer_connection);
+    if (!peer.ok()) {
+      std::cerr << "traind: " << peer.status().message() << "\n";
+      return false;
     }
-    if (absl::Status name = traind::ValidateHostName("name", peers.self); !name.ok()) {
-      std::cerr << "traind: " << name.message() << " (--name NAME)\n";
-      return 2;
-    }
-    if (absl::Status checked = traind::CheckPeers(peers); !checked.ok()) {
-      std::cerr << "traind: " << checked.message() << "\n";
-      return 2;
-    }
-    options.host_name = peers.self;
-    for (const traind::PeerConfig& peer : peers.peers) options.peer_names.push_back(peer.name);
-    options.hosts_environment = traind::PeersEnvironment(peers);
-    options.host_wait = absl::Seconds(host_wait_minutes * 60);
+    peers.peers.push_back(*std::move(peer));
   }
+  if (absl::Status name = traind::ValidateHostName("name", peers.self); !name.ok()) {
+    std::cerr << "traind: " << name.message() << " (--name NAME)\n";
+    return false;
+  }
+  if (absl::Status checked = traind::CheckPeers(peers); !checked.ok()) {
+    std::cerr << "traind: " << checked.message() << "\n";
+    return false;
+  }
+  options->host_name = peers.self;
+  for (const traind::PeerConfig& peer : peers.peers) options->peer_names.push_back(peer.name);
+  options->hosts_environment = traind::PeersEnvironment(peers);
+  options->host_wait = absl::Seconds(raw.host_wait_minutes * 60);
+  return true;
+}
+
+// --slots DEVICE=N: false (and why on stderr) for a bad one.
+bool ApplySlotFlags(const std::vector<std::string>& slots, traind::DaemonOptions* options) {
   for (const std::string& slot : slots) {
     const auto eq = slot.find('=');
     int n = 0;
     if (eq == std::string::npos || !absl::SimpleAtoi(slot.substr(eq + 1), &n) || n < 1) {
       std::cerr << "traind: --slots: expected DEVICE=N with N >= 1, got '" << slot << "'\n";
-      return 2;
+      return false;
     }
-    options.slots[slot.substr(0, eq)] = n;
+    options->slots[slot.substr(0, eq)] = n;
   }
+  return true;
+}
 
+// Starts the daemon and serves until SIGTERM or SIGINT (or `trainctl shutdown`). The exit code.
+int RunUntilStopped(traind::DaemonOptions options) {
   // Block the stop signals before any thread starts, then wait for them here.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -255,4 +258,31 @@ int main(int argc, char** argv) {
   RemovePidFile(pid_file);
   std::cerr << "traind: stopped\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  umask(077);  // everything traind creates (database, jobs, uploads, socket) is its user's alone
+  // Debian's Abseil is built with mutex deadlock detection on, which records every lock
+  // acquisition in a graph (it showed in profiles of the watch fan-out); the tests keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  traind::DaemonOptions options;
+  options.state_dir = traind::DefaultStateDir();
+  RawFlags raw;
+  CLI::App app{
+      "traind: a training daemon. Owns the accelerator and a persistent job queue; "
+      "trainctl talks to it over gRPC."};
+  DeclareFlags(app, options, raw);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  options.cancel_grace = absl::Seconds(raw.cancel_grace_seconds);
+  if (!ApplyPythonFlags(raw.python_flags, &options) || !ApplyPeerFlags(raw, &options) ||
+      !ApplySlotFlags(raw.slots, &options)) {
+    return 2;
+  }
+  return RunUntilStopped(std::move(options));
 }

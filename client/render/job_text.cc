@@ -53,13 +53,11 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", ToTime(t), absl::LocalTimeZone());
 }
 
-std::string DescribeJob(const Job& job) {
-  const auto& spec = job.spec();
-  const auto& result = job.result();
-  // Every string below may come from another user or a job: escaped (TerminalSafe).
-  std::string out =
-      absl::StrFormat("Job %d  %s%s\n", job.id(), StateName(job.state()),
-                      spec.name().empty() ? "" : "  (" + TerminalSafe(spec.name()) + ")");
+namespace {
+
+// "  program ..." for a user's program, "  model ..." for a built-in or TorchScript model.
+void AppendWhatRuns(const trainer::v1::JobSpec& spec, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   if (spec.has_script()) {  // a user's program: what it runs, not a model
     const auto& script = spec.script();
     std::string command = script.interpreter().empty() ? "python3" : script.interpreter();
@@ -73,6 +71,11 @@ std::string DescribeJob(const Job& job) {
     absl::StrAppendFormat(&out, "  model     %s on %s (%s)\n", TerminalSafe(spec.model()),
                           TerminalSafe(spec.dataset()), TerminalSafe(spec.data_dir()));
   }
+}
+
+// "  device ...": where the job's ranks run.
+void AppendDevice(const trainer::v1::JobSpec& spec, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   std::string device = TerminalSafe(spec.device());
   if (!spec.devices().empty()) {
     device = absl::StrCat(TerminalSafe(spec.devices()), ", one rank each (data parallel)");
@@ -87,8 +90,12 @@ std::string DescribeJob(const Job& job) {
     device += absl::StrCat(", gradients averaged in ", TerminalSafe(spec.gradient_allreduce()));
   }
   absl::StrAppendFormat(&out, "  device    %s\n", device);
-  absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
-  absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
+  absl::StrAppendFormat(&out, "  device    %s\n", device);
+}
+
+// "  started ..." and "  ended ...".
+void AppendTimes(const Job& job, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   if (job.has_start_time()) {
     absl::StrAppendFormat(&out, "  started   %s", FormatTimestamp(job.start_time()));
     if (job.runs() > 1) {
@@ -105,6 +112,13 @@ std::string DescribeJob(const Job& job) {
     }
     out += "\n";
   }
+}
+
+// Accuracy, an early stop, epoch times and peak memory.
+void AppendResults(const Job& job, std::string* out_ptr) {
+  std::string& out = *out_ptr;
+  const auto& spec = job.spec();
+  const auto& result = job.result();
   if (job.state() == Job::SUCCEEDED) {
     absl::StrAppendFormat(&out, "  accuracy  test %.2f%%, best validation %.2f%% (epoch %d)\n",
                           result.test_accuracy() * 100, result.best_validation_accuracy() * 100,
@@ -136,6 +150,11 @@ std::string DescribeJob(const Job& job) {
                             FormatBytes(result.peak_driver_allocated_bytes()));
     }
   }
+}
+
+// The profiler's operators and kernels.
+void AppendProfile(const trainer::v1::JobResult& result, std::string* out_ptr) {
+  std::string& out = *out_ptr;
   if (result.top_operators_size() > 0) {
     absl::StrAppendFormat(&out, "  profile   top operators by self time (trace: %s)\n",
                           TerminalSafe(result.trace_path()));
@@ -156,6 +175,12 @@ std::string DescribeJob(const Job& job) {
                             TerminalSafe(k.name()));
     }
   }
+}
+
+// Disk use and artifacts.
+void AppendFiles(const Job& job, std::string* out_ptr) {
+  std::string& out = *out_ptr;
+  const auto& result = job.result();
   if (job.disk_bytes() > 0) {
     absl::StrAppendFormat(&out, "  disk      %s in the job's directory on the daemon\n",
                           FormatBytes(job.disk_bytes()));
@@ -166,6 +191,25 @@ std::string DescribeJob(const Job& job) {
                           FormatBytes(a.size_bytes()), a.epoch(),
                           TerminalSafe(a.sha256().substr(0, 16)));
   }
+}
+
+}  // namespace
+
+std::string DescribeJob(const Job& job) {
+  const auto& spec = job.spec();
+  const auto& result = job.result();
+  // Every string below may come from another user or a job: escaped (TerminalSafe).
+  std::string out =
+      absl::StrFormat("Job %d  %s%s\n", job.id(), StateName(job.state()),
+                      spec.name().empty() ? "" : "  (" + TerminalSafe(spec.name()) + ")");
+  AppendWhatRuns(spec, &out);
+  AppendDevice(spec, &out);
+  absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
+  absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
+  AppendTimes(job, &out);
+  AppendResults(job, &out);
+  AppendProfile(result, &out);
+  AppendFiles(job, &out);
   if (result.has_evaluation()) out += DescribeEvaluation(result.evaluation(), job.spec().dataset());
   if (!result.error().empty()) {
     // Its lines indented, so a job's output cannot pass for one of the lines above.
