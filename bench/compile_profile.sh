@@ -8,7 +8,8 @@
 #   bench/compile_profile.sh MODEL [FLAGS...]
 #   BUILD_DIR=build-cuda bench/compile_profile.sh vgg16 --dataset fake --image-size 32 --num-samples 2560 --batch-size 128
 #
-# FLAGS go to both sides, as in compile_compare.sh. Environment: DEVICE (cuda), AMPS ("fp32 bf16"),
+# FLAGS go to both sides, as in compile_compare.sh; give the reference at least 10 + STEPS steps in
+# its one epoch (--num-samples over --batch-size). Environment: DEVICE (cuda), AMPS ("fp32 bf16"),
 # MODE (reduce-overhead), STEPS (5), TRAIND_FLAGS and REF_FLAGS as in compile_compare.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,10 +36,11 @@ for amp in "${amps[@]}"; do
   id=$("$bin/trainctl" submit --model "$model" --device "$device" --epochs 1 --profile-steps "$steps" \
        "${flags[@]}" "${traind_flags[@]}" "${amp_flags[@]}")
   "$bin/trainctl" watch "$id" >/dev/null 2>&1 || true
-  "$bin/trainctl" show "$id" | sed -n '/profile /,$p' | grep -v '^  \(disk\|artifact\)'
+  "$bin/trainctl" show "$id" | sed -n '/profile /,$p' | grep -v '^  \(disk\|artifact\)' ||
+    echo "(no profile: $("$bin/trainctl" show "$id" | head -1))"
   echo "== torch.compile($mode) $model $amp (${flags[*]} ${ref_flags[*]})"
   "$python" bench/reference/train_reference.py --model "$model" --device "$device" --epochs 1 \
     "${flags[@]}" "${ref_flags[@]}" "${amp_flags[@]}" --compile "$mode" --profile-steps "$steps" \
     --profile-from 10 |
-    grep -v '^Epoch\|^{'
+    grep -v '^Epoch\|^{' || echo "(the reference failed or ended before step $((10 + steps)))"
 done

@@ -144,7 +144,7 @@ def bench_flood(daemon, work, rounds, lines, per_line_work):
           f"run time traind {summary(traind)} s, shell (to a file) {summary(shell)} s; "
           f"traind's speed against the shell {summary(ratio, '{:.3f}')}; the program's own CPU "
           f"time traind {summary(traind_cpu)} s, shell {summary(shell_cpu)} s; traind's own CPU "
-          f"time per job {summary(daemon_cpu)} s; traind's peak RSS "
+          f"time per job (its serving this bench's watch included) {summary(daemon_cpu)} s; traind's peak RSS "
           f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
 
 

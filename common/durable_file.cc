@@ -3,10 +3,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <ctime>
 
 #include "absl/strings/str_cat.h"
 #include "common/file_ops.h"
@@ -36,6 +40,7 @@ absl::Status CannotWrite(const std::string& path, int error) {
 // WriteDurably's temporary names: "." + the file's name + kTemporaryMark + mkstemp's 6 characters.
 constexpr char kTemporaryMark[] = ".tmp-";
 constexpr size_t kUniqueChars = 6;
+constexpr int64_t kStaleAfterSeconds = 10;
 
 bool IsTemporaryName(absl::string_view name) {
   const size_t mark = sizeof(kTemporaryMark) - 1;
@@ -95,12 +100,17 @@ absl::Status WriteDurably(const std::string& path,
       DirectoryOf(path) + "." + base + kTemporaryMark + std::string(kUniqueChars, 'X');
   const int fd = mkstemp(temp.data());
   if (fd < 0) return CannotWrite(named.empty() ? path : named, errno);
-  close(fd);
-  if (absl::Status written = write(temp); !written.ok()) {
+  // Locked until the file has its name or is gone: RemoveStaleTemporaries leaves a locked one be,
+  // for its writer is alive (a worker the daemon's crash orphaned, writing its last checkpoint).
+  flock(fd, LOCK_EX);
+  absl::Status status = write(temp);
+  if (status.ok()) {
+    status = CommitDurably(temp, path, IfPresent::kReplace, named);
+  } else {
     unlink(temp.c_str());
-    return written;
   }
-  return CommitDurably(temp, path, IfPresent::kReplace, named);
+  close(fd);
+  return status;
 }
 
 int RemoveStaleTemporaries(const std::string& dir) {
@@ -108,9 +118,18 @@ int RemoveStaleTemporaries(const std::string& dir) {
   if (entries == nullptr) return 0;
   int removed = 0;
   while (const dirent* entry = readdir(entries)) {
-    if (IsTemporaryName(entry->d_name) && unlinkat(dirfd(entries), entry->d_name, 0) == 0) {
-      ++removed;
-    }
+    if (!IsTemporaryName(entry->d_name)) continue;
+    const int fd =
+        openat(dirfd(entries), entry->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    // A writer still alive holds its lock; one that has only just made its file may not have
+    // taken it yet, but its file is young.
+    struct stat st;
+    const bool stale = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                       time(nullptr) - st.st_mtime >= kStaleAfterSeconds &&
+                       flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (stale && unlinkat(dirfd(entries), entry->d_name, 0) == 0) ++removed;
+    close(fd);
   }
   closedir(entries);
   return removed;

@@ -38,10 +38,11 @@ absl::Status WriteDurably(const std::string& path,
                           const std::string& named = "");
 
 // What a crash between WriteDurably's first write and its rename leaves: its temporary files in
-// `dir` (not in its folders), removed. Call where no durable write into `dir` can be under way (a
-// job's directory before its run starts, the dataset cache before the daemon starts workers), so
-// that a killed writer does not leave a half checkpoint's bytes on the disk for good. Returns how
-// many were removed.
+// `dir` (not in its folders), removed, so that a killed writer does not leave a half checkpoint's
+// bytes on the disk for good. A temporary file whose writer is still alive is left: WriteDurably
+// holds a lock on it until it commits (and one only just made, younger than 10 s, is left too).
+// Called where a leftover's writer is gone or finishing (a job's directory before its next run
+// starts, the dataset cache at daemon start). Returns how many were removed.
 int RemoveStaleTemporaries(const std::string& dir);
 
 // WriteDurably of `contents`.

@@ -1,9 +1,12 @@
 #include "common/durable_file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -74,7 +77,8 @@ TEST(DurableFileTest, AWritersErrorComesBackAndLeavesNothing) {
 }
 
 // A writer killed before its rename leaves its temporary file (its name is the one WriteDurably
-// chose, taken here from inside `write`); RemoveStaleTemporaries takes those, and only those.
+// chose, taken here from inside `write`); RemoveStaleTemporaries takes those, and only those: not
+// another file, not one in a folder, not one a live writer holds locked, not one just made.
 TEST(DurableFileTest, TemporariesACrashLeftAreRemovedAndNothingElse) {
   TempDirForTests temp;
   std::string left;
@@ -84,17 +88,31 @@ TEST(DurableFileTest, TemporariesACrashLeftAreRemovedAndNothingElse) {
                 return absl::OkStatus();
               }).ok());
   std::ofstream(left) << "half of epoch 4";  // what a kill -9 mid-write would leave behind
+  const std::string locked = temp / ".best.pt.tmp-Q1w2E3";  // its writer alive
+  std::ofstream(locked) << "being written";
   for (const char* theirs :
        {".checkpoint.pt", ".tmp-abcdef", "checkpoint.pt.tmp-abcdef", ".notes.tmp-abc", ".keep"}) {
     std::ofstream(temp / theirs) << "not a leftover";
   }
   ASSERT_TRUE(std::filesystem::create_directory(temp / "sub"));
   std::ofstream(temp / "sub/.model.pt.tmp-abcdef") << "in a folder: left alone";
-  EXPECT_EQ(FilesIn(temp.path()), 8);
+  EXPECT_EQ(FilesIn(temp.path()), 9);
+  // All seconds old: a writer may have made its file and not yet locked it.
+  EXPECT_EQ(RemoveStaleTemporaries(temp.path()), 0);
 
+  const auto an_hour_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+  std::filesystem::last_write_time(left, an_hour_ago);
+  std::filesystem::last_write_time(locked, an_hour_ago);
+  const int writer = open(locked.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
+  ASSERT_EQ(flock(writer, LOCK_EX), 0);
   EXPECT_EQ(RemoveStaleTemporaries(temp.path()), 1);
   EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_TRUE(std::filesystem::exists(locked));
   EXPECT_EQ(Read(temp / "checkpoint.pt"), "epoch 3");
+
+  close(writer);  // the writer died
+  EXPECT_EQ(RemoveStaleTemporaries(temp.path()), 1);
   EXPECT_EQ(FilesIn(temp.path()), 7);
   EXPECT_EQ(RemoveStaleTemporaries(temp / "missing"), 0);
 }

@@ -38,7 +38,9 @@ void RemovePidFile(const std::string& path) {
   auto text = traind::ReadTextFile(path);
   if (text.ok() && *text == std::to_string(getpid()) + "\n") unlink(path.c_str());
 }
-// What some flags give before it is checked and turned into DaemonOptions (ApplyFlags).
+
+// What some flags give before they are checked and turned into DaemonOptions (the Apply*Flags
+// functions below).
 struct RawFlags {
   double cancel_grace_seconds = 10;
   std::string host_name;

@@ -710,12 +710,23 @@ Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
 
 void Scheduler::StoreEvents(int64_t job_id, std::vector<JobEvent>* burst) {
   if (burst->empty()) return;
-  absl::StatusOr<std::vector<JobEvent>> stored = store_->AppendEvents(job_id, std::move(*burst));
-  burst->clear();
+  absl::StatusOr<std::vector<JobEvent>> stored = store_->AppendEvents(job_id, *burst);
   if (!stored.ok()) {
-    std::cerr << "traind: job " << job_id << ": cannot store events: " << stored.status() << "\n";
-    return;
+    // All or none were stored: one at a time, so that one event the store refuses does not take
+    // a burst of others (the result among them) with it.
+    std::cerr << "traind: job " << job_id << ": cannot store " << burst->size()
+              << " events at once: " << stored.status() << "; storing them one by one\n";
+    stored.emplace();
+    for (JobEvent& event : *burst) {
+      absl::StatusOr<JobEvent> one = store_->AppendEvent(job_id, std::move(event));
+      if (one.ok()) {
+        stored->push_back(*std::move(one));
+      } else {
+        std::cerr << "traind: job " << job_id << ": cannot store event: " << one.status() << "\n";
+      }
+    }
   }
+  burst->clear();
   for (const JobEvent& event : *stored) {
     if (event.has_step()) hub_->latency().Record(EventLatency::kStored, event.time());
   }

@@ -76,7 +76,8 @@ class Store {
       std::optional<trainer::v1::Job::State> expected_state = std::nullopt);
   // Appends several events to one job's log in one transaction, in order, each with the next seq:
   // a worker's burst (a program printing thousands of lines) costs one commit and one fsync, not
-  // one per event. All or none are stored. Returns them as stored.
+  // one per event. All or none are stored (a caller that kept its copy may retry them one by
+  // one). Returns them as stored.
   absl::StatusOr<std::vector<trainer::v1::JobEvent>> AppendEvents(
       int64_t job_id, std::vector<trainer::v1::JobEvent> events);
 

@@ -329,7 +329,7 @@ def main():
                    help="the first profiled step (1-based; later for a compiled loop: "
                         "reduce-overhead records its CUDA graphs in its first steps)")
     p.add_argument("--profile-steps", type=int, default=0,
-                   help="profile N training steps (after the first) with torch.profiler and "
+                   help="profile N training steps (from --profile-from) with torch.profiler and "
                         "print the operators by self time, longest first, as traind's "
                         "--profile-steps does")
     p.add_argument("--data-dir", default=os.environ.get("FASHION_MNIST_DIR",

@@ -90,7 +90,6 @@ void AppendDevice(const trainer::v1::JobSpec& spec, std::string* out_ptr) {
     device += absl::StrCat(", gradients averaged in ", TerminalSafe(spec.gradient_allreduce()));
   }
   absl::StrAppendFormat(&out, "  device    %s\n", device);
-  absl::StrAppendFormat(&out, "  device    %s\n", device);
 }
 
 // "  started ..." and "  ended ...".

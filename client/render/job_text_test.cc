@@ -1,0 +1,85 @@
+// DescribeJob, the text `trainctl show` prints: each section once, in order.
+#include "client/render/job_text.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+
+Job FinishedJob() {
+  Job job;
+  job.set_id(3);
+  job.set_state(Job::SUCCEEDED);
+  job.set_runs(2);
+  job.set_disk_bytes(4096);
+  auto* spec = job.mutable_spec();
+  spec->set_model("lenet5");
+  spec->set_dataset("fashion-mnist");
+  spec->set_device("cuda:0");
+  spec->set_epochs(3);
+  spec->set_batch_size(256);
+  spec->set_optimizer("adam");
+  job.mutable_create_time()->set_seconds(1000);
+  job.mutable_start_time()->set_seconds(1010);
+  job.mutable_last_start_time()->set_seconds(1020);
+  job.mutable_end_time()->set_seconds(1070);
+  auto* result = job.mutable_result();
+  result->set_test_accuracy(0.8912);
+  result->add_epoch_seconds_no_eval(0.09);
+  result->set_total_seconds(60);
+  result->set_peak_current_allocated_bytes(1 << 20);
+  result->set_peak_driver_allocated_bytes(2 << 20);
+  auto* artifact = result->add_artifacts();
+  artifact->set_name("best");
+  artifact->set_sha256(std::string(64, 'a'));
+  return job;
+}
+
+// The label of each line ("model", "device", ...), "" for a continuation.
+std::vector<std::string> Labels(const std::string& text) {
+  std::vector<std::string> labels;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "Job ")) {
+      labels.push_back("Job");
+    } else if (line.size() > 2 && line[2] != ' ') {
+      labels.push_back(std::string(line.substr(2, line.find(' ', 2) - 2)));
+    } else {
+      labels.push_back("");
+    }
+  }
+  return labels;
+}
+
+TEST(JobTextTest, EachSectionOnceInOrder) {
+  const std::string text = DescribeJob(FinishedJob());
+  EXPECT_EQ(Labels(text), (std::vector<std::string>{"Job", "model", "device", "options", "created",
+                                                    "started", "ended", "accuracy", "time", "",
+                                                    "memory", "disk", "artifact"}))
+      << text;
+  EXPECT_NE(text.find("(resumed 1 time, last at"), std::string::npos) << text;
+  EXPECT_NE(text.find("test 89.12%"), std::string::npos) << text;
+}
+
+TEST(JobTextTest, AProgramShowsItsCommandInsteadOfAModel) {
+  Job job = FinishedJob();
+  auto* script = job.mutable_spec()->mutable_script();
+  script->set_interpreter("python3");
+  script->add_args("train.py");
+  script->add_args("--epochs");
+  script->add_args("3");
+  script->add_files();
+  const std::string text = DescribeJob(job);
+  EXPECT_NE(text.find("  program   python3 train.py --epochs 3 (1 files)\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("  model "), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace traind
