@@ -5,10 +5,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -41,6 +43,16 @@ std::vector<char*> Pointers(const std::vector<std::string>& words) {
   _exit(127);
 }
 
+// In the child: the soft and the hard limit alike, so that an unprivileged program cannot raise
+// it again (one with CAP_SYS_RESOURCE, root's, can). `bytes` is at most the hard limit this
+// process runs under (AttainableLimit), so lowering it cannot be refused. getrlimit and setrlimit
+// are plain system calls in glibc, as nice and prctl above; POSIX does not list them as
+// async-signal-safe.
+bool SetHardLimit(int resource, int64_t bytes) {
+  const rlimit limit{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
+  return setrlimit(resource, &limit) == 0;
+}
+
 // In the child, between fork and exec: async-signal-safe calls only. Reports errno on `report`
 // and exits if anything fails.
 [[noreturn]] void BecomeProgram(const ProgramProcess::Options& options, char* const* argv,
@@ -64,11 +76,22 @@ std::vector<char*> Pointers(const std::vector<std::string>& words) {
   for (int signal : {SIGPIPE, SIGTERM, SIGINT, SIGUSR1, SIGHUP}) ::signal(signal, SIG_DFL);
   if (chdir(options.working_dir.c_str()) != 0) fail();
   if (options.nice > 0) (void)!nice(options.nice);
+  (void)SetHardLimit(RLIMIT_CORE, 0);  // best effort: no job fails for want of it
+  if (options.memory_bytes > 0 && !SetHardLimit(RLIMIT_DATA, options.memory_bytes)) fail();
+  if (options.file_size_bytes > 0 && !SetHardLimit(RLIMIT_FSIZE, options.file_size_bytes)) fail();
   execve(options.path.c_str(), argv, envp);
   FailInChild(report);
 }
 
 }  // namespace
+
+int64_t AttainableLimit(int resource, int64_t bytes) {
+  rlimit limit{};
+  if (bytes <= 0 || getrlimit(resource, &limit) != 0 || limit.rlim_max == RLIM_INFINITY) {
+    return bytes;
+  }
+  return std::min<int64_t>(bytes, static_cast<int64_t>(limit.rlim_max));
+}
 
 absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Options& options) {
   int out[2], err[2], report[2];

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,11 @@
 
 namespace traind {
 
+// `bytes` for `resource` (RLIMIT_DATA, RLIMIT_FSIZE) as ProgramProcess can set it: no more than
+// the hard limit this process runs under, which only a privileged process could raise. 0 or
+// less (no limit) as it is.
+int64_t AttainableLimit(int resource, int64_t bytes);
+
 class ProgramProcess {
  public:
   struct Options {
@@ -26,6 +32,12 @@ class ProgramProcess {
     std::vector<std::string> environment;  // the whole environment, "NAME=value"
     std::string working_dir;
     int nice = 0;  // added to the program's nice value (traind's workers run below traind)
+    // setrlimit before exec, for the program and each process it starts (each on its own):
+    // RLIMIT_DATA and RLIMIT_FSIZE when above 0 (WorkerRequest.program_limits), each at most
+    // AttainableLimit's. RLIMIT_CORE is always 0: a crashing program leaves no core file (its
+    // size unbounded) in its working copy.
+    int64_t memory_bytes = 0;
+    int64_t file_size_bytes = 0;
   };
   // FAILED_PRECONDITION when the program cannot be executed (missing, not executable), with
   // the system's reason.

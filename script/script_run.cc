@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/artifact_names.h"
+#include "common/log_format.h"
 #include "common/proc_file.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
@@ -77,6 +79,23 @@ void SetVariable(std::vector<std::string>* environment, const std::string& name,
 absl::Status MakeDirectory(const std::string& path) {
   if (mkdir(path.c_str(), 0700) == 0 || errno == EEXIST) return absl::OkStatus();
   return absl::InternalError(absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
+}
+
+// "each of its processes may allocate 256.0 MiB (traind --script-memory-limit) and write files of
+// 1.0 MiB (traind --script-file-size-limit)"; empty without limits. Said when the program starts
+// and when it fails, where a MemoryError or "File too large" would otherwise be a puzzle.
+std::string DescribeLimits(const ProgramProcess::Options& program) {
+  std::vector<std::string> parts;
+  if (program.memory_bytes > 0) {
+    parts.push_back(absl::StrCat("allocate ", FormatBytes(program.memory_bytes),
+                                 " (traind --script-memory-limit)"));
+  }
+  if (program.file_size_bytes > 0) {
+    parts.push_back(absl::StrCat("write files of ", FormatBytes(program.file_size_bytes),
+                                 " (traind --script-file-size-limit)"));
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat("each of its processes may ", absl::StrJoin(parts, " and "));
 }
 
 }  // namespace
@@ -162,7 +181,22 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   }
   program.working_dir = working_dir;
   program.nice = options_.program_nice;
+  program.memory_bytes =
+      Attainable(RLIMIT_DATA, request_.program_limits().memory_bytes(), "--script-memory-limit");
+  program.file_size_bytes = Attainable(RLIMIT_FSIZE, request_.program_limits().file_size_bytes(),
+                                       "--script-file-size-limit");
   return program;
+}
+
+int64_t ScriptRun::Attainable(int resource, int64_t requested, const char* flag) {
+  const int64_t attainable = AttainableLimit(resource, requested);
+  if (attainable < requested) {
+    Log(absl::StrCat("traind ", flag, " asks for ", FormatBytes(requested),
+                     ", more than the hard limit traind itself runs under: ",
+                     FormatBytes(attainable), " applies"),
+        LogLine::WARNING);
+  }
+  return attainable;
 }
 
 int ScriptRun::Run() {
@@ -183,10 +217,11 @@ int ScriptRun::Run() {
                      : "Started again from the beginning: the program keeps no checkpoint in "
                        "TRAIND_CHECKPOINT_DIR (the traind package's save_checkpoint writes one)");
   }
+  limits_ = DescribeLimits(*options);
   Log(absl::StrCat("Running ", absl::StrJoin(options->argv, " "), " on ",
                    request_.spec().device().empty() ? "cpu" : request_.spec().device(), " (pid ",
                    (*program)->pid(), ", ", request_.script_sources_size(),
-                   " files in its working directory)"));
+                   " files in its working directory", limits_.empty() ? "" : "; ", limits_, ")"));
   if (absl::StartsWith(request_.spec().device(), "cuda")) {
     absl::StatusOr<std::unique_ptr<GpuProcessMemory>> gpu_memory = GpuProcessMemory::Open();
     if (gpu_memory.ok()) {
@@ -401,6 +436,9 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
   }
   if (exit.exit_code != 0 && !stopped_early) {
     std::string why = absl::StrCat("The program ended with ", exit.Describe());
+    if (!limits_.empty()) {
+      absl::StrAppend(&why, " (", limits_, ")");
+    }
     if (!stderr_tail_.empty()) {
       absl::StrAppend(&why, "; the last lines of its stderr:\n", absl::StrJoin(stderr_tail_, "\n"));
     }

@@ -9,6 +9,7 @@
 #ifndef TRAIND_SCRIPT_SCRIPT_RUN_H_
 #define TRAIND_SCRIPT_SCRIPT_RUN_H_
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
@@ -57,6 +58,9 @@ class ScriptRun {
  private:
   // The working, checkpoint, output and temp directories; the program's command line.
   absl::StatusOr<ProgramProcess::Options> Prepare();
+  // The operator's limit (WorkerRequest.program_limits) as it can be set, with a warning in the
+  // job's log where traind's own hard limit is lower.
+  int64_t Attainable(int resource, int64_t requested, const char* flag);
   // Reads the program's output until it ended and its pipes closed (or drain_after_exit passed),
   // stopping it on request on the way.
   void Pump(ProgramProcess& program);
@@ -95,7 +99,8 @@ class ScriptRun {
   OutputBudget log_budget_{"lines of output", 2000, 50};
   OutputBudget step_budget_{"step metrics", 200, 10};
   std::deque<std::string> stderr_tail_;  // the last lines, for a failure's message
-  int output_log_fd_ = -1;               // the whole output, up to kOutputLogBytes
+  std::string limits_;      // the program's limits in words (DescribeLimits), for its failure
+  int output_log_fd_ = -1;  // the whole output, up to kOutputLogBytes
   int64_t output_log_bytes_ = 0;
 
   int timed_epoch_ = 0;  // the epoch whose first step line set epoch_started_

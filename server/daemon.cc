@@ -285,6 +285,8 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   scheduling.worker_nice = options_.worker_nice;
   scheduling.script_runner_path = ScriptRunnerPath(options_.worker_path);
   scheduling.interpreters = Interpreters(options_.interpreters);
+  scheduling.script_memory_bytes = options_.script_memory_bytes;
+  scheduling.script_file_size_bytes = options_.script_file_size_bytes;
   // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
   // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
   // admission checks user paths against the data roots alone).

@@ -8,6 +8,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -73,6 +74,10 @@ struct DaemonOptions {
   // The interpreters script jobs may name (traind --python NAME=PATH), by name. Empty: Debian's
   // python3 as "python3" where /usr/bin/python3 exists (DefaultInterpreters).
   std::map<std::string, std::string> interpreters;
+  // What each process of a script job's program may use (setrlimit: RLIMIT_DATA, RLIMIT_FSIZE);
+  // 0: no limit. traind --script-memory-limit, --script-file-size-limit.
+  int64_t script_memory_bytes = 0;
+  int64_t script_file_size_bytes = 0;
   // HOST:PORT of the dashboard, JSON API and /metrics (server/http/); empty: nothing listens.
   // Plain HTTP on loopback only; with tls_cert/tls_key it is HTTPS and may listen anywhere.
   std::string http;

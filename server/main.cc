@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/build_version.h"
+#include "common/byte_size.h"
 #include "common/job_spec.h"
 #include "common/paths.h"
 #include "common/script_spec.h"
@@ -50,6 +51,19 @@ struct RawFlags {
   double host_wait_minutes = 10;
   std::vector<std::string> slots;
 };
+
+// A size flag ("16GiB", "512MiB", bytes; common/byte_size.h): the value becomes the number of
+// bytes, or the flag is refused with what is accepted.
+CLI::Validator ByteSize() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const absl::StatusOr<int64_t> bytes = traind::ParseByteSize(value);
+        if (!bytes.ok()) return std::string(bytes.status().message());
+        value = std::to_string(*bytes);
+        return "";
+      },
+      "SIZE");
+}
 
 // traind's flag table.
 void DeclareFlags(CLI::App& app, traind::DaemonOptions& options, RawFlags& raw) {
@@ -107,6 +121,18 @@ void DeclareFlags(CLI::App& app, traind::DaemonOptions& options, RawFlags& raw) 
                  "An interpreter script jobs may run (trainctl run -- NAME train.py): NAME=PATH, "
                  "e.g. --python python3=/usr/bin/python3 --python venv=/opt/venv/bin/python. "
                  "Repeatable; default: python3=/usr/bin/python3 where it exists");
+  app.add_option("--script-memory-limit", options.script_memory_bytes,
+                 "Memory each process of a script job may allocate (RLIMIT_DATA: its heap and "
+                 "private mappings, e.g. 16GiB); over it the program gets MemoryError. Per "
+                 "process, not per job: a program's children each get as much. 0: no limit")
+      ->transform(ByteSize())
+      ->capture_default_str();
+  app.add_option("--script-file-size-limit", options.script_file_size_bytes,
+                 "Largest file a script job's process may write (RLIMIT_FSIZE, e.g. 50GiB); a "
+                 "write past it fails with 'File too large' in Python (other programs get "
+                 "SIGXFSZ). 0: no limit")
+      ->transform(ByteSize())
+      ->capture_default_str();
   app.add_option("--peer", raw.peer_flags,
                  "Another traind this one may run jobs with (--hosts): NAME=HOST:PORT, reached "
                  "with TLS and a token (--peer-tls-ca, --peer-tls-cert, --peer-tls-key, "

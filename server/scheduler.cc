@@ -621,6 +621,8 @@ absl::StatusOr<trainer::v1::WorkerRequest> Scheduler::RequestFor(const Job& job)
       if (options_.blobs != nullptr) source->set_source(options_.blobs->PathOf(file.digest()));
       source->set_executable(file.executable());
     }
+    request.mutable_program_limits()->set_memory_bytes(options_.script_memory_bytes);
+    request.mutable_program_limits()->set_file_size_bytes(options_.script_file_size_bytes);
   }
   // Checked again where the worker opens them: a path may have changed since submit.
   for (const std::string& root : options_.worker_data_roots) request.add_data_roots(root);

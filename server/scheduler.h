@@ -70,6 +70,10 @@ class Scheduler {
     // the interpreters they may name (traind --python NAME=PATH).
     std::string script_runner_path;
     std::map<std::string, std::string> interpreters;
+    // What each process of a script job's program may use (WorkerRequest.program_limits; traind
+    // --script-memory-limit, --script-file-size-limit); 0: no limit.
+    int64_t script_memory_bytes = 0;
+    int64_t script_file_size_bytes = 0;
     // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
     int worker_nice = 10;
     // WorkerRequest.data_roots of every job: the data roots and the blob directory, beneath

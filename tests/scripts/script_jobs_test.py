@@ -318,7 +318,115 @@ class ScriptJobsTest(unittest.TestCase):
                           if "epochSummary" in e], [0.4, 0.8])
         self.assertAlmostEqual(job["result"]["testAccuracy"], 0.77)
 
-class ResumeAfterKillTest(unittest.TestCase):
+
+class PrivateDaemonTest(unittest.TestCase):
+    """Tests that need a traind of their own (one they kill, or one with other flags): started
+    with XDG_STATE_HOME in a private folder, stopped and removed whatever happens."""
+
+    def setUp(self):
+        self.root = pathlib.Path(tempfile.mkdtemp(prefix="script_private_daemon_test.", dir="/tmp"))
+        self.env = dict(os.environ, XDG_STATE_HOME=str(self.root / "state"))
+        self.daemon = None
+
+    def tearDown(self):
+        if self.daemon is not None and self.daemon.poll() is None:
+            self.daemon.terminate()
+            self.daemon.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def start_traind(self, *flags):
+        self.daemon = subprocess.Popen(["traind", "--data-root", "/tmp", "--python",
+                                        f"python3={PYTHON}", *flags], env=self.env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        socket = self.root / "state" / "traind" / "traind.sock"
+        # Until it answers; a traind that exits fails the test, and so does one that never
+        # answers (a bound on a broken start, not on the machine's speed).
+        deadline = time.monotonic() + 120
+        while self.ctl("list", check=False).returncode != 0:
+            self.assertIsNone(self.daemon.poll(), "traind exited")
+            self.assertLess(time.monotonic(), deadline, "traind did not answer in 120 s")
+            time.sleep(0.05)
+        self.assertTrue(socket.exists())
+
+    def ctl(self, *args, check=True):
+        result = subprocess.run(["trainctl", *map(str, args)], env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+        if check and result.returncode != 0:
+            raise AssertionError(f"trainctl {args}: {result.stderr}")
+        return result
+
+    def stored(self, job_id):
+        lines = self.ctl("logs", job_id, "--output", "json").stdout.splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+class ProgramLimitsTest(PrivateDaemonTest):
+    """traind --script-memory-limit and --script-file-size-limit bind each process of a program,
+    and a program that runs into one fails saying which limit it ran into."""
+
+    def run_program(self, text):
+        work = self.root / "work"
+        work.mkdir(exist_ok=True)
+        (work / "program.py").write_text(textwrap.dedent(text))
+        job_id = self.ctl("run", "-C", work, "--device", "cpu", "--", "python3",
+                          "program.py").stdout.strip()
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        return job_id, json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+
+    def test_a_program_past_its_memory_limit_fails_with_memory_error_and_the_limit(self):
+        self.start_traind("--script-memory-limit", "200MiB", "--script-file-size-limit", "1MiB")
+        job_id, job = self.run_program("""
+            import resource
+            print("limits", resource.getrlimit(resource.RLIMIT_DATA),
+                  resource.getrlimit(resource.RLIMIT_FSIZE), flush=True)
+            b = bytearray(1 << 30)
+            """)
+        self.assertEqual(job["state"], "FAILED", job)
+        error = job["result"]["error"]
+        self.assertIn("exit code 1", error)
+        self.assertIn("MemoryError", error)
+        self.assertIn("may allocate 200.0 MiB (traind --script-memory-limit)", error)
+        self.assertIn("write files of 1.0 MiB (traind --script-file-size-limit)", error)
+        output = self.ctl("logs", job_id).stdout
+        self.assertIn(f"limits ({200 << 20}, {200 << 20}) ({1 << 20}, {1 << 20})", output)
+        texts = [e["log"]["text"] for e in self.stored(job_id) if "log" in e]
+        self.assertTrue(any(t.startswith("Running python3 program.py") and
+                            "may allocate 200.0 MiB" in t for t in texts), texts)
+
+    def test_a_write_past_the_file_size_limit_fails_with_file_too_large(self):
+        self.start_traind("--script-file-size-limit", "1MiB")
+        _, job = self.run_program("""
+            with open("big.bin", "wb") as f:
+                f.write(bytes(2 << 20))
+            """)
+        self.assertEqual(job["state"], "FAILED", job)
+        self.assertIn("File too large", job["result"]["error"])
+        self.assertIn("write files of 1.0 MiB", job["result"]["error"])
+        self.assertNotIn("allocate", job["result"]["error"])
+
+    def test_an_unprivileged_program_cannot_raise_its_limits(self):
+        if os.geteuid() == 0:
+            self.skipTest("as root, traind's programs run as root, which may raise any limit")
+        self.start_traind("--script-memory-limit", "1GiB")
+        _, job = self.run_program("""
+            import resource
+            resource.setrlimit(resource.RLIMIT_DATA, (2 << 30, 2 << 30))
+            """)
+        self.assertEqual(job["state"], "FAILED", job)
+        self.assertIn("ValueError", job["result"]["error"])
+
+    def test_a_bad_limit_is_refused_when_traind_starts(self):
+        for flag, value in (("--script-memory-limit", "lots"), ("--script-memory-limit", "-5"),
+                            ("--script-file-size-limit", "1.5GiB"),
+                            ("--script-file-size-limit", "8388608TiB")):
+            result = subprocess.run(["traind", flag, value], env=self.env, text=True,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertIn(f"{flag}: expected a size of 0 or more", result.stderr)
+            self.assertIn(f"got '{value}'", result.stderr)
+
+
+class ResumeAfterKillTest(PrivateDaemonTest):
     """A program that checkpoints through the traind package resumes after `kill -9` of traind,
     with a traind of its own (the shared one must not be killed)."""
 
@@ -344,42 +452,6 @@ class ResumeAfterKillTest(unittest.TestCase):
                 time.sleep(0.01)
         traind.report(test_accuracy=0.9)
         """
-
-    def setUp(self):
-        self.root = pathlib.Path(tempfile.mkdtemp(prefix="script_resume_test.", dir="/tmp"))
-        self.env = dict(os.environ, XDG_STATE_HOME=str(self.root / "state"))
-        self.daemon = None
-
-    def tearDown(self):
-        if self.daemon is not None and self.daemon.poll() is None:
-            self.daemon.terminate()
-            self.daemon.wait()
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def start_traind(self):
-        self.daemon = subprocess.Popen(["traind", "--data-root", "/tmp", "--python",
-                                        f"python3={PYTHON}"], env=self.env,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        socket = self.root / "state" / "traind" / "traind.sock"
-        # Until it answers; a traind that exits fails the test, and so does one that never
-        # answers (a bound on a broken start, not on the machine's speed).
-        deadline = time.monotonic() + 120
-        while self.ctl("list", check=False).returncode != 0:
-            self.assertIsNone(self.daemon.poll(), "traind exited")
-            self.assertLess(time.monotonic(), deadline, "traind did not answer in 120 s")
-            time.sleep(0.05)
-        self.assertTrue(socket.exists())
-
-    def ctl(self, *args, check=True):
-        result = subprocess.run(["trainctl", *map(str, args)], env=self.env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
-        if check and result.returncode != 0:
-            raise AssertionError(f"trainctl {args}: {result.stderr}")
-        return result
-
-    def stored(self, job_id):
-        lines = self.ctl("logs", job_id, "--output", "json").stdout.splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
 
     def test_a_checkpointing_program_resumes_after_traind_is_killed(self):
         work = self.root / "work"
