@@ -712,26 +712,31 @@ Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
 
 void Scheduler::StoreEvents(int64_t job_id, std::vector<JobEvent>* burst) {
   if (burst->empty()) return;
-  absl::StatusOr<std::vector<JobEvent>> stored = store_->AppendEvents(job_id, *burst);
-  if (!stored.ok()) {
+  const absl::Status stored_at_once = store_->AppendEvents(job_id, burst);
+  std::vector<JobEvent> stored_one_by_one;
+  if (!stored_at_once.ok()) {
     // All or none were stored: one at a time, so that one event the store refuses does not take
-    // a burst of others (the result among them) with it.
-    std::cerr << "traind: job " << job_id << ": cannot store " << burst->size()
-              << " events at once: " << stored.status() << "; storing them one by one\n";
-    stored.emplace();
+    // a burst of others (the result among them) with it. One line per burst, not per event: a
+    // failing store would otherwise flood the log with a program's output.
+    int refused = 0;
+    absl::Status first_refusal;
     for (JobEvent& event : *burst) {
       absl::StatusOr<JobEvent> one = store_->AppendEvent(job_id, std::move(event));
       if (one.ok()) {
-        stored->push_back(*std::move(one));
-      } else {
-        std::cerr << "traind: job " << job_id << ": cannot store event: " << one.status() << "\n";
+        stored_one_by_one.push_back(*std::move(one));
+      } else if (refused++ == 0) {
+        first_refusal = one.status();
       }
     }
+    std::cerr << "traind: job " << job_id << ": cannot store " << burst->size()
+              << " events at once (" << stored_at_once << "); one by one, " << refused
+              << " of them were refused too" << (refused > 0 ? ", the first: " : "")
+              << (refused > 0 ? first_refusal.ToString() : "") << "\n";
   }
-  burst->clear();
-  for (const JobEvent& event : *stored) {
+  for (const JobEvent& event : stored_at_once.ok() ? *burst : stored_one_by_one) {
     if (event.has_step()) hub_->latency().Record(EventLatency::kStored, event.time());
   }
+  burst->clear();
 }
 
 void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const RankGroup& ranks,

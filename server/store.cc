@@ -667,24 +667,21 @@ absl::StatusOr<JobEvent> Store::AppendEventLocked(int64_t job_id, JobEvent event
   return std::move(events.front());
 }
 
-absl::StatusOr<std::vector<JobEvent>> Store::AppendEvents(int64_t job_id,
-                                                          std::vector<JobEvent> events) {
-  absl::StatusOr<std::vector<JobEvent>> stored;
+absl::Status Store::AppendEvents(int64_t job_id, std::vector<JobEvent>* events) {
+  absl::Status stored;
   {
     FairMutexLock lock(&mu_);
-    stored = InTransaction([&]() -> absl::StatusOr<std::vector<JobEvent>> {
+    stored = InTransaction([&]() -> absl::Status {
       mu_.AssertHeld();
       ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
       if (job.id() == 0) job.set_id(job_id);
-      RETURN_IF_ERROR(InsertEventsLocked(job, events));
-      RETURN_IF_ERROR(WriteJobRowLocked(job));
-      return std::move(events);
+      RETURN_IF_ERROR(InsertEventsLocked(job, *events));
+      return WriteJobRowLocked(job);
     });
   }
-  if (stored.ok()) {
-    for (const JobEvent& event : *stored) Tell(job_id, event.seq());
-  }
-  return stored;
+  RETURN_IF_ERROR(stored);
+  for (const JobEvent& event : *events) Tell(job_id, event.seq());
+  return absl::OkStatus();
 }
 
 absl::Status Store::InsertEventsLocked(Job& job, std::vector<JobEvent>& events) {

@@ -76,10 +76,11 @@ class Store {
       std::optional<trainer::v1::Job::State> expected_state = std::nullopt);
   // Appends several events to one job's log in one transaction, in order, each with the next seq:
   // a worker's burst (a program printing thousands of lines) costs one commit and one fsync, not
-  // one per event. All or none are stored (a caller that kept its copy may retry them one by
-  // one). Returns them as stored.
-  absl::StatusOr<std::vector<trainer::v1::JobEvent>> AppendEvents(
-      int64_t job_id, std::vector<trainer::v1::JobEvent> events);
+  // one per event. All or none are stored. On success each of `*events` is as stored (its seq,
+  // and its time where it had none); on failure they are still there for the caller to retry one
+  // by one (a later append gives each its seq again). A pointer, not a copy: this is the hot path
+  // of a program's output.
+  absl::Status AppendEvents(int64_t job_id, std::vector<trainer::v1::JobEvent>* events);
 
   // NOT_FOUND names the id.
   absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
