@@ -23,8 +23,9 @@ struct Evaluation {
   torch::Tensor confusion;
 };
 
-// In eval mode under autocast `amp`, in batches of at most min(batch_size, 256). The model is put
-// back in training mode afterwards. With `shards` (a CPU job's shard threads, whose model the
+// In eval mode under autocast `amp`, in batches of at most min(batch_size, 256), or on CUDA for
+// small images larger ones (evaluate.cc says how large). The model is put back in training mode
+// afterwards. With `shards` (a CPU job's shard threads, whose model the
 // training step already found fit for them), the split's batches are shared among the threads,
 // unless a confusion matrix is wanted.
 Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch::Device& device,
