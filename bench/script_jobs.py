@@ -12,7 +12,7 @@ by side, rounds alternating, medians [min-max] (issue 35's benchmarks):
   resubmit  a 500 MB working directory sent once, then again after a one-file edit: what the
             second run sent.
 
-  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit]
+  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit] [--pin-cpu N]
 Environment: BUILD_DIR (default build), PYTHON (the interpreter of the program; default
 /usr/bin/python3), TRAIND_FLAGS (more traind flags, e.g. "--worker-nice 0").
 """
@@ -33,8 +33,10 @@ BIN = ROOT / os.environ.get("BUILD_DIR", "build") / "bin"
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
 
 FIRST_LINE = "import time\nprint(f'T {time.time():.6f}', flush=True)\n"
-FLOOD = """import sys, time
+FLOOD = """import os, sys, time
 lines, work, report = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+if len(sys.argv) > 4:  # --pin-cpu: the same core on both sides, one nothing else is given
+    os.sched_setaffinity(0, {int(sys.argv[4])})
 start = time.perf_counter()
 total = 0
 for i in range(lines):
@@ -54,14 +56,26 @@ def summary(values, fmt="{:.3f}"):
            f"{fmt.format(max(values))}]"
 
 
+def median_interval(values, confidence=0.95, resamples=10000):
+    """A bootstrap interval for the median (percentile method, fixed seed): how far the median
+    itself could move with other rounds, which min-max does not say."""
+    import random
+    rng = random.Random(1)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values)))
+                     for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return medians[int(tail * resamples)], medians[int((1 - tail) * resamples) - 1]
+
+
 class Daemon:
-    def __init__(self, root):
+    def __init__(self, root, cpus=None):
         self.state = root / "state"
         self.log = open(root / "traind.log", "w")
         self.process = subprocess.Popen(
             [str(BIN / "traind"), "--state-dir", str(self.state), "--python",
              f"python3={PYTHON}", "--slots", "cpu=1",
-             *os.environ.get("TRAIND_FLAGS", "").split()], stdout=self.log, stderr=subprocess.STDOUT)
+             *os.environ.get("TRAIND_FLAGS", "").split()], stdout=self.log, stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         self.addr = f"unix:{self.state}/traind.sock"
         while self.ctl("devices", check=False).returncode != 0:
             if self.process.poll() is not None:
@@ -118,7 +132,7 @@ def bench_start(daemon, work, rounds):
           f"traind's overhead {summary(overhead)} s ({rounds} rounds)")
 
 
-def bench_flood(daemon, work, rounds, lines, per_line_work):
+def bench_flood(daemon, work, rounds, lines, per_line_work, pin_cpu):
     directory = work / "flood"
     directory.mkdir()
     (directory / "flood.py").write_text(FLOOD)
@@ -126,23 +140,28 @@ def bench_flood(daemon, work, rounds, lines, per_line_work):
     traind, shell = [], []
     traind_cpu, shell_cpu, daemon_cpu = [], [], []
     report = work / "flood.elapsed"
+    pin = [] if pin_cpu is None else [pin_cpu]
     for _ in range(rounds):
         cpu_before = daemon.cpu_seconds()
         job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
-                            "flood.py", lines, per_line_work, report).stdout.strip()
+                            "flood.py", lines, per_line_work, report, *pin).stdout.strip()
         daemon.wait(job_id)
         daemon_cpu.append(daemon.cpu_seconds() - cpu_before)
         traind.append(float(report.read_text().split()[0]))
         traind_cpu.append(float(report.read_text().split()[1]))
         with open(work / "flood.out", "w") as out:
-            subprocess.run([PYTHON, "flood.py", str(lines), str(per_line_work), str(report)],
+            subprocess.run([PYTHON, "flood.py", str(lines), str(per_line_work), str(report),
+                            *map(str, pin)],
                            cwd=directory, stdout=out, check=True)
         shell.append(float(report.read_text().split()[0]))
         shell_cpu.append(float(report.read_text().split()[1]))
     ratio = [s / t for t, s in zip(traind, shell)]
-    print(f"flood: {lines} lines, {lines / statistics.median(shell):,.0f} lines/s from the shell; "
+    low, high = median_interval(ratio)
+    print(f"flood: {lines} lines, {lines / statistics.median(shell):,.0f} lines/s from the shell"
+          f"{'' if pin_cpu is None else f', the program on CPU {pin_cpu} and traind off it'}; "
           f"run time traind {summary(traind)} s, shell (to a file) {summary(shell)} s; "
-          f"traind's speed against the shell {summary(ratio, '{:.3f}')}; the program's own CPU "
+          f"traind's speed against the shell {summary(ratio, '{:.3f}')}, the median's 95% "
+          f"bootstrap interval {low:.3f}-{high:.3f}; the program's own CPU "
           f"time traind {summary(traind_cpu)} s, shell {summary(shell_cpu)} s; traind's own CPU "
           f"time per job (its serving this bench's watch included) {summary(daemon_cpu)} s; traind's peak RSS "
           f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
@@ -179,9 +198,17 @@ def main():
     parser.add_argument("--work-per-line", type=int, default=200,
                         help="loop iterations between lines: sets the rate (~100,000 lines/s)")
     parser.add_argument("--megabytes", type=int, default=500)
+    parser.add_argument("--pin-cpu", type=int,
+                        help="flood: run the program on this CPU alone (both sides) and traind, "
+                             "its runner and the clients on the others: takes the scheduler's "
+                             "placement out of the comparison")
     args = parser.parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="script-bench.", dir="/tmp"))
-    daemon = Daemon(work)
+    others = None
+    if args.pin_cpu is not None:
+        others = os.sched_getaffinity(0) - {args.pin_cpu}
+        os.sched_setaffinity(0, others)  # this bench and its trainctl calls too
+    daemon = Daemon(work, others)
     try:
         print(f"commit {subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, text=True, stdout=subprocess.PIPE).stdout.strip()}, "
               f"{os.cpu_count()} CPUs, {PYTHON}")
@@ -189,7 +216,7 @@ def main():
         if "start" in only:
             bench_start(daemon, work, args.rounds)
         if "flood" in only:
-            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line)
+            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, args.pin_cpu)
         if "resubmit" in only:
             bench_resubmit(daemon, work, args.megabytes)
     finally:
