@@ -22,11 +22,16 @@ namespace traind {
 c10::Dict<std::string, torch::Tensor> StateDict(const torch::nn::Module& module) {
   c10::Dict<std::string, torch::Tensor> state;
   // The CPU and the standard layout: readable on any machine, channels_last weights included.
+  const auto on_cpu = [](const torch::Tensor& t) {
+    return t.detach()
+        .to(torch::TensorOptions().device(torch::kCPU), /*non_blocking=*/false, /*copy=*/true)
+        .contiguous();
+  };
   for (const auto& p : module.named_parameters(/*recurse=*/true)) {
-    state.insert(p.key(), p.value().detach().to(torch::kCPU).contiguous());
+    state.insert(p.key(), on_cpu(p.value()));
   }
   for (const auto& b : module.named_buffers(/*recurse=*/true)) {
-    state.insert(b.key(), b.value().detach().to(torch::kCPU).contiguous());
+    state.insert(b.key(), on_cpu(b.value()));
   }
   return state;
 }
@@ -135,36 +140,57 @@ absl::StatusOr<int> LoadWeights(torch::nn::AnyModule& model, const std::string& 
   return static_cast<int>(targets.size());
 }
 
-absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
-                                                   const std::string& job_dir,
-                                                   const std::string& name) {
-  const std::string path = absl::StrCat(job_dir, "/", name, ".pt");
-  // For errors, which the job's owner reads: without the daemon's paths.
-  const std::string in_job_directory = absl::StrCat(name, ".pt in the job's directory");
+namespace {
+
+// For errors, which the job's owner reads: without the daemon's paths.
+std::string InJobDirectory(const std::string& name) {
+  return absl::StrCat(name, ".pt in the job's directory");
+}
+
+// Size and digest of the file as written.
+absl::StatusOr<trainer::v1::Artifact> Describe(const std::string& path, const std::string& name,
+                                               const std::string& format) {
   trainer::v1::Artifact artifact;
   artifact.set_name(name);
-  const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get());
-  if (scripted != nullptr) {
-    artifact.set_format("torchscript");
-    RETURN_IF_ERROR(WriteDurably(
-        path,
-        [scripted](const std::string& temp) {
-          scripted->SaveScriptOnCpu(temp);
-          return absl::OkStatus();
-        },
-        in_job_directory));
-  } else {
-    artifact.set_format("state_dict");
-    const std::vector<char> bytes = StateDictBytes(StateDict(*model.ptr()));
-    RETURN_IF_ERROR(
-        WriteFileDurably(path, absl::string_view(bytes.data(), bytes.size()), in_job_directory));
-  }
+  artifact.set_format(format);
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return absl::InternalError(absl::StrCat("cannot stat ", path));
   artifact.set_size_bytes(st.st_size);
   ASSIGN_OR_RETURN(std::string digest, Sha256OfFile(path));
   artifact.set_sha256(digest);
   return artifact;
+}
+
+}  // namespace
+
+bool HasStateDict(torch::nn::AnyModule& model) {
+  return dynamic_cast<const ScriptedModelImpl*>(model.ptr().get()) == nullptr;
+}
+
+absl::StatusOr<trainer::v1::Artifact> WriteStateDict(
+    const c10::Dict<std::string, torch::Tensor>& state, const std::string& job_dir,
+    const std::string& name) {
+  const std::string path = absl::StrCat(job_dir, "/", name, ".pt");
+  const std::vector<char> bytes = StateDictBytes(state);
+  RETURN_IF_ERROR(
+      WriteFileDurably(path, absl::string_view(bytes.data(), bytes.size()), InJobDirectory(name)));
+  return Describe(path, name, "state_dict");
+}
+
+absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
+                                                   const std::string& job_dir,
+                                                   const std::string& name) {
+  if (HasStateDict(model)) return WriteStateDict(StateDict(*model.ptr()), job_dir, name);
+  const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get());
+  const std::string path = absl::StrCat(job_dir, "/", name, ".pt");
+  RETURN_IF_ERROR(WriteDurably(
+      path,
+      [scripted](const std::string& temp) {
+        scripted->SaveScriptOnCpu(temp);
+        return absl::OkStatus();
+      },
+      InJobDirectory(name)));
+  return Describe(path, name, "torchscript");
 }
 
 }  // namespace traind

@@ -23,6 +23,14 @@ absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
                                                    const std::string& job_dir,
                                                    const std::string& name);
 
+// Whether `model`'s artifact is a state dict (a built-in network), not a TorchScript module.
+bool HasStateDict(torch::nn::AnyModule& model);
+
+// Writes `state` (from StateDict) as <job_dir>/<name>.pt. Touches no model: any thread.
+absl::StatusOr<trainer::v1::Artifact> WriteStateDict(
+    const c10::Dict<std::string, torch::Tensor>& state, const std::string& job_dir,
+    const std::string& name);
+
 // Copies weights from `path` into `model` (fine-tuning, evaluation): a state dict (torch.save of
 // {name: tensor}, as SaveArtifact writes or PyTorch's model.state_dict()) or a TorchScript module.
 // Strict, like PyTorch's load_state_dict: every parameter and buffer of the model must be in the
@@ -30,7 +38,8 @@ absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
 // difference. Returns how many tensors were copied.
 absl::StatusOr<int> LoadWeights(torch::nn::AnyModule& model, const std::string& path);
 
-// The weights of a built-in model as a state dict (what SaveArtifact writes for one).
+// The weights of a built-in model as a state dict (what SaveArtifact writes for one): copies on
+// the CPU, also of a CPU model's tensors, so that training on does not change them.
 c10::Dict<std::string, torch::Tensor> StateDict(const torch::nn::Module& module);
 
 }  // namespace traind

@@ -43,7 +43,8 @@ TrainingLoop::TrainingLoop(LoopParts parts, Progress resumed_from)
       schedule_(parts_.spec, batches_),
       resumed_from_(resumed_from),
       progress_(std::move(resumed_from)),
-      learning_rate_(parts_.spec.learning_rate()) {
+      learning_rate_(parts_.spec.learning_rate()),
+      artifacts_(parts_.job_dir) {
   if (progress_.stopped_epoch > 0) {
     stopped_.emplace();
     stopped_->set_epoch(progress_.stopped_epoch);
@@ -53,6 +54,13 @@ TrainingLoop::TrainingLoop(LoopParts parts, Progress resumed_from)
 }
 
 absl::Status TrainingLoop::Run() {
+  const absl::Status status = TrainAndTest();
+  // A best.pt still being written when training ended early (cancelled, failed) is reported too.
+  const absl::Status reported = ReportArtifacts(/*wait=*/true);
+  return status.ok() ? reported : status;
+}
+
+absl::Status TrainingLoop::TrainAndTest() {
   train_start_ = ClockMinus(progress_.train_seconds);
   last_checkpoint_ = Clock::now();
   for (int epoch = resumed_from_.epoch; epoch <= spec_.epochs(); ++epoch) {
@@ -202,6 +210,7 @@ absl::Status TrainingLoop::FinishEpoch(int epoch, double epoch_seconds,
   summary->set_elapsed_seconds(TrainSeconds());
   ApplyStopRules(epoch, *summary);
   parts_.report.Emit(std::move(event));
+  RETURN_IF_ERROR(ReportArtifacts(/*wait=*/false));
   return CheckpointAfterEpoch(epoch);
 }
 
@@ -286,6 +295,8 @@ absl::Status TrainingLoop::CheckpointAfterEpoch(int epoch) {
 }
 
 absl::Status TrainingLoop::SaveCheckpoint(const std::string& why) {
+  // The checkpoint's best epoch and best.pt agree, even after a crash right after it.
+  RETURN_IF_ERROR(ReportArtifacts(/*wait=*/true));
   RETURN_IF_ERROR(parts_.runner.SyncOptimizer());
   if (IsRankZero()) {  // the ranks' weights are the same: one writes them
     const TrainingState state{*parts_.model.ptr(), parts_.optimizer, parts_.step.rng(),
@@ -316,6 +327,7 @@ absl::Status TrainingLoop::Test() {
   if (checkpoints_ && IsRankZero()) {
     RETURN_IF_ERROR(KeepArtifact("final", stopped_ ? stopped_->epoch() : spec_.epochs(), nullptr));
   }
+  RETURN_IF_ERROR(ReportArtifacts(/*wait=*/true));  // before the result: the job ends with it
   JobEvent event;
   auto* result = event.mutable_final_result();
   result->set_test_accuracy(test.accuracy);
@@ -332,13 +344,19 @@ absl::Status TrainingLoop::Test() {
 
 absl::Status TrainingLoop::KeepArtifact(const std::string& name, int epoch,
                                         const Evaluation* validation) {
-  ASSIGN_OR_RETURN(trainer::v1::Artifact artifact,
-                   SaveArtifact(parts_.model, parts_.job_dir, name));
-  artifact.set_epoch(epoch);
-  if (validation != nullptr) artifact.set_validation_accuracy(validation->accuracy);
-  JobEvent event;
-  *event.mutable_artifact() = std::move(artifact);
-  parts_.report.Emit(std::move(event));
+  return artifacts_.Keep(
+      parts_.model, name, epoch,
+      validation != nullptr ? std::optional<double>(validation->accuracy) : std::nullopt);
+}
+
+absl::Status TrainingLoop::ReportArtifacts(bool wait) {
+  ASSIGN_OR_RETURN(std::vector<trainer::v1::Artifact> written,
+                   wait ? artifacts_.Drain() : artifacts_.Finished());
+  for (trainer::v1::Artifact& artifact : written) {
+    JobEvent event;
+    *event.mutable_artifact() = std::move(artifact);
+    parts_.report.Emit(std::move(event));
+  }
   return absl::OkStatus();
 }
 

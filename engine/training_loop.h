@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "data/dataset.h"
+#include "engine/artifact_writer.h"
 #include "engine/checkpoint.h"
 #include "engine/data_parallel.h"
 #include "engine/evaluate.h"
@@ -92,7 +93,11 @@ class TrainingLoop {
                           double window_seconds, int64_t window_batches);
   absl::Status Evaluate(int epoch, trainer::v1::EpochSummary* summary);
   void ApplyStopRules(int epoch, const trainer::v1::EpochSummary& summary);
+  absl::Status TrainAndTest();
   absl::Status KeepArtifact(const std::string& name, int epoch, const Evaluation* validation);
+  // Emits an event for each artifact written since the last call; with `wait`, after waiting for
+  // the one being written.
+  absl::Status ReportArtifacts(bool wait);
   // A NaN or infinite loss ruins the weights for good: fail now, saying when, rather than train
   // on and report a "succeeded" job with NaN loss (unless the spec allows it).
   absl::Status CheckLossIsFinite(double loss, int epoch, int64_t batch) const;
@@ -116,6 +121,7 @@ class TrainingLoop {
   Progress progress_;
   double learning_rate_;
   std::optional<trainer::v1::Stopped> stopped_;
+  ArtifactWriter artifacts_;  // best.pt and final.pt, written off the training thread
   StepProfiler profiler_;  // steps 1..N: step 0 pays one-time costs (allocations, kernel choices)
   Clock::time_point train_start_;  // moved back by the training time before a resume
   Clock::time_point last_checkpoint_;
