@@ -12,7 +12,7 @@ by side, rounds alternating, medians [min-max] (issue 35's benchmarks):
   resubmit  a 500 MB working directory sent once, then again after a one-file edit: what the
             second run sent.
 
-  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit] [--pin-cpu N]
+  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit] [--pin-cpu N | --at-once A,B]
 Environment: BUILD_DIR (default build), PYTHON (the interpreter of the program; default
 /usr/bin/python3), TRAIND_FLAGS (more traind flags, e.g. "--worker-nice 0").
 """
@@ -132,34 +132,52 @@ def bench_start(daemon, work, rounds):
           f"traind's overhead {summary(overhead)} s ({rounds} rounds)")
 
 
-def bench_flood(daemon, work, rounds, lines, per_line_work, pin_cpu):
+def read_report(report):
+    elapsed, cpu, _ = report.read_text().split()
+    return float(elapsed), float(cpu)
+
+
+def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
+    """pins: [] (the program where the scheduler puts it), [N] (on CPU N, each side in turn) or
+    [A, B] (both sides at once, on A and B, swapping each round)."""
     directory = work / "flood"
     directory.mkdir()
     (directory / "flood.py").write_text(FLOOD)
     before = daemon.peak_rss_mib()
     traind, shell = [], []
     traind_cpu, shell_cpu, daemon_cpu = [], [], []
-    report = work / "flood.elapsed"
-    pin = [] if pin_cpu is None else [pin_cpu]
-    for _ in range(rounds):
-        cpu_before = daemon.cpu_seconds()
-        job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
-                            "flood.py", lines, per_line_work, report, *pin).stdout.strip()
-        daemon.wait(job_id)
-        daemon_cpu.append(daemon.cpu_seconds() - cpu_before)
-        traind.append(float(report.read_text().split()[0]))
-        traind_cpu.append(float(report.read_text().split()[1]))
+    job_report, shell_report = work / "flood.job", work / "flood.shell"
+    for round_ in range(rounds):
+        job_pin = pins[round_ % len(pins)] if pins else None
+        shell_pin = pins[(round_ + 1) % len(pins)] if pins else None
+        job_args = [lines, per_line_work, job_report] + ([job_pin] if pins else [])
+        shell_args = [lines, per_line_work, shell_report] + ([shell_pin] if pins else [])
         with open(work / "flood.out", "w") as out:
-            subprocess.run([PYTHON, "flood.py", str(lines), str(per_line_work), str(report),
-                            *map(str, pin)],
-                           cwd=directory, stdout=out, check=True)
-        shell.append(float(report.read_text().split()[0]))
-        shell_cpu.append(float(report.read_text().split()[1]))
+            shell_run = lambda: subprocess.Popen([PYTHON, "flood.py", *map(str, shell_args)],
+                                                 cwd=directory, stdout=out)
+            at_once = len(pins) == 2
+            program = shell_run() if at_once else None
+            cpu_before = daemon.cpu_seconds()
+            job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
+                                "flood.py", *job_args).stdout.strip()
+            daemon.wait(job_id)
+            daemon_cpu.append(daemon.cpu_seconds() - cpu_before)
+            if program is None:
+                program = shell_run()
+            if program.wait() != 0:
+                sys.exit("flood.py from the shell failed")
+        for report, times, cpus in ((job_report, traind, traind_cpu),
+                                    (shell_report, shell, shell_cpu)):
+            elapsed, cpu = read_report(report)
+            times.append(elapsed)
+            cpus.append(cpu)
     ratio = [s / t for t, s in zip(traind, shell)]
     low, high = median_interval(ratio)
+    where = ("" if not pins else f", the program on CPU {pins[0]} and traind off it"
+             if len(pins) == 1 else f", both sides at once on CPUs {pins[0]} and {pins[1]} "
+             "(swapped each round) and traind off them")
     print(f"flood: {lines} lines, {lines / statistics.median(shell):,.0f} lines/s from the shell"
-          f"{'' if pin_cpu is None else f', the program on CPU {pin_cpu} and traind off it'}; "
-          f"run time traind {summary(traind)} s, shell (to a file) {summary(shell)} s; "
+          f"{where}; run time traind {summary(traind)} s, shell (to a file) {summary(shell)} s; "
           f"traind's speed against the shell {summary(ratio, '{:.3f}')}, the median's 95% "
           f"bootstrap interval {low:.3f}-{high:.3f}; the program's own CPU "
           f"time traind {summary(traind_cpu)} s, shell {summary(shell_cpu)} s; traind's own CPU "
@@ -199,14 +217,24 @@ def main():
                         help="loop iterations between lines: sets the rate (~100,000 lines/s)")
     parser.add_argument("--megabytes", type=int, default=500)
     parser.add_argument("--pin-cpu", type=int,
-                        help="flood: run the program on this CPU alone (both sides) and traind, "
-                             "its runner and the clients on the others: takes the scheduler's "
-                             "placement out of the comparison")
+                        help="flood: run the program on this CPU alone (each side in turn) and "
+                             "traind, its runner and the clients on the others: takes the "
+                             "scheduler's placement out of the comparison")
+    parser.add_argument("--at-once", metavar="A,B",
+                        help="flood: run both sides at the same time, on CPUs A and B (swapped "
+                             "each round), traind and the rest on the others: the host's speed "
+                             "from moment to moment then hits both alike")
     args = parser.parse_args()
+    pins = ([int(cpu) for cpu in args.at_once.split(",")] if args.at_once
+            else [] if args.pin_cpu is None else [args.pin_cpu])
+    if len(pins) > 2 or (args.at_once and len(set(pins)) != 2):
+        sys.exit("--at-once takes two different CPUs, e.g. --at-once 14,15")
     work = pathlib.Path(tempfile.mkdtemp(prefix="script-bench.", dir="/tmp"))
     others = None
-    if args.pin_cpu is not None:
-        others = os.sched_getaffinity(0) - {args.pin_cpu}
+    if pins:
+        others = os.sched_getaffinity(0) - set(pins)
+        if not others:
+            sys.exit("no CPU left for traind besides the program's")
         os.sched_setaffinity(0, others)  # this bench and its trainctl calls too
     daemon = Daemon(work, others)
     try:
@@ -216,7 +244,7 @@ def main():
         if "start" in only:
             bench_start(daemon, work, args.rounds)
         if "flood" in only:
-            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, args.pin_cpu)
+            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, pins)
         if "resubmit" in only:
             bench_resubmit(daemon, work, args.megabytes)
     finally:
