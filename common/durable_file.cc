@@ -72,6 +72,13 @@ int Move(const std::string& temp, const std::string& path, IfPresent if_present)
   return 0;
 }
 
+// mkstemp's template for a temporary file beside `path`: ".NAME.tmp-XXXXXX".
+std::string TemporaryTemplate(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  return DirectoryOf(path) + "." + base + kTemporaryMark + std::string(kUniqueChars, 'X');
+}
+
 }  // namespace
 
 absl::Status CommitDurably(const std::string& temp, const std::string& path, IfPresent if_present,
@@ -94,10 +101,7 @@ absl::Status CommitDurably(const std::string& temp, const std::string& path, IfP
 absl::Status WriteDurably(const std::string& path,
                           const std::function<absl::Status(const std::string& temp)>& write,
                           const std::string& named) {
-  const size_t slash = path.rfind('/');
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp =
-      DirectoryOf(path) + "." + base + kTemporaryMark + std::string(kUniqueChars, 'X');
+  std::string temp = TemporaryTemplate(path);
   const int fd = mkstemp(temp.data());
   if (fd < 0) return CannotWrite(named.empty() ? path : named, errno);
   // Locked until the file has its name or is gone: RemoveStaleTemporaries leaves a locked one be,
@@ -133,6 +137,21 @@ int RemoveStaleTemporaries(const std::string& dir) {
   }
   closedir(entries);
   return removed;
+}
+
+absl::StatusOr<std::string> StageFileDurably(const std::string& path, absl::string_view contents,
+                                             const std::string& named) {
+  std::string temp = TemporaryTemplate(path);
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) return CannotWrite(named.empty() ? path : named, errno);
+  const bool written = WriteAll(fd, contents) && Files().Fsync(fd) == 0;
+  const int error = errno;
+  close(fd);
+  if (!written) {
+    unlink(temp.c_str());
+    return CannotWrite(named.empty() ? path : named, error);
+  }
+  return temp;
 }
 
 absl::Status WriteFileDurably(const std::string& path, absl::string_view contents,

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace traind {
@@ -36,6 +37,14 @@ absl::Status CommitDurably(const std::string& temp, const std::string& path,
 absl::Status WriteDurably(const std::string& path,
                           const std::function<absl::Status(const std::string& temp)>& write,
                           const std::string& named = "");
+
+// The first half of WriteFileDurably, for a writer that commits later or on another thread:
+// `contents` in a fresh temporary file beside PATH (WriteDurably's hidden name), fsynced and
+// closed. Returns its path, for CommitDurably (whose fsync then finds nothing left to write) or
+// for unlink; until then PATH is as it was, and a crash leaves a temporary file that
+// RemoveStaleTemporaries takes. On an error nothing is left.
+absl::StatusOr<std::string> StageFileDurably(const std::string& path, absl::string_view contents,
+                                             const std::string& named = "");
 
 // What a crash between WriteDurably's first write and its rename leaves: its temporary files in
 // `dir` (not in its folders), removed, so that a killed writer does not leave a half checkpoint's

@@ -65,6 +65,32 @@ TEST(DurableFileTest, AFailedFsyncOrRenameKeepsThePreviousFile) {
   EXPECT_EQ(FilesIn(temp.path()), 1);
 }
 
+// A staged file is whole and synced but leaves PATH alone until committed; a failed stage leaves
+// nothing, and one never committed is a temporary file like any other.
+TEST(DurableFileTest, AStagedFileTakesItsNameOnlyWhenCommitted) {
+  TempDirForTests temp;
+  const std::string path = temp / "best.pt";
+  ASSERT_TRUE(WriteFileDurably(path, "epoch 1").ok());
+  const absl::StatusOr<std::string> staged = StageFileDurably(path, "epoch 2");
+  ASSERT_TRUE(staged.ok()) << staged.status();
+  EXPECT_EQ(Read(path), "epoch 1");
+  EXPECT_EQ(Read(*staged), "epoch 2");
+  // WriteDurably's hidden temporary name, which RemoveStaleTemporaries knows.
+  EXPECT_EQ(std::filesystem::path(*staged).filename().string().rfind(".best.pt.tmp-", 0), 0u)
+      << *staged;
+  ASSERT_TRUE(CommitDurably(*staged, path).ok());
+  EXPECT_EQ(Read(path), "epoch 2");
+  EXPECT_EQ(FilesIn(temp.path()), 1);
+
+  FaultyFileOps faulty;
+  ScopedFileOps installed(&faulty);
+  faulty.FailOnce(FaultyFileOps::Call::kFsync, EIO);
+  const absl::StatusOr<std::string> failed = StageFileDurably(path, "epoch 3", "best.pt");
+  EXPECT_EQ(failed.status().message(), "cannot write best.pt: Input/output error");
+  EXPECT_EQ(FilesIn(temp.path()), 1) << "a failed stage left a file";
+  EXPECT_EQ(Read(path), "epoch 2");
+}
+
 // A writer's own error comes back as it is, and its temporary file goes.
 TEST(DurableFileTest, AWritersErrorComesBackAndLeavesNothing) {
   TempDirForTests temp;

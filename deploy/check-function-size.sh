@@ -28,8 +28,9 @@ too_long=$(awk -v limit=$limit -v tables="$(printf '%s\n' "${tables[@]}")" '
   # definition (or a declaration, which the next such line replaces). Once its body has opened,
   # a column-0 line within it (a raw string) does not start another.
   /^[^ \t#\/}]/ && !inside { start = FNR; head = $0 }
-  start > 0 && !inside && /\{$/ && head !~ /^(namespace|extern)/ { inside = 1 }
-  /^};/ { start = 0; inside = 0 }
+  start > 0 && !inside && /\{$/ && head !~ /^(inline )?namespace/ &&
+    head !~ /^extern "C(\+\+)?" *\{$/ { inside = 1 }
+  /^}/ && !/^}$/ { start = 0; inside = 0 }
   /^}$/ && start > 0 {
     length_ = FNR - start + 1
     if (length_ > limit && !((FILENAME ":" head) in allowed)) {

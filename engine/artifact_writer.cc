@@ -1,5 +1,7 @@
 #include "engine/artifact_writer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <utility>
 
@@ -12,7 +14,9 @@ namespace traind {
 ArtifactWriter::ArtifactWriter(std::string job_dir) : job_dir_(std::move(job_dir)) {}
 
 ArtifactWriter::~ArtifactWriter() {
-  if (pending_.valid()) pending_.wait();
+  if (!pending_.valid()) return;
+  const absl::StatusOr<StagedArtifact> staged = pending_.get();
+  if (staged.ok()) unlink(staged->temp.c_str());
 }
 
 absl::Status ArtifactWriter::Keep(torch::nn::AnyModule& model, const std::string& name, int epoch,
@@ -33,11 +37,11 @@ absl::Status ArtifactWriter::Keep(torch::nn::AnyModule& model, const std::string
   pending_ = std::async(
       std::launch::async,
       [weights = std::move(weights), dir = job_dir_, name,
-       describe]() -> absl::StatusOr<trainer::v1::Artifact> {
+       describe]() -> absl::StatusOr<StagedArtifact> {
         try {
-          absl::StatusOr<trainer::v1::Artifact> artifact = WriteStateDict(weights, dir, name);
-          if (artifact.ok()) describe(*artifact);
-          return artifact;
+          absl::StatusOr<StagedArtifact> staged = StageStateDict(weights, dir, name);
+          if (staged.ok()) describe(staged->artifact);
+          return staged;
         } catch (const std::exception& e) {  // c10::Error from the pickler, std::bad_alloc
           return absl::InternalError(absl::StrCat("cannot write ", name, ".pt: ", e.what()));
         }
@@ -50,9 +54,10 @@ absl::Status ArtifactWriter::Collect(bool wait) {
   if (!wait && pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     return absl::OkStatus();
   }
-  absl::StatusOr<trainer::v1::Artifact> artifact = pending_.get();  // leaves pending_ invalid
-  RETURN_IF_ERROR(artifact.status());
-  written_.push_back(*std::move(artifact));
+  absl::StatusOr<StagedArtifact> staged = pending_.get();  // leaves pending_ invalid
+  RETURN_IF_ERROR(staged.status());
+  ASSIGN_OR_RETURN(trainer::v1::Artifact artifact, CommitArtifact(*staged));
+  written_.push_back(std::move(artifact));
   return absl::OkStatus();
 }
 

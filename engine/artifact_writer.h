@@ -1,12 +1,18 @@
 // Keeps a job's weights as artifacts (engine/artifacts.h) without making training wait for the
-// disk: the weights are copied to the CPU when kept (the next step changes them), and serialising
-// them, the durable write (an fsync of the file and of its directory) and the SHA-256 run on a
-// thread of their own. An epoch whose validation improved used to wait for all of that: for LeNet5
-// on an H200 about as long as its evaluation, for a VGG16 the write of 0.5 GB.
+// disk: the weights are copied to the CPU when kept (the next step changes them), and pickling
+// them, writing and syncing the file beside its place, and its SHA-256 run on a thread of their
+// own. An epoch whose validation improved used to wait for all of that: for LeNet5 on an H200 a
+// good part of the time it spends outside training, for a VGG16 the write of 0.5 GB.
+//
+// The written file takes its name (best.pt) only when the caller collects it (Finished, Drain),
+// on the caller's thread, just before it reports the artifact: the file and the event that
+// describes it (its SHA-256) change together. A write never collected (the job failed, threw or
+// was killed first) leaves the previous best.pt and its event as they were; the destructor
+// removes the staged file, and a crash leaves only a temporary file that the job's next run
+// clears (RemoveStaleTemporaries).
 //
 // One write at a time: a Keep while one is pending waits for it first, so memory holds at most
-// one copy of the weights besides the model's. Written artifacts are handed back in the order kept
-// (Finished, Drain), for the caller to report. TorchScript modules are written at once, on the
+// one copy of the weights besides the model's. TorchScript modules are written at once, on the
 // caller's thread: their serialisation reads the module itself. Thread-compatible: one caller.
 #ifndef TRAIND_ENGINE_ARTIFACT_WRITER_H_
 #define TRAIND_ENGINE_ARTIFACT_WRITER_H_
@@ -19,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/artifacts.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
@@ -26,7 +33,7 @@ namespace traind {
 class ArtifactWriter {
  public:
   explicit ArtifactWriter(std::string job_dir);
-  ~ArtifactWriter();  // waits for a pending write (its artifact is then not reported)
+  ~ArtifactWriter();  // waits for a pending write and removes its staged file: never reported
   ArtifactWriter(const ArtifactWriter&) = delete;
   ArtifactWriter& operator=(const ArtifactWriter&) = delete;
 
@@ -44,7 +51,7 @@ class ArtifactWriter {
   absl::Status Collect(bool wait);
 
   const std::string job_dir_;
-  std::future<absl::StatusOr<trainer::v1::Artifact>> pending_;
+  std::future<absl::StatusOr<StagedArtifact>> pending_;
   std::vector<trainer::v1::Artifact> written_;
 };
 

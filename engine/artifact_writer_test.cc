@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "common/sha256.h"
 #include "common/temp_dir_for_tests.h"
 #include "engine/artifacts.h"
@@ -68,6 +72,34 @@ TEST(ArtifactWriterTest, ArtifactsAreReportedInTheOrderKept) {
   EXPECT_EQ((*all)[1].epoch(), 2);
   EXPECT_EQ((*all)[2].name(), "final");
   EXPECT_EQ((*all)[2].validation_accuracy(), 0);
+}
+
+// Until the writer's caller collects a write, best.pt and the artifact reported for it stay as
+// they were; a write never collected (the job threw or was killed first) leaves no file behind.
+TEST(ArtifactWriterTest, AFileTakesItsNameOnlyWhenCollected) {
+  TempDirForTests temp;
+  torch::nn::AnyModule model = SmallModel();
+  {
+    ArtifactWriter writer(temp.path());
+    ASSERT_TRUE(writer.Keep(model, "best", 1, 0.5).ok());
+    const auto first = writer.Drain();
+    ASSERT_TRUE(first.ok() && first->size() == 1u);
+    {
+      torch::NoGradGuard no_grad;
+      model.ptr()->named_parameters()["weight"].fill_(3);
+    }
+    ASSERT_TRUE(writer.Keep(model, "best", 2, 0.6).ok());
+    // Not collected: the writer goes, as when the job throws.
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(temp.path())) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"best.pt"});
+  torch::nn::AnyModule loaded = SmallModel();
+  ASSERT_TRUE(LoadWeights(loaded, temp / "best.pt").ok());
+  EXPECT_FALSE(torch::equal(Weight(loaded), torch::full_like(Weight(loaded), 3)))
+      << "best.pt took weights whose artifact was never reported";
 }
 
 TEST(ArtifactWriterTest, AWriteThatFailsIsAnErrorNamingTheFile) {

@@ -167,20 +167,35 @@ bool HasStateDict(torch::nn::AnyModule& model) {
   return dynamic_cast<const ScriptedModelImpl*>(model.ptr().get()) == nullptr;
 }
 
-absl::StatusOr<trainer::v1::Artifact> WriteStateDict(
-    const c10::Dict<std::string, torch::Tensor>& state, const std::string& job_dir,
-    const std::string& name) {
-  const std::string path = absl::StrCat(job_dir, "/", name, ".pt");
+absl::StatusOr<StagedArtifact> StageStateDict(const c10::Dict<std::string, torch::Tensor>& state,
+                                              const std::string& job_dir, const std::string& name) {
+  StagedArtifact staged;
+  staged.path = absl::StrCat(job_dir, "/", name, ".pt");
   const std::vector<char> bytes = StateDictBytes(state);
-  RETURN_IF_ERROR(
-      WriteFileDurably(path, absl::string_view(bytes.data(), bytes.size()), InJobDirectory(name)));
-  return Describe(path, name, "state_dict");
+  const absl::string_view contents(bytes.data(), bytes.size());
+  ASSIGN_OR_RETURN(staged.temp, StageFileDurably(staged.path, contents, InJobDirectory(name)));
+  Sha256 digest;
+  digest.Update(contents);
+  staged.artifact.set_name(name);
+  staged.artifact.set_format("state_dict");
+  staged.artifact.set_size_bytes(static_cast<int64_t>(bytes.size()));
+  staged.artifact.set_sha256(digest.HexDigest());
+  return staged;
+}
+
+absl::StatusOr<trainer::v1::Artifact> CommitArtifact(const StagedArtifact& staged) {
+  RETURN_IF_ERROR(CommitDurably(staged.temp, staged.path, IfPresent::kReplace,
+                                InJobDirectory(staged.artifact.name())));
+  return staged.artifact;
 }
 
 absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
                                                    const std::string& job_dir,
                                                    const std::string& name) {
-  if (HasStateDict(model)) return WriteStateDict(StateDict(*model.ptr()), job_dir, name);
+  if (HasStateDict(model)) {
+    ASSIGN_OR_RETURN(StagedArtifact staged, StageStateDict(StateDict(*model.ptr()), job_dir, name));
+    return CommitArtifact(staged);
+  }
   const auto* scripted = dynamic_cast<const ScriptedModelImpl*>(model.ptr().get());
   const std::string path = absl::StrCat(job_dir, "/", name, ".pt");
   RETURN_IF_ERROR(WriteDurably(

@@ -26,10 +26,22 @@ absl::StatusOr<trainer::v1::Artifact> SaveArtifact(torch::nn::AnyModule& model,
 // Whether `model`'s artifact is a state dict (a built-in network), not a TorchScript module.
 bool HasStateDict(torch::nn::AnyModule& model);
 
-// Writes `state` (from StateDict) as <job_dir>/<name>.pt. Touches no model: any thread.
-absl::StatusOr<trainer::v1::Artifact> WriteStateDict(
-    const c10::Dict<std::string, torch::Tensor>& state, const std::string& job_dir,
-    const std::string& name);
+// A state dict's file, written whole and synced beside its place but not yet in it
+// (common/durable_file.h StageFileDurably), and what its event will say.
+struct StagedArtifact {
+  std::string temp;                // the written file
+  std::string path;                // its place: <job_dir>/<name>.pt
+  trainer::v1::Artifact artifact;  // name, format, size and SHA-256 of those bytes
+};
+
+// Pickles `state` (from StateDict) and stages it for <job_dir>/<name>.pt. Touches no model and no
+// file a job's reader sees: any thread.
+absl::StatusOr<StagedArtifact> StageStateDict(const c10::Dict<std::string, torch::Tensor>& state,
+                                              const std::string& job_dir, const std::string& name);
+
+// Gives a staged file its place (a rename and a sync of the directory), so that the file and the
+// event that describes it change together on the caller's thread. Returns the description.
+absl::StatusOr<trainer::v1::Artifact> CommitArtifact(const StagedArtifact& staged);
 
 // Copies weights from `path` into `model` (fine-tuning, evaluation): a state dict (torch.save of
 // {name: tensor}, as SaveArtifact writes or PyTorch's model.state_dict()) or a TorchScript module.

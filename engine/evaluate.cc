@@ -18,12 +18,14 @@ constexpr int64_t kMaxEvalBatch = 256;
 // On CUDA, small images (at most 3x32x32 values) are evaluated 1024 at a time: there the launches,
 // not the arithmetic, cost (60,000 LeNet5 images on an H200: 0.085 s at 256, 0.020 s at 1024),
 // and a batch of such images needs little memory. A small model (LeNet5, 62k parameters; the
-// MLP) on them takes batches of about 8M input values (10,240 Fashion-MNIST images): its
-// activations per image are a few KiB, where VGG16's first layers alone keep 0.5 MiB.
+// MLP) on them takes batches of about 8M input values (10,496 Fashion-MNIST images), at most
+// 16,384: its activations per image are a few KiB, where VGG16's first layers alone keep 0.5 MiB.
+// Images only: a small model on a table of few features may still be wide.
 constexpr int64_t kCudaSmallImageEvalBatch = 1024;
 constexpr int64_t kSmallImageValues = 3 * 32 * 32;
 constexpr int64_t kSmallModelParameters = 1'000'000;
 constexpr int64_t kSmallModelEvalBatchValues = int64_t{8} << 20;
+constexpr int64_t kSmallModelMaxEvalBatch = 16384;
 
 int64_t ParameterCount(torch::nn::AnyModule& model) {
   int64_t count = 0;
@@ -36,10 +38,12 @@ int64_t EvalBatch(torch::nn::AnyModule& model, const Split& split, const torch::
   if (!device.is_cuda() || split.size() == 0 || split.inputs[0].numel() > kSmallImageValues) {
     return std::min(batch_size, kMaxEvalBatch);
   }
-  if (ParameterCount(model) > kSmallModelParameters) {
+  const bool images = split.inputs.dim() == 4;
+  if (!images || ParameterCount(model) > kSmallModelParameters) {
     return std::max(batch_size, kCudaSmallImageEvalBatch);
   }
-  const int64_t by_values = kSmallModelEvalBatchValues / split.inputs[0].numel() / 256 * 256;
+  const int64_t by_values = std::min(
+      kSmallModelMaxEvalBatch, kSmallModelEvalBatchValues / split.inputs[0].numel() / 256 * 256);
   return std::max({batch_size, kCudaSmallImageEvalBatch, by_values});
 }
 

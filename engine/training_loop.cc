@@ -57,6 +57,9 @@ absl::Status TrainingLoop::Run() {
   const absl::Status status = TrainAndTest();
   // A best.pt still being written when training ended early (cancelled, failed) is reported too.
   const absl::Status reported = ReportArtifacts(/*wait=*/true);
+  if (!status.ok() && !reported.ok()) {
+    parts_.report.Log(absl::StrCat("Also: ", reported.message()));  // the job fails with `status`
+  }
   return status.ok() ? reported : status;
 }
 
