@@ -15,6 +15,7 @@
 #include "engine/loss.h"
 #include "engine/mixed_precision.h"
 #include "engine/optimizer_factory.h"
+#include "models/model_factory.h"
 #ifdef TRAIND_HAVE_CUDA_KERNELS
 #include "engine/cuda/master_weight_adam.h"
 #endif
@@ -69,9 +70,7 @@ class GraphStep : public CudaGraphTrainStep {
     loss_ = torch::zeros({}, floats);
     // float32, as torch.optim's fused Adam takes a tensor learning rate.
     lr_ = torch::full({}, learning_rate_, floats);
-    for (torch::Tensor& p : model_.ptr()->parameters()) {
-      if (p.requires_grad()) params_.push_back(p);
-    }
+    params_ = TrainableParameters(*model_.ptr());
     absl::StatusOr<AdamStateTensors> state = AdamStateOf(optimizer_, params_);
     if (!state.ok()) return state.status();
     exp_avgs_ = state->exp_avgs;

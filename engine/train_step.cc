@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/shard_threads.h"
+#include "models/model_factory.h"
 
 namespace traind {
 
@@ -48,10 +49,7 @@ torch::Tensor TrainStep::Run(const torch::Tensor& images, const torch::Tensor& l
 
 torch::Tensor TrainStep::ForwardBackwardInShards(const torch::Tensor& input,
                                                  const torch::Tensor& labels) {
-  std::vector<torch::Tensor> parameters;
-  for (const torch::Tensor& parameter : model_.ptr()->parameters()) {
-    if (parameter.requires_grad()) parameters.push_back(parameter);
-  }
+  const std::vector<torch::Tensor> parameters = TrainableParameters(*model_.ptr());
   const int64_t batch = input.size(0);
   const int shards = static_cast<int>(std::min<int64_t>(shard_threads_->shards(), batch));
   std::vector<std::vector<torch::Tensor>> gradients(shards);

@@ -366,8 +366,8 @@ void JobRun::LogSettings(const std::string& settings, torch::nn::AnyModule& mode
                          : absl::StrReplaceAll(settings, {{"cuDNN autotuning on", autotuning}}),
       channels_last ? "; weights channels_last" : "",
       UsesFusedAdam(spec_, model.ptr()->parameters()) ? "; fused Adam" : "",
-      UsesFusedBatchNorm(*model.ptr(), device_, spec_.amp() == "bf16", channels_last)
-          ? "; fused bf16 batch norm"
+      UsesFusedBatchNorm(*model.ptr(), device_, spec_.amp(), channels_last)
+          ? absl::StrCat("; fused ", spec_.amp().empty() ? "fp32" : spec_.amp(), " batch norm")
           : ""));
 }
 
@@ -417,7 +417,7 @@ absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> JobRun::CaptureStep(
 
 void JobRun::JoinReducer(torch::nn::AnyModule& model, TrainStep& step, int64_t batch_size) {
   dp_->BroadcastFromRankZero(*model.ptr());
-  dp_->AttachReducer(model.ptr()->parameters(), spec_.gradient_allreduce() == "bf16");
+  dp_->AttachReducer(TrainableParameters(*model.ptr()), spec_.gradient_allreduce() == "bf16");
   step.set_before_backward([this] { dp_->PrepareForBackward(); });
   const int threads = torch::get_num_threads();
   report_.Log(absl::StrFormat(

@@ -1,6 +1,7 @@
 // Shapes and behaviour of every model, dataset loader and loop option, on small inputs.
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -43,6 +44,66 @@ TEST(ZooTest, Vgg16MatchesTorchvisionAt32And224) {
   model->ptr()->eval();
   EXPECT_EQ(model->forward(torch::randn({2, 3, 32, 32})).sizes(), (std::vector<int64_t>{2, 10}));
   EXPECT_EQ(model->forward(torch::randn({1, 3, 224, 224})).sizes(), (std::vector<int64_t>{1, 10}));
+}
+
+// VGG16's convolution biases are frozen (models/vgg16.cc): the batch norm after each convolution
+// subtracts the batch mean, so in training a bias changes no output and its gradient is zero.
+// Checked here on a copy whose biases are non-zero and do take gradients, then on a step of the
+// model as built: the biases get no gradient and keep their values, the weights train.
+TEST(ZooTest, Vgg16ConvolutionBiasesAreFrozenBecauseBatchNormCancelsThem) {
+  JobSpec spec = Spec("vgg16");
+  torch::manual_seed(3);
+  auto model = *CreateModel(spec, ModelInput{3, 32, 32, 10});
+  std::vector<torch::Tensor> biases;
+  for (const auto& module : model.ptr()->modules(/*include_self=*/false)) {
+    if (auto* conv = module->as<torch::nn::Conv2d>()) biases.push_back(conv->bias);
+  }
+  for (const auto& item : model.ptr()->named_parameters()) {
+    const bool conv_bias = std::any_of(biases.begin(), biases.end(), [&](const torch::Tensor& b) {
+      return b.is_same(item.value());
+    });
+    EXPECT_EQ(item.value().requires_grad(), !conv_bias) << item.key();
+  }
+  ASSERT_EQ(biases.size(), 13u);
+  int64_t trainable = 0;
+  for (const torch::Tensor& p : TrainableParameters(*model.ptr())) trainable += p.numel();
+  EXPECT_EQ(trainable, 134309962 - 4224);  // 2x64 + 2x128 + 3x256 + 6x512 bias values
+
+  const torch::Tensor images = torch::randn({4, 3, 32, 32});
+  const torch::Tensor labels = torch::randint(10, {4});
+  model.ptr()->train();
+  {  // The premise: non-zero biases that take gradients change nothing and get ~zero ones.
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& b : biases) b.normal_(0, 1);
+  }
+  for (torch::Tensor& b : biases) b.set_requires_grad(true);
+  torch::manual_seed(4);  // the same dropout masks for both forward passes
+  const torch::Tensor with_bias = model.forward(images);
+  torch::nn::functional::cross_entropy(with_bias, labels).backward();
+  for (const torch::Tensor& b : biases) {
+    ASSERT_TRUE(b.grad().defined());
+    EXPECT_LT(b.grad().abs().max().item<double>(), 1e-5);
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& b : biases) b.zero_();
+  }
+  torch::manual_seed(4);
+  EXPECT_TRUE(torch::allclose(model.forward(images).detach(), with_bias.detach(), 1e-4, 1e-4));
+
+  // As built: a step leaves the biases alone and without gradients.
+  auto fresh = *CreateModel(spec, ModelInput{3, 32, 32, 10});
+  auto optimizer = *CreateOptimizer(spec, fresh.ptr()->parameters());
+  TrainStep step(fresh, optimizer.get(), torch::kCPU, "", 1, Augmentation{}, 1);
+  const torch::Tensor first_weight = fresh.ptr()->parameters()[0].clone();
+  {
+    torch::NoGradGuard no_grad;
+    fresh.ptr()->parameters()[1].fill_(0.25);  // features.0.bias
+  }
+  step.Run(images, labels);
+  EXPECT_FALSE(fresh.ptr()->parameters()[1].grad().defined());
+  EXPECT_TRUE(torch::all(fresh.ptr()->parameters()[1] == 0.25).item<bool>());
+  EXPECT_FALSE(torch::equal(fresh.ptr()->parameters()[0], first_weight));
 }
 
 TEST(ZooTest, ResNet18MatchesTorchvision) {

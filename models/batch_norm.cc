@@ -55,8 +55,10 @@ bool UsesFusedBatchNorm(const torch::Tensor& input) {
 }
 
 bool UsesFusedBatchNorm(const torch::nn::Module& model, const torch::Device& device,
-                        bool bf16_autocast, bool channels_last) {
-  if (!OwnCudaKernelsEnabled() || !device.is_cuda() || !bf16_autocast || !channels_last) {
+                        const std::string& amp, bool channels_last) {
+  // fp16 autocast gives the kernels fp16 activations, which they do not take.
+  if (!OwnCudaKernelsEnabled() || !device.is_cuda() || !(amp.empty() || amp == "bf16") ||
+      !channels_last) {
     return false;
   }
   for (const auto& module : model.modules(/*include_self=*/true)) {

@@ -1,9 +1,11 @@
 // The zoo's 2-d batch norm: LibTorch's BatchNorm2d (same parameters, buffers and names, so
 // checkpoints are interchangeable; same defaults: eps 1e-5, momentum 0.1, affine, running
-// statistics) with a faster CUDA path for bf16 training. In training mode on a CUDA
-// channels_last bf16 input, as under `--amp bf16`, it runs traind's own NHWC kernels
-// (models/cuda/batch_norm_nhwc.h) where PyTorch would run its slower native ones, because cuDNN
-// refuses bf16 batch norm; every other case goes to at::batch_norm as before.
+// statistics) with a faster CUDA path for training. In training mode on a CUDA channels_last
+// bf16 or fp32 input (`--amp bf16` or no autocast) it runs traind's own NHWC kernels
+// (models/cuda/batch_norm_nhwc.h): in bf16 where PyTorch would run its slower native ones,
+// because cuDNN refuses bf16 batch norm; in fp32 to do the ReLU in the same passes (ResNet-18 at
+// 224 px: 1.09x cuDNN's batch norm and a separate ReLU, docs/benchmarks.md). Every other case
+// (fp16, eval mode, NCHW) goes to at::batch_norm as before.
 // TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off
 // (models/own_kernels.h). With `relu`, the layer is batch norm then ReLU (in place), which the
 // fused path does in the same passes. Not a subclass of torch::nn::BatchNorm2dImpl: that would
@@ -14,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <ostream>
+#include <string>
 
 namespace traind {
 
@@ -42,9 +45,9 @@ bool UsesFusedBatchNorm(const torch::Tensor& input);
 
 // Whether training `model` on `device` will take the fused path, for the job log before any input
 // exists: it has a traind::BatchNorm2d, the kernels are built and on, and the activations will
-// be CUDA bf16 (autocast) in channels_last.
+// be CUDA bf16 (`amp` "bf16") or fp32 (`amp` "") in channels_last.
 bool UsesFusedBatchNorm(const torch::nn::Module& model, const torch::Device& device,
-                        bool bf16_autocast, bool channels_last);
+                        const std::string& amp, bool channels_last);
 
 }  // namespace traind
 

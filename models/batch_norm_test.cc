@@ -1,5 +1,6 @@
 // traind::BatchNorm2d against LibTorch's: same state (checkpoints load either way), same results
-// on the CPU, and on CUDA the fused bf16 NHWC kernels against PyTorch's native bf16 batch norm.
+// on the CPU, and on CUDA the fused NHWC kernels (bf16 and fp32) against PyTorch's native batch
+// norm.
 #include "models/batch_norm.h"
 
 #include <sstream>
@@ -86,68 +87,89 @@ TEST(BatchNormTest, RefusesOneValuePerChannelInTrainingAndNon4dInput) {
   EXPECT_THROW(norm->forward(torch::randn({2, 4, 3})), c10::Error);
 }
 
-// The fused path against at::batch_norm's native bf16 kernels, both from the same bf16 input;
-// both round their output to bf16, so they may differ by a unit in the last place of bf16
-// (2^-8 relative) and by fp32 summation order.
-TEST(BatchNormTest, FusedBf16KernelsMatchPyTorchsOnCuda) {
+// The fused path against at::batch_norm's native kernels (and torch::relu), both from the same
+// input. In bf16 both round their output to bf16, so they may differ by a unit in the last place
+// of bf16 (2^-8 relative) and by fp32 summation order; in fp32 by summation order only.
+TEST(BatchNormTest, FusedKernelsMatchPyTorchsOnCudaInBf16AndFp32) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
-  struct Shape {
-    int64_t n, c, h, w;
-  };
-  // VGG16's and ResNet-18's shapes, small; then a channel count the kernels do not take.
-  for (const bool relu : {false, true}) {
-    for (const Shape s :
-         {Shape{8, 64, 56, 56}, Shape{32, 512, 7, 7}, Shape{3, 96, 5, 7}, Shape{4, 12, 6, 6}}) {
-      SCOPED_TRACE(testing::Message()
-                   << s.n << "x" << s.c << "x" << s.h << "x" << s.w << (relu ? " with ReLU" : ""));
-      torch::manual_seed(11);
-      const auto cuda = torch::TensorOptions().device(torch::kCUDA);
-      // An offset mean and a wide spread, as after a convolution.
-      const torch::Tensor input = (torch::randn({s.n, s.c, s.h, s.w}, cuda) * 4 + 3)
-                                      .to(torch::kBFloat16)
-                                      .contiguous(torch::MemoryFormat::ChannelsLast);
-      const torch::Tensor grad = torch::randn_like(input);
-      BatchNorm2d ours(s.c, relu);
-      torch::nn::BatchNorm2d theirs(s.c);
-      ours->to(torch::kCUDA);
-      theirs->to(torch::kCUDA);
-      {
-        torch::NoGradGuard no_grad;
-        ours->weight.uniform_(0.5, 1.5);
-        theirs->weight.copy_(ours->weight);
-        ours->bias.uniform_(-1, 1);
-        theirs->bias.copy_(ours->bias);
-      }
+  for (const torch::ScalarType type : {torch::kBFloat16, torch::kFloat}) {
+    const bool bf16 = type == torch::kBFloat16;
+    // Outputs are O(1): a bf16 ulp is 2^-7 near 1-2, so a few of those; fp32 agrees far closer.
+    const double output_bound = bf16 ? 0.05 : 1e-4;
+    const double relative_grad_bound = bf16 ? 0.02 : 1e-3;
+    struct Shape {
+      int64_t n, c, h, w;
+    };
+    // VGG16's and ResNet-18's shapes, small; then a channel count the kernels do not take.
+    for (const bool relu : {false, true}) {
+      for (const Shape s :
+           {Shape{8, 64, 56, 56}, Shape{32, 512, 7, 7}, Shape{3, 96, 5, 7}, Shape{4, 12, 6, 6}}) {
+        SCOPED_TRACE(testing::Message() << (bf16 ? "bf16 " : "fp32 ") << s.n << "x" << s.c << "x"
+                                        << s.h << "x" << s.w << (relu ? " with ReLU" : ""));
+        torch::manual_seed(11);
+        const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+        // An offset mean and a wide spread, as after a convolution.
+        const torch::Tensor input = (torch::randn({s.n, s.c, s.h, s.w}, cuda) * 4 + 3)
+                                        .to(type)
+                                        .contiguous(torch::MemoryFormat::ChannelsLast);
+        const torch::Tensor grad = torch::randn_like(input);
+        BatchNorm2d ours(s.c, relu);
+        torch::nn::BatchNorm2d theirs(s.c);
+        ours->to(torch::kCUDA);
+        theirs->to(torch::kCUDA);
+        {
+          torch::NoGradGuard no_grad;
+          ours->weight.uniform_(0.5, 1.5);
+          theirs->weight.copy_(ours->weight);
+          ours->bias.uniform_(-1, 1);
+          theirs->bias.copy_(ours->bias);
+        }
 #ifdef TRAIND_HAVE_CUDA_KERNELS
-      EXPECT_EQ(UsesFusedBatchNorm(input), s.c % 8 == 0);
+        EXPECT_EQ(UsesFusedBatchNorm(input), s.c % 8 == 0);
 #endif
-      const torch::Tensor our_input = input.clone().requires_grad_();
-      const torch::Tensor their_input = input.clone().requires_grad_();
-      const torch::Tensor our_output = ours->forward(our_input);
-      torch::Tensor their_output = theirs->forward(their_input);
-      if (relu) their_output = torch::relu(their_output);
-      EXPECT_EQ(our_output.scalar_type(), torch::kBFloat16);
-      EXPECT_TRUE(our_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
-      our_output.backward(grad);
-      their_output.backward(grad);
-      // Outputs are O(1): a bf16 ulp is 2^-7 near 1-2, so a few of those.
-      EXPECT_LT(MaxDifference(our_output, their_output), 0.05);
-      EXPECT_LT(MaxDifference(ours->running_mean, theirs->running_mean), 1e-3);
-      EXPECT_LT(MaxDifference(ours->running_var, theirs->running_var), 1e-2);
-      const double grad_scale = their_input.grad().abs().max().item<double>();
-      // With a ReLU, an output within rounding of zero may be cut on one side and not the other;
-      // such elements are allowed, a handful at most.
-      const int64_t off =
-          ((our_input.grad().to(torch::kFloat) - their_input.grad().to(torch::kFloat)).abs() >
-           0.02 * grad_scale)
-              .sum()
-              .item<int64_t>();
-      EXPECT_LE(off, relu ? 1 + input.numel() / 100000 : 0);
-      const double weight_scale = theirs->weight.grad().abs().max().item<double>();
-      EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 0.01 * weight_scale);
-      const double bias_scale = theirs->bias.grad().abs().max().item<double>();
-      EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 0.01 * bias_scale);
+        const torch::Tensor our_input = input.clone().requires_grad_();
+        const torch::Tensor their_input = input.clone().requires_grad_();
+        const torch::Tensor our_output = ours->forward(our_input);
+        torch::Tensor their_output = theirs->forward(their_input);
+        if (relu) their_output = torch::relu(their_output);
+        EXPECT_EQ(our_output.scalar_type(), type);
+        EXPECT_TRUE(our_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
+        our_output.backward(grad);
+        their_output.backward(grad);
+        EXPECT_LT(MaxDifference(our_output, their_output), output_bound);
+        EXPECT_LT(MaxDifference(ours->running_mean, theirs->running_mean), 1e-3);
+        EXPECT_LT(MaxDifference(ours->running_var, theirs->running_var), 1e-2);
+        const double grad_scale = their_input.grad().abs().max().item<double>();
+        // With a ReLU, an output within rounding of zero may be cut on one side and not the other;
+        // such elements are allowed, a handful at most.
+        const int64_t off =
+            ((our_input.grad().to(torch::kFloat) - their_input.grad().to(torch::kFloat)).abs() >
+             relative_grad_bound * grad_scale)
+                .sum()
+                .item<int64_t>();
+        EXPECT_LE(off, relu ? 1 + input.numel() / 100000 : 0);
+        const double weight_scale = theirs->weight.grad().abs().max().item<double>();
+        EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 0.01 * weight_scale);
+        const double bias_scale = theirs->bias.grad().abs().max().item<double>();
+        EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 0.01 * bias_scale);
+      }
     }
+  }
+}
+
+// A NaN in the input makes its channel's statistics NaN: the fused ReLU passes them on, as
+// torch.relu does, so that a diverged activation reaches the loss (max(NaN, 0) would say 0).
+TEST(BatchNormTest, FusedReluKeepsNaNOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const torch::ScalarType type : {torch::kBFloat16, torch::kFloat}) {
+    torch::Tensor input = torch::randn({4, 16, 5, 5}, torch::TensorOptions().device(torch::kCUDA));
+    input[0][3][2][2] = std::numeric_limits<float>::quiet_NaN();
+    input = input.to(type).contiguous(torch::MemoryFormat::ChannelsLast);
+    BatchNorm2d ours(16, /*relu=*/true);
+    ours->to(torch::kCUDA);
+    const torch::Tensor output = ours->forward(input).to(torch::kFloat);
+    EXPECT_TRUE(output.select(1, 3).isnan().all().item<bool>()) << c10::toString(type);
+    EXPECT_FALSE(output.select(1, 4).isnan().any().item<bool>()) << c10::toString(type);
   }
 }
 

@@ -74,4 +74,12 @@ void PlaceModel(torch::nn::AnyModule& model, const trainer::v1::JobSpec& spec,
   }
 }
 
+std::vector<torch::Tensor> TrainableParameters(const torch::nn::Module& model) {
+  std::vector<torch::Tensor> out;
+  for (const torch::Tensor& p : model.parameters()) {
+    if (p.requires_grad()) out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace traind

@@ -31,6 +31,12 @@ absl::StatusOr<torch::nn::AnyModule> CreateModel(const trainer::v1::JobSpec& spe
                                                  const ModelInput& input,
                                                  const std::string& model_path = "");
 
+// The parameters training updates: those that require a gradient. A frozen one (VGG16's
+// convolution biases, a TorchScript model's frozen layers) gets none, so the data-parallel reducer,
+// the CUDA graph's optimizer lists and the shards' gradient lists leave it out; optimizers and
+// checkpoints still take every parameter.
+std::vector<torch::Tensor> TrainableParameters(const torch::nn::Module& model);
+
 // Whether the model's 4-d weights are kept channels_last (NHWC) on `device`: the deep conv nets
 // (vgg16, resnet18) on CUDA, where cuDNN's tensor-core convolutions work in NHWC; convolutions
 // then take NCHW inputs and produce NHWC activations.

@@ -37,6 +37,13 @@ Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
     if (auto* conv = module->as<nn::Conv2d>()) {
       nn::init::kaiming_normal_(conv->weight, 0.0, torch::kFanOut, torch::kReLU);
       nn::init::zeros_(conv->bias);
+      // Every convolution feeds a batch norm that, in training, subtracts the batch mean of its
+      // input: a per-channel bias moves that mean by itself and changes no output, so its
+      // gradient is zero in exact arithmetic (and rounding noise in practice). Frozen, its
+      // gradient is not computed (one reduction over the activations per convolution a step) and
+      // its value, zero or a checkpoint's, stays as given; it stays a parameter, so checkpoints
+      // keep torchvision's names and the optimizer's parameter list is unchanged.
+      conv->bias.set_requires_grad(false);
     } else if (auto* linear = module->as<nn::Linear>()) {
       nn::init::normal_(linear->weight, 0, 0.01);
       nn::init::zeros_(linear->bias);

@@ -42,6 +42,30 @@ __device__ __forceinline__ void Store(__nv_bfloat16* p, const float (&v)[kVec]) 
   *reinterpret_cast<Bf16x8*>(p) = packed;
 }
 
+// fp32 activations: the same eight channels a thread, as two 16-byte accesses.
+__device__ __forceinline__ void Load(const float* p, float (&v)[kVec]) {
+#pragma unroll
+  for (int i = 0; i < kVec / 4; ++i) {
+    const float4 f = reinterpret_cast<const float4*>(p)[i];
+    v[4 * i] = f.x;
+    v[4 * i + 1] = f.y;
+    v[4 * i + 2] = f.z;
+    v[4 * i + 3] = f.w;
+  }
+}
+
+__device__ __forceinline__ void Store(float* p, const float (&v)[kVec]) {
+#pragma unroll
+  for (int i = 0; i < kVec / 4; ++i) {
+    reinterpret_cast<float4*>(p)[i] =
+        make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+  }
+}
+
+// max(v, 0) that keeps a NaN, as torch.relu does (fmaxf would turn it into 0 and hide a diverged
+// activation from the loss).
+__device__ __forceinline__ float Relu(float v) { return v < 0.f ? 0.f : v; }
+
 // Chan et al.'s merge of Welford states (count n, mean, sum of squared deviations m2) for
 // channels that share one count.
 template <int kChannels>
@@ -78,8 +102,9 @@ __device__ __forceinline__ void ForEachRow(const Layout& layout, int group, Visi
 }
 
 // Per block: Welford statistics of its rows for its channel groups -> partials [gridDim.y, C].
+template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    WelfordPartials(const __nv_bfloat16* __restrict__ x, Layout layout, float* __restrict__ part_n,
+    WelfordPartials(const T* __restrict__ x, Layout layout, float* __restrict__ part_n,
                     float* __restrict__ part_mean, float* __restrict__ part_m2) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float n = 0.f, mean[kVec] = {}, m2[kVec] = {};
@@ -170,9 +195,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // y = x * scale + shift per channel, then max(y, 0) with kRelu. The backward kernels recompute
 // y with the same fused multiply-add to know where the ReLU passed the gradient.
-template <bool kRelu>
+template <typename T, bool kRelu>
 __global__ void __launch_bounds__(kThreads)
-    ScaleShift(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* __restrict__ y, Layout layout,
+    ScaleShift(const T* __restrict__ x, T* __restrict__ y, Layout layout,
                const float* __restrict__ scale, const float* __restrict__ shift) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   if (group >= layout.groups) return;
@@ -188,7 +213,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       v[k] = __fmaf_rn(v[k], a[k], b[k]);
-      if (kRelu) v[k] = fmaxf(v[k], 0.f);
+      if (kRelu) v[k] = Relu(v[k]);
     }
     Store(y + offset, v);
   });
@@ -196,11 +221,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // Loads dy into g and x into v at `offset`; with kRelu, g is then the gradient reaching the
 // batch norm: dy where the forward's ReLU passed (recomputed from x), else 0.
-template <bool kRelu>
-__device__ __forceinline__ void LoadGradient(const __nv_bfloat16* dy, const __nv_bfloat16* x,
-                                             int64_t offset, const float (&scale)[kVec],
-                                             const float (&shift)[kVec], float (&g)[kVec],
-                                             float (&v)[kVec]) {
+template <bool kRelu, typename T>
+__device__ __forceinline__ void LoadGradient(const T* dy, const T* x, int64_t offset,
+                                             const float (&scale)[kVec], const float (&shift)[kVec],
+                                             float (&g)[kVec], float (&v)[kVec]) {
   Load(dy + offset, g);
   Load(x + offset, v);
   if (!kRelu) return;
@@ -211,12 +235,12 @@ __device__ __forceinline__ void LoadGradient(const __nv_bfloat16* dy, const __nv
 }
 
 // Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C].
-template <bool kRelu>
+template <typename T, bool kRelu>
 __global__ void __launch_bounds__(kThreads)
-    GradientSumPartials(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
-                        Layout layout, const float* __restrict__ mean,
-                        const float* __restrict__ scale, const float* __restrict__ shift,
-                        float* __restrict__ part_sum_dy, float* __restrict__ part_sum_dy_xmu) {
+    GradientSumPartials(const T* __restrict__ dy, const T* __restrict__ x, Layout layout,
+                        const float* __restrict__ mean, const float* __restrict__ scale,
+                        const float* __restrict__ shift, float* __restrict__ part_sum_dy,
+                        float* __restrict__ part_sum_dy_xmu) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float sum_dy[kVec] = {}, sum_dy_xmu[kVec] = {};
   if (group < layout.groups) {
@@ -308,12 +332,11 @@ __global__ void __launch_bounds__(kThreads)
   coefficients[2 * channels + c] = -a * sum_dy / rows;
 }
 
-template <bool kRelu>
+template <typename T, bool kRelu>
 __global__ void __launch_bounds__(kThreads)
-    InputGradient(const __nv_bfloat16* __restrict__ dy, const __nv_bfloat16* __restrict__ x,
-                  __nv_bfloat16* __restrict__ dx, Layout layout, const float* __restrict__ mean,
-                  const float* __restrict__ scale, const float* __restrict__ shift,
-                  const float* __restrict__ coefficients) {
+    InputGradient(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+                  Layout layout, const float* __restrict__ mean, const float* __restrict__ scale,
+                  const float* __restrict__ shift, const float* __restrict__ coefficients) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   if (group >= layout.groups) return;
   float mu[kVec], a[kVec], b[kVec], c[kVec], forward_scale[kVec], forward_shift[kVec];
@@ -388,10 +411,15 @@ struct Pass {
   at::Tensor partials;
 };
 
-const __nv_bfloat16* Bf16(const at::Tensor& t) {
-  return reinterpret_cast<const __nv_bfloat16*>(t.data_ptr());
+// The activations' data as the kernels' element type (bf16 or fp32).
+template <typename T>
+const T* Data(const at::Tensor& t) {
+  return reinterpret_cast<const T*>(t.data_ptr());
 }
-__nv_bfloat16* MutableBf16(at::Tensor& t) { return reinterpret_cast<__nv_bfloat16*>(t.data_ptr()); }
+template <typename T>
+T* MutableData(at::Tensor& t) {
+  return reinterpret_cast<T*>(t.data_ptr());
+}
 
 void CheckParameter(const at::Tensor& t, int channels, const char* name) {
   TORCH_CHECK(
@@ -400,11 +428,61 @@ void CheckParameter(const at::Tensor& t, int channels, const char* name) {
       " elements");
 }
 
+// The forward pass for activations of type T: statistics, then scale, shift and the ReLU.
+template <typename T>
+void LaunchForward(Pass& pass, const at::Tensor& input, const at::Tensor& weight,
+                   const at::Tensor& bias, at::Tensor& running_mean, at::Tensor& running_var,
+                   double momentum, double eps, bool relu, float* channel, at::Tensor& output) {
+  const Layout& layout = pass.layout;
+  WelfordPartials<T>
+      <<<pass.shape.grid, pass.shape.block, pass.shared_bytes(1 + 2 * kVec), pass.stream>>>(
+          Data<T>(input), layout, pass.partial(0), pass.partial(1), pass.partial(2));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  FinalizeStatistics<<<layout.channels, kThreads, 0, pass.stream>>>(
+      pass.partial(0), pass.partial(1), pass.partial(2), pass.row_blocks(), layout.channels,
+      weight.data_ptr<float>(), bias.data_ptr<float>(), running_mean.data_ptr<float>(),
+      running_var.data_ptr<float>(), static_cast<float>(momentum), static_cast<float>(eps), channel,
+      channel + layout.channels, channel + 2 * layout.channels, channel + 3 * layout.channels);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto scale_shift = relu ? ScaleShift<T, true> : ScaleShift<T, false>;
+  scale_shift<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
+      Data<T>(input), MutableData<T>(output), layout, channel + 2 * layout.channels,
+      channel + 3 * layout.channels);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The backward pass for activations of type T: the two sums, then the input gradient.
+template <typename T>
+void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor& input,
+                    const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
+                    const at::Tensor& scale, const at::Tensor& shift, bool relu,
+                    at::Tensor& parameter_grads, at::Tensor& coefficients, at::Tensor& grad_input) {
+  const Layout& layout = pass.layout;
+  const auto sums = relu ? GradientSumPartials<T, true> : GradientSumPartials<T, false>;
+  sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
+      Data<T>(grad_output), Data<T>(input), layout, mean.data_ptr<float>(), scale.data_ptr<float>(),
+      shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  FinalizeGradients<<<layout.channels, kThreads, 0, pass.stream>>>(
+      pass.partial(0), pass.partial(1), pass.row_blocks(), layout.channels,
+      static_cast<float>(layout.rows), weight.data_ptr<float>(), invstd.data_ptr<float>(),
+      parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
+      coefficients.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto input_gradient = relu ? InputGradient<T, true> : InputGradient<T, false>;
+  input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
+      Data<T>(grad_output), Data<T>(input), MutableData<T>(grad_input), layout,
+      mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
+      coefficients.data_ptr<float>());
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 }  // namespace
 
 bool NhwcBatchNormSupports(const at::Tensor& input) {
-  return input.is_cuda() && input.scalar_type() == at::kBFloat16 && input.dim() == 4 &&
-         input.size(1) % kVec == 0 && input.size(1) > 0 &&
+  return input.is_cuda() &&
+         (input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat) &&
+         input.dim() == 4 && input.size(1) % kVec == 0 && input.size(1) > 0 &&
          input.is_contiguous(at::MemoryFormat::ChannelsLast) &&
          reinterpret_cast<uintptr_t>(input.data_ptr()) % 16 == 0 &&
          input.numel() / input.size(1) > 1;
@@ -421,25 +499,13 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
   CheckParameter(bias, layout.channels, "bias");
   CheckParameter(running_mean, layout.channels, "running_mean");
   CheckParameter(running_var, layout.channels, "running_var");
-  WelfordPartials<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(1 + 2 * kVec),
-                    pass.stream>>>(Bf16(input), layout, pass.partial(0), pass.partial(1),
-                                   pass.partial(2));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   // Per channel: mean, invstd, scale, shift.
   at::Tensor per_channel = at::empty({4, layout.channels}, input.options().dtype(at::kFloat));
-  float* channel = per_channel.data_ptr<float>();
-  FinalizeStatistics<<<layout.channels, kThreads, 0, pass.stream>>>(
-      pass.partial(0), pass.partial(1), pass.partial(2), pass.row_blocks(), layout.channels,
-      weight.data_ptr<float>(), bias.data_ptr<float>(), running_mean.data_ptr<float>(),
-      running_var.data_ptr<float>(), static_cast<float>(momentum), static_cast<float>(eps), channel,
-      channel + layout.channels, channel + 2 * layout.channels, channel + 3 * layout.channels);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  const auto scale_shift = relu ? ScaleShift<true> : ScaleShift<false>;
-  scale_shift<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      Bf16(input), MutableBf16(output), layout, channel + 2 * layout.channels,
-      channel + 3 * layout.channels);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto forward =
+      input.scalar_type() == at::kFloat ? LaunchForward<float> : LaunchForward<__nv_bfloat16>;
+  forward(pass, input, weight, bias, running_mean, running_var, momentum, eps, relu,
+          per_channel.data_ptr<float>(), output);
   return {output, per_channel[0], per_channel[1], per_channel[2], per_channel[3]};
 }
 
@@ -449,7 +515,8 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& scale, const at::Tensor& shift,
                                                   bool relu) {
   TORCH_CHECK(NhwcBatchNormSupports(input) && NhwcBatchNormSupports(grad_output) &&
-                  grad_output.sizes() == input.sizes(),
+                  grad_output.sizes() == input.sizes() &&
+                  grad_output.scalar_type() == input.scalar_type(),
               "NhwcBatchNorm: unsupported gradient");
   Pass pass(input, /*arrays=*/2);  // sum(dy) and sum(dy * (x - mean)) per row block and channel
   const Layout& layout = pass.layout;
@@ -458,26 +525,14 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
   CheckParameter(invstd, layout.channels, "invstd");
   CheckParameter(scale, layout.channels, "scale");
   CheckParameter(shift, layout.channels, "shift");
-  const auto sums = relu ? GradientSumPartials<true> : GradientSumPartials<false>;
-  sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
-      Bf16(grad_output), Bf16(input), layout, mean.data_ptr<float>(), scale.data_ptr<float>(),
-      shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   const auto fp32 = input.options().dtype(at::kFloat);
   at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
   at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
-  FinalizeGradients<<<layout.channels, kThreads, 0, pass.stream>>>(
-      pass.partial(0), pass.partial(1), pass.row_blocks(), layout.channels,
-      static_cast<float>(layout.rows), weight.data_ptr<float>(), invstd.data_ptr<float>(),
-      parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
-      coefficients.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
   at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  const auto input_gradient = relu ? InputGradient<true> : InputGradient<false>;
-  input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      Bf16(grad_output), Bf16(input), MutableBf16(grad_input), layout, mean.data_ptr<float>(),
-      scale.data_ptr<float>(), shift.data_ptr<float>(), coefficients.data_ptr<float>());
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const auto backward =
+      input.scalar_type() == at::kFloat ? LaunchBackward<float> : LaunchBackward<__nv_bfloat16>;
+  backward(pass, grad_output, input, weight, mean, invstd, scale, shift, relu, parameter_grads,
+           coefficients, grad_input);
   return {grad_input, parameter_grads[0], parameter_grads[1]};
 }
 

@@ -1,10 +1,12 @@
-// Training-mode batch norm for bf16 activations in channels_last (NHWC) layout on CUDA, with fp32
-// parameters and running statistics: the case PyTorch sends to its own slower kernels, because
-// cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200, docs/benchmarks.md).
-// Forward: per-channel Welford statistics in one pass, then one scale-and-shift pass (with an
-// optional ReLU); backward:
-// one pass for the two per-channel sums, one for the input gradient; each pass moves 16 bytes
-// (8 channels) per thread. Compiled only where nvcc is found (TRAIND_HAVE_CUDA_KERNELS).
+// Training-mode batch norm for bf16 or fp32 activations in channels_last (NHWC) layout on CUDA,
+// with fp32 parameters and running statistics. bf16 is the case PyTorch sends to its own slower
+// kernels, because cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200,
+// docs/benchmarks.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU in the same
+// pass (forward and backward), which PyTorch runs as passes of their own. Forward: per-channel
+// Welford statistics in one pass, then one scale-and-shift pass (with an optional ReLU);
+// backward: one pass for the two per-channel sums, one for the input gradient; each thread takes
+// eight channels (16 bytes of bf16, 32 of fp32). Compiled only where nvcc is found
+// (TRAIND_HAVE_CUDA_KERNELS).
 #ifndef TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
 #define TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
 
@@ -12,12 +14,12 @@
 
 namespace traind {
 
-// Whether the kernels below take this input: CUDA, bf16, 4-d channels_last, channels a multiple
-// of 8 and 16-byte aligned data, more than one value per channel.
+// Whether the kernels below take this input: CUDA, bf16 or fp32, 4-d channels_last, channels a
+// multiple of 8 and 16-byte aligned data, more than one value per channel.
 bool NhwcBatchNormSupports(const at::Tensor& input);
 
 struct NhwcBatchNormForwardResult {
-  at::Tensor output;  // bf16, channels_last, like the input
+  at::Tensor output;  // the input's type, channels_last
   at::Tensor mean;    // [C] fp32, this batch's
   at::Tensor invstd;  // [C] fp32, 1 / sqrt(biased variance + eps)
   at::Tensor scale;   // [C] fp32, weight * invstd
@@ -26,14 +28,14 @@ struct NhwcBatchNormForwardResult {
 
 // `weight`, `bias`: [C] fp32. `running_mean`, `running_var`: [C] fp32, updated in place with
 // `momentum` (the running variance takes the unbiased batch variance, as PyTorch does). `relu`
-// applies max(., 0) to the output in the same pass.
+// applies max(., 0) to the output in the same pass (a NaN stays NaN, as with torch.relu).
 NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias, at::Tensor& running_mean,
                                                 at::Tensor& running_var, double momentum,
                                                 double eps, bool relu);
 
 struct NhwcBatchNormBackwardResult {
-  at::Tensor grad_input;   // bf16, channels_last
+  at::Tensor grad_input;   // the input's type, channels_last
   at::Tensor grad_weight;  // [C] fp32
   at::Tensor grad_bias;    // [C] fp32
 };
