@@ -7,8 +7,10 @@ by side, rounds alternating, medians [min-max] (issue 35's benchmarks):
             copy) beyond the interpreter's own start.
   flood     a program printing about 100,000 lines a second while it computes (--work-per-line
             sets the rate): its own run time under traind against a shell with its output to a
-            file, block-buffered (the ratio; 1.00 = as fast), and traind's peak resident memory
-            before and after.
+            file, block-buffered (the ratio; 1.00 = as fast), the share of its run time its main
+            thread spent blocked or waiting for a CPU on each side (/proc/self/schedstat: how a
+            reader of its output could slow it, measured without the core speed's noise), and
+            traind's peak resident memory before and after.
   resubmit  a 500 MB working directory sent once, then again after a one-file edit: what the
             second run sent.
 
@@ -37,7 +39,12 @@ FLOOD = """import os, sys, time
 lines, work, report = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 if len(sys.argv) > 4:  # --pin-cpu: the same core on both sides, one nothing else is given
     os.sched_setaffinity(0, {int(sys.argv[4])})
+def schedstat():  # the main thread's ns on a CPU and ns runnable but waiting for one
+    with open("/proc/self/schedstat") as f:
+        on_cpu, waiting, _ = f.read().split()
+    return int(on_cpu), int(waiting)
 start = time.perf_counter()
+on_cpu0, waiting0 = schedstat()
 total = 0
 for i in range(lines):
     for k in range(work):
@@ -45,9 +52,11 @@ for i in range(lines):
     print(f"Epoch 1, Batch {i}: loss {1.0 / (i + 1):.4f}")
 sys.stdout.flush()
 elapsed = time.perf_counter() - start
+on_cpu, waiting = schedstat()
 cpu = time.process_time()
 with open(report, "w") as f:  # not printed: the store keeps only a budget of lines
-    f.write(f"{elapsed:.6f} {cpu:.6f} {total}")
+    f.write(f"{elapsed:.6f} {cpu:.6f} {total} {(on_cpu - on_cpu0) / 1e9:.6f} "
+            f"{(waiting - waiting0) / 1e9:.6f}")
 """
 
 
@@ -133,8 +142,15 @@ def bench_start(daemon, work, rounds):
 
 
 def read_report(report):
-    elapsed, cpu, _ = report.read_text().split()
-    return float(elapsed), float(cpu)
+    """(elapsed, cpu, off_cpu_share, waiting_share): the program's run time and CPU time, and the
+    main thread's share of its run time spent runnable but waiting for a CPU (contention) and
+    neither running nor waiting (blocked: a full pipe, the GIL, a page fault on disk). These two
+    are how a consumer of its output could slow it down; unlike the run time they do not move
+    with the core's speed."""
+    elapsed, cpu, _, on_cpu, waiting = report.read_text().split()
+    elapsed, on_cpu, waiting = float(elapsed), float(on_cpu), float(waiting)
+    blocked = max(0.0, elapsed - on_cpu - waiting)
+    return elapsed, float(cpu), blocked / elapsed, waiting / elapsed
 
 
 def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
@@ -146,6 +162,7 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
     before = daemon.peak_rss_mib()
     traind, shell = [], []
     traind_cpu, shell_cpu, daemon_cpu = [], [], []
+    traind_blocked, shell_blocked, traind_waiting, shell_waiting = [], [], [], []
     job_report, shell_report = work / "flood.job", work / "flood.shell"
     for round_ in range(rounds):
         job_pin = pins[round_ % len(pins)] if pins else None
@@ -166,11 +183,14 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
                 program = shell_run()
             if program.wait() != 0:
                 sys.exit("flood.py from the shell failed")
-        for report, times, cpus in ((job_report, traind, traind_cpu),
-                                    (shell_report, shell, shell_cpu)):
-            elapsed, cpu = read_report(report)
+        for report, times, cpus, blocked, waiting in (
+                (job_report, traind, traind_cpu, traind_blocked, traind_waiting),
+                (shell_report, shell, shell_cpu, shell_blocked, shell_waiting)):
+            elapsed, cpu, blocked_share, waiting_share = read_report(report)
             times.append(elapsed)
             cpus.append(cpu)
+            blocked.append(100 * blocked_share)
+            waiting.append(100 * waiting_share)
     ratio = [s / t for t, s in zip(traind, shell)]
     low, high = median_interval(ratio)
     where = ("" if not pins else f", the program on CPU {pins[0]} and traind off it"
@@ -181,7 +201,11 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
           f"traind's speed against the shell {summary(ratio, '{:.3f}')}, the median's 95% "
           f"bootstrap interval {low:.3f}-{high:.3f}; the program's own CPU "
           f"time traind {summary(traind_cpu)} s, shell {summary(shell_cpu)} s; traind's own CPU "
-          f"time per job (its serving this bench's watch included) {summary(daemon_cpu)} s; traind's peak RSS "
+          f"time per job (its serving this bench's watch included) {summary(daemon_cpu)} s; "
+          f"the program's main thread blocked for {summary(traind_blocked, '{:.2f}')}% of its "
+          f"run time under traind, {summary(shell_blocked, '{:.2f}')}% from the shell, and "
+          f"waiting for a CPU {summary(traind_waiting, '{:.2f}')}% and "
+          f"{summary(shell_waiting, '{:.2f}')}%; traind's peak RSS "
           f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
 
 
