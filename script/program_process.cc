@@ -107,7 +107,12 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
   // Room for a burst of output while the runner is busy: the program's writes do not block (and
   // do not wake the runner for every line) until a megabyte waits. Best effort: the system's
   // pipe-max-size may refuse it.
-  for (int fd : {out[1], err[1]}) fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+  size_t pipe_capacity = 64 << 10;  // Linux's default
+  for (int fd : {out[1], err[1]}) {
+    fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+    const int size = fcntl(fd, F_GETPIPE_SZ);
+    if (size > 0) pipe_capacity = std::max(pipe_capacity, static_cast<size_t>(size));
+  }
   // Built before fork: the child may only make async-signal-safe calls.
   const std::vector<char*> argv = Pointers(options.argv);
   const std::vector<char*> envp = Pointers(options.environment);
@@ -133,7 +138,7 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot run ", options.path, " in ", options.working_dir, ": ", std::strerror(error)));
   }
-  return std::unique_ptr<ProgramProcess>(new ProgramProcess(pid, out[0], err[0]));
+  return std::unique_ptr<ProgramProcess>(new ProgramProcess(pid, out[0], err[0], pipe_capacity));
 }
 
 ProgramProcess::~ProgramProcess() {
@@ -161,12 +166,11 @@ bool ProgramProcess::Read(absl::Duration timeout, std::vector<Output>* output) {
                       : ms > 1 << 30                      ? 1 << 30
                                                           : static_cast<int>(ms);
   if (poll(polled, count, wait_ms) <= 0) return true;  // a timeout, or EINTR (a stop signal)
-  char buffer[64 * 1024];
   for (int i = 0; i < count; ++i) {
     if (polled[i].revents == 0) continue;
-    const ssize_t n = read(polled[i].fd, buffer, sizeof(buffer));
+    const ssize_t n = read(polled[i].fd, buffer_.data(), buffer_.size());
     if (n > 0) {
-      output->push_back({streams[i], std::string(buffer, n)});
+      output->push_back({streams[i], std::string(buffer_.data(), n)});
     } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
       int& fd = fds_[streams[i] == Stream::kStdout ? 0 : 1];
       close(fd);

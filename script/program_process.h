@@ -49,10 +49,13 @@ class ProgramProcess {
     Stream stream;
     std::string bytes;
   };
-  // Waits up to `timeout` for output on either stream and appends what has arrived (at most
-  // 64 KiB a stream). False once both streams are closed (the program, and everything it started
-  // that held them, has ended).
+  // Waits up to `timeout` for output on either stream and appends what has arrived: all of it,
+  // up to pipe_capacity() a stream. False once both streams are closed (the program, and
+  // everything it started that held them, has ended).
   bool Read(absl::Duration timeout, std::vector<Output>* output);
+  // The most a stream's pipe holds (1 MiB where the system allows it, else its default): a chunk
+  // from Read this large means the pipe was full and the program may have been waiting on it.
+  size_t pipe_capacity() const { return buffer_.size(); }
 
   // The program's process group: the program and what it started there.
   void SignalGroup(int signal);
@@ -72,9 +75,11 @@ class ProgramProcess {
   pid_t pid() const { return pid_; }
 
  private:
-  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd) : pid_(pid), fds_{stdout_fd, stderr_fd} {}
+  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd, size_t pipe_capacity)
+      : pid_(pid), fds_{stdout_fd, stderr_fd}, buffer_(pipe_capacity) {}
   const pid_t pid_;
-  int fds_[2];  // stdout, stderr; -1 once closed
+  int fds_[2];                // stdout, stderr; -1 once closed
+  std::vector<char> buffer_;  // a whole pipe's worth, so that one read empties it
   bool reaped_ = false;
 };
 
