@@ -39,10 +39,11 @@ FLOOD = """import os, sys, time
 lines, work, report = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 if len(sys.argv) > 4:  # --pin-cpu: the same core on both sides, one nothing else is given
     os.sched_setaffinity(0, {int(sys.argv[4])})
-def schedstat():  # the main thread's ns on a CPU and ns runnable but waiting for one
-    with open("/proc/self/schedstat") as f:
-        on_cpu, waiting, _ = f.read().split()
-    return int(on_cpu), int(waiting)
+def schedstat():  # the main thread's seconds on a CPU, and runnable but waiting for one
+    with open("/proc/self/schedstat") as f:  # the thread group's leader: this thread
+        ran, waiting, _ = map(int, f.read().split())
+    # A kernel without scheduler statistics says 0 0 0.
+    return time.thread_time(), waiting / 1e9 if ran else float("nan")
 start = time.perf_counter()
 on_cpu0, waiting0 = schedstat()
 total = 0
@@ -55,12 +56,14 @@ elapsed = time.perf_counter() - start
 on_cpu, waiting = schedstat()
 cpu = time.process_time()
 with open(report, "w") as f:  # not printed: the store keeps only a budget of lines
-    f.write(f"{elapsed:.6f} {cpu:.6f} {total} {(on_cpu - on_cpu0) / 1e9:.6f} "
-            f"{(waiting - waiting0) / 1e9:.6f}")
+    f.write(f"{elapsed:.6f} {cpu:.6f} {total} {on_cpu - on_cpu0:.6f} {waiting - waiting0:.6f}")
 """
 
 
 def summary(values, fmt="{:.3f}"):
+    values = [v for v in values if v == v]  # NaN: not known
+    if not values:
+        return "n/a"
     return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}-" \
            f"{fmt.format(max(values))}]"
 
@@ -142,15 +145,15 @@ def bench_start(daemon, work, rounds):
 
 
 def read_report(report):
-    """(elapsed, cpu, off_cpu_share, waiting_share): the program's run time and CPU time, and the
-    main thread's share of its run time spent runnable but waiting for a CPU (contention) and
-    neither running nor waiting (blocked: a full pipe, the GIL, a page fault on disk). These two
-    are how a consumer of its output could slow it down; unlike the run time they do not move
-    with the core's speed."""
-    elapsed, cpu, _, on_cpu, waiting = report.read_text().split()
-    elapsed, on_cpu, waiting = float(elapsed), float(on_cpu), float(waiting)
-    blocked = max(0.0, elapsed - on_cpu - waiting)
-    return elapsed, float(cpu), blocked / elapsed, waiting / elapsed
+    """(elapsed, cpu, blocked_share, waiting_share): the program's run time and CPU time, and the
+    main thread's share of its run time spent neither running nor waiting (blocked: a full pipe, a
+    lock, the GIL; under traind only, the GIL includes sitecustomize's flushing thread) and runnable
+    but waiting for a CPU (contention). These two are how a reader of its output could slow it
+    down; unlike the run time they do not move with the core's speed. Both are NaN ("n/a") where the
+    kernel keeps no scheduler statistics."""
+    elapsed, cpu, _, on_cpu, waiting = map(float, report.read_text().split())
+    blocked = max(0.0, elapsed - on_cpu - waiting) if waiting == waiting else float("nan")
+    return elapsed, cpu, blocked / elapsed, waiting / elapsed
 
 
 def bench_flood(daemon, work, rounds, lines, per_line_work, pins):

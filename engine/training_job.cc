@@ -409,7 +409,7 @@ absl::StatusOr<std::unique_ptr<CudaGraphTrainStep>> JobRun::CaptureStep(
   if (graph.ok() && (*graph)->bf16_copied_tensors() > 0) {
     report_.Log(absl::StrFormat(
         "CUDA graph: %d conv and linear weights and biases (%.1f M parameters) train through "
-        "bf16 copies, updated with their fp32 weights in one pass (no autocast casts)",
+        "bf16 copies, updated with their fp32 weights in one pass (autocast casts none of them)",
         (*graph)->bf16_copied_tensors(), (*graph)->bf16_copied_elements() / 1e6));
   }
   return graph;

@@ -53,57 +53,64 @@ TEST(ZooTest, Vgg16MatchesTorchvisionAt32And224) {
 TEST(ZooTest, Vgg16ConvolutionBiasesAreFrozenBecauseBatchNormCancelsThem) {
   JobSpec spec = Spec("vgg16");
   torch::manual_seed(3);
-  auto model = *CreateModel(spec, ModelInput{3, 32, 32, 10});
-  std::vector<torch::Tensor> biases;
-  for (const auto& module : model.ptr()->modules(/*include_self=*/false)) {
-    if (auto* conv = module->as<torch::nn::Conv2d>()) biases.push_back(conv->bias);
-  }
-  for (const auto& item : model.ptr()->named_parameters()) {
-    const bool conv_bias = std::any_of(biases.begin(), biases.end(), [&](const torch::Tensor& b) {
-      return b.is_same(item.value());
-    });
-    EXPECT_EQ(item.value().requires_grad(), !conv_bias) << item.key();
-  }
-  ASSERT_EQ(biases.size(), 13u);
-  int64_t trainable = 0;
-  for (const torch::Tensor& p : TrainableParameters(*model.ptr())) trainable += p.numel();
-  EXPECT_EQ(trainable, 134309962 - 4224);  // 2x64 + 2x128 + 3x256 + 6x512 bias values
-
   const torch::Tensor images = torch::randn({4, 3, 32, 32});
   const torch::Tensor labels = torch::randint(10, {4});
-  model.ptr()->train();
-  {  // The premise: non-zero biases that take gradients change nothing and get ~zero ones.
-    torch::NoGradGuard no_grad;
-    for (torch::Tensor& b : biases) b.normal_(0, 1);
+  {  // one VGG16 at a time: each is half a gigabyte
+    auto model = *CreateModel(spec, ModelInput{3, 32, 32, 10});
+    std::vector<torch::Tensor> biases;
+    for (const auto& module : model.ptr()->modules(/*include_self=*/false)) {
+      if (auto* conv = module->as<torch::nn::Conv2d>()) biases.push_back(conv->bias);
+    }
+    for (const auto& item : model.ptr()->named_parameters()) {
+      const bool conv_bias = std::any_of(biases.begin(), biases.end(), [&](const torch::Tensor& b) {
+        return b.is_same(item.value());
+      });
+      EXPECT_EQ(item.value().requires_grad(), !conv_bias) << item.key();
+    }
+    ASSERT_EQ(biases.size(), 13u);
+    int64_t trainable = 0;
+    for (const torch::Tensor& p : TrainableParameters(*model.ptr())) trainable += p.numel();
+    EXPECT_EQ(trainable, 134309962 - 4224);  // 2x64 + 2x128 + 3x256 + 6x512 bias values
+
+    model.ptr()->train();
+    {  // The premise: non-zero biases that take gradients change nothing and get ~zero ones.
+      torch::NoGradGuard no_grad;
+      for (torch::Tensor& b : biases) b.normal_(0, 1);
+    }
+    for (torch::Tensor& b : biases) b.set_requires_grad(true);
+    torch::manual_seed(4);  // the same dropout masks for both forward passes
+    const torch::Tensor with_bias = model.forward(images);
+    torch::nn::functional::cross_entropy(with_bias, labels).backward();
+    for (const torch::Tensor& b : biases) {
+      ASSERT_TRUE(b.grad().defined());
+      EXPECT_LT(b.grad().abs().max().item<double>(), 1e-5);
+    }
+    {
+      torch::NoGradGuard no_grad;
+      for (torch::Tensor& b : biases) b.zero_();
+    }
+    torch::manual_seed(4);
+    EXPECT_TRUE(torch::allclose(model.forward(images).detach(), with_bias.detach(), 1e-4, 1e-4));
   }
-  for (torch::Tensor& b : biases) b.set_requires_grad(true);
-  torch::manual_seed(4);  // the same dropout masks for both forward passes
-  const torch::Tensor with_bias = model.forward(images);
-  torch::nn::functional::cross_entropy(with_bias, labels).backward();
-  for (const torch::Tensor& b : biases) {
-    ASSERT_TRUE(b.grad().defined());
-    EXPECT_LT(b.grad().abs().max().item<double>(), 1e-5);
-  }
+
+  // As built: backward gives the biases no gradient (the weights one), and a step leaves them
+  // as they are.
+  auto fresh = *CreateModel(spec, ModelInput{3, 32, 32, 10});
+  torch::Tensor weight = fresh.ptr()->parameters()[0], bias = fresh.ptr()->parameters()[1];
   {
     torch::NoGradGuard no_grad;
-    for (torch::Tensor& b : biases) b.zero_();
+    bias.fill_(0.25);  // features.0.bias
   }
-  torch::manual_seed(4);
-  EXPECT_TRUE(torch::allclose(model.forward(images).detach(), with_bias.detach(), 1e-4, 1e-4));
-
-  // As built: a step leaves the biases alone and without gradients.
-  auto fresh = *CreateModel(spec, ModelInput{3, 32, 32, 10});
+  torch::nn::functional::cross_entropy(fresh.forward(images), labels).backward();
+  EXPECT_TRUE(weight.grad().defined());
+  EXPECT_FALSE(bias.grad().defined());
+  for (torch::Tensor& p : fresh.ptr()->parameters()) p.mutable_grad() = torch::Tensor();
   auto optimizer = *CreateOptimizer(spec, fresh.ptr()->parameters());
   TrainStep step(fresh, optimizer.get(), torch::kCPU, "", 1, Augmentation{}, 1);
-  const torch::Tensor first_weight = fresh.ptr()->parameters()[0].clone();
-  {
-    torch::NoGradGuard no_grad;
-    fresh.ptr()->parameters()[1].fill_(0.25);  // features.0.bias
-  }
+  const torch::Tensor first_weight = weight.clone();
   step.Run(images, labels);
-  EXPECT_FALSE(fresh.ptr()->parameters()[1].grad().defined());
-  EXPECT_TRUE(torch::all(fresh.ptr()->parameters()[1] == 0.25).item<bool>());
-  EXPECT_FALSE(torch::equal(fresh.ptr()->parameters()[0], first_weight));
+  EXPECT_TRUE(torch::all(bias == 0.25).item<bool>());
+  EXPECT_FALSE(torch::equal(weight, first_weight));
 }
 
 TEST(ZooTest, ResNet18MatchesTorchvision) {

@@ -107,11 +107,12 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
   // Room for a burst of output while the runner is busy: the program's writes do not block (and
   // do not wake the runner for every line) until a megabyte waits. Best effort: the system's
   // pipe-max-size may refuse it.
-  size_t pipe_capacity = 64 << 10;  // Linux's default
-  for (int fd : {out[1], err[1]}) {
+  size_t capacity[2];
+  for (int i = 0; i < 2; ++i) {
+    const int fd = i == 0 ? out[1] : err[1];
     fcntl(fd, F_SETPIPE_SZ, 1 << 20);
     const int size = fcntl(fd, F_GETPIPE_SZ);
-    if (size > 0) pipe_capacity = std::max(pipe_capacity, static_cast<size_t>(size));
+    capacity[i] = size > 0 ? static_cast<size_t>(size) : 4096;
   }
   // Built before fork: the child may only make async-signal-safe calls.
   const std::vector<char*> argv = Pointers(options.argv);
@@ -138,7 +139,8 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot run ", options.path, " in ", options.working_dir, ": ", std::strerror(error)));
   }
-  return std::unique_ptr<ProgramProcess>(new ProgramProcess(pid, out[0], err[0], pipe_capacity));
+  return std::unique_ptr<ProgramProcess>(
+      new ProgramProcess(pid, out[0], err[0], capacity[0], capacity[1]));
 }
 
 ProgramProcess::~ProgramProcess() {
@@ -170,7 +172,8 @@ bool ProgramProcess::Read(absl::Duration timeout, std::vector<Output>* output) {
     if (polled[i].revents == 0) continue;
     const ssize_t n = read(polled[i].fd, buffer_.data(), buffer_.size());
     if (n > 0) {
-      output->push_back({streams[i], std::string(buffer_.data(), n)});
+      const bool nearly_full = static_cast<size_t>(n) >= pipe_capacity(streams[i]) / 2;
+      output->push_back({streams[i], std::string(buffer_.data(), n), nearly_full});
     } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
       int& fd = fds_[streams[i] == Stream::kStdout ? 0 : 1];
       close(fd);

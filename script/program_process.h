@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,14 +49,19 @@ class ProgramProcess {
   struct Output {
     Stream stream;
     std::string bytes;
+    // The read took at least half of what the stream's pipe holds: the program may have been
+    // waiting on a full pipe. (Half: the kernel keeps a pipe's bytes in page-sized slots, and
+    // writes that do not end on a page leave slack, so a pipe can block its writer well short of
+    // its capacity.)
+    bool pipe_nearly_full = false;
   };
   // Waits up to `timeout` for output on either stream and appends what has arrived: all of it,
-  // up to pipe_capacity() a stream. False once both streams are closed (the program, and
+  // up to what the stream's pipe holds. False once both streams are closed (the program, and
   // everything it started that held them, has ended).
   bool Read(absl::Duration timeout, std::vector<Output>* output);
-  // The most a stream's pipe holds (1 MiB where the system allows it, else its default): a chunk
-  // from Read this large means the pipe was full and the program may have been waiting on it.
-  size_t pipe_capacity() const { return buffer_.size(); }
+  // What a stream's pipe holds: 1 MiB where the system allows it, else what it gave (as little as
+  // a page for a user past pipe-user-pages-soft).
+  size_t pipe_capacity(Stream stream) const { return capacity_[stream == Stream::kStdout ? 0 : 1]; }
 
   // The program's process group: the program and what it started there.
   void SignalGroup(int signal);
@@ -75,11 +81,16 @@ class ProgramProcess {
   pid_t pid() const { return pid_; }
 
  private:
-  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd, size_t pipe_capacity)
-      : pid_(pid), fds_{stdout_fd, stderr_fd}, buffer_(pipe_capacity) {}
+  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd, size_t stdout_capacity,
+                 size_t stderr_capacity)
+      : pid_(pid),
+        fds_{stdout_fd, stderr_fd},
+        capacity_{stdout_capacity, stderr_capacity},
+        buffer_(std::max(stdout_capacity, stderr_capacity)) {}
   const pid_t pid_;
-  int fds_[2];                // stdout, stderr; -1 once closed
-  std::vector<char> buffer_;  // a whole pipe's worth, so that one read empties it
+  int fds_[2];  // stdout, stderr; -1 once closed
+  const size_t capacity_[2];
+  std::vector<char> buffer_;  // the larger pipe's worth, so that one read empties either
   bool reaped_ = false;
 };
 

@@ -159,9 +159,9 @@ TEST(ProgramProcessTest, OneReadTakesAllThePipeHolds) {
   options.environment = {"PATH=/usr/bin:/bin"};
   absl::StatusOr<std::unique_ptr<ProgramProcess>> program = ProgramProcess::Start(options);
   ASSERT_TRUE(program.ok()) << program.status();
-  if ((*program)->pipe_capacity() < 600000) {
-    GTEST_SKIP() << "this system's pipe-max-size keeps pipes at " << (*program)->pipe_capacity()
-                 << " bytes";
+  if ((*program)->pipe_capacity(ProgramProcess::Stream::kStdout) < 600000) {
+    GTEST_SKIP() << "this system's pipe-max-size keeps pipes at "
+                 << (*program)->pipe_capacity(ProgramProcess::Stream::kStdout) << " bytes";
   }
   while (!(*program)->HasExited()) usleep(1000);  // waits for a state: the program's end
   std::vector<ProgramProcess::Output> output;
@@ -169,6 +169,7 @@ TEST(ProgramProcessTest, OneReadTakesAllThePipeHolds) {
   ASSERT_EQ(output.size(), 1u);
   EXPECT_EQ(output[0].stream, ProgramProcess::Stream::kStdout);
   EXPECT_EQ(output[0].bytes.size(), 600000u);
+  EXPECT_TRUE(output[0].pipe_nearly_full);  // 600,000 of a 1 MiB pipe
   (*program)->Wait();
 }
 

@@ -245,14 +245,14 @@ void ScriptRun::Pump(ProgramProcess& program) {
     // A program printing fast (a line per batch, 100,000 a second) would wake this loop for each
     // line, and pay for the wake-up in its own write(2): while output flows, let it gather in
     // the pipe (ProgramProcess sizes it for this) and read it in larger pieces. A program that
-    // prints now and then is read at once. A full pipe (a read of its whole capacity) is read
-    // again at once: the program may be waiting on it, and the pauses must not cap its rate
-    // (they did: a read of at most 64 KiB per 10 ms blocked a program printing 7 MB/s).
+    // prints now and then is read at once. A nearly full pipe is read again at once: the program
+    // may be waiting on it, and the pauses must not cap its rate (they did: a read of at most
+    // 64 KiB per 10 ms blocked a program printing 7 MB/s).
     size_t bytes = 0;
     bool full = false;
     for (const ProgramProcess::Output& chunk : output) {
       bytes += chunk.bytes.size();
-      full = full || chunk.bytes.size() >= program.pipe_capacity();
+      full = full || chunk.pipe_nearly_full;
     }
     if (bytes >= kBusyOutputBytes && !full) absl::SleepFor(kBusyOutputPause);
     for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk);
