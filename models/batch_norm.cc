@@ -18,14 +18,18 @@ using torch::autograd::variable_list;
 
 class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunction> {
  public:
+  // With a `residual` (and `relu`): relu(batch_norm(input) + residual). Its backward needs the
+  // output for the ReLU's mask, which is saved instead of the residual.
   static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
                                const torch::Tensor& weight, const torch::Tensor& bias,
                                torch::Tensor running_mean, torch::Tensor running_var,
-                               double momentum, double eps, bool relu) {
-    NhwcBatchNormForwardResult result =
-        NhwcBatchNormForward(input, weight, bias, running_mean, running_var, momentum, eps, relu);
-    context->save_for_backward(
-        {input, weight, result.mean, result.invstd, result.scale, result.shift});
+                               double momentum, double eps, bool relu,
+                               const c10::optional<torch::Tensor>& residual) {
+    const torch::Tensor added = residual.value_or(torch::Tensor());
+    NhwcBatchNormForwardResult result = NhwcBatchNormForward(
+        input, weight, bias, running_mean, running_var, momentum, eps, relu, added);
+    context->save_for_backward({input, weight, result.mean, result.invstd, result.scale,
+                                result.shift, added.defined() ? result.output : torch::Tensor()});
     context->saved_data["relu"] = relu;
     return result.output;
   }
@@ -36,9 +40,10 @@ class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunc
     const torch::Tensor grad = grad_outputs[0].contiguous(torch::MemoryFormat::ChannelsLast);
     NhwcBatchNormBackwardResult result =
         NhwcBatchNormBackward(grad, saved[0], saved[1], saved[2], saved[3], saved[4], saved[5],
-                              context->saved_data["relu"].toBool());
-    return {result.grad_input, result.grad_weight, result.grad_bias, torch::Tensor(),
-            torch::Tensor(),   torch::Tensor(),    torch::Tensor(),  torch::Tensor()};
+                              context->saved_data["relu"].toBool(), saved[6]);
+    return {result.grad_input, result.grad_weight, result.grad_bias,
+            torch::Tensor(),   torch::Tensor(),    torch::Tensor(),
+            torch::Tensor(),   torch::Tensor(),    result.grad_residual};
   }
 };
 
@@ -82,26 +87,54 @@ void BatchNorm2dImpl::pretty_print(std::ostream& stream) const {
 }
 
 torch::Tensor BatchNorm2dImpl::forward(const torch::Tensor& input) {
-  TORCH_CHECK(input.dim() == 4, "BatchNorm2d: expected 4D input (got ", input.dim(), "D input)");
-  if (is_training()) {
-    TORCH_CHECK(input.numel() / std::max<int64_t>(1, input.size(1)) > 1,
-                "Expected more than 1 value per channel when training, got input size ",
-                input.sizes());
-    torch::NoGradGuard no_grad;
-    num_batches_tracked += 1;
-  }
+  CountBatch(input);
 #ifdef TRAIND_HAVE_CUDA_KERNELS
-  if (is_training() && weight.scalar_type() == torch::kFloat &&
-      running_mean.scalar_type() == torch::kFloat && UsesFusedBatchNorm(input)) {
+  if (FusedPathTakes(input)) {
     return NhwcBatchNormFunction::apply(input, weight, bias, running_mean, running_var, kMomentum,
-                                        kEps, relu_);
+                                        kEps, relu_, c10::nullopt);
   }
 #endif
-  torch::Tensor output =
-      torch::batch_norm(input, weight, bias, running_mean, running_var, is_training(), kMomentum,
-                        kEps, at::globalContext().userEnabledCuDNN());
+  torch::Tensor output = Unfused(input);
   // In place is safe: batch norm's backward needs its input, not its output.
   return relu_ ? torch::relu_(output) : output;
+}
+
+torch::Tensor BatchNorm2dImpl::ForwardAddRelu(const torch::Tensor& input,
+                                              const torch::Tensor& residual) {
+  TORCH_CHECK(!relu_, "BatchNorm2d: ForwardAddRelu is for a batch norm without its own ReLU");
+  TORCH_CHECK(residual.sizes() == input.sizes(), "BatchNorm2d: the residual's size ",
+              residual.sizes(), " is not the input's ", input.sizes());
+  CountBatch(input);
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  if (FusedPathTakes(input) && UsesFusedBatchNorm(residual) &&
+      residual.scalar_type() == input.scalar_type() && residual.device() == input.device()) {
+    return NhwcBatchNormFunction::apply(input, weight, bias, running_mean, running_var, kMomentum,
+                                        kEps, /*relu=*/true, residual);
+  }
+#endif
+  // In place on the sum is safe: the addition's backward needs neither its inputs nor its output.
+  torch::Tensor sum = Unfused(input) + residual;
+  return torch::relu_(sum);
+}
+
+void BatchNorm2dImpl::CountBatch(const torch::Tensor& input) {
+  TORCH_CHECK(input.dim() == 4, "BatchNorm2d: expected 4D input (got ", input.dim(), "D input)");
+  if (!is_training()) return;
+  TORCH_CHECK(input.numel() / std::max<int64_t>(1, input.size(1)) > 1,
+              "Expected more than 1 value per channel when training, got input size ",
+              input.sizes());
+  torch::NoGradGuard no_grad;
+  num_batches_tracked += 1;
+}
+
+bool BatchNorm2dImpl::FusedPathTakes(const torch::Tensor& input) const {
+  return is_training() && weight.scalar_type() == torch::kFloat &&
+         running_mean.scalar_type() == torch::kFloat && UsesFusedBatchNorm(input);
+}
+
+torch::Tensor BatchNorm2dImpl::Unfused(const torch::Tensor& input) {
+  return torch::batch_norm(input, weight, bias, running_mean, running_var, is_training(), kMomentum,
+                           kEps, at::globalContext().userEnabledCuDNN());
 }
 
 }  // namespace traind

@@ -3,9 +3,10 @@
 // statistics) with a faster CUDA path for training. In training mode on a CUDA channels_last
 // bf16 or fp32 input (`--amp bf16` or no autocast) it runs traind's own NHWC kernels
 // (models/cuda/batch_norm_nhwc.h): in bf16 where PyTorch would run its slower native ones,
-// because cuDNN refuses bf16 batch norm; in fp32 to do the ReLU in the same passes (ResNet-18 at
-// 224 px: 1.09x cuDNN's batch norm and a separate ReLU, docs/benchmarks.md). Every other case
-// (fp16, eval mode, NCHW) goes to at::batch_norm as before.
+// because cuDNN refuses bf16 batch norm; in fp32 to do the ReLU, and with ForwardAddRelu a
+// ResNet block's residual add, in the same passes (ResNet-18 at 224 px: 1.13x cuDNN's batch norm
+// with a separate add and ReLU, docs/benchmarks.md). Every other case (fp16, eval mode, NCHW)
+// goes to at::batch_norm as before.
 // TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off
 // (models/own_kernels.h). With `relu`, the layer is batch norm then ReLU (in place), which the
 // fused path does in the same passes. Not a subclass of torch::nn::BatchNorm2dImpl: that would
@@ -29,10 +30,19 @@ class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
   void reset() override;
   void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& input);
+  // relu(batch norm of `input` + `residual`), the end of a ResNet block, for a layer made without
+  // its own ReLU; the fused path does the addition and the ReLU in its output pass.
+  torch::Tensor ForwardAddRelu(const torch::Tensor& input, const torch::Tensor& residual);
 
   torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  private:
+  // Checks the input and, in training, counts the batch.
+  void CountBatch(const torch::Tensor& input);
+  bool FusedPathTakes(const torch::Tensor& input) const;
+  // at::batch_norm (cuDNN's or PyTorch's native kernels), without the ReLU.
+  torch::Tensor Unfused(const torch::Tensor& input);
+
   static constexpr double kEps = 1e-5;
   static constexpr double kMomentum = 0.1;
   int64_t num_features_;

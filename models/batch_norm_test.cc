@@ -4,6 +4,7 @@
 #include "models/batch_norm.h"
 
 #include <sstream>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -79,6 +80,34 @@ TEST(BatchNormTest, WithReluIsBatchNormThenRelu) {
   their_output.backward(grad);
   EXPECT_LT(MaxDifference(our_input.grad(), their_input.grad()), 1e-5);
   EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 1e-4);
+}
+
+TEST(BatchNormTest, ForwardAddReluIsBatchNormThenAddThenRelu) {
+  torch::manual_seed(6);
+  torch::nn::BatchNorm2d theirs(8);
+  BatchNorm2d ours(8);
+  const torch::Tensor input = torch::randn({6, 8, 4, 4});
+  const torch::Tensor residual = torch::randn({6, 8, 4, 4});
+  const torch::Tensor our_input = input.clone().requires_grad_();
+  const torch::Tensor their_input = input.clone().requires_grad_();
+  const torch::Tensor our_residual = residual.clone().requires_grad_();
+  const torch::Tensor their_residual = residual.clone().requires_grad_();
+  const torch::Tensor grad = torch::randn({6, 8, 4, 4});
+  const torch::Tensor our_output = ours->ForwardAddRelu(our_input, our_residual);
+  const torch::Tensor their_output = torch::relu(theirs->forward(their_input) + their_residual);
+  EXPECT_LT(MaxDifference(our_output, their_output), 1e-5);
+  EXPECT_GT((our_output == 0).sum().item<int64_t>(), 0);  // the ReLU did cut
+  our_output.backward(grad);
+  their_output.backward(grad);
+  EXPECT_LT(MaxDifference(our_input.grad(), their_input.grad()), 1e-5);
+  EXPECT_LT(MaxDifference(our_residual.grad(), their_residual.grad()), 1e-6);
+  EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 1e-4);
+  EXPECT_EQ(ours->num_batches_tracked.item<int64_t>(), 1);
+  // A layer with its own ReLU would cut before the addition: refused, as is a residual of
+  // another size.
+  BatchNorm2d with_relu(8, /*relu=*/true);
+  EXPECT_THROW(with_relu->ForwardAddRelu(input, residual), c10::Error);
+  EXPECT_THROW(ours->ForwardAddRelu(input, torch::randn({6, 8, 4, 5})), c10::Error);
 }
 
 TEST(BatchNormTest, RefusesOneValuePerChannelInTrainingAndNon4dInput) {
@@ -157,6 +186,75 @@ TEST(BatchNormTest, FusedKernelsMatchPyTorchsOnCudaInBf16AndFp32) {
   }
 }
 
+// The fused relu(batch_norm(x) + residual) against at::batch_norm, an addition and torch::relu in
+// fp32 on the same values, in ResNet-18's shapes (small). The reference is fp32 even for bf16
+// data: PyTorch in bf16 rounds the batch norm's output and then the sum, and where that sum is
+// within rounding of zero the two roundings flip the ReLU's mask for hundreds of elements, which
+// moves the parameter gradients by more than a bound could tell from a bug; the fused kernel sums
+// in fp32 and rounds once. Bounds as in the test above.
+TEST(BatchNormTest, FusedAddReluMatchesPyTorchsOnCudaInBf16AndFp32) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const torch::ScalarType type : {torch::kBFloat16, torch::kFloat}) {
+    const bool bf16 = type == torch::kBFloat16;
+    for (const std::vector<int64_t> shape :
+         {std::vector<int64_t>{8, 64, 56, 56}, {32, 512, 7, 7}}) {
+      SCOPED_TRACE(testing::Message() << (bf16 ? "bf16 " : "fp32 ") << c10::IntArrayRef(shape));
+      torch::manual_seed(13);
+      const auto cuda = torch::TensorOptions().device(torch::kCUDA);
+      const auto like_a_convolution = [&](double scale, double offset) {
+        return (torch::randn(shape, cuda) * scale + offset)
+            .to(type)
+            .contiguous(torch::MemoryFormat::ChannelsLast);
+      };
+      const torch::Tensor input = like_a_convolution(4, 3);
+      const torch::Tensor residual = like_a_convolution(1, -0.5);
+      const torch::Tensor grad = torch::randn_like(input);
+      BatchNorm2d ours(shape[1]);
+      torch::nn::BatchNorm2d theirs(shape[1]);
+      ours->to(torch::kCUDA);
+      theirs->to(torch::kCUDA);
+      {
+        torch::NoGradGuard no_grad;
+        ours->weight.uniform_(0.5, 1.5);
+        theirs->weight.copy_(ours->weight);
+        ours->bias.uniform_(-1, 1);
+        theirs->bias.copy_(ours->bias);
+      }
+      const auto fp32 = [](const torch::Tensor& t) { return t.to(torch::kFloat).requires_grad_(); };
+      const torch::Tensor our_input = input.clone().requires_grad_();
+      const torch::Tensor our_residual = residual.clone().requires_grad_();
+      const torch::Tensor their_input = fp32(input);
+      const torch::Tensor their_residual = fp32(residual);
+      const torch::Tensor our_output = ours->ForwardAddRelu(our_input, our_residual);
+      const torch::Tensor their_output = torch::relu(theirs->forward(their_input) + their_residual);
+      EXPECT_EQ(our_output.scalar_type(), type);
+      EXPECT_TRUE(our_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
+      EXPECT_LT(MaxDifference(our_output, their_output), bf16 ? 0.05 : 1e-4);
+      our_output.backward(grad);
+      their_output.backward(grad.to(torch::kFloat));
+      const double relative_bound = bf16 ? 0.02 : 1e-3;
+      const auto elements_off = [&](const torch::Tensor& ours_, const torch::Tensor& theirs_) {
+        const double bound = relative_bound * theirs_.abs().max().item<double>();
+        return ((ours_.to(torch::kFloat) - theirs_).abs() > bound).sum().item<int64_t>();
+      };
+      // An output within rounding of zero may be cut on one side and not the other: a handful.
+      const int64_t allowed = 1 + input.numel() / 100000;
+      EXPECT_LE(elements_off(our_input.grad(), their_input.grad()), allowed);
+      EXPECT_LE(elements_off(our_residual.grad(), their_residual.grad()), allowed);
+      EXPECT_GT((our_residual.grad() == 0).sum().item<int64_t>(), 0);  // the ReLU did cut
+      const double weight_scale = theirs->weight.grad().abs().max().item<double>();
+      EXPECT_LT(MaxDifference(ours->weight.grad(), theirs->weight.grad()), 0.01 * weight_scale);
+      const double bias_scale = theirs->bias.grad().abs().max().item<double>();
+      EXPECT_LT(MaxDifference(ours->bias.grad(), theirs->bias.grad()), 0.01 * bias_scale);
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+      // traind's kernels ran, not the unfused path, which would pass the same checks.
+      EXPECT_NE(our_output.grad_fn()->name().find("NhwcBatchNormFunction"), std::string::npos)
+          << our_output.grad_fn()->name();
+#endif
+    }
+  }
+}
+
 // A NaN in the input makes its channel's statistics NaN: the fused ReLU passes them on, as
 // torch.relu does, so that a diverged activation reaches the loss (max(NaN, 0) would say 0).
 TEST(BatchNormTest, FusedReluKeepsNaNOnCuda) {
@@ -170,6 +268,16 @@ TEST(BatchNormTest, FusedReluKeepsNaNOnCuda) {
     const torch::Tensor output = ours->forward(input).to(torch::kFloat);
     EXPECT_TRUE(output.select(1, 3).isnan().all().item<bool>()) << c10::toString(type);
     EXPECT_FALSE(output.select(1, 4).isnan().any().item<bool>()) << c10::toString(type);
+
+    // With a residual added: the NaN reaches the output, and its backward passes the gradient
+    // where the output is NaN, as torch.relu's does (it cuts only where the output is <= 0).
+    BatchNorm2d adds(16);
+    adds->to(torch::kCUDA);
+    const torch::Tensor residual = torch::zeros_like(input).requires_grad_();
+    const torch::Tensor sum = adds->ForwardAddRelu(input, residual);
+    EXPECT_TRUE(sum.select(1, 3).isnan().all().item<bool>()) << c10::toString(type);
+    sum.backward(torch::ones_like(sum));
+    EXPECT_TRUE((residual.grad().select(1, 3) == 1).all().item<bool>()) << c10::toString(type);
   }
 }
 

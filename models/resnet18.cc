@@ -24,9 +24,8 @@ BasicBlockImpl::BasicBlockImpl(int64_t in_channels, int64_t out_channels, int64_
 
 torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
   torch::Tensor out = bn1_->forward(conv1_->forward(x));  // with its ReLU
-  out = bn2_->forward(conv2_->forward(out));
-  torch::Tensor identity = downsample_ ? downsample_->forward(x) : x;
-  return torch::relu(out + identity);
+  const torch::Tensor identity = downsample_ ? downsample_->forward(x) : x;
+  return bn2_->ForwardAddRelu(conv2_->forward(out), identity);
 }
 
 ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_stem) {

@@ -14,6 +14,8 @@ class Vgg16Impl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
 
  private:
+  // The classifier on the flattened features (see the .cc for how it runs on CUDA).
+  torch::Tensor Classify(torch::Tensor x);
   torch::nn::Sequential features_{nullptr};
   torch::nn::AdaptiveAvgPool2d pool_{nullptr};
   torch::nn::Sequential classifier_{nullptr};

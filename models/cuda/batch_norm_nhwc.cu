@@ -193,12 +193,13 @@ __global__ void __launch_bounds__(kThreads)
   shift[c] = bias[c] - mean * weight[c] * invstd;
 }
 
-// y = x * scale + shift per channel, then max(y, 0) with kRelu. The backward kernels recompute
-// y with the same fused multiply-add to know where the ReLU passed the gradient.
-template <typename T, bool kRelu>
+// y = x * scale + shift per channel, plus the residual with kResidual, then max(y, 0) with
+// kRelu. The backward kernels recompute y with the same fused multiply-add to know where the ReLU
+// passed the gradient (without a residual; with one they read the output).
+template <typename T, bool kRelu, bool kResidual>
 __global__ void __launch_bounds__(kThreads)
-    ScaleShift(const T* __restrict__ x, T* __restrict__ y, Layout layout,
-               const float* __restrict__ scale, const float* __restrict__ shift) {
+    ScaleShift(const T* __restrict__ x, const T* __restrict__ residual, T* __restrict__ y,
+               Layout layout, const float* __restrict__ scale, const float* __restrict__ shift) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   if (group >= layout.groups) return;
   float a[kVec], b[kVec];
@@ -208,11 +209,13 @@ __global__ void __launch_bounds__(kThreads)
     b[k] = shift[group * kVec + k];
   }
   ForEachRow(layout, group, [&](int64_t offset) {
-    float v[kVec];
+    float v[kVec], r[kVec];
     Load(x + offset, v);
+    if (kResidual) Load(residual + offset, r);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       v[k] = __fmaf_rn(v[k], a[k], b[k]);
+      if (kResidual) v[k] += r[k];
       if (kRelu) v[k] = Relu(v[k]);
     }
     Store(y + offset, v);
@@ -234,13 +237,21 @@ __device__ __forceinline__ void LoadGradient(const T* dy, const T* x, int64_t of
   }
 }
 
-// Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C].
-template <typename T, bool kRelu>
+// Where the gradient reaching the batch norm is masked by a ReLU after it: nowhere, where the
+// output recomputed from x was cut, or where the forward's output (read back) is not above zero.
+enum class Mask { kNone, kRecomputed, kFromOutput };
+
+// Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C]. With
+// Mask::kFromOutput (a batch norm whose output had a residual added before the ReLU) the masked
+// gradient is also written to `masked`: it is the residual's gradient and the input gradient's dy.
+template <typename T, Mask kMask>
 __global__ void __launch_bounds__(kThreads)
-    GradientSumPartials(const T* __restrict__ dy, const T* __restrict__ x, Layout layout,
+    GradientSumPartials(const T* __restrict__ dy, const T* __restrict__ x,
+                        const T* __restrict__ output, T* __restrict__ masked, Layout layout,
                         const float* __restrict__ mean, const float* __restrict__ scale,
                         const float* __restrict__ shift, float* __restrict__ part_sum_dy,
                         float* __restrict__ part_sum_dy_xmu) {
+  constexpr bool kRecompute = kMask == Mask::kRecomputed;
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float sum_dy[kVec] = {}, sum_dy_xmu[kVec] = {};
   if (group < layout.groups) {
@@ -248,12 +259,21 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       mu[k] = mean[group * kVec + k];
-      a[k] = kRelu ? scale[group * kVec + k] : 0.f;
-      b[k] = kRelu ? shift[group * kVec + k] : 0.f;
+      a[k] = kRecompute ? scale[group * kVec + k] : 0.f;
+      b[k] = kRecompute ? shift[group * kVec + k] : 0.f;
     }
     ForEachRow(layout, group, [&](int64_t offset) {
       float g[kVec], v[kVec];
-      LoadGradient<kRelu>(dy, x, offset, a, b, g, v);
+      LoadGradient<kRecompute>(dy, x, offset, a, b, g, v);
+      if (kMask == Mask::kFromOutput) {
+        float y[kVec];
+        Load(output + offset, y);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          if (y[k] <= 0.f) g[k] = 0.f;  // as torch.relu's backward: a NaN output passes it
+        }
+        Store(masked + offset, g);
+      }
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         sum_dy[k] += g[k];
@@ -432,7 +452,8 @@ void CheckParameter(const at::Tensor& t, int channels, const char* name) {
 template <typename T>
 void LaunchForward(Pass& pass, const at::Tensor& input, const at::Tensor& weight,
                    const at::Tensor& bias, at::Tensor& running_mean, at::Tensor& running_var,
-                   double momentum, double eps, bool relu, float* channel, at::Tensor& output) {
+                   double momentum, double eps, bool relu, const at::Tensor& residual,
+                   float* channel, at::Tensor& output) {
   const Layout& layout = pass.layout;
   WelfordPartials<T>
       <<<pass.shape.grid, pass.shape.block, pass.shared_bytes(1 + 2 * kVec), pass.stream>>>(
@@ -444,24 +465,34 @@ void LaunchForward(Pass& pass, const at::Tensor& input, const at::Tensor& weight
       running_var.data_ptr<float>(), static_cast<float>(momentum), static_cast<float>(eps), channel,
       channel + layout.channels, channel + 2 * layout.channels, channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const auto scale_shift = relu ? ScaleShift<T, true> : ScaleShift<T, false>;
+  const bool add = residual.defined();
+  const auto scale_shift = add    ? ScaleShift<T, true, true>
+                           : relu ? ScaleShift<T, true, false>
+                                  : ScaleShift<T, false, false>;
   scale_shift<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      Data<T>(input), MutableData<T>(output), layout, channel + 2 * layout.channels,
-      channel + 3 * layout.channels);
+      Data<T>(input), add ? Data<T>(residual) : nullptr, MutableData<T>(output), layout,
+      channel + 2 * layout.channels, channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-// The backward pass for activations of type T: the two sums, then the input gradient.
+// The backward pass for activations of type T: the two sums, then the input gradient. With the
+// forward's `output` (a residual was added), the sums pass writes the masked gradient into
+// `grad_residual` and the input gradient reads it as its dy, with no mask of its own.
 template <typename T>
 void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor& input,
                     const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
                     const at::Tensor& scale, const at::Tensor& shift, bool relu,
-                    at::Tensor& parameter_grads, at::Tensor& coefficients, at::Tensor& grad_input) {
+                    const at::Tensor& output, at::Tensor& parameter_grads, at::Tensor& coefficients,
+                    at::Tensor& grad_input, at::Tensor& grad_residual) {
   const Layout& layout = pass.layout;
-  const auto sums = relu ? GradientSumPartials<T, true> : GradientSumPartials<T, false>;
+  const bool add = output.defined();
+  const auto sums = add    ? GradientSumPartials<T, Mask::kFromOutput>
+                    : relu ? GradientSumPartials<T, Mask::kRecomputed>
+                           : GradientSumPartials<T, Mask::kNone>;
   sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
-      Data<T>(grad_output), Data<T>(input), layout, mean.data_ptr<float>(), scale.data_ptr<float>(),
-      shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
+      Data<T>(grad_output), Data<T>(input), add ? Data<T>(output) : nullptr,
+      add ? MutableData<T>(grad_residual) : nullptr, layout, mean.data_ptr<float>(),
+      scale.data_ptr<float>(), shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   FinalizeGradients<<<layout.channels, kThreads, 0, pass.stream>>>(
       pass.partial(0), pass.partial(1), pass.row_blocks(), layout.channels,
@@ -469,10 +500,10 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
       parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const auto input_gradient = relu ? InputGradient<T, true> : InputGradient<T, false>;
+  const auto input_gradient = relu && !add ? InputGradient<T, true> : InputGradient<T, false>;
   input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      Data<T>(grad_output), Data<T>(input), MutableData<T>(grad_input), layout,
-      mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
+      Data<T>(add ? grad_residual : grad_output), Data<T>(input), MutableData<T>(grad_input),
+      layout, mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -491,8 +522,13 @@ bool NhwcBatchNormSupports(const at::Tensor& input) {
 NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias, at::Tensor& running_mean,
                                                 at::Tensor& running_var, double momentum,
-                                                double eps, bool relu) {
+                                                double eps, bool relu, const at::Tensor& residual) {
   TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
+  TORCH_CHECK(
+      !residual.defined() ||
+          (relu && NhwcBatchNormSupports(residual) && residual.device() == input.device() &&
+           residual.sizes() == input.sizes() && residual.scalar_type() == input.scalar_type()),
+      "NhwcBatchNorm: the residual must be like the input, and comes with the ReLU");
   Pass pass(input, /*arrays=*/3);  // Welford count, mean and m2 per row block and channel
   const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
@@ -504,7 +540,7 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
   at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
   const auto forward =
       input.scalar_type() == at::kFloat ? LaunchForward<float> : LaunchForward<__nv_bfloat16>;
-  forward(pass, input, weight, bias, running_mean, running_var, momentum, eps, relu,
+  forward(pass, input, weight, bias, running_mean, running_var, momentum, eps, relu, residual,
           per_channel.data_ptr<float>(), output);
   return {output, per_channel[0], per_channel[1], per_channel[2], per_channel[3]};
 }
@@ -513,11 +549,15 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& input, const at::Tensor& weight,
                                                   const at::Tensor& mean, const at::Tensor& invstd,
                                                   const at::Tensor& scale, const at::Tensor& shift,
-                                                  bool relu) {
+                                                  bool relu, const at::Tensor& output) {
   TORCH_CHECK(NhwcBatchNormSupports(input) && NhwcBatchNormSupports(grad_output) &&
                   grad_output.sizes() == input.sizes() &&
                   grad_output.scalar_type() == input.scalar_type(),
               "NhwcBatchNorm: unsupported gradient");
+  TORCH_CHECK(!output.defined() ||
+                  (relu && NhwcBatchNormSupports(output) && output.device() == input.device() &&
+                   output.sizes() == input.sizes() && output.scalar_type() == input.scalar_type()),
+              "NhwcBatchNorm: the output must be like the input, and comes with the ReLU");
   Pass pass(input, /*arrays=*/2);  // sum(dy) and sum(dy * (x - mean)) per row block and channel
   const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
@@ -529,11 +569,13 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
   at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
   at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
   at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+  at::Tensor grad_residual;
+  if (output.defined()) grad_residual = at::empty_like(input, at::MemoryFormat::ChannelsLast);
   const auto backward =
       input.scalar_type() == at::kFloat ? LaunchBackward<float> : LaunchBackward<__nv_bfloat16>;
-  backward(pass, grad_output, input, weight, mean, invstd, scale, shift, relu, parameter_grads,
-           coefficients, grad_input);
-  return {grad_input, parameter_grads[0], parameter_grads[1]};
+  backward(pass, grad_output, input, weight, mean, invstd, scale, shift, relu, output,
+           parameter_grads, coefficients, grad_input, grad_residual);
+  return {grad_input, parameter_grads[0], parameter_grads[1], grad_residual};
 }
 
 }  // namespace traind

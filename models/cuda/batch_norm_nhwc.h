@@ -1,10 +1,11 @@
 // Training-mode batch norm for bf16 or fp32 activations in channels_last (NHWC) layout on CUDA,
 // with fp32 parameters and running statistics. bf16 is the case PyTorch sends to its own slower
 // kernels, because cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200,
-// docs/benchmarks.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU in the same
-// pass (forward and backward), which PyTorch runs as passes of their own. Forward: per-channel
-// Welford statistics in one pass, then one scale-and-shift pass (with an optional ReLU);
-// backward: one pass for the two per-channel sums, one for the input gradient; each thread takes
+// docs/benchmarks.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU, and a
+// ResNet block's residual add before it, in the same passes (forward and backward), which
+// PyTorch runs as passes of their own. Forward: per-channel Welford statistics in one pass, then
+// one scale-and-shift pass (with an optional residual add and ReLU); backward: one pass for the
+// two per-channel sums, one for the input gradient; each thread takes
 // eight channels (16 bytes of bf16, 32 of fp32). Compiled only where nvcc is found
 // (TRAIND_HAVE_CUDA_KERNELS).
 #ifndef TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
@@ -28,27 +29,34 @@ struct NhwcBatchNormForwardResult {
 
 // `weight`, `bias`: [C] fp32. `running_mean`, `running_var`: [C] fp32, updated in place with
 // `momentum` (the running variance takes the unbiased batch variance, as PyTorch does). `relu`
-// applies max(., 0) to the output in the same pass (a NaN stays NaN, as with torch.relu).
+// applies max(., 0) to the output in the same pass (a NaN stays NaN, as with torch.relu). A
+// defined `residual` (like `input`; only with `relu`) is added before the ReLU, the end of a
+// ResNet block: relu(batch_norm(input) + residual) in the one output pass.
 NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias, at::Tensor& running_mean,
                                                 at::Tensor& running_var, double momentum,
-                                                double eps, bool relu);
+                                                double eps, bool relu,
+                                                const at::Tensor& residual = at::Tensor());
 
 struct NhwcBatchNormBackwardResult {
-  at::Tensor grad_input;   // the input's type, channels_last
-  at::Tensor grad_weight;  // [C] fp32
-  at::Tensor grad_bias;    // [C] fp32
+  at::Tensor grad_input;     // the input's type, channels_last
+  at::Tensor grad_weight;    // [C] fp32
+  at::Tensor grad_bias;      // [C] fp32
+  at::Tensor grad_residual;  // with the forward's output only: the input's type, channels_last
 };
 
 // `mean` ... `shift` and `relu` as the forward pass returned and took them; with `relu` the
 // gradient is masked where the forward's output was zero (recomputed from the input). scale and
 // shift are the forward's own values, not recomputed from weight and bias, so that the mask is
-// the forward's bit for bit; they cost 8 bytes a channel.
+// the forward's bit for bit; they cost 8 bytes a channel. For a forward that added a residual,
+// pass its `output`: the mask is then read from it (the residual is not kept) and the masked
+// gradient is also `grad_residual`.
 NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& input, const at::Tensor& weight,
                                                   const at::Tensor& mean, const at::Tensor& invstd,
                                                   const at::Tensor& scale, const at::Tensor& shift,
-                                                  bool relu);
+                                                  bool relu,
+                                                  const at::Tensor& output = at::Tensor());
 
 }  // namespace traind
 
