@@ -17,6 +17,18 @@ double MaxDifference(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<double>();
 }
 
+// Moves both layers to CUDA and gives them the same random weight and bias, so that the affine
+// part of the kernels is exercised, not only the normalisation.
+void OnCudaWithTheSameRandomAffine(BatchNorm2d& ours, torch::nn::BatchNorm2d& theirs) {
+  ours->to(torch::kCUDA);
+  theirs->to(torch::kCUDA);
+  torch::NoGradGuard no_grad;
+  ours->weight.uniform_(0.5, 1.5);
+  theirs->weight.copy_(ours->weight);
+  ours->bias.uniform_(-1, 1);
+  theirs->bias.copy_(ours->bias);
+}
+
 TEST(BatchNormTest, HasLibTorchsStateSoCheckpointsLoadEitherWay) {
   torch::nn::BatchNorm2d theirs(16);
   BatchNorm2d ours(16);
@@ -144,15 +156,7 @@ TEST(BatchNormTest, FusedKernelsMatchPyTorchsOnCudaInBf16AndFp32) {
         const torch::Tensor grad = torch::randn_like(input);
         BatchNorm2d ours(s.c, relu);
         torch::nn::BatchNorm2d theirs(s.c);
-        ours->to(torch::kCUDA);
-        theirs->to(torch::kCUDA);
-        {
-          torch::NoGradGuard no_grad;
-          ours->weight.uniform_(0.5, 1.5);
-          theirs->weight.copy_(ours->weight);
-          ours->bias.uniform_(-1, 1);
-          theirs->bias.copy_(ours->bias);
-        }
+        OnCudaWithTheSameRandomAffine(ours, theirs);
 #ifdef TRAIND_HAVE_CUDA_KERNELS
         EXPECT_EQ(UsesFusedBatchNorm(input), s.c % 8 == 0);
 #endif
@@ -211,15 +215,7 @@ TEST(BatchNormTest, FusedAddReluMatchesPyTorchsOnCudaInBf16AndFp32) {
       const torch::Tensor grad = torch::randn_like(input);
       BatchNorm2d ours(shape[1]);
       torch::nn::BatchNorm2d theirs(shape[1]);
-      ours->to(torch::kCUDA);
-      theirs->to(torch::kCUDA);
-      {
-        torch::NoGradGuard no_grad;
-        ours->weight.uniform_(0.5, 1.5);
-        theirs->weight.copy_(ours->weight);
-        ours->bias.uniform_(-1, 1);
-        theirs->bias.copy_(ours->bias);
-      }
+      OnCudaWithTheSameRandomAffine(ours, theirs);
       const auto fp32 = [](const torch::Tensor& t) { return t.to(torch::kFloat).requires_grad_(); };
       const torch::Tensor our_input = input.clone().requires_grad_();
       const torch::Tensor our_residual = residual.clone().requires_grad_();
