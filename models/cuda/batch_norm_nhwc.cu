@@ -238,7 +238,8 @@ __device__ __forceinline__ void LoadGradient(const T* dy, const T* x, int64_t of
 }
 
 // Where the gradient reaching the batch norm is masked by a ReLU after it: nowhere, where the
-// output recomputed from x was cut, or where the forward's output (read back) is not above zero.
+// output recomputed from x was cut, or where the forward's output (read back) is zero or below
+// (a NaN output passes, as with torch.relu).
 enum class Mask { kNone, kRecomputed, kFromOutput };
 
 // Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C]. With
@@ -519,16 +520,22 @@ bool NhwcBatchNormSupports(const at::Tensor& input) {
          input.numel() / input.size(1) > 1;
 }
 
+namespace {
+// Whether `t` can be read at the input's offsets: the kernels take it, on the input's device,
+// with its sizes and type.
+bool LaidOutLike(const at::Tensor& t, const at::Tensor& input) {
+  return NhwcBatchNormSupports(t) && t.device() == input.device() && t.sizes() == input.sizes() &&
+         t.scalar_type() == input.scalar_type();
+}
+}  // namespace
+
 NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
                                                 const at::Tensor& bias, at::Tensor& running_mean,
                                                 at::Tensor& running_var, double momentum,
                                                 double eps, bool relu, const at::Tensor& residual) {
   TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
-  TORCH_CHECK(
-      !residual.defined() ||
-          (relu && NhwcBatchNormSupports(residual) && residual.device() == input.device() &&
-           residual.sizes() == input.sizes() && residual.scalar_type() == input.scalar_type()),
-      "NhwcBatchNorm: the residual must be like the input, and comes with the ReLU");
+  TORCH_CHECK(!residual.defined() || (relu && LaidOutLike(residual, input)),
+              "NhwcBatchNorm: the residual must be like the input, and comes with the ReLU");
   Pass pass(input, /*arrays=*/3);  // Welford count, mean and m2 per row block and channel
   const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
@@ -550,13 +557,9 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& mean, const at::Tensor& invstd,
                                                   const at::Tensor& scale, const at::Tensor& shift,
                                                   bool relu, const at::Tensor& output) {
-  TORCH_CHECK(NhwcBatchNormSupports(input) && NhwcBatchNormSupports(grad_output) &&
-                  grad_output.sizes() == input.sizes() &&
-                  grad_output.scalar_type() == input.scalar_type(),
+  TORCH_CHECK(NhwcBatchNormSupports(input) && LaidOutLike(grad_output, input),
               "NhwcBatchNorm: unsupported gradient");
-  TORCH_CHECK(!output.defined() ||
-                  (relu && NhwcBatchNormSupports(output) && output.device() == input.device() &&
-                   output.sizes() == input.sizes() && output.scalar_type() == input.scalar_type()),
+  TORCH_CHECK(!output.defined() || (relu && LaidOutLike(output, input)),
               "NhwcBatchNorm: the output must be like the input, and comes with the ReLU");
   Pass pass(input, /*arrays=*/2);  // sum(dy) and sum(dy * (x - mean)) per row block and channel
   const Layout& layout = pass.layout;
