@@ -46,6 +46,41 @@ TEST(ZooTest, Vgg16MatchesTorchvisionAt32And224) {
   EXPECT_EQ(model->forward(torch::randn({1, 3, 224, 224})).sizes(), (std::vector<int64_t>{1, 10}));
 }
 
+// At 32 px VGG16's features end at 1x1 and its forward folds the 7x7 pool's copies into the first
+// classifier weight (models/vgg16.cc): the same outputs, image and weight gradients as
+// torchvision's order (features, pool, flatten, classifier) run by hand on the model's modules.
+TEST(ZooTest, Vgg16At32PxFoldsThePoolIntoTheClassifierWithTheSameResults) {
+  torch::manual_seed(5);
+  auto model = *CreateModel(Spec("vgg16"), ModelInput{3, 32, 32, 10});
+  model.ptr()->eval();  // no dropout, batch norm from its running statistics: both runs alike
+  auto children = model.ptr()->named_children();
+  const torch::Tensor first_weight = model.ptr()->named_parameters()["classifier.0.weight"];
+  ASSERT_EQ(first_weight.size(1), 512 * 7 * 7);
+  const torch::Tensor images = torch::randn({3, 3, 32, 32});
+
+  const torch::Tensor pooled_images = images.clone().requires_grad_();
+  const torch::Tensor features =
+      children["features"]->as<torch::nn::Sequential>()->forward(pooled_images);
+  ASSERT_EQ(features.sizes(), (std::vector<int64_t>{3, 512, 1, 1}));
+  const torch::Tensor pooled =
+      children["classifier"]->as<torch::nn::Sequential>()->forward(torch::flatten(
+          children["avgpool"]->as<torch::nn::AdaptiveAvgPool2d>()->forward(features), 1));
+  const torch::Tensor grad = torch::randn(pooled.sizes());
+  pooled.backward(grad);
+  const torch::Tensor pooled_weight_grad = first_weight.grad().clone();
+  first_weight.mutable_grad() = torch::Tensor();
+
+  const torch::Tensor folded_images = images.clone().requires_grad_();
+  const torch::Tensor folded = model.forward(folded_images);
+  folded.backward(grad);
+  EXPECT_TRUE(torch::allclose(folded, pooled, 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(first_weight.grad(), pooled_weight_grad, 1e-4, 1e-6));
+  EXPECT_TRUE(torch::allclose(folded_images.grad(), pooled_images.grad(), 1e-3, 1e-6));
+  // Not vacuous: the gradients are there and not all zero.
+  EXPECT_GT(pooled_weight_grad.abs().max().item<double>(), 0);
+  EXPECT_GT(pooled_images.grad().abs().max().item<double>(), 0);
+}
+
 // VGG16's convolution biases are frozen (models/vgg16.cc): the batch norm after each convolution
 // subtracts the batch mean, so in training a bias changes no output and its gradient is zero.
 // Checked here on a copy whose biases are non-zero and do take gradients, then on a step of the

@@ -41,16 +41,15 @@ class NchwMaxPoolFunction : public torch::autograd::Function<NchwMaxPoolFunction
 #ifdef TRAIND_HAVE_CUDA_KERNELS
 namespace {
 
-bool Aligned(const torch::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
-
+// traind's NHWC forward and backward (models/cuda/max_pool_nhwc.h); only the one-byte picks are
+// kept for the backward, not the input or int64 indices.
 class NhwcMaxPoolFunction : public torch::autograd::Function<NhwcMaxPoolFunction> {
  public:
   static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input, int64_t kernel,
                                int64_t stride, int64_t padding) {
-    auto [output, indices] = torch::max_pool2d_with_indices(input, {kernel, kernel},
-                                                            {stride, stride}, {padding, padding});
-    // Like ATen's own backward, which is the fallback below, keep the input.
-    context->save_for_backward({input, indices});
+    auto [output, picks] = MaxPoolNhwcForward(input, MaxPoolGeometry{kernel, stride, padding});
+    context->save_for_backward({picks});
+    context->saved_data["sizes"] = input.sizes();
     context->saved_data["kernel"] = kernel;
     context->saved_data["stride"] = stride;
     context->saved_data["padding"] = padding;
@@ -58,20 +57,12 @@ class NhwcMaxPoolFunction : public torch::autograd::Function<NhwcMaxPoolFunction
   }
 
   static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
-    const variable_list saved = context->get_saved_variables();
     const MaxPoolGeometry geometry{context->saved_data["kernel"].toInt(),
                                    context->saved_data["stride"].toInt(),
                                    context->saved_data["padding"].toInt()};
-    const torch::Tensor grad = grad_outputs[0].contiguous(torch::MemoryFormat::ChannelsLast);
-    const torch::Tensor indices = saved[1].contiguous(torch::MemoryFormat::ChannelsLast);
-    torch::Tensor grad_input;
-    if (MaxPoolNhwcSupports(grad) && Aligned(grad) && Aligned(indices)) {
-      grad_input = MaxPoolNhwcBackward(grad, indices, saved[0].sizes(), geometry);
-    } else {
-      grad_input = torch::max_pool2d_with_indices_backward(
-          grad, saved[0], {geometry.kernel, geometry.kernel}, {geometry.stride, geometry.stride},
-          {geometry.padding, geometry.padding}, {1, 1}, /*ceil_mode=*/false, saved[1]);
-    }
+    const torch::Tensor grad_input =
+        MaxPoolNhwcBackward(grad_outputs[0], context->get_saved_variables()[0],
+                            context->saved_data["sizes"].toIntVector(), geometry);
     return {grad_input, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
@@ -92,9 +83,12 @@ torch::Tensor MaxPool2dImpl::forward(const torch::Tensor& input) {
     return MaxPoolNchwForward(input, kernel_).first;
   }
 #ifdef TRAIND_HAVE_CUDA_KERNELS
-  if (torch::GradMode::is_enabled() && input.requires_grad() && OwnCudaKernelsEnabled() &&
-      MaxPoolNhwcSupports(input)) {
-    return NhwcMaxPoolFunction::apply(input, kernel_, stride_, padding_);
+  if (OwnCudaKernelsEnabled() &&
+      MaxPoolNhwcSupports(input, MaxPoolGeometry{kernel_, stride_, padding_})) {
+    if (torch::GradMode::is_enabled() && input.requires_grad()) {
+      return NhwcMaxPoolFunction::apply(input, kernel_, stride_, padding_);
+    }
+    return MaxPoolNhwcForward(input, MaxPoolGeometry{kernel_, stride_, padding_}).first;
   }
 #endif
   return torch::max_pool2d(input, {kernel_, kernel_}, {stride_, stride_}, {padding_, padding_});

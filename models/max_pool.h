@@ -1,6 +1,7 @@
 // The zoo's 2-d max pooling (square windows, dilation 1, floor mode), torch::nn::MaxPool2d's
-// results, with traind's own NHWC backward (models/cuda/max_pool_nhwc.h) for channels_last fp32
-// and bf16 CUDA inputs when a gradient is wanted; the forward is ATen's in every case.
+// results, with traind's own kernels where they apply: NCHW loops on the CPU for non-overlapping
+// windows (models/cpu/max_pool_nchw.h), NHWC forward and backward for channels_last fp32 and
+// bf16 CUDA inputs (models/cuda/max_pool_nhwc.h); ATen's pooling elsewhere.
 #ifndef TRAIND_MODELS_MAX_POOL_H_
 #define TRAIND_MODELS_MAX_POOL_H_
 

@@ -1,9 +1,10 @@
 // traind::MaxPool2d against ATen's max pooling: same outputs and input gradients, on the CPU
 // (traind's NCHW kernels where the windows do not overlap, ATen's elsewhere) and, through traind's
-// NHWC backward kernel, on CUDA in fp32 and bf16.
+// NHWC kernels, on CUDA in fp32 and bf16.
 #include "models/max_pool.h"
 
 #include <limits>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "models/cpu/max_pool_nchw.h"
@@ -35,6 +36,10 @@ void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, doubl
   const torch::Tensor theirs = torch::max_pool2d(theirs_in, {k.kernel, k.kernel},
                                                  {k.stride, k.stride}, {k.padding, k.padding});
   ASSERT_TRUE(torch::allclose(ours, theirs, 0, 0, /*equal_nan=*/true));
+  {  // evaluation: the forward alone
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(torch::allclose(pool->forward(input), theirs, 0, 0, /*equal_nan=*/true));
+  }
   const torch::Tensor grad =
       torch::randn(ours.sizes()).to(options).contiguous(torch::MemoryFormat::ChannelsLast);
   ours.backward(grad);
@@ -87,7 +92,14 @@ TEST(MaxPoolTest, NchwForwardGivesATenIndices) {
   EXPECT_TRUE(MaxPool2d(2, 2)->forward(input).equal(aten_output));
 }
 
-TEST(MaxPoolTest, NhwcBackwardMatchesATenOnCuda) {
+// Whether traind's NHWC kernels (not ATen's) pooled this input in training.
+bool TakesNhwcKernels(MaxPool2d pool, const torch::Tensor& input) {
+  const torch::Tensor output = pool->forward(input.clone().requires_grad_());
+  return output.grad_fn() &&
+         output.grad_fn()->name().find("NhwcMaxPoolFunction") != std::string::npos;
+}
+
+TEST(MaxPoolTest, NhwcKernelsMatchATenOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
 #ifdef TRAIND_HAVE_CUDA_KERNELS
   ASSERT_TRUE(OwnCudaKernelsEnabled());  // else this would compare ATen with itself
@@ -100,6 +112,14 @@ TEST(MaxPoolTest, NhwcBackwardMatchesATenOnCuda) {
     ExpectMatchesATen({2, 128, 28, 28, 2, 2, 0}, options, tolerance);   // VGG16's
     ExpectMatchesATen({3, 16, 7, 9, 3, 2, 1}, options, tolerance);      // odd sizes
     ExpectMatchesATen({2, 6, 8, 8, 2, 2, 0}, options, tolerance);       // not taken: ATen's
+    const torch::Tensor stem =
+        torch::randn({2, 64, 20, 20}, options).contiguous(torch::MemoryFormat::ChannelsLast);
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+    EXPECT_TRUE(TakesNhwcKernels(MaxPool2d(3, 2, 1), stem));
+    EXPECT_TRUE(TakesNhwcKernels(MaxPool2d(2, 2), stem));
+#endif
+    EXPECT_FALSE(TakesNhwcKernels(MaxPool2d(3, 2, 1), torch::randn({2, 6, 8, 8}, options)));
+    EXPECT_FALSE(TakesNhwcKernels(MaxPool2d(3, 2, 1), stem.contiguous()));  // NCHW
   }
 }
 

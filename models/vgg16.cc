@@ -52,24 +52,39 @@ Vgg16Impl::Vgg16Impl(int64_t in_channels, int64_t num_classes) {
 }
 
 torch::Tensor Vgg16Impl::forward(torch::Tensor x) {
-  x = pool_->forward(features_->forward(x));
-  return Classify(torch::flatten(x, 1));
+  x = features_->forward(x);
+  // At 32 px the features end at 1x1, and the 7x7 adaptive pool only copies each channel 49
+  // times: the first classifier product then equals one with the weight's 49 copies summed (a
+  // 512-wide product instead of a 25,088-wide one, forward and backward). Every weight still
+  // gets its gradient (the same for all 49 copies, as through the pool), so checkpoints and the
+  // optimizer see the same model. VGG16 at 32 px, fp32, batch 128 on the H200:
+  // docs/benchmarks.md ("The 1x1 features' pool folded into the classifier").
+  const bool one_pixel = x.size(2) == 1 && x.size(3) == 1;
+  if (!one_pixel) x = pool_->forward(x);
+  return Classify(torch::flatten(x, 1), /*pool_folded=*/one_pixel);
 }
 
-torch::Tensor Vgg16Impl::Classify(torch::Tensor x) {
-  if (!x.is_cuda()) return classifier_->forward(x);
-  // On CUDA each Linear runs as a product and then a bias add, not as LibTorch's addmm: addmm
-  // hands the bias to cuBLASLt's epilogue, and for the first layer's fp32 shape (batch x 25,088
-  // by 25,088 x 4,096) the kernel that comes with it was a slower one (CUTLASS SIMT where a
-  // plain product gets cuBLAS's tensor-op kernel). VGG16 at 32 px, fp32, batch 128 on the H200:
-  // 0.434 -> 0.412 s an epoch; bf16 the same either way (docs/benchmarks.md).
+torch::Tensor Vgg16Impl::Classify(torch::Tensor x, bool pool_folded) {
+  bool first = true;
   for (auto& layer : *classifier_) {
-    if (auto* linear = layer.ptr()->as<nn::Linear>()) {
-      // In place is safe: the product's backward needs its inputs, not its output.
-      x = torch::mm(x, linear->weight.t()).add_(linear->bias);
-    } else {
+    auto* linear = layer.ptr()->as<nn::Linear>();
+    if (linear == nullptr) {
       x = layer.forward(x);
+      continue;
     }
+    torch::Tensor weight = linear->weight;
+    if (first && pool_folded) {
+      weight = weight.view({weight.size(0), x.size(1), -1}).sum(2);
+    }
+    first = false;
+    // On CUDA each Linear runs as a product and then a bias add, not as LibTorch's addmm: addmm
+    // hands the bias to cuBLASLt's epilogue, and for the first layer's fp32 shape (batch x
+    // 25,088 by 25,088 x 4,096) the kernel that comes with it was a slower one (CUTLASS SIMT
+    // where a plain product gets cuBLAS's tensor-op kernel). VGG16 at 32 px, fp32, batch 128 on
+    // the H200: 0.434 -> 0.412 s an epoch; bf16 the same either way (docs/benchmarks.md).
+    // In place is safe: the product's backward needs its inputs, not its output.
+    x = x.is_cuda() ? torch::mm(x, weight.t()).add_(linear->bias)
+                    : torch::nn::functional::linear(x, weight, linear->bias);
   }
   return x;
 }

@@ -1,6 +1,7 @@
 // VGG16 with batch norm: torchvision's vgg16_bn topology (13 conv 3x3 + BN + ReLU in five stages,
 // adaptive average pool to 7x7, classifier 25088-4096-4096-classes with dropout). Works at 32x32
-// (CIFAR-sized; the 1x1 map is pooled up to 7x7 as torchvision does) and at 224x224.
+// (CIFAR-sized; the 1x1 map is pooled up to 7x7 as torchvision does, folded into the first
+// classifier layer's weight) and at 224x224.
 #ifndef TRAIND_MODELS_VGG16_H_
 #define TRAIND_MODELS_VGG16_H_
 
@@ -14,8 +15,9 @@ class Vgg16Impl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
 
  private:
-  // The classifier on the flattened features (see the .cc for how it runs on CUDA).
-  torch::Tensor Classify(torch::Tensor x);
+  // The classifier on the flattened features; `pool_folded`: x is the 1x1 features unpooled, and
+  // the first layer sums its weight over the pool's 49 copies (see the .cc).
+  torch::Tensor Classify(torch::Tensor x, bool pool_folded);
   torch::nn::Sequential features_{nullptr};
   torch::nn::AdaptiveAvgPool2d pool_{nullptr};
   torch::nn::Sequential classifier_{nullptr};

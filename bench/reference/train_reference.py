@@ -404,6 +404,9 @@ def main():
                       f"{num_batches:04d} | Loss: {loss.item():.4f}")
         synchronize(device)
         epoch_times.append(time.time() - epoch_start)
+        if profiler:  # the epoch ended before the profiled steps did: stop before evaluating
+            print_profile(profiler, device, global_step - args.profile_from + 1)
+            profiler = None
         print(f"Time / epoch without evaluation: {epoch_times[-1] / 60:.2f} min")
         train_acc = accuracy(model, x_train, y_train, device, args.amp, args.batch_size)
         valid_acc = accuracy(model, x_valid, y_valid, device, args.amp, args.batch_size)
@@ -414,8 +417,6 @@ def main():
               f"Validation: {valid_acc:.2f}%" +
               (f" | Test: {100 * test_accs[-1]:.2f}%" if args.test_each_epoch else ""))
     train_time = time.time() - train_start
-    if profiler:  # training ended before the profiled steps did
-        print_profile(profiler, device, global_step - 1)
     test_acc = accuracy(model, x_test, y_test, device, args.amp, args.batch_size)
     print(f"Total Training Time: {train_time / 60:.2f} min")
     print(f"Test accuracy {test_acc:.2f}%")

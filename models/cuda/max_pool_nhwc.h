@@ -1,14 +1,18 @@
-// The input gradient of 2-d max pooling for channels_last (NHWC) CUDA tensors, fp32 or bf16,
-// from the int64 indices of at::max_pool2d_with_indices. PyTorch's own NHWC backward took as long
-// in bf16 as in fp32, 7-9% of a ResNet-18 training step on the H200 (docs/benchmarks.md);
-// this one gathers: each thread owns 8 channels of one input pixel and sums the gradients of the
-// few output windows that picked it, so every element is written once and nothing is zeroed.
+// 2-d max pooling for channels_last (NHWC) CUDA tensors, fp32 or bf16, forward and input
+// gradient. PyTorch's NHWC forward writes an int64 index per output element and its backward
+// reads them back: for ResNet-18's stem (a 3x3, stride 2 pool of 64 x 112 x 112 maps) that index
+// traffic was larger than the pooled output, and the pair took 1.6 ms of a 22 ms fp32 step on
+// the H200 (docs/benchmarks.md). Here the forward keeps one byte per output element, which
+// element of its window it took, and the backward gathers: each thread owns 8 channels of one
+// input pixel and sums the gradients of the few output windows that took it, so every element
+// is written once and nothing is zeroed.
 #ifndef TRAIND_MODELS_CUDA_MAX_POOL_NHWC_H_
 #define TRAIND_MODELS_CUDA_MAX_POOL_NHWC_H_
 
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <utility>
 
 namespace traind {
 
@@ -16,12 +20,20 @@ struct MaxPoolGeometry {
   int64_t kernel, stride, padding;  // square windows, dilation 1, floor mode
 };
 
-// Whether MaxPoolNhwcBackward takes a pooling of this input.
-bool MaxPoolNhwcSupports(const at::Tensor& input);
+// Whether the kernels below take a pooling of this input: CUDA, fp32 or bf16, channels_last with
+// a multiple of 8 channels on a 16-byte boundary, windows of at most 15 x 15, padding at most
+// half the window (as ATen requires).
+bool MaxPoolNhwcSupports(const at::Tensor& input, const MaxPoolGeometry& geometry);
 
-// grad_output and indices: [N, C, OH, OW] in channels_last; returns [N, C, H, W] like
-// `input_sizes`.
-at::Tensor MaxPoolNhwcBackward(const at::Tensor& grad_output, const at::Tensor& indices,
+// The pooled output ([N, C, OH, OW], channels_last) and, for each of its elements, the element
+// of its window it took, kh * kernel + kw (uint8, same shape and layout). The picks are ATen's:
+// the first maximum in row-major window order, or a NaN (the window's last NaN).
+std::pair<at::Tensor, at::Tensor> MaxPoolNhwcForward(const at::Tensor& input,
+                                                     const MaxPoolGeometry& geometry);
+
+// The input gradient ([N, C, H, W] like `input_sizes`, channels_last) from the output gradient
+// and the forward's picks.
+at::Tensor MaxPoolNhwcBackward(const at::Tensor& grad_output, const at::Tensor& picks,
                                at::IntArrayRef input_sizes, const MaxPoolGeometry& geometry);
 
 }  // namespace traind
