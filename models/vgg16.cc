@@ -57,11 +57,12 @@ torch::Tensor Vgg16Impl::forward(torch::Tensor x) {
   // times: the first classifier product then equals one with the weight's 49 copies summed (a
   // 512-wide product instead of a 25,088-wide one, forward and backward). Every weight still
   // gets its gradient (the same for all 49 copies, as through the pool), so checkpoints and the
-  // optimizer see the same model. VGG16 at 32 px, fp32, batch 128 on the H200:
-  // docs/benchmarks.md ("The 1x1 features' pool folded into the classifier").
-  const bool one_pixel = x.size(2) == 1 && x.size(3) == 1;
-  if (!one_pixel) x = pool_->forward(x);
-  return Classify(torch::flatten(x, 1), /*pool_folded=*/one_pixel);
+  // optimizer see the same model. Worth it in fp32 (VGG16 at 32 px, batch 128 on the H200: 0.412
+  // -> 0.340 s an epoch), not in bf16, where the wide product runs on tensor cores and costs less
+  // than the fold's passes over the fp32 weight (0.221 -> 0.247 s): docs/benchmarks.md.
+  const bool fold_pool = x.size(2) == 1 && x.size(3) == 1 && x.scalar_type() == torch::kFloat;
+  if (!fold_pool) x = pool_->forward(x);
+  return Classify(torch::flatten(x, 1), /*pool_folded=*/fold_pool);
 }
 
 torch::Tensor Vgg16Impl::Classify(torch::Tensor x, bool pool_folded) {
