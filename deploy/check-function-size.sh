@@ -15,10 +15,10 @@ tables=(
   "client/spec_flags.cc:const std::vector<SpecFlagInfo>& SpecFlagTable() {"
 )
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' | grep -v '_test\.cc$')
+  mapfile -t sources < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh' | grep -v '_test\.cc$')
 else
   mapfile -t sources < <(find . \( -path './build*' -o -name node_modules \) -prune -o \
-    \( -name '*.cc' -o -name '*.h' -o -name '*.cu' \) ! -name '*_test.cc' -print | sed 's|^\./||')
+    \( -name '*.cc' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) ! -name '*_test.cc' -print | sed 's|^\./||')
 fi
 [ ${#sources[@]} -gt 0 ] || { echo "check-function-size: no sources found"; exit 1; }
 too_long=$(awk -v limit=$limit -v tables="$(printf '%s\n' "${tables[@]}")" '

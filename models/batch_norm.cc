@@ -47,6 +47,41 @@ class NhwcBatchNormFunction : public torch::autograd::Function<NhwcBatchNormFunc
   }
 };
 
+// max_pool2d(relu(batch_norm(input))) in the batch norm's passes. Saves the picks, not the
+// pooled output: the backward recomputes the ReLU's mask from the input.
+class NhwcBatchNormReluMaxPoolFunction
+    : public torch::autograd::Function<NhwcBatchNormReluMaxPoolFunction> {
+ public:
+  static torch::Tensor forward(AutogradContext* context, const torch::Tensor& input,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               torch::Tensor running_mean, torch::Tensor running_var,
+                               double momentum, double eps, int64_t kernel, int64_t stride,
+                               int64_t padding) {
+    const MaxPoolGeometry pool{kernel, stride, padding};
+    NhwcBatchNormForwardResult result = NhwcBatchNormReluMaxPoolForward(
+        input, weight, bias, running_mean, running_var, momentum, eps, pool);
+    context->save_for_backward(
+        {input, weight, result.mean, result.invstd, result.scale, result.shift, result.picks});
+    context->saved_data["kernel"] = kernel;
+    context->saved_data["stride"] = stride;
+    context->saved_data["padding"] = padding;
+    return result.output;
+  }
+
+  static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
+    const variable_list saved = context->get_saved_variables();
+    const MaxPoolGeometry pool{context->saved_data["kernel"].toInt(),
+                               context->saved_data["stride"].toInt(),
+                               context->saved_data["padding"].toInt()};
+    NhwcBatchNormBackwardResult result =
+        NhwcBatchNormReluMaxPoolBackward(grad_outputs[0], saved[6], saved[0], saved[1], saved[2],
+                                         saved[3], saved[4], saved[5], pool);
+    return {result.grad_input, result.grad_weight, result.grad_bias, torch::Tensor(),
+            torch::Tensor(),   torch::Tensor(),    torch::Tensor(),  torch::Tensor(),
+            torch::Tensor(),   torch::Tensor()};
+  }
+};
+
 }  // namespace
 #endif  // TRAIND_HAVE_CUDA_KERNELS
 
@@ -115,6 +150,20 @@ torch::Tensor BatchNorm2dImpl::ForwardAddRelu(const torch::Tensor& input,
   // In place on the sum is safe: the addition's backward needs neither its inputs nor its output.
   torch::Tensor sum = Unfused(input) + residual;
   return torch::relu_(sum);
+}
+
+torch::Tensor BatchNorm2dImpl::ForwardMaxPool(const torch::Tensor& input, MaxPool2dImpl& pool) {
+  TORCH_CHECK(relu_, "BatchNorm2d: ForwardMaxPool is for a batch norm with its own ReLU");
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  const MaxPoolGeometry geometry{pool.kernel(), pool.stride(), pool.padding()};
+  if (FusedPathTakes(input) && NhwcBatchNormReluMaxPoolSupports(input, geometry)) {
+    CountBatch(input);
+    return NhwcBatchNormReluMaxPoolFunction::apply(input, weight, bias, running_mean, running_var,
+                                                   kMomentum, kEps, geometry.kernel,
+                                                   geometry.stride, geometry.padding);
+  }
+#endif
+  return pool.forward(forward(input));
 }
 
 void BatchNorm2dImpl::CountBatch(const torch::Tensor& input) {

@@ -5,8 +5,9 @@
 // (models/cuda/batch_norm_nhwc.h): in bf16 where PyTorch would run its slower native ones,
 // because cuDNN refuses bf16 batch norm; in fp32 to do the ReLU, and with ForwardAddRelu a
 // ResNet block's residual add, in the same passes (ResNet-18 at 224 px: 1.13x cuDNN's batch norm
-// with a separate add and ReLU, docs/benchmarks.md). Every other case (fp16, eval mode, NCHW)
-// goes to at::batch_norm as before.
+// with a separate add and ReLU, docs/benchmarks.md), and with ForwardMaxPool a ResNet stem's
+// max pool in its output pass. Every other case (fp16, eval mode, NCHW) goes to at::batch_norm
+// as before.
 // TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off
 // (models/own_kernels.h). With `relu`, the layer is batch norm then ReLU (in place), which the
 // fused path does in the same passes. Not a subclass of torch::nn::BatchNorm2dImpl: that would
@@ -18,6 +19,8 @@
 
 #include <ostream>
 #include <string>
+
+#include "models/max_pool.h"
 
 namespace traind {
 
@@ -33,6 +36,10 @@ class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
   // relu(batch norm of `input` + `residual`), the end of a ResNet block, for a layer made without
   // its own ReLU; the fused path does the addition and the ReLU in its output pass.
   torch::Tensor ForwardAddRelu(const torch::Tensor& input, const torch::Tensor& residual);
+  // pool(forward(input)) for a layer made with its ReLU, a ResNet stem's end; the fused path
+  // pools in its output pass and its backward reads the pooled gradient through the pool's picks,
+  // so the full-size activation and its gradient are never stored.
+  torch::Tensor ForwardMaxPool(const torch::Tensor& input, MaxPool2dImpl& pool);
 
   torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 

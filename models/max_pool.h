@@ -18,6 +18,9 @@ class MaxPool2dImpl : public torch::nn::Cloneable<MaxPool2dImpl> {
   void reset() override {}
   void pretty_print(std::ostream& stream) const override;
   torch::Tensor forward(const torch::Tensor& input);
+  int64_t kernel() const { return kernel_; }
+  int64_t stride() const { return stride_; }
+  int64_t padding() const { return padding_; }
 
  private:
   int64_t kernel_, stride_, padding_;

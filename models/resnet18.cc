@@ -29,13 +29,13 @@ torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
 }
 
 ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_stem) {
-  if (cifar_stem) {
-    // nn::Identity holds the place of the batch norm's ReLU (checkpoint names stay the same).
-    stem_ = nn::Sequential(Conv(in_channels, 64, 3, 1, 1), BatchNorm2d(64, /*relu=*/true),
-                           nn::Identity());
-  } else {
-    stem_ = nn::Sequential(Conv(in_channels, 64, 7, 2, 3), BatchNorm2d(64, /*relu=*/true),
-                           nn::Identity(), MaxPool2d(/*kernel=*/3, /*stride=*/2, /*padding=*/1));
+  stem_conv_ = cifar_stem ? Conv(in_channels, 64, 3, 1, 1) : Conv(in_channels, 64, 7, 2, 3);
+  stem_norm_ = BatchNorm2d(64, /*relu=*/true);
+  // nn::Identity holds the place of the batch norm's ReLU (checkpoint names stay the same).
+  stem_ = nn::Sequential(stem_conv_, stem_norm_, nn::Identity());
+  if (!cifar_stem) {
+    stem_pool_ = MaxPool2d(/*kernel=*/3, /*stride=*/2, /*padding=*/1);
+    stem_->push_back(stem_pool_);
   }
   register_module("stem", stem_);
   layers_ = nn::Sequential();
@@ -56,7 +56,11 @@ ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_
 }
 
 torch::Tensor ResNet18Impl::forward(torch::Tensor x) {
-  x = layers_->forward(stem_->forward(x));
+  // The stem's batch norm pools as it writes (BatchNorm2d::ForwardMaxPool): its full-size output
+  // is the network's largest activation.
+  x = stem_pool_ ? stem_norm_->ForwardMaxPool(stem_conv_->forward(x), *stem_pool_)
+                 : stem_->forward(x);
+  x = layers_->forward(x);
   x = torch::adaptive_avg_pool2d(x, {1, 1});
   return fc_->forward(torch::flatten(x, 1));
 }

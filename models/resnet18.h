@@ -29,7 +29,10 @@ class ResNet18Impl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
 
  private:
-  torch::nn::Sequential stem_{nullptr};
+  torch::nn::Sequential stem_{nullptr};  // holds the stem's layers (and their checkpoint names)
+  torch::nn::Conv2d stem_conv_{nullptr};
+  BatchNorm2d stem_norm_{nullptr};
+  MaxPool2d stem_pool_{nullptr};  // null with the CIFAR stem
   torch::nn::Sequential layers_{nullptr};
   torch::nn::Linear fc_{nullptr};
 };

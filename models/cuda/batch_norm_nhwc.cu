@@ -10,6 +10,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+
+#include "models/cuda/max_pool_window.cuh"
+#include "models/cuda/vec8.cuh"
 
 namespace traind {
 namespace {
@@ -18,53 +22,11 @@ namespace {
 // channels (one 16-byte load) and a strided set of rows: threadIdx.x / blockIdx.x pick the
 // group, threadIdx.y / blockIdx.y the rows. A warp then reads whole consecutive rows, and each
 // thread keeps its channels' statistics or coefficients in registers.
-constexpr int kVec = 8;
+using vec8::kVec;
+using vec8::Load;
+using vec8::Relu;
+using vec8::Store;
 constexpr int kThreads = 256;
-
-struct alignas(16) Bf16x8 {
-  __nv_bfloat162 pair[kVec / 2];
-};
-
-__device__ __forceinline__ void Load(const __nv_bfloat16* p, float (&v)[kVec]) {
-  const Bf16x8 packed = *reinterpret_cast<const Bf16x8*>(p);
-#pragma unroll
-  for (int i = 0; i < kVec / 2; ++i) {
-    const float2 f = __bfloat1622float2(packed.pair[i]);
-    v[2 * i] = f.x;
-    v[2 * i + 1] = f.y;
-  }
-}
-
-__device__ __forceinline__ void Store(__nv_bfloat16* p, const float (&v)[kVec]) {
-  Bf16x8 packed;
-#pragma unroll
-  for (int i = 0; i < kVec / 2; ++i) packed.pair[i] = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
-  *reinterpret_cast<Bf16x8*>(p) = packed;
-}
-
-// fp32 activations: the same eight channels a thread, as two 16-byte accesses.
-__device__ __forceinline__ void Load(const float* p, float (&v)[kVec]) {
-#pragma unroll
-  for (int i = 0; i < kVec / 4; ++i) {
-    const float4 f = reinterpret_cast<const float4*>(p)[i];
-    v[4 * i] = f.x;
-    v[4 * i + 1] = f.y;
-    v[4 * i + 2] = f.z;
-    v[4 * i + 3] = f.w;
-  }
-}
-
-__device__ __forceinline__ void Store(float* p, const float (&v)[kVec]) {
-#pragma unroll
-  for (int i = 0; i < kVec / 4; ++i) {
-    reinterpret_cast<float4*>(p)[i] =
-        make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
-  }
-}
-
-// max(v, 0) that keeps a NaN, as torch.relu does (fmaxf would turn it into 0 and hide a diverged
-// activation from the loss).
-__device__ __forceinline__ float Relu(float v) { return v < 0.f ? 0.f : v; }
 
 // Chan et al.'s merge of Welford states (count n, mean, sum of squared deviations m2) for
 // channels that share one count.
@@ -90,14 +52,15 @@ struct Layout {
   int groups;  // channels / kVec
 };
 
-// Calls visit(offset) with the offset of this thread's channel group in each of its rows.
+// Calls visit(row, offset) for each of this thread's rows, with the offset of its channel group
+// in that row.
 template <typename Visit>
 __device__ __forceinline__ void ForEachRow(const Layout& layout, int group, Visit visit) {
   const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
 #pragma unroll 4
   for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
        r += stride) {
-    visit(r * layout.channels + group * kVec);
+    visit(r, r * layout.channels + group * kVec);
   }
 }
 
@@ -109,7 +72,7 @@ __global__ void __launch_bounds__(kThreads)
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float n = 0.f, mean[kVec] = {}, m2[kVec] = {};
   if (group < layout.groups) {
-    ForEachRow(layout, group, [&](int64_t offset) {
+    ForEachRow(layout, group, [&](int64_t /*row*/, int64_t offset) {
       float v[kVec];
       Load(x + offset, v);
       n += 1.f;
@@ -208,7 +171,7 @@ __global__ void __launch_bounds__(kThreads)
     a[k] = scale[group * kVec + k];
     b[k] = shift[group * kVec + k];
   }
-  ForEachRow(layout, group, [&](int64_t offset) {
+  ForEachRow(layout, group, [&](int64_t /*row*/, int64_t offset) {
     float v[kVec], r[kVec];
     Load(x + offset, v);
     if (kResidual) Load(residual + offset, r);
@@ -222,18 +185,71 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-// Loads dy into g and x into v at `offset`; with kRelu, g is then the gradient reaching the
-// batch norm: dy where the forward's ReLU passed (recomputed from x), else 0.
-template <bool kRelu, typename T>
-__device__ __forceinline__ void LoadGradient(const T* dy, const T* x, int64_t offset,
+// Where a backward kernel reads the gradient of the batch norm's output (before its ReLU's
+// mask): `dy` at the input's offsets, or, with `picks`, a max pool's output gradient (`dy` then is
+// [N, OH, OW, C] of `pool`) gathered through the pool's picks: the input gradient of the pool, as
+// its own backward would have stored it (rounded to T), never written out.
+template <typename T>
+struct GradientSource {
+  const T* dy;
+  const pool_window::Picks* picks;
+  pool_window::PoolShape pool;
+};
+
+// The output pass pooled as it goes (NhwcBatchNormReluMaxPoolForward): each input element the
+// pool's window reads becomes relu(x * scale + shift), rounded to T as ScaleShift stores it,
+// before the comparison; the full-size output is never written.
+template <typename T>
+struct ScaleShiftRelu {
+  const float* scale;
+  const float* shift;
+  struct Bound {
+    float a[kVec], b[kVec];
+    __device__ __forceinline__ void operator()(float (&v)[kVec]) const {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) v[k] = Relu(__fmaf_rn(v[k], a[k], b[k]));
+      vec8::RoundTo<T>(v);
+    }
+  };
+  __device__ __forceinline__ Bound For(int group) const {
+    Bound bound;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      bound.a[k] = scale[group * kVec + k];
+      bound.b[k] = shift[group * kVec + k];
+    }
+    return bound;
+  }
+};
+
+// Loads the output gradient into g and x into v for `row` (at `offset`); with kRelu, g is then the
+// gradient reaching the batch norm: the output gradient where the forward's ReLU passed
+// (recomputed from x), else 0.
+template <bool kRelu, bool kPooled, typename T>
+__device__ __forceinline__ void LoadGradient(const GradientSource<T>& source, const T* x,
+                                             int64_t row, int group, int64_t offset,
                                              const float (&scale)[kVec], const float (&shift)[kVec],
                                              float (&g)[kVec], float (&v)[kVec]) {
-  Load(dy + offset, g);
+  if constexpr (kPooled) {
+    const pool_window::PoolShape& pool = source.pool;
+    // 32-bit division, several times cheaper than 64-bit: the pooled path takes fewer than
+    // 2^31 rows (NhwcBatchNormReluMaxPoolSupports).
+    const uint32_t pixel = static_cast<uint32_t>(row);
+    const uint32_t rest = pixel / static_cast<uint32_t>(pool.width);
+    const pool_window::Slot slot{group, static_cast<int>(pixel - rest * pool.width),
+                                 static_cast<int>(rest % static_cast<uint32_t>(pool.height)),
+                                 rest / static_cast<uint32_t>(pool.height)};
+    pool_window::GatherPicked(source.dy, source.picks, pool, slot, g);
+    vec8::RoundTo<T>(g);
+  } else {
+    Load(source.dy + offset, g);
+  }
   Load(x + offset, v);
-  if (!kRelu) return;
+  if constexpr (kRelu) {
 #pragma unroll
-  for (int k = 0; k < kVec; ++k) {
-    if (__fmaf_rn(v[k], scale[k], shift[k]) <= 0.f) g[k] = 0.f;
+    for (int k = 0; k < kVec; ++k) {
+      if (__fmaf_rn(v[k], scale[k], shift[k]) <= 0.f) g[k] = 0.f;
+    }
   }
 }
 
@@ -245,9 +261,13 @@ enum class Mask { kNone, kRecomputed, kFromOutput };
 // Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C]. With
 // Mask::kFromOutput (a batch norm whose output had a residual added before the ReLU) the masked
 // gradient is also written to `masked`: it is the residual's gradient and the input gradient's dy.
-template <typename T, Mask kMask>
+// kPooled: dy is gathered through a max pool's picks (GradientSource), with Mask::kRecomputed,
+// and the masked gradient is written to `masked` for the input gradient's pass: gathering once
+// and writing it costs less than gathering again (on the H200, ResNet-18's stem in fp32: 1.0 ms a
+// step for the input gradient's pass with its own gather).
+template <typename T, Mask kMask, bool kPooled>
 __global__ void __launch_bounds__(kThreads)
-    GradientSumPartials(const T* __restrict__ dy, const T* __restrict__ x,
+    GradientSumPartials(GradientSource<T> source, const T* __restrict__ x,
                         const T* __restrict__ output, T* __restrict__ masked, Layout layout,
                         const float* __restrict__ mean, const float* __restrict__ scale,
                         const float* __restrict__ shift, float* __restrict__ part_sum_dy,
@@ -263,9 +283,9 @@ __global__ void __launch_bounds__(kThreads)
       a[k] = kRecompute ? scale[group * kVec + k] : 0.f;
       b[k] = kRecompute ? shift[group * kVec + k] : 0.f;
     }
-    ForEachRow(layout, group, [&](int64_t offset) {
+    ForEachRow(layout, group, [&](int64_t row, int64_t offset) {
       float g[kVec], v[kVec];
-      LoadGradient<kRecompute>(dy, x, offset, a, b, g, v);
+      LoadGradient<kRecompute, kPooled>(source, x, row, group, offset, a, b, g, v);
       if (kMask == Mask::kFromOutput) {
         float y[kVec];
         Load(output + offset, y);
@@ -275,6 +295,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         Store(masked + offset, g);
       }
+      if constexpr (kPooled) Store(masked + offset, g);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         sum_dy[k] += g[k];
@@ -355,7 +376,7 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T, bool kRelu>
 __global__ void __launch_bounds__(kThreads)
-    InputGradient(const T* __restrict__ dy, const T* __restrict__ x, T* __restrict__ dx,
+    InputGradient(GradientSource<T> source, const T* __restrict__ x, T* __restrict__ dx,
                   Layout layout, const float* __restrict__ mean, const float* __restrict__ scale,
                   const float* __restrict__ shift, const float* __restrict__ coefficients) {
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
@@ -371,9 +392,10 @@ __global__ void __launch_bounds__(kThreads)
     b[k] = coefficients[layout.channels + channel];
     c[k] = coefficients[2 * layout.channels + channel];
   }
-  ForEachRow(layout, group, [&](int64_t offset) {
+  ForEachRow(layout, group, [&](int64_t row, int64_t offset) {
     float g[kVec], v[kVec];
-    LoadGradient<kRelu>(dy, x, offset, forward_scale, forward_shift, g, v);
+    LoadGradient<kRelu, /*kPooled=*/false>(source, x, row, group, offset, forward_scale,
+                                           forward_shift, g, v);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v[k] = a[k] * g[k] + b[k] * (v[k] - mu[k]) + c[k];
     Store(dx + offset, v);
@@ -449,50 +471,91 @@ void CheckParameter(const at::Tensor& t, int channels, const char* name) {
       " elements");
 }
 
-// The forward pass for activations of type T: statistics, then scale, shift and the ReLU.
+// What the batch norm's own passes do after normalising: nothing, a ReLU, a residual add and a
+// ReLU, or a ReLU and a max pool.
+struct Epilogue {
+  bool relu = false;
+  at::Tensor residual;  // the forward's residual (with relu)
+  at::Tensor output;    // the backward's: that forward's output, for the ReLU's mask
+  const MaxPoolGeometry* pool = nullptr;  // with relu
+  at::Tensor picks;                       // with pool: the forward writes them, the backward reads
+};
+
+// The forward's output pass pooled: writes the pooled output and the picks.
+template <typename T>
+void LaunchPooledOutput(const Pass& pass, const at::Tensor& input, const Epilogue& epilogue,
+                        const float* scale, const float* shift, at::Tensor& output) {
+  const int64_t work = output.numel() / kVec;
+  if (work == 0) return;
+  pool_window::MaxPoolForwardKernel<<<pool_window::Blocks(work, input.get_device()),
+                                      pool_window::kThreads, 0, pass.stream>>>(
+      Data<T>(input), MutableData<T>(output),
+      reinterpret_cast<pool_window::Picks*>(epilogue.picks.data_ptr()),
+      pool_window::PoolShapeOf(input.sizes(), output.sizes(), *epilogue.pool), work,
+      ScaleShiftRelu<T>{scale, shift});
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+// The forward pass for activations of type T: statistics, then the output pass (scale, shift and
+// the epilogue).
 template <typename T>
 void LaunchForward(Pass& pass, const at::Tensor& input, const at::Tensor& weight,
                    const at::Tensor& bias, at::Tensor& running_mean, at::Tensor& running_var,
-                   double momentum, double eps, bool relu, const at::Tensor& residual,
-                   float* channel, at::Tensor& output) {
+                   double momentum, double eps, const Epilogue& epilogue, float* channel,
+                   at::Tensor& output) {
   const Layout& layout = pass.layout;
   WelfordPartials<T>
       <<<pass.shape.grid, pass.shape.block, pass.shared_bytes(1 + 2 * kVec), pass.stream>>>(
           Data<T>(input), layout, pass.partial(0), pass.partial(1), pass.partial(2));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  const float* scale = channel + 2 * layout.channels;
+  const float* shift = channel + 3 * layout.channels;
   FinalizeStatistics<<<layout.channels, kThreads, 0, pass.stream>>>(
       pass.partial(0), pass.partial(1), pass.partial(2), pass.row_blocks(), layout.channels,
       weight.data_ptr<float>(), bias.data_ptr<float>(), running_mean.data_ptr<float>(),
       running_var.data_ptr<float>(), static_cast<float>(momentum), static_cast<float>(eps), channel,
       channel + layout.channels, channel + 2 * layout.channels, channel + 3 * layout.channels);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const bool add = residual.defined();
-  const auto scale_shift = add    ? ScaleShift<T, true, true>
-                           : relu ? ScaleShift<T, true, false>
-                                  : ScaleShift<T, false, false>;
+  if (epilogue.pool != nullptr) {
+    LaunchPooledOutput<T>(pass, input, epilogue, scale, shift, output);
+    return;
+  }
+  const bool add = epilogue.residual.defined();
+  const auto scale_shift = add             ? ScaleShift<T, true, true>
+                           : epilogue.relu ? ScaleShift<T, true, false>
+                                           : ScaleShift<T, false, false>;
   scale_shift<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      Data<T>(input), add ? Data<T>(residual) : nullptr, MutableData<T>(output), layout,
-      channel + 2 * layout.channels, channel + 3 * layout.channels);
+      Data<T>(input), add ? Data<T>(epilogue.residual) : nullptr, MutableData<T>(output), layout,
+      scale, shift);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // The backward pass for activations of type T: the two sums, then the input gradient. With the
-// forward's `output` (a residual was added), the sums pass writes the masked gradient into
-// `grad_residual` and the input gradient reads it as its dy, with no mask of its own.
+// forward's `output` (a residual was added; `masked` is then the residual's gradient), or with a
+// pool (the sums pass gathers the pooled gradient through the picks), the sums pass writes the
+// masked gradient into `masked` and the input gradient reads it as its dy, with no mask of its
+// own.
 template <typename T>
 void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor& input,
                     const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
-                    const at::Tensor& scale, const at::Tensor& shift, bool relu,
-                    const at::Tensor& output, at::Tensor& parameter_grads, at::Tensor& coefficients,
-                    at::Tensor& grad_input, at::Tensor& grad_residual) {
+                    const at::Tensor& scale, const at::Tensor& shift, const Epilogue& epilogue,
+                    at::Tensor& parameter_grads, at::Tensor& coefficients, at::Tensor& grad_input,
+                    at::Tensor& masked) {
   const Layout& layout = pass.layout;
-  const bool add = output.defined();
-  const auto sums = add    ? GradientSumPartials<T, Mask::kFromOutput>
-                    : relu ? GradientSumPartials<T, Mask::kRecomputed>
-                           : GradientSumPartials<T, Mask::kNone>;
+  const bool add = epilogue.output.defined();
+  const bool pooled = epilogue.pool != nullptr;
+  GradientSource<T> source{Data<T>(grad_output), nullptr, {}};
+  if (pooled) {
+    source.picks = reinterpret_cast<const pool_window::Picks*>(epilogue.picks.data_ptr());
+    source.pool = pool_window::PoolShapeOf(input.sizes(), grad_output.sizes(), *epilogue.pool);
+  }
+  const auto sums = pooled          ? GradientSumPartials<T, Mask::kRecomputed, true>
+                    : add           ? GradientSumPartials<T, Mask::kFromOutput, false>
+                    : epilogue.relu ? GradientSumPartials<T, Mask::kRecomputed, false>
+                                    : GradientSumPartials<T, Mask::kNone, false>;
   sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
-      Data<T>(grad_output), Data<T>(input), add ? Data<T>(output) : nullptr,
-      add ? MutableData<T>(grad_residual) : nullptr, layout, mean.data_ptr<float>(),
+      source, Data<T>(input), add ? Data<T>(epilogue.output) : nullptr,
+      add || pooled ? MutableData<T>(masked) : nullptr, layout, mean.data_ptr<float>(),
       scale.data_ptr<float>(), shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   FinalizeGradients<<<layout.channels, kThreads, 0, pass.stream>>>(
@@ -501,10 +564,12 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
       parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const auto input_gradient = relu && !add ? InputGradient<T, true> : InputGradient<T, false>;
+  const GradientSource<T> masked_source{masked.defined() ? Data<T>(masked) : nullptr, nullptr, {}};
+  const auto input_gradient =
+      epilogue.relu && !add && !pooled ? InputGradient<T, true> : InputGradient<T, false>;
   input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      Data<T>(add ? grad_residual : grad_output), Data<T>(input), MutableData<T>(grad_input),
-      layout, mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
+      add || pooled ? masked_source : source, Data<T>(input), MutableData<T>(grad_input), layout,
+      mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -520,6 +585,11 @@ bool NhwcBatchNormSupports(const at::Tensor& input) {
          input.numel() / input.size(1) > 1;
 }
 
+bool NhwcBatchNormReluMaxPoolSupports(const at::Tensor& input, const MaxPoolGeometry& pool) {
+  return NhwcBatchNormSupports(input) && MaxPoolNhwcSupports(input, pool) &&
+         input.numel() / input.size(1) <= std::numeric_limits<int32_t>::max();
+}
+
 namespace {
 // Whether `t` can be read at the input's offsets: the kernels take it, on the input's device,
 // with its sizes and type.
@@ -527,15 +597,22 @@ bool LaidOutLike(const at::Tensor& t, const at::Tensor& input) {
   return NhwcBatchNormSupports(t) && t.device() == input.device() && t.sizes() == input.sizes() &&
          t.scalar_type() == input.scalar_type();
 }
-}  // namespace
 
-NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
-                                                const at::Tensor& bias, at::Tensor& running_mean,
-                                                at::Tensor& running_var, double momentum,
-                                                double eps, bool relu, const at::Tensor& residual) {
-  TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
-  TORCH_CHECK(!residual.defined() || (relu && LaidOutLike(residual, input)),
-              "NhwcBatchNorm: the residual must be like the input, and comes with the ReLU");
+// Whether `t` is an NHWC tensor of the pooled output's sizes on the input's device, the kernels'
+// layout (channels_last, 16-byte aligned), of `type`.
+bool LaidOutLikePooled(const at::Tensor& t, const at::Tensor& input, const MaxPoolGeometry& pool,
+                       at::ScalarType type) {
+  return t.device() == input.device() && t.scalar_type() == type &&
+         t.sizes() == at::IntArrayRef(MaxPoolOutputSizes(input.sizes(), pool)) &&
+         t.is_contiguous(at::MemoryFormat::ChannelsLast) &&
+         reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
+// The forward for a checked input and epilogue, its output of `output_sizes`.
+NhwcBatchNormForwardResult RunForward(const at::Tensor& input, const at::Tensor& weight,
+                                      const at::Tensor& bias, at::Tensor& running_mean,
+                                      at::Tensor& running_var, double momentum, double eps,
+                                      const Epilogue& epilogue, at::IntArrayRef output_sizes) {
   Pass pass(input, /*arrays=*/3);  // Welford count, mean and m2 per row block and channel
   const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
@@ -544,23 +621,20 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
   CheckParameter(running_var, layout.channels, "running_var");
   // Per channel: mean, invstd, scale, shift.
   at::Tensor per_channel = at::empty({4, layout.channels}, input.options().dtype(at::kFloat));
-  at::Tensor output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+  at::Tensor output =
+      at::empty(output_sizes, input.options().memory_format(at::MemoryFormat::ChannelsLast));
   const auto forward =
       input.scalar_type() == at::kFloat ? LaunchForward<float> : LaunchForward<__nv_bfloat16>;
-  forward(pass, input, weight, bias, running_mean, running_var, momentum, eps, relu, residual,
+  forward(pass, input, weight, bias, running_mean, running_var, momentum, eps, epilogue,
           per_channel.data_ptr<float>(), output);
-  return {output, per_channel[0], per_channel[1], per_channel[2], per_channel[3]};
+  return {output, per_channel[0], per_channel[1], per_channel[2], per_channel[3], epilogue.picks};
 }
 
-NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
-                                                  const at::Tensor& input, const at::Tensor& weight,
-                                                  const at::Tensor& mean, const at::Tensor& invstd,
-                                                  const at::Tensor& scale, const at::Tensor& shift,
-                                                  bool relu, const at::Tensor& output) {
-  TORCH_CHECK(NhwcBatchNormSupports(input) && LaidOutLike(grad_output, input),
-              "NhwcBatchNorm: unsupported gradient");
-  TORCH_CHECK(!output.defined() || (relu && LaidOutLike(output, input)),
-              "NhwcBatchNorm: the output must be like the input, and comes with the ReLU");
+// The backward for a checked input, gradient and epilogue.
+NhwcBatchNormBackwardResult RunBackward(const at::Tensor& grad_output, const at::Tensor& input,
+                                        const at::Tensor& weight, const at::Tensor& mean,
+                                        const at::Tensor& invstd, const at::Tensor& scale,
+                                        const at::Tensor& shift, const Epilogue& epilogue) {
   Pass pass(input, /*arrays=*/2);  // sum(dy) and sum(dy * (x - mean)) per row block and channel
   const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
@@ -572,13 +646,83 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
   at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
   at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
   at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  at::Tensor grad_residual;
-  if (output.defined()) grad_residual = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+  at::Tensor masked;  // the residual's gradient with an output; a pass's scratch with a pool
+  if (epilogue.output.defined() || epilogue.pool != nullptr) {
+    masked = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+  }
   const auto backward =
       input.scalar_type() == at::kFloat ? LaunchBackward<float> : LaunchBackward<__nv_bfloat16>;
-  backward(pass, grad_output, input, weight, mean, invstd, scale, shift, relu, output,
-           parameter_grads, coefficients, grad_input, grad_residual);
-  return {grad_input, parameter_grads[0], parameter_grads[1], grad_residual};
+  backward(pass, grad_output, input, weight, mean, invstd, scale, shift, epilogue, parameter_grads,
+           coefficients, grad_input, masked);
+  return {grad_input, parameter_grads[0], parameter_grads[1],
+          epilogue.output.defined() ? masked : at::Tensor()};
+}
+}  // namespace
+
+NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const at::Tensor& weight,
+                                                const at::Tensor& bias, at::Tensor& running_mean,
+                                                at::Tensor& running_var, double momentum,
+                                                double eps, bool relu, const at::Tensor& residual) {
+  TORCH_CHECK(NhwcBatchNormSupports(input), "NhwcBatchNorm: unsupported input");
+  TORCH_CHECK(!residual.defined() || (relu && LaidOutLike(residual, input)),
+              "NhwcBatchNorm: the residual must be like the input, and comes with the ReLU");
+  Epilogue epilogue;
+  epilogue.relu = relu;
+  epilogue.residual = residual;
+  return RunForward(input, weight, bias, running_mean, running_var, momentum, eps, epilogue,
+                    input.sizes());
+}
+
+NhwcBatchNormForwardResult NhwcBatchNormReluMaxPoolForward(
+    const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+    at::Tensor& running_mean, at::Tensor& running_var, double momentum, double eps,
+    const MaxPoolGeometry& pool) {
+  TORCH_CHECK(NhwcBatchNormReluMaxPoolSupports(input, pool),
+              "NhwcBatchNormReluMaxPool: unsupported input or pooling");
+  const std::vector<int64_t> pooled_sizes = MaxPoolOutputSizes(input.sizes(), pool);
+  Epilogue epilogue;
+  epilogue.relu = true;
+  epilogue.pool = &pool;
+  epilogue.picks = at::empty(
+      pooled_sizes, input.options().dtype(at::kByte).memory_format(at::MemoryFormat::ChannelsLast));
+  return RunForward(input, weight, bias, running_mean, running_var, momentum, eps, epilogue,
+                    pooled_sizes);
+}
+
+NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
+                                                  const at::Tensor& input, const at::Tensor& weight,
+                                                  const at::Tensor& mean, const at::Tensor& invstd,
+                                                  const at::Tensor& scale, const at::Tensor& shift,
+                                                  bool relu, const at::Tensor& output) {
+  TORCH_CHECK(NhwcBatchNormSupports(input) && LaidOutLike(grad_output, input),
+              "NhwcBatchNorm: unsupported gradient");
+  TORCH_CHECK(!output.defined() || (relu && LaidOutLike(output, input)),
+              "NhwcBatchNorm: the output must be like the input, and comes with the ReLU");
+  Epilogue epilogue;
+  epilogue.relu = relu;
+  epilogue.output = output;
+  return RunBackward(grad_output, input, weight, mean, invstd, scale, shift, epilogue);
+}
+
+NhwcBatchNormBackwardResult NhwcBatchNormReluMaxPoolBackward(
+    const at::Tensor& grad_output, const at::Tensor& picks, const at::Tensor& input,
+    const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
+    const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool) {
+  TORCH_CHECK(NhwcBatchNormReluMaxPoolSupports(input, pool),
+              "NhwcBatchNormReluMaxPool: unsupported input or pooling");
+  at::Tensor grad = grad_output.contiguous(at::MemoryFormat::ChannelsLast);
+  if (reinterpret_cast<uintptr_t>(grad.data_ptr()) % 16 != 0) {
+    grad = grad.clone(at::MemoryFormat::ChannelsLast);  // a fresh allocation is aligned
+  }
+  TORCH_CHECK(LaidOutLikePooled(grad, input, pool, input.scalar_type()) &&
+                  LaidOutLikePooled(picks, input, pool, at::kByte),
+              "NhwcBatchNormReluMaxPool: the gradient and the picks must be like the pooled "
+              "output");
+  Epilogue epilogue;
+  epilogue.relu = true;
+  epilogue.pool = &pool;
+  epilogue.picks = picks;
+  return RunBackward(grad, input, weight, mean, invstd, scale, shift, epilogue);
 }
 
 }  // namespace traind

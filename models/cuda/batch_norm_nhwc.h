@@ -4,14 +4,16 @@
 // docs/benchmarks.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU, and a
 // ResNet block's residual add before it, in the same passes (forward and backward), which
 // PyTorch runs as passes of their own. Forward: per-channel Welford statistics in one pass, then
-// one scale-and-shift pass (with an optional residual add and ReLU); backward: one pass for the
-// two per-channel sums, one for the input gradient; each thread takes
+// one scale-and-shift pass (with an optional residual add and ReLU, or a ReLU and a max pool);
+// backward: one pass for the two per-channel sums, one for the input gradient; each thread takes
 // eight channels (16 bytes of bf16, 32 of fp32). Compiled only where nvcc is found
 // (TRAIND_HAVE_CUDA_KERNELS).
 #ifndef TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
 #define TRAIND_MODELS_CUDA_BATCH_NORM_NHWC_H_
 
 #include <ATen/core/Tensor.h>
+
+#include "models/cuda/max_pool_nhwc.h"
 
 namespace traind {
 
@@ -25,6 +27,7 @@ struct NhwcBatchNormForwardResult {
   at::Tensor invstd;  // [C] fp32, 1 / sqrt(biased variance + eps)
   at::Tensor scale;   // [C] fp32, weight * invstd
   at::Tensor shift;   // [C] fp32, bias - mean * scale
+  at::Tensor picks;   // NhwcBatchNormReluMaxPoolForward's: the pool's, as MaxPoolNhwcForward's
 };
 
 // `weight`, `bias`: [C] fp32. `running_mean`, `running_var`: [C] fp32, updated in place with
@@ -37,6 +40,22 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
                                                 at::Tensor& running_var, double momentum,
                                                 double eps, bool relu,
                                                 const at::Tensor& residual = at::Tensor());
+
+// Whether NhwcBatchNormReluMaxPool* take this input and pooling: what NhwcBatchNormSupports and
+// MaxPoolNhwcSupports take, with fewer than 2^31 pixels.
+bool NhwcBatchNormReluMaxPoolSupports(const at::Tensor& input, const MaxPoolGeometry& pool);
+
+// max_pool2d(relu(batch_norm(input))), a ResNet stem's end, with the pooling done in the output
+// pass: each window reads the normalised input and only the pooled output (and its picks) is
+// written, never the full-size activation. Output and picks are bit for bit those of
+// NhwcBatchNormForward with `relu` followed by MaxPoolNhwcForward (the values are rounded to the
+// input's type before the window compares them, as the stored activation would be).
+NhwcBatchNormForwardResult NhwcBatchNormReluMaxPoolForward(const at::Tensor& input,
+                                                           const at::Tensor& weight,
+                                                           const at::Tensor& bias,
+                                                           at::Tensor& running_mean,
+                                                           at::Tensor& running_var, double momentum,
+                                                           double eps, const MaxPoolGeometry& pool);
 
 struct NhwcBatchNormBackwardResult {
   at::Tensor grad_input;     // the input's type, channels_last
@@ -57,6 +76,15 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& scale, const at::Tensor& shift,
                                                   bool relu,
                                                   const at::Tensor& output = at::Tensor());
+
+// The backward of NhwcBatchNormReluMaxPoolForward from the pooled output's gradient and the
+// forward's picks: its first pass gathers the pool's input gradient through the picks (as
+// MaxPoolNhwcBackward would store it) and writes it masked by the ReLU for the second pass (one
+// pass over a full-size gradient fewer than the separate layers, and no pass of the pool's own).
+NhwcBatchNormBackwardResult NhwcBatchNormReluMaxPoolBackward(
+    const at::Tensor& grad_output, const at::Tensor& picks, const at::Tensor& input,
+    const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
+    const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool);
 
 }  // namespace traind
 

@@ -13,12 +13,17 @@
 
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace traind {
 
 struct MaxPoolGeometry {
   int64_t kernel, stride, padding;  // square windows, dilation 1, floor mode
 };
+
+// The pooled output's sizes, [N, C, OH, OW], for an input of `input_sizes` [N, C, H, W].
+std::vector<int64_t> MaxPoolOutputSizes(at::IntArrayRef input_sizes,
+                                        const MaxPoolGeometry& geometry);
 
 // Whether the kernels below take a pooling of this input: CUDA, fp32 or bf16, channels_last with
 // a multiple of 8 channels on a 16-byte boundary, windows of at most 15 x 15, padding at most
