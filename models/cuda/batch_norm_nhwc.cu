@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kThreads)
 // Where a backward kernel reads the gradient of the batch norm's output (before its ReLU's
 // mask): `dy` at the input's offsets, or, with `picks`, a max pool's output gradient (`dy` then is
 // [N, OH, OW, C] of `pool`) gathered through the pool's picks: the input gradient of the pool, as
-// its own backward would have stored it (rounded to T), never written out.
+// its own backward would have stored it (rounded to T).
 template <typename T>
 struct GradientSource {
   const T* dy;
