@@ -17,6 +17,15 @@ double MaxDifference(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kFloat) - b.to(torch::kFloat)).abs().max().item<double>();
 }
 
+// Random CUDA activations of `type` in channels_last, with an offset mean and a wide spread, as
+// after a convolution.
+torch::Tensor LikeAConvolution(c10::IntArrayRef shape, torch::ScalarType type, double scale,
+                               double offset) {
+  return (torch::randn(shape, torch::TensorOptions().device(torch::kCUDA)) * scale + offset)
+      .to(type)
+      .contiguous(torch::MemoryFormat::ChannelsLast);
+}
+
 // Moves both layers to CUDA and gives them the same random weight and bias, so that the affine
 // part of the kernels is exercised, not only the normalisation.
 void OnCudaWithTheSameRandomAffine(BatchNorm2d& ours, torch::nn::BatchNorm2d& theirs) {
@@ -159,11 +168,7 @@ TEST(BatchNormTest, FusedKernelsMatchPyTorchsOnCudaInBf16AndFp32) {
         SCOPED_TRACE(testing::Message() << (bf16 ? "bf16 " : "fp32 ") << s.n << "x" << s.c << "x"
                                         << s.h << "x" << s.w << (relu ? " with ReLU" : ""));
         torch::manual_seed(11);
-        const auto cuda = torch::TensorOptions().device(torch::kCUDA);
-        // An offset mean and a wide spread, as after a convolution.
-        const torch::Tensor input = (torch::randn({s.n, s.c, s.h, s.w}, cuda) * 4 + 3)
-                                        .to(type)
-                                        .contiguous(torch::MemoryFormat::ChannelsLast);
+        const torch::Tensor input = LikeAConvolution({s.n, s.c, s.h, s.w}, type, 4, 3);
         const torch::Tensor grad = torch::randn_like(input);
         BatchNorm2d ours(s.c, relu);
         torch::nn::BatchNorm2d theirs(s.c);
@@ -215,14 +220,8 @@ TEST(BatchNormTest, FusedAddReluMatchesPyTorchsOnCudaInBf16AndFp32) {
          {std::vector<int64_t>{8, 64, 56, 56}, {32, 512, 7, 7}}) {
       SCOPED_TRACE(testing::Message() << (bf16 ? "bf16 " : "fp32 ") << c10::IntArrayRef(shape));
       torch::manual_seed(13);
-      const auto cuda = torch::TensorOptions().device(torch::kCUDA);
-      const auto like_a_convolution = [&](double scale, double offset) {
-        return (torch::randn(shape, cuda) * scale + offset)
-            .to(type)
-            .contiguous(torch::MemoryFormat::ChannelsLast);
-      };
-      const torch::Tensor input = like_a_convolution(4, 3);
-      const torch::Tensor residual = like_a_convolution(1, -0.5);
+      const torch::Tensor input = LikeAConvolution(shape, type, 4, 3);
+      const torch::Tensor residual = LikeAConvolution(shape, type, 1, -0.5);
       const torch::Tensor grad = torch::randn_like(input);
       BatchNorm2d ours(shape[1]);
       torch::nn::BatchNorm2d theirs(shape[1]);
@@ -278,10 +277,7 @@ TEST(BatchNormTest, FusedMaxPoolMatchesTheUnfusedLayersOnCudaInBf16AndFp32) {
          {std::vector<int64_t>{8, 64, 56, 56}, {3, 64, 15, 13}}) {
       SCOPED_TRACE(testing::Message() << (bf16 ? "bf16 " : "fp32 ") << c10::IntArrayRef(shape));
       torch::manual_seed(17);
-      const auto cuda = torch::TensorOptions().device(torch::kCUDA);
-      const torch::Tensor input = (torch::randn(shape, cuda) * 4 + 3)
-                                      .to(type)
-                                      .contiguous(torch::MemoryFormat::ChannelsLast);
+      const torch::Tensor input = LikeAConvolution(shape, type, 4, 3);
       BatchNorm2d fused(shape[1], /*relu=*/true), unfused(shape[1], /*relu=*/true);
       torch::nn::BatchNorm2d theirs(shape[1]);
       OnCudaWithTheSameRandomAffine(fused, theirs);
