@@ -580,8 +580,7 @@ bool NhwcBatchNormSupports(const at::Tensor& input) {
   return input.is_cuda() &&
          (input.scalar_type() == at::kBFloat16 || input.scalar_type() == at::kFloat) &&
          input.dim() == 4 && input.size(1) % kVec == 0 && input.size(1) > 0 &&
-         input.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-         reinterpret_cast<uintptr_t>(input.data_ptr()) % 16 == 0 &&
+         input.is_contiguous(at::MemoryFormat::ChannelsLast) && vec8::Aligned(input) &&
          input.numel() / input.size(1) > 1;
 }
 
@@ -604,8 +603,7 @@ bool LaidOutLikePooled(const at::Tensor& t, const at::Tensor& input, const MaxPo
                        at::ScalarType type) {
   return t.device() == input.device() && t.scalar_type() == type &&
          t.sizes() == at::IntArrayRef(MaxPoolOutputSizes(input.sizes(), pool)) &&
-         t.is_contiguous(at::MemoryFormat::ChannelsLast) &&
-         reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+         t.is_contiguous(at::MemoryFormat::ChannelsLast) && vec8::Aligned(t);
 }
 
 // The forward for a checked input and epilogue, its output of `output_sizes`.
@@ -710,10 +708,7 @@ NhwcBatchNormBackwardResult NhwcBatchNormReluMaxPoolBackward(
     const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool) {
   TORCH_CHECK(NhwcBatchNormReluMaxPoolSupports(input, pool),
               "NhwcBatchNormReluMaxPool: unsupported input or pooling");
-  at::Tensor grad = grad_output.contiguous(at::MemoryFormat::ChannelsLast);
-  if (reinterpret_cast<uintptr_t>(grad.data_ptr()) % 16 != 0) {
-    grad = grad.clone(at::MemoryFormat::ChannelsLast);  // a fresh allocation is aligned
-  }
+  const at::Tensor grad = vec8::ChannelsLastAligned(grad_output);
   TORCH_CHECK(LaidOutLikePooled(grad, input, pool, input.scalar_type()) &&
                   LaidOutLikePooled(picks, input, pool, at::kByte),
               "NhwcBatchNormReluMaxPool: the gradient and the picks must be like the pooled "

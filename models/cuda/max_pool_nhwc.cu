@@ -32,8 +32,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-bool Aligned(const at::Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0; }
-
 }  // namespace
 
 namespace pool_window {
@@ -57,7 +55,7 @@ bool MaxPoolNhwcSupports(const at::Tensor& input, const MaxPoolGeometry& geometr
   return input.is_cuda() && input.dim() == 4 &&
          (input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16) &&
          input.size(1) % kVec == 0 && input.size(1) > 0 &&
-         input.is_contiguous(at::MemoryFormat::ChannelsLast) && Aligned(input) &&
+         input.is_contiguous(at::MemoryFormat::ChannelsLast) && vec8::Aligned(input) &&
          geometry.kernel >= 1 && geometry.kernel <= 15 && geometry.stride >= 1 &&
          geometry.padding >= 0 && 2 * geometry.padding <= geometry.kernel &&
          input.size(2) + 2 * geometry.padding >= geometry.kernel &&
@@ -95,8 +93,7 @@ std::pair<at::Tensor, at::Tensor> MaxPoolNhwcForward(const at::Tensor& input,
 at::Tensor MaxPoolNhwcBackward(const at::Tensor& grad_output, const at::Tensor& picks,
                                at::IntArrayRef input_sizes, const MaxPoolGeometry& geometry) {
   const auto layout = at::MemoryFormat::ChannelsLast;
-  at::Tensor dy = grad_output.contiguous(layout);
-  if (!Aligned(dy)) dy = dy.clone(layout);  // a fresh allocation is aligned
+  const at::Tensor dy = vec8::ChannelsLastAligned(grad_output);
   TORCH_CHECK(input_sizes.size() == 4 && input_sizes[1] == dy.size(1) &&
                   MaxPoolNhwcSupports(dy, MaxPoolGeometry{1, 1, 0}) &&
                   picks.scalar_type() == at::kByte && picks.sizes() == dy.sizes() &&

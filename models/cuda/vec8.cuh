@@ -1,9 +1,10 @@
 // Eight consecutive channels of an NHWC activation as one thread's unit of work, for traind's
-// CUDA kernels (models/cuda/*.cu only: device code). bf16 data is one 16-byte access, fp32 two;
-// the values are worked on in fp32 registers either way.
+// CUDA kernels (models/cuda/*.cu only), and the host-side alignment the accesses need. bf16 data
+// is one 16-byte access, fp32 two; the values are worked on in fp32 registers either way.
 #ifndef TRAIND_MODELS_CUDA_VEC8_CUH_
 #define TRAIND_MODELS_CUDA_VEC8_CUH_
 
+#include <ATen/core/Tensor.h>
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -66,6 +67,18 @@ __device__ __forceinline__ void RoundTo(float (&v)[kVec]) {
 // max(v, 0) that keeps a NaN, as torch.relu does (fmaxf would turn it into 0 and hide a diverged
 // activation from the loss).
 __device__ __forceinline__ float Relu(float v) { return v < 0.f ? 0.f : v; }
+
+// Host side: whether a tensor's data starts on the 16-byte boundary the vector accesses need.
+inline bool Aligned(const at::Tensor& t) {
+  return reinterpret_cast<uintptr_t>(t.data_ptr()) % 16 == 0;
+}
+
+// `t` in channels_last on a 16-byte boundary: itself where it already is, else a copy (a fresh
+// allocation is aligned). For gradients, which autograd may hand over in any layout.
+inline at::Tensor ChannelsLastAligned(const at::Tensor& t) {
+  at::Tensor laid_out = t.contiguous(at::MemoryFormat::ChannelsLast);
+  return Aligned(laid_out) ? laid_out : laid_out.clone(at::MemoryFormat::ChannelsLast);
+}
 
 }  // namespace vec8
 }  // namespace traind
