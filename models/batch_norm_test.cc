@@ -262,72 +262,96 @@ TEST(BatchNormTest, FusedAddReluMatchesPyTorchsOnCudaInBf16AndFp32) {
 }
 
 // ForwardMaxPool's fused path (the pool in the batch norm's output pass, its backward gathering
-// through the picks) against the same layers unfused (traind's batch norm with its ReLU, then
-// traind's max pool), which it reproduces: it rounds each value to the data's type before the
-// window compares it, as the stored activation would be. Then, in fp32, against PyTorch's batch
-// norm, relu and max_pool2d with the bounds of the tests above (in bf16 the two sides' one-ulp
-// differences decide near-ties in a window differently, which routes whole gradients elsewhere;
-// the unfused layers are checked against PyTorch's in bf16 by the tests above and MaxPoolTest).
-// ResNet-18's stem pool, on maps of even and odd sizes (windows cut by the edges).
+// through the picks tile by tile) against the same layers unfused (traind's batch norm with its
+// ReLU, then traind's max pool), which it reproduces: it rounds each value to the data's type
+// before the window compares it, as the stored activation would be. Then, in fp32, against
+// PyTorch's batch norm, relu and max_pool2d with the bounds of the tests above (in bf16 the two
+// sides' one-ulp differences decide near-ties in a window differently, which routes whole
+// gradients elsewhere; the unfused layers are checked against PyTorch's in bf16 by the tests above
+// and MaxPoolTest).
+struct PoolCase {
+  int64_t kernel, stride, padding;
+  bool fused;  // whether the fused path takes it (stride 2, windows up to 4 wide)
+};
+
+void ExpectFusedMaxPoolMatchesTheUnfusedLayers(torch::ScalarType type,
+                                               const std::vector<int64_t>& shape,
+                                               const PoolCase& geometry) {
+  const bool bf16 = type == torch::kBFloat16;
+  torch::manual_seed(17);
+  const torch::Tensor input = LikeAConvolution(shape, type, 4, 3);
+  BatchNorm2d fused(shape[1], /*relu=*/true), unfused(shape[1], /*relu=*/true);
+  torch::nn::BatchNorm2d theirs(shape[1]);
+  OnCudaWithTheSameRandomAffine(fused, theirs);
+  unfused->to(torch::kCUDA);
+  {
+    torch::NoGradGuard no_grad;
+    unfused->weight.copy_(fused->weight);
+    unfused->bias.copy_(fused->bias);
+  }
+  MaxPool2d pool(geometry.kernel, geometry.stride, geometry.padding);
+  const torch::Tensor fused_input = input.clone().requires_grad_();
+  const torch::Tensor unfused_input = input.clone().requires_grad_();
+  const torch::Tensor their_input = input.to(torch::kFloat).requires_grad_();
+  const torch::Tensor fused_output = fused->ForwardMaxPool(fused_input, *pool);
+  const torch::Tensor unfused_output = pool->forward(unfused->forward(unfused_input));
+  const torch::Tensor their_output =
+      torch::max_pool2d(torch::relu(theirs->forward(their_input)), geometry.kernel, geometry.stride,
+                        geometry.padding);
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  EXPECT_EQ(
+      fused_output.grad_fn()->name().find("NhwcBatchNormReluMaxPoolFunction") != std::string::npos,
+      geometry.fused)
+      << fused_output.grad_fn()->name();
+#endif
+  EXPECT_EQ(fused_output.scalar_type(), type);
+  EXPECT_TRUE(fused_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(fused_output.equal(unfused_output));
+  EXPECT_TRUE(fused->running_mean.equal(unfused->running_mean));
+  EXPECT_TRUE(fused->running_var.equal(unfused->running_var));
+  const torch::Tensor grad = torch::randn_like(fused_output);
+  fused_output.backward(grad);
+  unfused_output.backward(grad);
+  their_output.backward(grad.to(torch::kFloat));
+  // The gathered gradient is the pool's bit for bit; the sums add in another order, so the
+  // coefficients may differ in fp32's last bits, and a bf16 result by its rounding (1/128).
+  const double scale = unfused_input.grad().abs().max().item<double>();
+  EXPECT_LE(MaxDifference(fused_input.grad(), unfused_input.grad()),
+            (bf16 ? 1.0 / 128 : 1e-5) * scale);
+  EXPECT_LT(MaxDifference(fused->weight.grad(), unfused->weight.grad()),
+            1e-5 * unfused->weight.grad().abs().max().item<double>());
+  EXPECT_LT(MaxDifference(fused->bias.grad(), unfused->bias.grad()),
+            1e-5 * unfused->bias.grad().abs().max().item<double>());
+  if (bf16) return;
+  EXPECT_LT(MaxDifference(fused_output, their_output), 1e-4);
+  // An output within rounding of zero, or a near-tie in a window, may go one way on one side
+  // and the other way on the other: a handful of elements.
+  const double their_scale = their_input.grad().abs().max().item<double>();
+  const int64_t off =
+      ((fused_input.grad().to(torch::kFloat) - their_input.grad()).abs() > 1e-3 * their_scale)
+          .sum()
+          .item<int64_t>();
+  EXPECT_LE(off, 1 + input.numel() / 100000);
+  EXPECT_LT(MaxDifference(fused->weight.grad(), theirs->weight.grad()),
+            0.01 * theirs->weight.grad().abs().max().item<double>());
+}
+
+// ResNet-18's stem pool (3/2/1) and the other poolings the tiles take (windows 2, 3 and 4 wide,
+// with and without padding), on maps of even and odd sizes (windows and tiles cut by the edges);
+// and one they do not (stride 1), which takes the separate layers.
 TEST(BatchNormTest, FusedMaxPoolMatchesTheUnfusedLayersOnCudaInBf16AndFp32) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   for (const torch::ScalarType type : {torch::kBFloat16, torch::kFloat}) {
-    const bool bf16 = type == torch::kBFloat16;
     for (const std::vector<int64_t> shape :
          {std::vector<int64_t>{8, 64, 56, 56}, {3, 64, 15, 13}}) {
-      SCOPED_TRACE(testing::Message() << (bf16 ? "bf16 " : "fp32 ") << c10::IntArrayRef(shape));
-      torch::manual_seed(17);
-      const torch::Tensor input = LikeAConvolution(shape, type, 4, 3);
-      BatchNorm2d fused(shape[1], /*relu=*/true), unfused(shape[1], /*relu=*/true);
-      torch::nn::BatchNorm2d theirs(shape[1]);
-      OnCudaWithTheSameRandomAffine(fused, theirs);
-      unfused->to(torch::kCUDA);
-      {
-        torch::NoGradGuard no_grad;
-        unfused->weight.copy_(fused->weight);
-        unfused->bias.copy_(fused->bias);
+      for (const PoolCase geometry :
+           {PoolCase{3, 2, 1, true}, PoolCase{3, 2, 0, true}, PoolCase{2, 2, 0, true},
+            PoolCase{4, 2, 2, true}, PoolCase{2, 2, 1, true}, PoolCase{3, 1, 1, false}}) {
+        SCOPED_TRACE(testing::Message() << (type == torch::kBFloat16 ? "bf16 " : "fp32 ")
+                                        << c10::IntArrayRef(shape) << " pool " << geometry.kernel
+                                        << "/" << geometry.stride << "/" << geometry.padding);
+        ExpectFusedMaxPoolMatchesTheUnfusedLayers(type, shape, geometry);
       }
-      MaxPool2d pool(/*kernel=*/3, /*stride=*/2, /*padding=*/1);
-      const torch::Tensor fused_input = input.clone().requires_grad_();
-      const torch::Tensor unfused_input = input.clone().requires_grad_();
-      const torch::Tensor their_input = input.to(torch::kFloat).requires_grad_();
-      const torch::Tensor fused_output = fused->ForwardMaxPool(fused_input, *pool);
-      const torch::Tensor unfused_output = pool->forward(unfused->forward(unfused_input));
-      const torch::Tensor their_output =
-          torch::max_pool2d(torch::relu(theirs->forward(their_input)), 3, 2, 1);
-#ifdef TRAIND_HAVE_CUDA_KERNELS
-      EXPECT_NE(fused_output.grad_fn()->name().find("NhwcBatchNormReluMaxPoolFunction"),
-                std::string::npos)
-          << fused_output.grad_fn()->name();
-#endif
-      EXPECT_EQ(fused_output.scalar_type(), type);
-      EXPECT_TRUE(fused_output.is_contiguous(torch::MemoryFormat::ChannelsLast));
-      EXPECT_TRUE(fused_output.equal(unfused_output));
-      EXPECT_TRUE(fused->running_mean.equal(unfused->running_mean));
-      EXPECT_TRUE(fused->running_var.equal(unfused->running_var));
-      const torch::Tensor grad = torch::randn_like(fused_output);
-      fused_output.backward(grad);
-      unfused_output.backward(grad);
-      their_output.backward(grad.to(torch::kFloat));
-      const double scale = unfused_input.grad().abs().max().item<double>();
-      EXPECT_LE(MaxDifference(fused_input.grad(), unfused_input.grad()),
-                (bf16 ? 1e-2 : 1e-5) * scale);
-      EXPECT_LT(MaxDifference(fused->weight.grad(), unfused->weight.grad()),
-                1e-5 * unfused->weight.grad().abs().max().item<double>());
-      EXPECT_LT(MaxDifference(fused->bias.grad(), unfused->bias.grad()),
-                1e-5 * unfused->bias.grad().abs().max().item<double>());
-      if (bf16) continue;
-      EXPECT_LT(MaxDifference(fused_output, their_output), 1e-4);
-      // An output within rounding of zero, or a near-tie in a window, may go one way on one side
-      // and the other way on the other: a handful of elements.
-      const double their_scale = their_input.grad().abs().max().item<double>();
-      const int64_t off =
-          ((fused_input.grad().to(torch::kFloat) - their_input.grad()).abs() > 1e-3 * their_scale)
-              .sum()
-              .item<int64_t>();
-      EXPECT_LE(off, 1 + input.numel() / 100000);
-      EXPECT_LT(MaxDifference(fused->weight.grad(), theirs->weight.grad()),
-                0.01 * theirs->weight.grad().abs().max().item<double>());
     }
   }
 }

@@ -52,15 +52,15 @@ struct Layout {
   int groups;  // channels / kVec
 };
 
-// Calls visit(row, offset) for each of this thread's rows, with the offset of its channel group
-// in that row.
+// Calls visit(offset) for each of this thread's rows, with the offset of its channel group in
+// that row.
 template <typename Visit>
 __device__ __forceinline__ void ForEachRow(const Layout& layout, int group, Visit visit) {
   const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
 #pragma unroll 4
   for (int64_t r = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y; r < layout.rows;
        r += stride) {
-    visit(r, r * layout.channels + group * kVec);
+    visit(r * layout.channels + group * kVec);
   }
 }
 
@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(kThreads)
   const int group = blockIdx.x * blockDim.x + threadIdx.x;
   float n = 0.f, mean[kVec] = {}, m2[kVec] = {};
   if (group < layout.groups) {
-    ForEachRow(layout, group, [&](int64_t /*row*/, int64_t offset) {
+    ForEachRow(layout, group, [&](int64_t offset) {
       float v[kVec];
       Load(x + offset, v);
       n += 1.f;
@@ -171,7 +171,7 @@ __global__ void __launch_bounds__(kThreads)
     a[k] = scale[group * kVec + k];
     b[k] = shift[group * kVec + k];
   }
-  ForEachRow(layout, group, [&](int64_t /*row*/, int64_t offset) {
+  ForEachRow(layout, group, [&](int64_t offset) {
     float v[kVec], r[kVec];
     Load(x + offset, v);
     if (kResidual) Load(residual + offset, r);
@@ -187,13 +187,14 @@ __global__ void __launch_bounds__(kThreads)
 
 // Where a backward kernel reads the gradient of the batch norm's output (before its ReLU's
 // mask): `dy` at the input's offsets, or, with `picks`, a max pool's output gradient (`dy` then is
-// [N, OH, OW, C] of `pool`) gathered through the pool's picks: the input gradient of the pool, as
-// its own backward would have stored it (rounded to T).
+// [N, OH, OW, C] of `pool`) gathered through the pool's picks tile by tile: the input gradient of
+// the pool, as its own backward would have stored it (rounded to T).
 template <typename T>
 struct GradientSource {
   const T* dy;
   const pool_window::Picks* picks;
   pool_window::PoolShape pool;
+  pool_window::TileGrid tiles;
 };
 
 // The output pass pooled as it goes (NhwcBatchNormReluMaxPoolForward): each input element the
@@ -222,34 +223,44 @@ struct ScaleShiftRelu {
   }
 };
 
-// Loads the output gradient into g and x into v for `row` (at `offset`); with kRelu, g is then the
-// gradient reaching the batch norm: the output gradient where the forward's ReLU passed
-// (recomputed from x), else 0.
-template <bool kRelu, bool kPooled, typename T>
-__device__ __forceinline__ void LoadGradient(const GradientSource<T>& source, const T* x,
-                                             int64_t row, int group, int64_t offset,
-                                             const float (&scale)[kVec], const float (&shift)[kVec],
-                                             float (&g)[kVec], float (&v)[kVec]) {
+// Calls visit(offset, g) for each element of this thread's share, g its output gradient from
+// `source`. Without a pool the share is ForEachRow's; with one (kPooled), it is a strided set of
+// the pool's input tiles (pool_window::GatherPickedTile), which every backward pass gathers anew:
+// reading the pooled gradient and its picks again costs less than writing the gathered gradient
+// once and reading it back (on the H200, ResNet-18's stem in fp32, a 205 MB pooled gradient and
+// 51 MB of picks against an 822 MB full-size one).
+template <bool kPooled, typename T, typename Visit>
+__device__ __forceinline__ void ForEachGradient(const Layout& layout,
+                                                const GradientSource<T>& source, int group,
+                                                Visit visit) {
   if constexpr (kPooled) {
-    const pool_window::PoolShape& pool = source.pool;
-    // 32-bit division, several times cheaper than 64-bit: the pooled path takes fewer than
-    // 2^31 rows (NhwcBatchNormReluMaxPoolSupports).
-    const uint32_t pixel = static_cast<uint32_t>(row);
-    const uint32_t rest = pixel / static_cast<uint32_t>(pool.width);
-    const pool_window::Slot slot{group, static_cast<int>(pixel - rest * pool.width),
-                                 static_cast<int>(rest % static_cast<uint32_t>(pool.height)),
-                                 rest / static_cast<uint32_t>(pool.height)};
-    pool_window::GatherPicked(source.dy, source.picks, pool, slot, g);
-    vec8::RoundTo<T>(g);
-  } else {
-    Load(source.dy + offset, g);
-  }
-  Load(x + offset, v);
-  if constexpr (kRelu) {
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      if (__fmaf_rn(v[k], scale[k], shift[k]) <= 0.f) g[k] = 0.f;
+    const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
+    for (int64_t t = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+         t < source.tiles.count; t += stride) {
+      pool_window::GatherPickedTile(source.dy, source.picks, source.pool, source.tiles,
+                                    static_cast<uint32_t>(t), group,
+                                    [&](int64_t offset, float(&g)[kVec]) {
+                                      vec8::RoundTo<T>(g);
+                                      visit(offset, g);
+                                    });
     }
+  } else {
+    ForEachRow(layout, group, [&](int64_t offset) {
+      float g[kVec];
+      Load(source.dy + offset, g);
+      visit(offset, g);
+    });
+  }
+}
+
+// g where the forward's ReLU passed, recomputed from the input v with the forward's own fused
+// multiply-add, else 0.
+__device__ __forceinline__ void MaskByRecomputedRelu(const float (&v)[kVec],
+                                                     const float (&scale)[kVec],
+                                                     const float (&shift)[kVec], float (&g)[kVec]) {
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) {
+    if (__fmaf_rn(v[k], scale[k], shift[k]) <= 0.f) g[k] = 0.f;
   }
 }
 
@@ -261,10 +272,7 @@ enum class Mask { kNone, kRecomputed, kFromOutput };
 // Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C]. With
 // Mask::kFromOutput (a batch norm whose output had a residual added before the ReLU) the masked
 // gradient is also written to `masked`: it is the residual's gradient and the input gradient's dy.
-// kPooled: dy is gathered through a max pool's picks (GradientSource), with Mask::kRecomputed,
-// and the masked gradient is written to `masked` for the input gradient's pass: gathering once
-// and writing it costs less than gathering again (on the H200, ResNet-18's stem in fp32: 1.0 ms a
-// step for the input gradient's pass with its own gather).
+// kPooled: dy is gathered through a max pool's picks (GradientSource), with Mask::kRecomputed.
 template <typename T, Mask kMask, bool kPooled>
 __global__ void __launch_bounds__(kThreads)
     GradientSumPartials(GradientSource<T> source, const T* __restrict__ x,
@@ -283,10 +291,11 @@ __global__ void __launch_bounds__(kThreads)
       a[k] = kRecompute ? scale[group * kVec + k] : 0.f;
       b[k] = kRecompute ? shift[group * kVec + k] : 0.f;
     }
-    ForEachRow(layout, group, [&](int64_t row, int64_t offset) {
-      float g[kVec], v[kVec];
-      LoadGradient<kRecompute, kPooled>(source, x, row, group, offset, a, b, g, v);
-      if (kMask == Mask::kFromOutput) {
+    ForEachGradient<kPooled>(layout, source, group, [&](int64_t offset, float(&g)[kVec]) {
+      float v[kVec];
+      Load(x + offset, v);
+      if constexpr (kRecompute) MaskByRecomputedRelu(v, a, b, g);
+      if constexpr (kMask == Mask::kFromOutput) {
         float y[kVec];
         Load(output + offset, y);
 #pragma unroll
@@ -295,7 +304,6 @@ __global__ void __launch_bounds__(kThreads)
         }
         Store(masked + offset, g);
       }
-      if constexpr (kPooled) Store(masked + offset, g);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         sum_dy[k] += g[k];
@@ -374,7 +382,9 @@ __global__ void __launch_bounds__(kThreads)
   coefficients[2 * channels + c] = -a * sum_dy / rows;
 }
 
-template <typename T, bool kRelu>
+// dx from the output gradient in `source` (with kRelu masked by the recomputed ReLU; kPooled as
+// in ForEachGradient) and the coefficients.
+template <typename T, bool kRelu, bool kPooled>
 __global__ void __launch_bounds__(kThreads)
     InputGradient(GradientSource<T> source, const T* __restrict__ x, T* __restrict__ dx,
                   Layout layout, const float* __restrict__ mean, const float* __restrict__ scale,
@@ -392,23 +402,24 @@ __global__ void __launch_bounds__(kThreads)
     b[k] = coefficients[layout.channels + channel];
     c[k] = coefficients[2 * layout.channels + channel];
   }
-  ForEachRow(layout, group, [&](int64_t row, int64_t offset) {
-    float g[kVec], v[kVec];
-    LoadGradient<kRelu, /*kPooled=*/false>(source, x, row, group, offset, forward_scale,
-                                           forward_shift, g, v);
+  ForEachGradient<kPooled>(layout, source, group, [&](int64_t offset, float(&g)[kVec]) {
+    float v[kVec];
+    Load(x + offset, v);
+    if constexpr (kRelu) MaskByRecomputedRelu(v, forward_scale, forward_shift, g);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) v[k] = a[k] * g[k] + b[k] * (v[k] - mu[k]) + c[k];
     Store(dx + offset, v);
   });
 }
 
-// Blocks of 256 threads: up to 32 channel groups wide, the rest rows; enough blocks for about
-// eight per multiprocessor, each thread then looping over its share of the rows.
+// Blocks of 256 threads: up to 32 channel groups wide, the rest rows (or the pooled backward's
+// tiles); enough blocks for about eight per multiprocessor, each thread then looping over its
+// share of the `rows`.
 struct LaunchShape {
   dim3 grid, block;
 };
 
-LaunchShape PlanLaunch(const Layout& layout, int device) {
+LaunchShape PlanLaunch(const Layout& layout, int64_t rows, int device) {
   const int width = std::min(layout.groups, 32);
   int height = 1;
   while (height * 2 * width <= kThreads) height *= 2;
@@ -416,7 +427,7 @@ LaunchShape PlanLaunch(const Layout& layout, int device) {
   const int multiprocessors = at::cuda::getDeviceProperties(device)->multiProcessorCount;
   const int columns = (layout.groups + width - 1) / width;
   const int64_t wanted = std::max<int64_t>(1, int64_t{multiprocessors} * 8 / columns);
-  const int64_t needed = (layout.rows + height - 1) / height;
+  const int64_t needed = (rows + height - 1) / height;
   const int row_blocks = static_cast<int>(std::min<int64_t>({wanted, needed, 65535}));
   return {dim3(columns, row_blocks), dim3(width, height)};
 }
@@ -427,14 +438,15 @@ Layout LayoutOf(const at::Tensor& input) {
 }
 
 // What the forward and the backward pass both set up: the layout, the input's device and its
-// current stream, the launch shape, and `arrays` per-row-block partial results of [row blocks, C]
-// fp32 that the finalising kernel merges.
+// current stream, the launch shape for kernels that visit `rows` rows each (the input's, where
+// negative), and `arrays` per-row-block partial results of [row blocks, C] fp32 that the
+// finalising kernel merges.
 struct Pass {
-  Pass(const at::Tensor& input, int arrays)
+  Pass(const at::Tensor& input, int arrays, int64_t rows = -1)
       : layout(LayoutOf(input)),
         guard(input.device()),
         stream(c10::cuda::getCurrentCUDAStream()),
-        shape(PlanLaunch(layout, input.get_device())),
+        shape(PlanLaunch(layout, rows < 0 ? layout.rows : rows, input.get_device())),
         partials(at::empty({arrays, shape.grid.y, layout.channels},
                            input.options().dtype(at::kFloat))) {}
 
@@ -531,10 +543,10 @@ void LaunchForward(Pass& pass, const at::Tensor& input, const at::Tensor& weight
 }
 
 // The backward pass for activations of type T: the two sums, then the input gradient. With the
-// forward's `output` (a residual was added; `masked` is then the residual's gradient), or with a
-// pool (the sums pass gathers the pooled gradient through the picks), the sums pass writes the
-// masked gradient into `masked` and the input gradient reads it as its dy, with no mask of its
-// own.
+// forward's `output` (a residual was added; `masked` is then the residual's gradient), the sums
+// pass writes the masked gradient into `masked` and the input gradient reads it as its dy, with no
+// mask of its own. With a pool, both passes gather the pooled gradient through the picks
+// (`source`, with its tiles) and mask it by the recomputed ReLU.
 template <typename T>
 void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor& input,
                     const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
@@ -544,10 +556,11 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
   const Layout& layout = pass.layout;
   const bool add = epilogue.output.defined();
   const bool pooled = epilogue.pool != nullptr;
-  GradientSource<T> source{Data<T>(grad_output), nullptr, {}};
+  GradientSource<T> source{Data<T>(grad_output), nullptr, {}, {}};
   if (pooled) {
     source.picks = reinterpret_cast<const pool_window::Picks*>(epilogue.picks.data_ptr());
     source.pool = pool_window::PoolShapeOf(input.sizes(), grad_output.sizes(), *epilogue.pool);
+    source.tiles = pool_window::TileGridOf(source.pool);
   }
   const auto sums = pooled          ? GradientSumPartials<T, Mask::kRecomputed, true>
                     : add           ? GradientSumPartials<T, Mask::kFromOutput, false>
@@ -555,7 +568,7 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
                                     : GradientSumPartials<T, Mask::kNone, false>;
   sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
       source, Data<T>(input), add ? Data<T>(epilogue.output) : nullptr,
-      add || pooled ? MutableData<T>(masked) : nullptr, layout, mean.data_ptr<float>(),
+      add ? MutableData<T>(masked) : nullptr, layout, mean.data_ptr<float>(),
       scale.data_ptr<float>(), shift.data_ptr<float>(), pass.partial(0), pass.partial(1));
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   FinalizeGradients<<<layout.channels, kThreads, 0, pass.stream>>>(
@@ -564,11 +577,13 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
       parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const GradientSource<T> masked_source{masked.defined() ? Data<T>(masked) : nullptr, nullptr, {}};
-  const auto input_gradient =
-      epilogue.relu && !add && !pooled ? InputGradient<T, true> : InputGradient<T, false>;
+  const GradientSource<T> masked_source{add ? Data<T>(masked) : nullptr, nullptr, {}, {}};
+  const auto input_gradient = pooled          ? InputGradient<T, true, true>
+                              : add           ? InputGradient<T, false, false>
+                              : epilogue.relu ? InputGradient<T, true, false>
+                                              : InputGradient<T, false, false>;
   input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
-      add || pooled ? masked_source : source, Data<T>(input), MutableData<T>(grad_input), layout,
+      add ? masked_source : source, Data<T>(input), MutableData<T>(grad_input), layout,
       mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -586,6 +601,7 @@ bool NhwcBatchNormSupports(const at::Tensor& input) {
 
 bool NhwcBatchNormReluMaxPoolSupports(const at::Tensor& input, const MaxPoolGeometry& pool) {
   return NhwcBatchNormSupports(input) && MaxPoolNhwcSupports(input, pool) &&
+         pool_window::TilesTake(pool) &&
          input.numel() / input.size(1) <= std::numeric_limits<int32_t>::max();
 }
 
@@ -633,7 +649,15 @@ NhwcBatchNormBackwardResult RunBackward(const at::Tensor& grad_output, const at:
                                         const at::Tensor& weight, const at::Tensor& mean,
                                         const at::Tensor& invstd, const at::Tensor& scale,
                                         const at::Tensor& shift, const Epilogue& epilogue) {
-  Pass pass(input, /*arrays=*/2);  // sum(dy) and sum(dy * (x - mean)) per row block and channel
+  // The pooled backward's kernels visit the pool's input tiles, not the rows.
+  const int64_t rows =
+      epilogue.pool == nullptr
+          ? -1
+          : pool_window::TileGridOf(
+                pool_window::PoolShapeOf(input.sizes(), grad_output.sizes(), *epilogue.pool))
+                .count;
+  // sum(dy) and sum(dy * (x - mean)) per row block and channel
+  Pass pass(input, /*arrays=*/2, rows);
   const Layout& layout = pass.layout;
   CheckParameter(weight, layout.channels, "weight");
   CheckParameter(mean, layout.channels, "mean");
@@ -644,16 +668,13 @@ NhwcBatchNormBackwardResult RunBackward(const at::Tensor& grad_output, const at:
   at::Tensor parameter_grads = at::empty({2, layout.channels}, fp32);
   at::Tensor coefficients = at::empty({3, layout.channels}, fp32);
   at::Tensor grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  at::Tensor masked;  // the residual's gradient with an output; a pass's scratch with a pool
-  if (epilogue.output.defined() || epilogue.pool != nullptr) {
-    masked = at::empty_like(input, at::MemoryFormat::ChannelsLast);
-  }
+  at::Tensor masked;  // the residual's gradient, with an output
+  if (epilogue.output.defined()) masked = at::empty_like(input, at::MemoryFormat::ChannelsLast);
   const auto backward =
       input.scalar_type() == at::kFloat ? LaunchBackward<float> : LaunchBackward<__nv_bfloat16>;
   backward(pass, grad_output, input, weight, mean, invstd, scale, shift, epilogue, parameter_grads,
            coefficients, grad_input, masked);
-  return {grad_input, parameter_grads[0], parameter_grads[1],
-          epilogue.output.defined() ? masked : at::Tensor()};
+  return {grad_input, parameter_grads[0], parameter_grads[1], masked};
 }
 }  // namespace
 

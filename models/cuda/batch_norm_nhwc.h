@@ -42,7 +42,9 @@ NhwcBatchNormForwardResult NhwcBatchNormForward(const at::Tensor& input, const a
                                                 const at::Tensor& residual = at::Tensor());
 
 // Whether NhwcBatchNormReluMaxPool* take this input and pooling: what NhwcBatchNormSupports and
-// MaxPoolNhwcSupports take, with fewer than 2^31 pixels.
+// MaxPoolNhwcSupports take, with fewer than 2^31 pixels, stride 2 and windows at most 4 wide (the
+// backward's tiles of 2 x 2 pixels then meet at most 2 x 2 windows: ResNet's 3x3, stride-2 stem
+// pool among them).
 bool NhwcBatchNormReluMaxPoolSupports(const at::Tensor& input, const MaxPoolGeometry& pool);
 
 // max_pool2d(relu(batch_norm(input))), a ResNet stem's end, with the pooling done in the output
@@ -78,9 +80,10 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& output = at::Tensor());
 
 // The backward of NhwcBatchNormReluMaxPoolForward from the pooled output's gradient and the
-// forward's picks: its first pass gathers the pool's input gradient through the picks (as
-// MaxPoolNhwcBackward would store it) and writes it masked by the ReLU for the second pass (one
-// pass over a full-size gradient fewer than the separate layers, and no pass of the pool's own).
+// forward's picks: both of its passes gather the pool's input gradient through the picks (as
+// MaxPoolNhwcBackward would store it), a tile of 2 x 2 input pixels reading its windows once, and
+// mask it by the ReLU. No full-size gradient is stored: the pooled gradient and its picks are a
+// quarter and a sixteenth of its bytes (fp32), and there is no pass of the pool's own.
 NhwcBatchNormBackwardResult NhwcBatchNormReluMaxPoolBackward(
     const at::Tensor& grad_output, const at::Tensor& picks, const at::Tensor& input,
     const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,

@@ -141,6 +141,103 @@ __device__ __forceinline__ void GatherPicked(const T* __restrict__ dy,
   }
 }
 
+// The fused batch norm's backward (batch_norm_nhwc.cu) gathers the pool's input gradient in
+// tiles of kTile x kTile input pixels, aligned in padded coordinates to a stride of kTile: a
+// tile's pixels then share their windows, at most kTileWindows per axis, and the tile reads each
+// of them once. For ResNet's stem (3x3 windows, stride 2) a pixel on its own reads 2.25 windows
+// on average, a tile 4 for its 4 pixels.
+constexpr int kTile = 2;
+constexpr int kTileWindows = 2;
+
+// Whether the tiles take a pooling: stride kTile, windows of at most kTile * kTileWindows, so
+// that no tile meets more than kTileWindows windows per axis.
+inline bool TilesTake(const MaxPoolGeometry& geometry) {
+  return geometry.stride == kTile && geometry.kernel <= kTile * kTileWindows;
+}
+
+// The tiles over the pool's input, tile (n, ty, tx) holding the padded rows kTile * ty ..
+// kTile * ty + kTile - 1 and the columns alike; ty runs over `rows` values from `first_row`.
+struct TileGrid {
+  int first_row, rows, first_col, cols;
+  int64_t count;  // batch * rows * cols
+};
+inline TileGrid TileGridOf(const PoolShape& s) {
+  TileGrid grid{s.padding / kTile, (s.height - 1 + s.padding) / kTile - s.padding / kTile + 1,
+                s.padding / kTile, (s.width - 1 + s.padding) / kTile - s.padding / kTile + 1, 0};
+  grid.count = int64_t{s.batch} * grid.rows * grid.cols;
+  return grid;
+}
+
+// For each input pixel of tile `t` (below 2^31) of `grid`, for channel group `group`:
+// visit(offset, sum), with the offset of the pixel's group in the NHWC input and `sum` what
+// GatherPicked gives it (the same windows in the same order, so the same bits).
+template <typename T, typename Visit>
+__device__ __forceinline__ void GatherPickedTile(const T* __restrict__ dy,
+                                                 const Picks* __restrict__ picks,
+                                                 const PoolShape& s, const TileGrid& grid,
+                                                 uint32_t t, int group, Visit visit) {
+  // 32-bit division, several times cheaper than 64-bit.
+  const uint32_t rest = t / static_cast<uint32_t>(grid.cols);
+  const int tx = grid.first_col + static_cast<int>(t - rest * grid.cols);
+  const int ty = grid.first_row + static_cast<int>(rest % static_cast<uint32_t>(grid.rows));
+  const int64_t n = rest / static_cast<uint32_t>(grid.rows);
+  const int groups = s.channels / kVec;
+  // Windows oh_first .. ty (and the columns alike) reach into the tile: window oh covers the
+  // padded rows kTile * oh .. kTile * oh + kernel - 1.
+  const int reach = (s.kernel - 1) / kTile;
+  const int oh_first = ty - reach, ow_first = tx - reach;
+  // Window by window in row-major order, each added to the pixels that it took, so that every
+  // pixel's sum is in GatherPicked's order; one window's gradient is live at a time.
+  float sum[kTile][kTile][kVec];
+#pragma unroll
+  for (int i = 0; i < kTile; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTile; ++j) {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) sum[i][j][k] = 0.f;
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < kTileWindows; ++a) {
+    const int oh = oh_first + a;
+    if (a > reach || oh < 0 || oh >= s.out_height) continue;
+#pragma unroll
+    for (int b = 0; b < kTileWindows; ++b) {
+      const int ow = ow_first + b;
+      if (b > reach || ow < 0 || ow >= s.out_width) continue;
+      const int64_t window = ((n * s.out_height + oh) * s.out_width + ow) * groups + group;
+      float grad[kVec];
+      vec8::Load(dy + window * kVec, grad);
+      const Picks picked = picks[window];
+#pragma unroll
+      for (int i = 0; i < kTile; ++i) {
+        const int kh = kTile * (ty - oh) + i;  // >= 0: oh <= ty
+#pragma unroll
+        for (int j = 0; j < kTile; ++j) {
+          const int kw = kTile * (tx - ow) + j;
+          if (kh >= s.kernel || kw >= s.kernel) continue;
+          const int here = kh * s.kernel + kw;
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            if (picked.v[k] == here) sum[i][j][k] += grad[k];
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kTile; ++i) {
+    const int y = kTile * ty + i - s.padding;
+    if (y < 0 || y >= s.height) continue;
+#pragma unroll
+    for (int j = 0; j < kTile; ++j) {
+      const int x = kTile * tx + j - s.padding;
+      if (x < 0 || x >= s.width) continue;
+      visit(((n * s.height + y) * s.width + x) * s.channels + group * kVec, sum[i][j]);
+    }
+  }
+}
+
 // Enough blocks of kThreads to fill the device; each thread loops over its share of `work`.
 int Blocks(int64_t work, int device);
 
