@@ -1,7 +1,8 @@
 // The window rule of traind's NHWC max pooling, shared by the pool's own kernels
-// (max_pool_nhwc.cu) and batch norm's pass that pools its output as it writes it
-// (batch_norm_nhwc.cu): which element of a window the forward takes (ATen's pick), and which
-// windows' gradients an input element gathers in the backward. Device code: .cu files only.
+// (max_pool_nhwc.cu) and the batch norm's passes that pool its output as they write it and gather
+// the pooled gradient back (batch_norm_nhwc.cu): which element of a window the forward takes
+// (ATen's pick), and which windows' gradients an input element gathers in the backward, pixel by
+// pixel or a tile of pixels at a time. Device code: .cu files only.
 #ifndef TRAIND_MODELS_CUDA_MAX_POOL_WINDOW_CUH_
 #define TRAIND_MODELS_CUDA_MAX_POOL_WINDOW_CUH_
 
