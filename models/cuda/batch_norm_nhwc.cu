@@ -19,9 +19,10 @@ namespace traind {
 namespace {
 
 // The input is a [rows = N*H*W, C] matrix. Every kernel gives each thread one group of kVec
-// channels (one 16-byte load) and a strided set of rows: threadIdx.x / blockIdx.x pick the
-// group, threadIdx.y / blockIdx.y the rows. A warp then reads whole consecutive rows, and each
-// thread keeps its channels' statistics or coefficients in registers.
+// channels (one 16-byte load) and a strided set of rows (in the pooled backward, of 2 x 2 tiles of
+// rows): threadIdx.x / blockIdx.x pick the group, threadIdx.y / blockIdx.y the rows. A warp then
+// reads whole consecutive rows, and each thread keeps its channels' statistics or coefficients in
+// registers.
 using vec8::kVec;
 using vec8::Load;
 using vec8::Relu;
@@ -225,10 +226,11 @@ struct ScaleShiftRelu {
 
 // Calls visit(offset, g) for each element of this thread's share, g its output gradient from
 // `source`. Without a pool the share is ForEachRow's; with one (kPooled), it is a strided set of
-// the pool's input tiles (pool_window::GatherPickedTile), which every backward pass gathers anew:
-// reading the pooled gradient and its picks again (ResNet-18's stem in fp32: 205 + 51 MB) costs
-// less than writing the 822 MB gathered gradient once and reading it back (on the H200, with
-// pixel-by-pixel gathering written once, 23.67 ms a step; tiles gathered twice, 23.14 ms).
+// the pool's input tiles (pool_window::GatherPickedTile), which every backward pass gathers anew
+// rather than one pass writing the gathered gradient for the other: that would move 822 MB more
+// each way for ResNet-18's stem in fp32, where gathering again reads the 205 MB pooled gradient
+// and 51 MB of picks. (On the H200, the step took 23.67 ms with pixel-by-pixel gathering written
+// once, 23.14 ms with tiles gathered twice; tiles written once were not measured.)
 template <bool kPooled, typename T, typename Visit>
 __device__ __forceinline__ void ForEachGradient(const Layout& layout,
                                                 const GradientSource<T>& source, int group,
