@@ -39,8 +39,8 @@ class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
   // pool(forward(input)) for a layer made with its ReLU, a ResNet stem's end; the fused path
   // pools in its output pass, so the full-size activation is never stored, and both passes of
   // its backward gather the pooled gradient through the pool's picks (no full-size gradient is
-  // stored either). Poolings the fused path does not take (stride 2 and windows up to 4 wide it
-  // does) run as the two layers.
+  // stored either). The fused path takes stride 2 with windows up to 4 wide; other poolings run
+  // as the two layers.
   torch::Tensor ForwardMaxPool(const torch::Tensor& input, MaxPool2dImpl& pool);
 
   torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
