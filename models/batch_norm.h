@@ -6,8 +6,9 @@
 // because cuDNN refuses bf16 batch norm; in fp32 to do the ReLU, and with ForwardAddRelu a
 // ResNet block's residual add, in the same passes (ResNet-18 at 224 px: 1.13x cuDNN's batch norm
 // with a separate add and ReLU, docs/benchmarks.md), and with ForwardMaxPool a ResNet stem's
-// max pool in its output pass. Every other case (fp16, eval mode, NCHW) goes to at::batch_norm
-// as before.
+// max pool in its output pass; the *Twin forms give an output that feeds two layers as twins
+// whose gradients the backward adds as it loads them (TwinActivation). Every other case (fp16,
+// eval mode, NCHW) goes to at::batch_norm as before.
 // TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off
 // (models/own_kernels.h). With `relu`, the layer is batch norm then ReLU (in place), which the
 // fused path does in the same passes. Not a subclass of torch::nn::BatchNorm2dImpl: that would
@@ -23,6 +24,18 @@
 #include "models/max_pool.h"
 
 namespace traind {
+
+// An activation that feeds two layers (a ResNet block's input: its first convolution and its
+// shortcut) as two tensors over the same data. Where traind's fused batch norm made it, the two
+// gradients reach that layer's backward apart and its first pass adds them as it loads them,
+// which saves the pass in which autograd would add them (a full-size read, read and write);
+// elsewhere both are the same tensor, and autograd adds as usual. The shortcut is an autograd view
+// of the output: neither may be changed in place.
+struct TwinActivation {
+  torch::Tensor main, shortcut;
+  // From a fused function's outputs: {output} or {output, twin}.
+  static TwinActivation Of(const std::vector<torch::Tensor>& outputs);
+};
 
 class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
  public:
@@ -42,10 +55,15 @@ class BatchNorm2dImpl : public torch::nn::Cloneable<BatchNorm2dImpl> {
   // stored either). The fused path takes stride 2 with windows up to 4 wide; other poolings run
   // as the two layers.
   torch::Tensor ForwardMaxPool(const torch::Tensor& input, MaxPool2dImpl& pool);
+  // The two above for an output that feeds two layers (TwinActivation).
+  TwinActivation ForwardAddReluTwin(const torch::Tensor& input, const torch::Tensor& residual);
+  TwinActivation ForwardMaxPoolTwin(const torch::Tensor& input, MaxPool2dImpl& pool);
 
   torch::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  private:
+  TwinActivation AddRelu(const torch::Tensor& input, const torch::Tensor& residual, bool twin);
+  TwinActivation ReluMaxPool(const torch::Tensor& input, MaxPool2dImpl& pool, bool twin);
   // Checks the input and, in training, counts the batch.
   void CountBatch(const torch::Tensor& input);
   bool FusedPathTakes(const torch::Tensor& input) const;

@@ -142,6 +142,20 @@ TEST(BatchNormTest, ForwardMaxPoolIsBatchNormReluThenThePool) {
   EXPECT_THROW(without_relu->ForwardMaxPool(input, *pool), c10::Error);
 }
 
+// Off the fused path (here: the CPU) an output that feeds two layers is one tensor, so that
+// autograd adds its two gradients as it does for any tensor used twice.
+TEST(BatchNormTest, TwinsAreOneTensorOffTheFusedPath) {
+  torch::manual_seed(9);
+  BatchNorm2d adds(8), pools(8, /*relu=*/true);
+  MaxPool2d pool(/*kernel=*/3, /*stride=*/2, /*padding=*/1);
+  const torch::Tensor input = torch::randn({4, 8, 6, 6});
+  const TwinActivation added = adds->ForwardAddReluTwin(input, torch::randn({4, 8, 6, 6}));
+  EXPECT_TRUE(added.main.is_same(added.shortcut));
+  const TwinActivation pooled = pools->ForwardMaxPoolTwin(input, *pool);
+  EXPECT_TRUE(pooled.main.is_same(pooled.shortcut));
+  EXPECT_TRUE(pooled.main.equal(pools->ForwardMaxPool(input, *pool)));
+}
+
 TEST(BatchNormTest, RefusesOneValuePerChannelInTrainingAndNon4dInput) {
   BatchNorm2d norm(4);
   EXPECT_THROW(norm->forward(torch::randn({1, 4, 1, 1})), c10::Error);
@@ -336,7 +350,7 @@ void ExpectFusedMaxPoolMatchesTheUnfusedLayers(torch::ScalarType type,
             0.01 * theirs->weight.grad().abs().max().item<double>());
 }
 
-// ResNet-18's stem pool (3/2/1) and the other poolings the tiles take (windows 2, 3 and 4 wide,
+// ResNet-18's stem pool (3/2/1) and the other poolings the tiles take (windows 1 to 4 wide,
 // with and without padding), on maps of even and odd sizes (windows and tiles cut by the edges);
 // and one they do not (stride 1), which takes the separate layers.
 TEST(BatchNormTest, FusedMaxPoolMatchesTheUnfusedLayersOnCudaInBf16AndFp32) {
@@ -346,12 +360,83 @@ TEST(BatchNormTest, FusedMaxPoolMatchesTheUnfusedLayersOnCudaInBf16AndFp32) {
          {std::vector<int64_t>{8, 64, 56, 56}, {3, 64, 15, 13}}) {
       for (const PoolCase geometry :
            {PoolCase{3, 2, 1, true}, PoolCase{3, 2, 0, true}, PoolCase{2, 2, 0, true},
-            PoolCase{4, 2, 2, true}, PoolCase{2, 2, 1, true}, PoolCase{3, 1, 1, false}}) {
+            PoolCase{4, 2, 2, true}, PoolCase{4, 2, 1, true}, PoolCase{4, 2, 0, true},
+            PoolCase{2, 2, 1, true}, PoolCase{1, 2, 0, true}, PoolCase{3, 1, 1, false}}) {
         SCOPED_TRACE(testing::Message() << (type == torch::kBFloat16 ? "bf16 " : "fp32 ")
                                         << c10::IntArrayRef(shape) << " pool " << geometry.kernel
                                         << "/" << geometry.stride << "/" << geometry.padding);
         ExpectFusedMaxPoolMatchesTheUnfusedLayers(type, shape, geometry);
       }
+    }
+  }
+}
+
+// On the fused path, an output that feeds two layers comes as two tensors over the same data
+// whose gradients the batch norm's backward adds as it loads them: the same bits as one output
+// given the sum of the two (autograd's addition, rounded to the data's type), for a residual
+// block's end and for the pooled stem, and with one of the twins unused.
+struct TwinCaseSide {
+  BatchNorm2d norm;
+  torch::Tensor input, residual;
+};
+
+void ExpectTheSameGradients(const TwinCaseSide& a, const TwinCaseSide& b, bool pooled) {
+  EXPECT_TRUE(a.input.grad().equal(b.input.grad()));
+  EXPECT_TRUE(a.norm->weight.grad().equal(b.norm->weight.grad()));
+  EXPECT_TRUE(a.norm->bias.grad().equal(b.norm->bias.grad()));
+  if (!pooled) EXPECT_TRUE(a.residual.grad().equal(b.residual.grad()));
+}
+
+void ExpectTwinBackwardMatchesOneOutputWithTheSum(torch::ScalarType type, bool pooled) {
+  torch::manual_seed(21);
+  const std::vector<int64_t> shape{4, 64, 28, 28};
+  const torch::Tensor input = LikeAConvolution(shape, type, 4, 3);
+  const torch::Tensor residual = LikeAConvolution(shape, type, 1, 0);
+  MaxPool2d pool(/*kernel=*/3, /*stride=*/2, /*padding=*/1);
+  // Twins given both gradients, the main one only and the shortcut's only, then one output for
+  // each: given the sum, the first and the second.
+  std::vector<TwinCaseSide> sides;
+  for (int i = 0; i < 6; ++i) {
+    sides.push_back({BatchNorm2d(shape[1], /*relu=*/pooled), input.clone().requires_grad_(),
+                     residual.clone().requires_grad_()});
+    sides.back().norm->to(torch::kCUDA);
+  }
+  const auto twins = [&](TwinCaseSide& side) {
+    return pooled ? side.norm->ForwardMaxPoolTwin(side.input, *pool)
+                  : side.norm->ForwardAddReluTwin(side.input, side.residual);
+  };
+  const auto one = [&](TwinCaseSide& side) {
+    return pooled ? side.norm->ForwardMaxPool(side.input, *pool)
+                  : side.norm->ForwardAddRelu(side.input, side.residual);
+  };
+  const TwinActivation both = twins(sides[0]), main_only = twins(sides[1]),
+                       shortcut_only = twins(sides[2]);
+  const torch::Tensor for_both = one(sides[3]), for_first = one(sides[4]),
+                      for_second = one(sides[5]);
+  EXPECT_EQ(both.main.data_ptr(), both.shortcut.data_ptr());
+  EXPECT_TRUE(both.shortcut.equal(for_both));
+#ifdef TRAIND_HAVE_CUDA_KERNELS
+  if (UsesFusedBatchNorm(input)) EXPECT_FALSE(both.main.is_same(both.shortcut));
+#endif
+  const torch::Tensor g1 = torch::randn_like(for_both), g2 = torch::randn_like(for_both);
+  torch::autograd::backward({both.main, both.shortcut}, {g1, g2});
+  main_only.main.backward(g1);
+  shortcut_only.shortcut.backward(g2);
+  for_both.backward(g1 + g2);
+  for_first.backward(g1);
+  for_second.backward(g2);
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE(i == 0 ? "both" : i == 1 ? "the main one only" : "the shortcut's only");
+    ExpectTheSameGradients(sides[i], sides[i + 3], pooled);
+  }
+}
+
+TEST(BatchNormTest, TwinGradientsAreAddedInTheBackwardBitForBitOnCuda) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  for (const torch::ScalarType type : {torch::kBFloat16, torch::kFloat}) {
+    for (const bool pooled : {false, true}) {
+      SCOPED_TRACE(testing::Message() << c10::toString(type) << (pooled ? " pooled" : " added"));
+      ExpectTwinBackwardMatchesOneOutputWithTheSum(type, pooled);
     }
   }
 }

@@ -28,6 +28,12 @@ torch::Tensor BasicBlockImpl::forward(torch::Tensor x) {
   return bn2_->ForwardAddRelu(conv2_->forward(out), identity);
 }
 
+TwinActivation BasicBlockImpl::ForwardTwin(const TwinActivation& x) {
+  torch::Tensor out = bn1_->forward(conv1_->forward(x.main));  // with its ReLU
+  const torch::Tensor identity = downsample_ ? downsample_->forward(x.shortcut) : x.shortcut;
+  return bn2_->ForwardAddReluTwin(conv2_->forward(out), identity);
+}
+
 ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_stem) {
   stem_conv_ = cifar_stem ? Conv(in_channels, 64, 3, 1, 1) : Conv(in_channels, 64, 7, 2, 3);
   stem_norm_ = BatchNorm2d(64, /*relu=*/true);
@@ -57,11 +63,23 @@ ResNet18Impl::ResNet18Impl(int64_t in_channels, int64_t num_classes, bool cifar_
 
 torch::Tensor ResNet18Impl::forward(torch::Tensor x) {
   // The stem's batch norm pools as it writes (BatchNorm2d::ForwardMaxPool): its full-size output
-  // is the network's largest activation.
-  x = stem_pool_ ? stem_norm_->ForwardMaxPool(stem_conv_->forward(x), *stem_pool_)
-                 : stem_->forward(x);
-  x = layers_->forward(x);
-  x = torch::adaptive_avg_pool2d(x, {1, 1});
+  // is the network's largest activation. Every block's input feeds its convolution and its
+  // shortcut: as twins (TwinActivation) where the batch norm that made it is fused with a pool or
+  // a residual add, so that the two gradients are added in its backward rather than in a pass of
+  // their own (the CIFAR stem's plain batch norm gives one tensor).
+  TwinActivation twins;
+  if (stem_pool_) {
+    twins = stem_norm_->ForwardMaxPoolTwin(stem_conv_->forward(x), *stem_pool_);
+  } else {
+    x = stem_->forward(x);
+    twins = {x, x};
+  }
+  for (const auto& child : layers_->children()) {
+    auto* block = child->as<BasicBlockImpl>();
+    TORCH_CHECK(block != nullptr, "ResNet18: its layers are BasicBlocks");
+    twins = block->ForwardTwin(twins);
+  }
+  x = torch::adaptive_avg_pool2d(twins.main, {1, 1});
   return fc_->forward(torch::flatten(x, 1));
 }
 

@@ -15,6 +15,9 @@ class BasicBlockImpl : public torch::nn::Module {
  public:
   BasicBlockImpl(int64_t in_channels, int64_t out_channels, int64_t stride);
   torch::Tensor forward(torch::Tensor x);
+  // The block on an input given as twins (the convolution takes `main`, the shortcut
+  // `shortcut`), its output as twins for the next block.
+  TwinActivation ForwardTwin(const TwinActivation& x);
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};

@@ -189,14 +189,42 @@ __global__ void __launch_bounds__(kThreads)
 // Where a backward kernel reads the gradient of the batch norm's output (before its ReLU's
 // mask): `dy` at the input's offsets, or, with `picks`, a max pool's output gradient (`dy` then is
 // [N, OH, OW, C] of `pool`) gathered through the pool's picks tile by tile: the input gradient of
-// the pool, as its own backward would have stored it (rounded to T).
+// the pool, as its own backward would have stored it (rounded to T). With `dy2`, the gradient of
+// the output's twin (laid out as dy), the two are added as they are loaded and rounded to T, as
+// autograd's own addition of them would have stored the sum.
 template <typename T>
 struct GradientSource {
   const T* dy;
+  const T* dy2;
   const pool_window::Picks* picks;
   pool_window::PoolShape pool;
   pool_window::TileGrid tiles;
 };
+
+// How a backward kernel reads its output gradient from a GradientSource: at the input's offsets
+// or gathered through a pool's picks, with the twin's gradient added or without. Compile-time, so
+// that a kernel without a twin keeps its registers.
+enum class Read { kDirect, kDirectTwin, kPooled, kPooledTwin };
+__host__ __device__ constexpr bool Pooled(Read read) {
+  return read == Read::kPooled || read == Read::kPooledTwin;
+}
+__host__ __device__ constexpr bool Twin(Read read) {
+  return read == Read::kDirectTwin || read == Read::kPooledTwin;
+}
+
+// g = the kVec values of dy at `offset` (with kTwin + dy2's, rounded to T).
+template <bool kTwin, typename T>
+__device__ __forceinline__ void LoadOutputGradient(const GradientSource<T>& source, int64_t offset,
+                                                   float (&g)[kVec]) {
+  Load(source.dy + offset, g);
+  if constexpr (kTwin) {
+    float other[kVec];
+    Load(source.dy2 + offset, other);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) g[k] += other[k];
+    vec8::RoundTo<T>(g);
+  }
+}
 
 // The output pass pooled as it goes (NhwcBatchNormReluMaxPoolForward): each input element the
 // pool's window reads becomes relu(x * scale + shift), rounded to T as ScaleShift stores it,
@@ -225,31 +253,34 @@ struct ScaleShiftRelu {
 };
 
 // Calls visit(offset, g) for each element of this thread's share, g its output gradient from
-// `source`. Without a pool the share is ForEachRow's; with one (kPooled), it is a strided set of
-// the pool's input tiles (pool_window::GatherPickedTile), which every backward pass gathers anew
+// `source` read as kRead. Without a pool the share is ForEachRow's; with one, it is a strided set
+// of the pool's input tiles (pool_window::GatherPickedTile), which every backward pass gathers anew
 // rather than one pass writing the gathered gradient for the other: that would move 822 MB more
 // each way for ResNet-18's stem in fp32, where gathering again reads the 205 MB pooled gradient
 // and 51 MB of picks. (On the H200, the step took 23.67 ms with pixel-by-pixel gathering written
 // once, 23.14 ms with tiles gathered twice; tiles written once were not measured.)
-template <bool kPooled, typename T, typename Visit>
+template <Read kRead, typename T, typename Visit>
 __device__ __forceinline__ void ForEachGradient(const Layout& layout,
                                                 const GradientSource<T>& source, int group,
                                                 Visit visit) {
-  if constexpr (kPooled) {
+  if constexpr (Pooled(kRead)) {
     const int64_t stride = static_cast<int64_t>(gridDim.y) * blockDim.y;
     for (int64_t t = static_cast<int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
          t < source.tiles.count; t += stride) {
-      pool_window::GatherPickedTile(source.dy, source.picks, source.pool, source.tiles,
-                                    static_cast<uint32_t>(t), group,
-                                    [&](int64_t offset, float(&g)[kVec]) {
-                                      vec8::RoundTo<T>(g);
-                                      visit(offset, g);
-                                    });
+      pool_window::GatherPickedTile(
+          source.picks, source.pool, source.tiles, static_cast<uint32_t>(t), group,
+          [&](int64_t window, float(&grad)[kVec]) {
+            LoadOutputGradient<Twin(kRead)>(source, window * kVec, grad);
+          },
+          [&](int64_t offset, float(&g)[kVec]) {
+            vec8::RoundTo<T>(g);
+            visit(offset, g);
+          });
     }
   } else {
     ForEachRow(layout, group, [&](int64_t offset) {
       float g[kVec];
-      Load(source.dy + offset, g);
+      LoadOutputGradient<Twin(kRead)>(source, offset, g);
       visit(offset, g);
     });
   }
@@ -274,8 +305,9 @@ enum class Mask { kNone, kRecomputed, kFromOutput };
 // Per block: sums of dy and of dy * (x - mean) over its rows -> partials [gridDim.y, C]. With
 // Mask::kFromOutput (a batch norm whose output had a residual added before the ReLU) the masked
 // gradient is also written to `masked`: it is the residual's gradient and the input gradient's dy.
-// kPooled: dy is gathered through a max pool's picks (GradientSource), with Mask::kRecomputed.
-template <typename T, Mask kMask, bool kPooled>
+// kRead: how dy is read (a pooled one, gathered through a max pool's picks, with
+// Mask::kRecomputed).
+template <typename T, Mask kMask, Read kRead>
 __global__ void __launch_bounds__(kThreads)
     GradientSumPartials(GradientSource<T> source, const T* __restrict__ x,
                         const T* __restrict__ output, T* __restrict__ masked, Layout layout,
@@ -293,7 +325,7 @@ __global__ void __launch_bounds__(kThreads)
       a[k] = kRecompute ? scale[group * kVec + k] : 0.f;
       b[k] = kRecompute ? shift[group * kVec + k] : 0.f;
     }
-    ForEachGradient<kPooled>(layout, source, group, [&](int64_t offset, float(&g)[kVec]) {
+    ForEachGradient<kRead>(layout, source, group, [&](int64_t offset, float(&g)[kVec]) {
       float v[kVec];
       Load(x + offset, v);
       if constexpr (kRecompute) MaskByRecomputedRelu(v, a, b, g);
@@ -384,9 +416,9 @@ __global__ void __launch_bounds__(kThreads)
   coefficients[2 * channels + c] = -a * sum_dy / rows;
 }
 
-// dx from the output gradient in `source` (with kRelu masked by the recomputed ReLU; kPooled as
-// in ForEachGradient) and the coefficients.
-template <typename T, bool kRelu, bool kPooled>
+// dx from the output gradient in `source` (read as kRead; with kRelu masked by the recomputed
+// ReLU) and the coefficients.
+template <typename T, bool kRelu, Read kRead>
 __global__ void __launch_bounds__(kThreads)
     InputGradient(GradientSource<T> source, const T* __restrict__ x, T* __restrict__ dx,
                   Layout layout, const float* __restrict__ mean, const float* __restrict__ scale,
@@ -404,7 +436,7 @@ __global__ void __launch_bounds__(kThreads)
     b[k] = coefficients[layout.channels + channel];
     c[k] = coefficients[2 * layout.channels + channel];
   }
-  ForEachGradient<kPooled>(layout, source, group, [&](int64_t offset, float(&g)[kVec]) {
+  ForEachGradient<kRead>(layout, source, group, [&](int64_t offset, float(&g)[kVec]) {
     float v[kVec];
     Load(x + offset, v);
     if constexpr (kRelu) MaskByRecomputedRelu(v, forward_scale, forward_shift, g);
@@ -493,6 +525,7 @@ struct Epilogue {
   at::Tensor output;    // the backward's: that forward's output, for the ReLU's mask
   const MaxPoolGeometry* pool = nullptr;  // with relu
   at::Tensor picks;                       // with pool: the forward writes them, the backward reads
+  at::Tensor twin_grad;  // the backward's: the gradient of the output's twin, laid out as dy
 };
 
 // The forward's output pass pooled: writes the pooled output and the picks.
@@ -544,6 +577,42 @@ void LaunchForward(Pass& pass, const at::Tensor& input, const at::Tensor& weight
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The backward's kernels for an epilogue, reading the output gradient with its twin's (kTwin) or
+// without. A twin comes only with a residual's add or a pool (the public functions check), and
+// with the add the input gradient reads the sums pass's masked gradient, never a twin.
+template <typename T, bool kTwin>
+auto SumsKernel(const Epilogue& epilogue) {
+  using Kernel = decltype(&GradientSumPartials<T, Mask::kNone, Read::kDirect>);
+  if (epilogue.pool != nullptr) {
+    return Kernel{GradientSumPartials < T, Mask::kRecomputed,
+                  kTwin ? Read::kPooledTwin : Read::kPooled > };
+  }
+  if (epilogue.output.defined()) {
+    return Kernel{GradientSumPartials < T, Mask::kFromOutput,
+                  kTwin ? Read::kDirectTwin : Read::kDirect > };
+  }
+  if constexpr (kTwin) {
+    return Kernel{nullptr};
+  } else {
+    return epilogue.relu ? Kernel{GradientSumPartials<T, Mask::kRecomputed, Read::kDirect>}
+                         : Kernel{GradientSumPartials<T, Mask::kNone, Read::kDirect>};
+  }
+}
+template <typename T, bool kTwin>
+auto InputGradientKernel(const Epilogue& epilogue) {
+  using Kernel = decltype(&InputGradient<T, false, Read::kDirect>);
+  if (epilogue.pool != nullptr) {
+    return Kernel{InputGradient < T, true, kTwin ? Read::kPooledTwin : Read::kPooled > };
+  }
+  if (epilogue.output.defined()) return Kernel{InputGradient<T, false, Read::kDirect>};
+  if constexpr (kTwin) {
+    return Kernel{nullptr};
+  } else {
+    return epilogue.relu ? Kernel{InputGradient<T, true, Read::kDirect>}
+                         : Kernel{InputGradient<T, false, Read::kDirect>};
+  }
+}
+
 // The backward pass for activations of type T: the two sums, then the input gradient. With the
 // forward's `output` (a residual was added; `masked` is then the residual's gradient), the sums
 // pass writes the masked gradient into `masked` and the input gradient reads it as its dy, with no
@@ -557,17 +626,15 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
                     at::Tensor& masked) {
   const Layout& layout = pass.layout;
   const bool add = epilogue.output.defined();
-  const bool pooled = epilogue.pool != nullptr;
-  GradientSource<T> source{Data<T>(grad_output), nullptr, {}, {}};
-  if (pooled) {
+  const bool twin = epilogue.twin_grad.defined();
+  GradientSource<T> source{
+      Data<T>(grad_output), twin ? Data<T>(epilogue.twin_grad) : nullptr, nullptr, {}, {}};
+  if (epilogue.pool != nullptr) {
     source.picks = reinterpret_cast<const pool_window::Picks*>(epilogue.picks.data_ptr());
     source.pool = pool_window::PoolShapeOf(input.sizes(), grad_output.sizes(), *epilogue.pool);
     source.tiles = pool_window::TileGridOf(source.pool);
   }
-  const auto sums = pooled          ? GradientSumPartials<T, Mask::kRecomputed, true>
-                    : add           ? GradientSumPartials<T, Mask::kFromOutput, false>
-                    : epilogue.relu ? GradientSumPartials<T, Mask::kRecomputed, false>
-                                    : GradientSumPartials<T, Mask::kNone, false>;
+  const auto sums = twin ? SumsKernel<T, true>(epilogue) : SumsKernel<T, false>(epilogue);
   sums<<<pass.shape.grid, pass.shape.block, pass.shared_bytes(2 * kVec), pass.stream>>>(
       source, Data<T>(input), add ? Data<T>(epilogue.output) : nullptr,
       add ? MutableData<T>(masked) : nullptr, layout, mean.data_ptr<float>(),
@@ -579,11 +646,9 @@ void LaunchBackward(Pass& pass, const at::Tensor& grad_output, const at::Tensor&
       parameter_grads[0].data_ptr<float>(), parameter_grads[1].data_ptr<float>(),
       coefficients.data_ptr<float>());
   C10_CUDA_KERNEL_LAUNCH_CHECK();
-  const GradientSource<T> masked_source{add ? Data<T>(masked) : nullptr, nullptr, {}, {}};
-  const auto input_gradient = pooled          ? InputGradient<T, true, true>
-                              : add           ? InputGradient<T, false, false>
-                              : epilogue.relu ? InputGradient<T, true, false>
-                                              : InputGradient<T, false, false>;
+  const GradientSource<T> masked_source{add ? Data<T>(masked) : nullptr, nullptr, nullptr, {}, {}};
+  const auto input_gradient =
+      twin ? InputGradientKernel<T, true>(epilogue) : InputGradientKernel<T, false>(epilogue);
   input_gradient<<<pass.shape.grid, pass.shape.block, 0, pass.stream>>>(
       add ? masked_source : source, Data<T>(input), MutableData<T>(grad_input), layout,
       mean.data_ptr<float>(), scale.data_ptr<float>(), shift.data_ptr<float>(),
@@ -714,32 +779,41 @@ NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& input, const at::Tensor& weight,
                                                   const at::Tensor& mean, const at::Tensor& invstd,
                                                   const at::Tensor& scale, const at::Tensor& shift,
-                                                  bool relu, const at::Tensor& output) {
-  TORCH_CHECK(NhwcBatchNormSupports(input) && LaidOutLike(grad_output, input),
+                                                  bool relu, const at::Tensor& output,
+                                                  const at::Tensor& twin_grad) {
+  TORCH_CHECK(NhwcBatchNormSupports(input) && LaidOutLike(grad_output, input) &&
+                  (!twin_grad.defined() || LaidOutLike(twin_grad, input)),
               "NhwcBatchNorm: unsupported gradient");
+  TORCH_CHECK(!twin_grad.defined() || output.defined(),
+              "NhwcBatchNorm: a twin's gradient comes with a residual's add");
   TORCH_CHECK(!output.defined() || (relu && LaidOutLike(output, input)),
               "NhwcBatchNorm: the output must be like the input, and comes with the ReLU");
   Epilogue epilogue;
   epilogue.relu = relu;
   epilogue.output = output;
+  epilogue.twin_grad = twin_grad;
   return RunBackward(grad_output, input, weight, mean, invstd, scale, shift, epilogue);
 }
 
 NhwcBatchNormBackwardResult NhwcBatchNormReluMaxPoolBackward(
     const at::Tensor& grad_output, const at::Tensor& picks, const at::Tensor& input,
     const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
-    const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool) {
+    const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool,
+    const at::Tensor& twin_grad) {
   TORCH_CHECK(NhwcBatchNormReluMaxPoolSupports(input, pool),
               "NhwcBatchNormReluMaxPool: unsupported input or pooling");
   const at::Tensor grad = vec8::ChannelsLastAligned(grad_output);
+  const at::Tensor twin = twin_grad.defined() ? vec8::ChannelsLastAligned(twin_grad) : twin_grad;
   TORCH_CHECK(LaidOutLikePooled(grad, input, pool, input.scalar_type()) &&
+                  (!twin.defined() || LaidOutLikePooled(twin, input, pool, input.scalar_type())) &&
                   LaidOutLikePooled(picks, input, pool, at::kByte),
-              "NhwcBatchNormReluMaxPool: the gradient and the picks must be like the pooled "
+              "NhwcBatchNormReluMaxPool: the gradients and the picks must be like the pooled "
               "output");
   Epilogue epilogue;
   epilogue.relu = true;
   epilogue.pool = &pool;
   epilogue.picks = picks;
+  epilogue.twin_grad = twin;
   return RunBackward(grad, input, weight, mean, invstd, scale, shift, epilogue);
 }
 

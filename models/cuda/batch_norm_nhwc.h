@@ -71,23 +71,30 @@ struct NhwcBatchNormBackwardResult {
 // shift are the forward's own values, not recomputed from weight and bias, so that the mask is
 // the forward's bit for bit; they cost 8 bytes a channel. For a forward that added a residual,
 // pass its `output`: the mask is then read from it (the residual is not kept) and the masked
-// gradient is also `grad_residual`.
+// gradient is also `grad_residual`. A defined `twin_grad` (like `grad_output`; with `output` only,
+// a block's end) is the gradient of a second use of the same output (a ResNet block's output
+// feeds the next block's convolution and its shortcut): it is added to grad_output as the pass
+// loads it, rounded to the data's type as autograd's own addition of the two would store it,
+// which saves that addition's pass.
 NhwcBatchNormBackwardResult NhwcBatchNormBackward(const at::Tensor& grad_output,
                                                   const at::Tensor& input, const at::Tensor& weight,
                                                   const at::Tensor& mean, const at::Tensor& invstd,
                                                   const at::Tensor& scale, const at::Tensor& shift,
                                                   bool relu,
-                                                  const at::Tensor& output = at::Tensor());
+                                                  const at::Tensor& output = at::Tensor(),
+                                                  const at::Tensor& twin_grad = at::Tensor());
 
 // The backward of NhwcBatchNormReluMaxPoolForward from the pooled output's gradient and the
 // forward's picks: both of its passes gather the pool's input gradient through the picks (as
 // MaxPoolNhwcBackward would store it), a tile of 2 x 2 input pixels reading its windows once, and
 // mask it by the ReLU. No full-size gradient is stored: the pooled gradient and its picks are a
 // quarter and a sixteenth of its bytes (fp32), and there is no pass of the pool's own.
+// `twin_grad` as in NhwcBatchNormBackward, for the pooled output.
 NhwcBatchNormBackwardResult NhwcBatchNormReluMaxPoolBackward(
     const at::Tensor& grad_output, const at::Tensor& picks, const at::Tensor& input,
     const at::Tensor& weight, const at::Tensor& mean, const at::Tensor& invstd,
-    const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool);
+    const at::Tensor& scale, const at::Tensor& shift, const MaxPoolGeometry& pool,
+    const at::Tensor& twin_grad = at::Tensor());
 
 }  // namespace traind
 

@@ -171,12 +171,14 @@ inline TileGrid TileGridOf(const PoolShape& s) {
 
 // For each input pixel of tile `t` (below 2^31) of `grid`, for channel group `group`:
 // visit(offset, sum), with the offset of the pixel's group in the NHWC input and `sum` what
-// GatherPicked gives it (the same windows in the same order, so the same bits).
-template <typename T, typename Visit>
-__device__ __forceinline__ void GatherPickedTile(const T* __restrict__ dy,
-                                                 const Picks* __restrict__ picks,
+// GatherPicked gives it (the same windows in the same order, so the same bits). A window's output
+// gradient comes from load_window(window, grad), `window` being the index of the window's 8
+// channels in the pooled output taken 8 channels at a time (its element offset / 8).
+template <typename LoadWindow, typename Visit>
+__device__ __forceinline__ void GatherPickedTile(const Picks* __restrict__ picks,
                                                  const PoolShape& s, const TileGrid& grid,
-                                                 uint32_t t, int group, Visit visit) {
+                                                 uint32_t t, int group, LoadWindow load_window,
+                                                 Visit visit) {
   // 32-bit division, several times cheaper than 64-bit.
   const uint32_t rest = t / static_cast<uint32_t>(grid.cols);
   const int tx = grid.first_col + static_cast<int>(t - rest * grid.cols);
@@ -208,7 +210,7 @@ __device__ __forceinline__ void GatherPickedTile(const T* __restrict__ dy,
       if (b > reach || ow < 0 || ow >= s.out_width) continue;
       const int64_t window = ((n * s.out_height + oh) * s.out_width + ow) * groups + group;
       float grad[kVec];
-      vec8::Load(dy + window * kVec, grad);
+      load_window(window, grad);
       const Picks picked = picks[window];
 #pragma unroll
       for (int i = 0; i < kTile; ++i) {
