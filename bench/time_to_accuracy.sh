@@ -12,6 +12,8 @@
 # time until its test accuracy first reached the target. Then medians (min-max).
 #   BUILD_DIR=build-cuda bench/time_to_accuracy.sh [DEVICE]          (default cuda:0)
 #   SEEDS="1 2 3" CONFIGS=... (one flag set per line) REFERENCE=0 (no Python loop)
+#   GRAPH_FLAGS="--batch-size 1024 --lr 1e-2" (the CUDA loop's recipe; by default its own, the
+#   issue's: --epochs 6 --batch-size 256 --lr 3e-3 onecycle, whatever CONFIGS say)
 #   MODEL=mlp TARGET=0.88 REF_EPOCHS=10 (the CPU loop's epochs)
 #   TRAIND_ENV="TRAIND_CUDNN_AUTOTUNE=1" (variables for traind and its workers)
 #   PAUSE=3 (seconds before each job, so that it finds a warm worker ready; 0: back to back)
@@ -53,7 +55,8 @@ print("| %s | %s | %.4f | %.2f | %.2f | %.2f |" % (sys.argv[1], sys.argv[2], r.g
       float(sys.argv[4]) - float(sys.argv[3])))' "$flags" "$seed" "$start" "$end" | tee -a "$rows"
   done <<<"$configs"
   if [ "${REFERENCE:-1}" = 1 ] && [ "${device%%:*}" = cuda ] && [ "$model" = lenet5 ]; then
-    "$python" bench/reference/graph_reference.py --seed "$seed" 2>/dev/null | "$python" -c '
+    # shellcheck disable=SC2086
+    "$python" bench/reference/graph_reference.py --seed "$seed" ${GRAPH_FLAGS:-} 2>/dev/null | "$python" -c '
 import json, sys
 r = json.loads(sys.stdin.read().strip().splitlines()[-1]); e = r["epochs"][-1]
 print("| python graph loop (to 89%%: %s s) | %s | %.4f | %.2f | - | - |" % (

@@ -10,6 +10,10 @@ line: the training seconds at each epoch's end, the test accuracy there, and the
 until the test accuracy first reached --target. This is the "best Python loop" of issue 17's bar.
 
   graph_reference.py --epochs 6 --batch-size 256 --lr 3e-3 --seed 1 [--target 89]
+
+--profile-steps N, after the timed training (so it costs the timing nothing), profiles N more
+iterations of the loop (the batch gather, the learning-rate write, the replay) with torch.profiler
+and prints kernels by device time per step to stderr, as train_reference.py does for its side.
 """
 import argparse
 import json
@@ -22,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_reference import LeNet5, accuracy, load_split  # noqa: E402
+from train_reference import LeNet5, accuracy, load_split, print_profile, start_profiler  # noqa: E402
 
 
 def onecycle(step, total, peak, pct_start=0.3, div=25.0, final_div=1e4):
@@ -44,6 +48,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--target", type=float, default=89.0, help="test accuracy, percent")
     p.add_argument("--schedule", choices=["onecycle", "constant"], default="onecycle")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="after training, profile this many more steps (to stderr)")
     p.add_argument("--data-dir", default=os.environ.get("FASHION_MNIST_DIR",
                                                         "/usr/share/fashion-mnist"))
     args = p.parse_args()
@@ -89,6 +95,14 @@ def main():
 
     n = len(y) // args.batch_size
     total = n * args.epochs
+
+    def train_step(order, b, global_step):
+        index = order[b * args.batch_size:(b + 1) * args.batch_size]
+        static_x.copy_(x.index_select(0, index))
+        static_y.copy_(y.index_select(0, index))
+        if args.schedule == "onecycle":
+            lr.fill_(onecycle(min(global_step, total - 1), total, args.lr))
+        graph.replay()
     generator = torch.Generator().manual_seed(args.seed)
     train_seconds, epochs, reached = 0.0, [], None
     global_step = 0
@@ -97,12 +111,7 @@ def main():
         start = time.perf_counter()
         order = torch.randperm(len(y), generator=generator).to(device)
         for b in range(n):
-            index = order[b * args.batch_size:(b + 1) * args.batch_size]
-            static_x.copy_(x.index_select(0, index))
-            static_y.copy_(y.index_select(0, index))
-            if args.schedule == "onecycle":
-                lr.fill_(onecycle(global_step, total, args.lr))
-            graph.replay()
+            train_step(order, b, global_step)
             global_step += 1
         torch.cuda.synchronize()
         train_seconds += time.perf_counter() - start
@@ -111,6 +120,14 @@ def main():
                        "test_accuracy": round(acc, 2)})
         if reached is None and acc >= args.target:
             reached = train_seconds
+    if args.profile_steps > 0:
+        order = torch.randperm(len(y), generator=generator).to(device)
+        profiler = start_profiler(device)
+        for b in range(min(args.profile_steps, n)):
+            train_step(order, b, total - 1)
+        sys.stdout, stdout = sys.stderr, sys.stdout
+        print_profile(profiler, device, min(args.profile_steps, n))
+        sys.stdout = stdout
     print(json.dumps({"epochs": epochs, "seconds_to_target": reached, "target": args.target,
                       "final_loss": float(static_loss), "batch_size": args.batch_size,
                       "lr": args.lr, "schedule": args.schedule, "seed": args.seed}))
