@@ -15,6 +15,7 @@ by side, rounds alternating, medians [min-max] (issue 35's benchmarks):
             second run sent.
 
   bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit] [--pin-cpu N | --at-once A,B]
+                       [--raw FILE]
 Environment: BUILD_DIR (default build), PYTHON (the interpreter of the program; default
 /usr/bin/python3), TRAIND_FLAGS (more traind flags, e.g. "--worker-nice 0").
 """
@@ -29,6 +30,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+NAN = float("nan")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BIN = ROOT / os.environ.get("BUILD_DIR", "build") / "bin"
@@ -58,6 +61,24 @@ cpu = time.process_time()
 with open(report, "w") as f:  # not printed: the store keeps only a budget of lines
     f.write(f"{elapsed:.6f} {cpu:.6f} {total} {on_cpu - on_cpu0:.6f} {waiting - waiting0:.6f}")
 """
+
+
+def settle(busy_below=0.1, window=0.5, give_up=30):
+    """Waits until the machine's CPUs are idle, busy for less than busy_below of a window (from
+    /proc/stat): traind's warm worker loads LibTorch after the daemon starts, which would slow the
+    first round's program."""
+    def busy_and_total():
+        with open("/proc/stat") as f:
+            ticks = list(map(int, f.readline().split()[1:]))
+        idle = ticks[3] + ticks[4]  # idle, iowait
+        return sum(ticks) - idle, sum(ticks)
+    deadline = time.monotonic() + give_up
+    while time.monotonic() < deadline:
+        busy0, total0 = busy_and_total()
+        time.sleep(window)
+        busy1, total1 = busy_and_total()
+        if busy1 - busy0 < busy_below * max(1, total1 - total0):
+            return
 
 
 def summary(values, fmt="{:.3f}"):
@@ -156,13 +177,14 @@ def read_report(report):
     return elapsed, cpu, blocked / elapsed, waiting / elapsed
 
 
-def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
+def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None):
     """pins: [] (the program where the scheduler puts it), [N] (on CPU N, each side in turn) or
     [A, B] (both sides at once, on A and B, swapping each round)."""
     directory = work / "flood"
     directory.mkdir()
     (directory / "flood.py").write_text(FLOOD)
     before = daemon.peak_rss_mib()
+    settle()
     traind, shell = [], []
     traind_cpu, shell_cpu, daemon_cpu = [], [], []
     traind_blocked, shell_blocked, traind_waiting, shell_waiting = [], [], [], []
@@ -175,8 +197,13 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
         with open(work / "flood.out", "w") as out:
             shell_run = lambda: subprocess.Popen([PYTHON, "flood.py", *map(str, shell_args)],
                                                  cwd=directory, stdout=out)
+            # One after the other, the shell side goes first in odd rounds: what follows a job
+            # in traind (its result stored, its watcher ending) then slows either side alike.
             at_once = len(pins) == 2
-            program = shell_run() if at_once else None
+            shell_first = at_once or round_ % 2 == 1
+            program = shell_run() if shell_first else None
+            if shell_first and not at_once and program.wait() != 0:
+                sys.exit("flood.py from the shell failed")
             cpu_before = daemon.cpu_seconds()
             job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
                                 "flood.py", *job_args).stdout.strip()
@@ -196,6 +223,18 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
             waiting.append(100 * waiting_share)
     ratio = [s / t for t, s in zip(traind, shell)]
     low, high = median_interval(ratio)
+    # What a reader can cost the program, without the core speed's noise: the share of its run
+    # time it was held up (blocked or waiting for a CPU) under traind beyond that from the shell.
+    held = [tb + tw - (sb + sw) for tb, tw, sb, sw in
+            zip(traind_blocked, traind_waiting, shell_blocked, shell_waiting)]
+    held_low, held_high = median_interval(held) if all(h == h for h in held) else (NAN, NAN)
+    if raw:
+        with open(raw, "w") as f:
+            f.write("round traind_s shell_s traind_cpu_s shell_cpu_s traind_blocked_% "
+                    "shell_blocked_% traind_waiting_% shell_waiting_%\n")
+            for row in enumerate(zip(traind, shell, traind_cpu, shell_cpu, traind_blocked,
+                                     shell_blocked, traind_waiting, shell_waiting), 1):
+                f.write(" ".join([str(row[0])] + [f"{v:.6f}" for v in row[1]]) + "\n")
     where = ("" if not pins else f", the program on CPU {pins[0]} and traind off it"
              if len(pins) == 1 else f", both sides at once on CPUs {pins[0]} and {pins[1]} "
              "(swapped each round) and traind off them")
@@ -208,7 +247,9 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins):
           f"the program's main thread blocked for {summary(traind_blocked, '{:.2f}')}% of its "
           f"run time under traind, {summary(shell_blocked, '{:.2f}')}% from the shell, and "
           f"waiting for a CPU {summary(traind_waiting, '{:.2f}')}% and "
-          f"{summary(shell_waiting, '{:.2f}')}%; traind's peak RSS "
+          f"{summary(shell_waiting, '{:.2f}')}%; held up under traind beyond the shell "
+          f"{summary(held, '{:.2f}')}% (the median's 95% interval {held_low:.2f}-"
+          f"{held_high:.2f}%); traind's peak RSS "
           f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
 
 
@@ -243,6 +284,8 @@ def main():
     parser.add_argument("--work-per-line", type=int, default=200,
                         help="loop iterations between lines: sets the rate (~100,000 lines/s)")
     parser.add_argument("--megabytes", type=int, default=500)
+    parser.add_argument("--raw", metavar="FILE",
+                        help="flood: write each round's figures to FILE, one line a round")
     parser.add_argument("--pin-cpu", type=int,
                         help="flood: run the program on this CPU alone (each side in turn) and "
                              "traind, its runner and the clients on the others: takes the "
@@ -271,7 +314,7 @@ def main():
         if "start" in only:
             bench_start(daemon, work, args.rounds)
         if "flood" in only:
-            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, pins)
+            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, pins, args.raw)
         if "resubmit" in only:
             bench_resubmit(daemon, work, args.megabytes)
     finally:
