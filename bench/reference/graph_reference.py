@@ -101,7 +101,7 @@ def main():
         static_x.copy_(x.index_select(0, index))
         static_y.copy_(y.index_select(0, index))
         if args.schedule == "onecycle":
-            lr.fill_(onecycle(min(global_step, total - 1), total, args.lr))
+            lr.fill_(onecycle(global_step, total, args.lr))
         graph.replay()
     generator = torch.Generator().manual_seed(args.seed)
     train_seconds, epochs, reached = 0.0, [], None
