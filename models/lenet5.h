@@ -3,12 +3,15 @@
 // Each Tanh runs after its pooling instead: tanh is increasing, so max(tanh(a), tanh(b)) is
 // tanh(max(a, b)): both orders compute the same function and gradient (the pooling picks the same
 // element, unless rounding makes tanh of two different inputs equal), but this one takes tanh of
-// a quarter of the elements. The parameters keep their names (features.0, features.3,
+// a quarter of the elements. Off the CPU each pooling and its Tanh run as one (MaxPoolThenTanh,
+// models/max_pool_tanh.h). The parameters keep their names (features.0, features.3,
 // classifier.0/2/4), so checkpoints are unchanged.
 #ifndef TRAIND_MODELS_LENET5_H_
 #define TRAIND_MODELS_LENET5_H_
 
 #include <torch/torch.h>
+
+#include "models/max_pool.h"
 
 namespace traind {
 
@@ -18,7 +21,9 @@ class LeNet5Impl : public torch::nn::Module {
   torch::Tensor forward(torch::Tensor x);
 
  private:
-  torch::nn::Sequential features_{nullptr};
+  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+  MaxPool2d pool1_{nullptr}, pool2_{nullptr};
+  torch::nn::Sequential features_{nullptr};  // conv1_, pool1_, Tanh, conv2_, pool2_, Tanh
   torch::nn::Sequential classifier_{nullptr};
 };
 TORCH_MODULE(LeNet5);
