@@ -27,8 +27,8 @@ class MaxPoolTanhFunction : public torch::autograd::Function<MaxPoolTanhFunction
 
   static variable_list backward(AutogradContext* context, variable_list grad_outputs) {
     const variable_list saved = context->get_saved_variables();
-    const torch::Tensor grad_input = MaxPoolTanhNchwBackward(
-        grad_outputs[0], saved[0], saved[1], context->saved_data["kernel"].toInt());
+    const torch::Tensor grad_input = MaxPoolTanhNchwBackward(grad_outputs[0], saved[0], saved[1],
+                                                             context->saved_data["kernel"].toInt());
     return {grad_input, torch::Tensor()};
   }
 };

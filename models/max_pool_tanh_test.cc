@@ -25,8 +25,7 @@ double LargestDifference(const torch::Tensor& a, const torch::Tensor& b) {
 
 void ExpectMatchesATen(const Case& k, const torch::TensorOptions& options, double tolerance) {
   SCOPED_TRACE(testing::Message() << k.n << "x" << k.c << "x" << k.h << "x" << k.w << " kernel "
-                                  << k.kernel << " " << options.dtype() << " "
-                                  << options.device());
+                                  << k.kernel << " " << options.dtype() << " " << options.device());
   torch::manual_seed(4);
   // Rounded values repeat, so ties (the first element wins in ATen) get exercised; large ones
   // saturate tanh.
@@ -78,7 +77,7 @@ TEST(MaxPoolTanhTest, FusedKernelsMatchATenOnCuda) {
     const auto options = torch::TensorOptions().device(torch::kCUDA).dtype(dtype);
     // fp32: tanh and its gradient's rounding only; bf16: one bf16 ulp of values up to ~4.
     const double tolerance = dtype == torch::kFloat ? 1e-6 : 0.05;
-    ExpectMatchesATen({64, 6, 28, 28, 2}, options, tolerance);  // LeNet5's first pooling
+    ExpectMatchesATen({64, 6, 28, 28, 2}, options, tolerance);   // LeNet5's first pooling
     ExpectMatchesATen({64, 16, 10, 10, 2}, options, tolerance);  // its second
     ExpectMatchesATen({3, 5, 9, 12, 3}, options, tolerance);     // 3x3 windows
     ExpectMatchesATen({2, 3, 5, 7, 1}, options, tolerance);      // 1x1: tanh alone

@@ -111,18 +111,17 @@ bool MaxPoolTanhNchwSupports(const at::Tensor& input, int64_t kernel, int64_t st
                              int64_t padding) {
   return input.is_cuda() && input.dim() == 4 &&
          (input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16) &&
-         input.is_contiguous() && kernel >= 1 && kernel <= 15 && stride == kernel &&
-         padding == 0 && input.size(2) >= kernel && input.size(3) >= kernel &&
-         input.size(2) % kernel == 0 && input.size(3) % kernel == 0 &&
-         input.numel() <= std::numeric_limits<int32_t>::max();
+         input.is_contiguous() && kernel >= 1 && kernel <= 15 && stride == kernel && padding == 0 &&
+         input.size(2) >= kernel && input.size(3) >= kernel && input.size(2) % kernel == 0 &&
+         input.size(3) % kernel == 0 && input.numel() <= std::numeric_limits<int32_t>::max();
 }
 
 std::pair<at::Tensor, at::Tensor> MaxPoolTanhNchwForward(const at::Tensor& input, int64_t kernel) {
   TORCH_CHECK(MaxPoolTanhNchwSupports(input, kernel, kernel, 0),
               "MaxPoolTanhNchwForward: unsupported input");
   const TiledPool shape = TiledPoolOf(input.sizes(), kernel);
-  at::Tensor output = at::empty({input.size(0), input.size(1), shape.out_height, shape.out_width},
-                                input.options());
+  at::Tensor output =
+      at::empty({input.size(0), input.size(1), shape.out_height, shape.out_width}, input.options());
   at::Tensor picks = at::empty(output.sizes(), input.options().dtype(at::kByte));
   const int64_t work = output.numel();
   if (work == 0) return {output, picks};
@@ -133,9 +132,9 @@ std::pair<at::Tensor, at::Tensor> MaxPoolTanhNchwForward(const at::Tensor& input
     MaxPoolTanhForward<float><<<blocks, kThreads, 0, stream>>>(
         Read<float>(input), Write<float>(output), picks.data_ptr<uint8_t>(), shape, work);
   } else {
-    MaxPoolTanhForward<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
-        Read<__nv_bfloat16>(input), Write<__nv_bfloat16>(output), picks.data_ptr<uint8_t>(),
-        shape, work);
+    MaxPoolTanhForward<__nv_bfloat16>
+        <<<blocks, kThreads, 0, stream>>>(Read<__nv_bfloat16>(input), Write<__nv_bfloat16>(output),
+                                          picks.data_ptr<uint8_t>(), shape, work);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {output, picks};
@@ -159,9 +158,9 @@ at::Tensor MaxPoolTanhNchwBackward(const at::Tensor& grad_output, const at::Tens
   const int blocks = pool_window::Blocks(work, dy.get_device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (dy.scalar_type() == at::kFloat) {
-    MaxPoolTanhBackward<float><<<blocks, kThreads, 0, stream>>>(
-        Read<float>(dy), Read<float>(output), picks.data_ptr<uint8_t>(), Write<float>(dx), shape,
-        work);
+    MaxPoolTanhBackward<float>
+        <<<blocks, kThreads, 0, stream>>>(Read<float>(dy), Read<float>(output),
+                                          picks.data_ptr<uint8_t>(), Write<float>(dx), shape, work);
   } else {
     MaxPoolTanhBackward<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
         Read<__nv_bfloat16>(dy), Read<__nv_bfloat16>(output), picks.data_ptr<uint8_t>(),
