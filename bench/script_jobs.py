@@ -65,8 +65,9 @@ with open(report, "w") as f:  # not printed: the store keeps only a budget of li
 
 def settle(busy_below=0.1, window=0.5, give_up=30):
     """Waits until the machine's CPUs are idle, busy for less than busy_below of a window (from
-    /proc/stat): traind's warm worker loads LibTorch after the daemon starts, which would slow the
-    first round's program."""
+    /proc/stat), and returns the seconds it waited: traind's warm worker loads LibTorch after the
+    daemon starts, which would slow the first round's program."""
+    start = time.monotonic()
     def busy_and_total():
         with open("/proc/stat") as f:
             ticks = list(map(int, f.readline().split()[1:]))
@@ -78,7 +79,8 @@ def settle(busy_below=0.1, window=0.5, give_up=30):
         time.sleep(window)
         busy1, total1 = busy_and_total()
         if busy1 - busy0 < busy_below * max(1, total1 - total0):
-            return
+            break
+    return time.monotonic() - start
 
 
 def summary(values, fmt="{:.3f}"):
@@ -177,9 +179,11 @@ def read_report(report):
     return elapsed, cpu, blocked / elapsed, waiting / elapsed
 
 
-def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None):
+def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None, settle_each=False):
     """pins: [] (the program where the scheduler puts it), [N] (on CPU N, each side in turn) or
-    [A, B] (both sides at once, on A and B, swapping each round)."""
+    [A, B] (both sides at once, on A and B, swapping each round). settle_each: before each side
+    (one after the other only), wait for idle CPUs, so that what the previous run left behind
+    (traind storing a finished job, the bench's trainctl calls) slows neither side."""
     directory = work / "flood"
     directory.mkdir()
     (directory / "flood.py").write_text(FLOOD)
@@ -188,6 +192,9 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None):
     traind, shell = [], []
     traind_cpu, shell_cpu, daemon_cpu = [], [], []
     traind_blocked, shell_blocked, traind_waiting, shell_waiting = [], [], [], []
+    # Seconds waited for idle CPUs before each side, and traind's CPU time while waiting before
+    # the job (work it did after the previous run ended).
+    settled_job, settled_shell, daemon_cpu_settling = [], [], []
     job_report, shell_report = work / "flood.job", work / "flood.shell"
     for round_ in range(rounds):
         job_pin = pins[round_ % len(pins)] if pins else None
@@ -200,17 +207,27 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None):
             # One after the other, the shell side goes first in odd rounds: what follows a job
             # in traind (its result stored, its watcher ending) then slows either side alike.
             at_once = len(pins) == 2
+            settle_each = settle_each and not at_once
             shell_first = at_once or round_ % 2 == 1
-            program = shell_run() if shell_first else None
+
+            def start_shell():
+                if settle_each:
+                    settled_shell.append(settle())
+                return shell_run()
+            program = start_shell() if shell_first else None
             if shell_first and not at_once and program.wait() != 0:
                 sys.exit("flood.py from the shell failed")
+            if settle_each:
+                cpu_before = daemon.cpu_seconds()
+                settled_job.append(settle())
+                daemon_cpu_settling.append(daemon.cpu_seconds() - cpu_before)
             cpu_before = daemon.cpu_seconds()
             job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
                                 "flood.py", *job_args).stdout.strip()
             daemon.wait(job_id)
             daemon_cpu.append(daemon.cpu_seconds() - cpu_before)
             if program is None:
-                program = shell_run()
+                program = start_shell()
             if program.wait() != 0:
                 sys.exit("flood.py from the shell failed")
         for report, times, cpus, blocked, waiting in (
@@ -231,9 +248,14 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None):
     if raw:
         with open(raw, "w") as f:
             f.write("round traind_s shell_s traind_cpu_s shell_cpu_s traind_blocked_% "
-                    "shell_blocked_% traind_waiting_% shell_waiting_%\n")
-            for row in enumerate(zip(traind, shell, traind_cpu, shell_cpu, traind_blocked,
-                                     shell_blocked, traind_waiting, shell_waiting), 1):
+                    "shell_blocked_% traind_waiting_% shell_waiting_%"
+                    + (" settled_job_s settled_shell_s daemon_cpu_settling_s" if settled_job
+                       else "") + "\n")
+            settled = (zip(settled_job, settled_shell, daemon_cpu_settling) if settled_job
+                       else [()] * rounds)
+            for row in enumerate((a + b for a, b in zip(
+                    zip(traind, shell, traind_cpu, shell_cpu, traind_blocked, shell_blocked,
+                        traind_waiting, shell_waiting), settled)), 1):
                 f.write(" ".join([str(row[0])] + [f"{v:.6f}" for v in row[1]]) + "\n")
     where = ("" if not pins else f", the program on CPU {pins[0]} and traind off it"
              if len(pins) == 1 else f", both sides at once on CPUs {pins[0]} and {pins[1]} "
@@ -249,7 +271,11 @@ def bench_flood(daemon, work, rounds, lines, per_line_work, pins, raw=None):
           f"waiting for a CPU {summary(traind_waiting, '{:.2f}')}% and "
           f"{summary(shell_waiting, '{:.2f}')}%; held up under traind beyond the shell "
           f"{summary(held, '{:.2f}')}% (the median's 95% interval {held_low:.2f}-"
-          f"{held_high:.2f}%); traind's peak RSS "
+          f"{held_high:.2f}%); "
+          + (f"waited for idle CPUs before the job {summary(settled_job, '{:.2f}')} s, before "
+             f"the shell {summary(settled_shell, '{:.2f}')} s, traind's CPU time meanwhile "
+             f"{summary(daemon_cpu_settling)} s; " if settled_job else "")
+          + f"traind's peak RSS "
           f"{before:.0f} MiB before, {daemon.peak_rss_mib():.0f} MiB after ({rounds} rounds)")
 
 
@@ -290,6 +316,9 @@ def main():
                         help="flood: run the program on this CPU alone (each side in turn) and "
                              "traind, its runner and the clients on the others: takes the "
                              "scheduler's placement out of the comparison")
+    parser.add_argument("--settle-each", action="store_true",
+                        help="flood: before each side's run, wait for idle CPUs (and report how "
+                             "long, and traind's CPU time meanwhile)")
     parser.add_argument("--at-once", metavar="A,B",
                         help="flood: run both sides at the same time, on CPUs A and B (swapped "
                              "each round), traind and the rest on the others: the host's speed "
@@ -314,7 +343,8 @@ def main():
         if "start" in only:
             bench_start(daemon, work, args.rounds)
         if "flood" in only:
-            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, pins, args.raw)
+            bench_flood(daemon, work, args.rounds, args.lines, args.work_per_line, pins, args.raw,
+                        args.settle_each)
         if "resubmit" in only:
             bench_resubmit(daemon, work, args.megabytes)
     finally:
