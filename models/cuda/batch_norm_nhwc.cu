@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "models/cuda/max_pool_window.cuh"
+#include "models/cuda/tensor_data.cuh"
 #include "models/cuda/vec8.cuh"
 
 namespace traind {
@@ -499,16 +500,6 @@ struct Pass {
   const LaunchShape shape;
   at::Tensor partials;
 };
-
-// The activations' data as the kernels' element type (bf16 or fp32).
-template <typename T>
-const T* Data(const at::Tensor& t) {
-  return reinterpret_cast<const T*>(t.data_ptr());
-}
-template <typename T>
-T* MutableData(at::Tensor& t) {
-  return reinterpret_cast<T*>(t.data_ptr());
-}
 
 void CheckParameter(const at::Tensor& t, int channels, const char* name) {
   TORCH_CHECK(

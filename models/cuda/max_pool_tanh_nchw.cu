@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "models/cuda/max_pool_window.cuh"
+#include "models/cuda/tensor_data.cuh"
 
 namespace traind {
 namespace {
@@ -96,15 +97,6 @@ TiledPool TiledPoolOf(at::IntArrayRef input_sizes, int64_t kernel) {
                    static_cast<int>(input_sizes[3] / kernel), static_cast<int>(kernel)};
 }
 
-template <typename T>
-const T* Read(const at::Tensor& t) {
-  return reinterpret_cast<const T*>(t.data_ptr());
-}
-template <typename T>
-T* Write(at::Tensor& t) {
-  return reinterpret_cast<T*>(t.data_ptr());
-}
-
 }  // namespace
 
 bool MaxPoolTanhNchwSupports(const at::Tensor& input, int64_t kernel, int64_t stride,
@@ -130,11 +122,11 @@ std::pair<at::Tensor, at::Tensor> MaxPoolTanhNchwForward(const at::Tensor& input
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (input.scalar_type() == at::kFloat) {
     MaxPoolTanhForward<float><<<blocks, kThreads, 0, stream>>>(
-        Read<float>(input), Write<float>(output), picks.data_ptr<uint8_t>(), shape, work);
+        Data<float>(input), MutableData<float>(output), picks.data_ptr<uint8_t>(), shape, work);
   } else {
-    MaxPoolTanhForward<__nv_bfloat16>
-        <<<blocks, kThreads, 0, stream>>>(Read<__nv_bfloat16>(input), Write<__nv_bfloat16>(output),
-                                          picks.data_ptr<uint8_t>(), shape, work);
+    MaxPoolTanhForward<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
+        Data<__nv_bfloat16>(input), MutableData<__nv_bfloat16>(output), picks.data_ptr<uint8_t>(),
+        shape, work);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return {output, picks};
@@ -158,13 +150,13 @@ at::Tensor MaxPoolTanhNchwBackward(const at::Tensor& grad_output, const at::Tens
   const int blocks = pool_window::Blocks(work, dy.get_device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
   if (dy.scalar_type() == at::kFloat) {
-    MaxPoolTanhBackward<float>
-        <<<blocks, kThreads, 0, stream>>>(Read<float>(dy), Read<float>(output),
-                                          picks.data_ptr<uint8_t>(), Write<float>(dx), shape, work);
+    MaxPoolTanhBackward<float><<<blocks, kThreads, 0, stream>>>(
+        Data<float>(dy), Data<float>(output), picks.data_ptr<uint8_t>(), MutableData<float>(dx),
+        shape, work);
   } else {
     MaxPoolTanhBackward<__nv_bfloat16><<<blocks, kThreads, 0, stream>>>(
-        Read<__nv_bfloat16>(dy), Read<__nv_bfloat16>(output), picks.data_ptr<uint8_t>(),
-        Write<__nv_bfloat16>(dx), shape, work);
+        Data<__nv_bfloat16>(dy), Data<__nv_bfloat16>(output), picks.data_ptr<uint8_t>(),
+        MutableData<__nv_bfloat16>(dx), shape, work);
   }
   C10_CUDA_KERNEL_LAUNCH_CHECK();
   return dx;
