@@ -2,23 +2,29 @@
 """What traind's reading of a flooding program's output costs it, measured inside one run (issue
 35's flood bar, beside `bench/script_jobs.py --only flood`):
 
-The program prints about 100,000 lines a second while it computes, as the flood does, but in
-blocks of four slices of equal work: the first and last slice print to its standard output, the
-middle two to a file of its own (block-buffered, as a shell's `> file`). Under traind the output
+The program prints about 100,000 lines a second or more while it computes, as the flood does,
+but in blocks of four slices of equal work: the first and last slice print to its standard
+output, the middle two to a file (block-buffered, as a shell's `> file`). Under traind the output
 slices feed traind (the pipe, the runner, the store, a watcher) and the file slices do not, in
 the same process, environment and moment. A block's ratio, the file slices' time over the output
 slices' time, is then traind's speed against a file with the host's drift cancelled: the slices
 are a fraction of a second apart and in mirrored order. The host's speed swings that make the
 flood's whole-run ratio wander by 20-60% (docs/benchmarks.md) touch both halves of a block alike.
-Each slice ends with a flush, so that no output is left for the next slice's time. The first
-blocks of a run, while traind stores a job's first lines and steps at once, are reported apart:
-their output slices' extra time is a cost paid once a job, not a rate.
+Each slice ends with a flush and then, untimed, a wait until the output's reader has taken every
+byte (a pipe holds a whole slice), so that traind's reading of a slice does not fall into the
+next one, and its lag is not charged to the program, which would not wait for it.
+The first blocks of a run, while traind stores a job's first lines and steps at once, are
+reported apart: their output slices' extra time is a cost paid once a job, not a rate.
+
+With one busy thread the program leaves the machine's other CPUs to traind. `--busy N` has it
+start N processes that spin for the whole run (inside the job, at its nice value, and from the
+shell alike): a program using every core, where traind's own CPU time competes with it.
 
 The same program run from a shell with its standard output sent to a file is the control: both
 halves then write to files, and its ratio shows what the method itself reads as a difference.
 
   bench/flood_slices.py [--rounds 3] [--blocks 100] [--lines-per-slice 25000]
-                        [--work-per-line 100] [--raw FILE]
+                        [--work-per-line 100] [--busy 0] [--raw FILE]
 Environment: BUILD_DIR (default build), PYTHON (the program's interpreter; default
 /usr/bin/python3).
 """
@@ -33,13 +39,19 @@ import tempfile
 
 from script_jobs import Daemon, median_interval, settle, summary
 
-PROGRAM = """import sys, time
-blocks, per_slice, work, report = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-to_file = open("slices.out", "w")
+PROGRAM = """import fcntl, struct, subprocess, sys, termios, time
+blocks, per_slice, work, report, file_path, busy = sys.argv[1:7]
+blocks, per_slice, work, busy = int(blocks), int(per_slice), int(work), int(busy)
+to_file = open(file_path, "w")
+# --busy: processes that keep the other CPUs busy for the whole run, as a program using every core
+spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
 def waiting():  # seconds the main thread was runnable but waiting for a CPU
     with open("/proc/self/schedstat") as f:
         ran, waited, _ = map(int, f.read().split())
     return waited / 1e9 if ran else float("nan")  # 0 0 0: no scheduler statistics
+def drained(sink):  # until its reader has taken every byte (a pipe holds a whole slice)
+    while struct.unpack("i", fcntl.ioctl(sink.fileno(), termios.FIONREAD, b"0000"))[0] > 0:
+        time.sleep(0.0005)
 rows, line, total = [], 0, 0
 for block in range(blocks):
     for sink_name in ("output", "file", "file", "output"):
@@ -53,6 +65,9 @@ for block in range(blocks):
         sink.flush()
         rows.append(f"{block} {sink_name} {time.perf_counter() - start:.6f} "
                     f"{time.thread_time() - on_cpu:.6f} {waiting() - waited:.6f}")
+        drained(sink)  # not timed: a program does not wait for its reader, nor the next slice
+for spinner in spinners:
+    spinner.kill()
 with open(report, "w") as f:  # not printed: the store keeps only a budget of lines
     f.write("\\n".join(rows) + "\\n")
 """
@@ -80,71 +95,90 @@ def block_figures(report, lines_per_slice):
     return figures[:WARM_UP_BLOCKS], figures[WARM_UP_BLOCKS:]
 
 
-def describe(name, figures):
+def describe(name, runs):
+    """runs: each run's steady blocks' figures."""
+    figures = [f for run in runs for f in run]
     speed = [f[0] for f in figures]
-    cpu = [f[1] for f in figures]
     low, high = median_interval(speed)
-    cpu_low, cpu_high = median_interval(cpu)
-    mean = statistics.fmean(speed)
-    half = 1.96 * statistics.stdev(speed) / len(speed) ** 0.5
+    cpu_low, cpu_high = median_interval([f[1] for f in figures])
+    per_run = ", ".join(f"{statistics.median(f[0] for f in run):.4f}" for run in runs)
     rate = statistics.median(f[5] for f in figures)
     return (f"{name}: {len(figures)} blocks, the output slices printing {rate:,.0f} lines/s; "
             f"output slices' speed against file slices {summary(speed, '{:.4f}')}, the median's "
-            f"95% bootstrap interval {low:.4f}-{high:.4f}, mean {mean:.4f} (95% t interval "
-            f"{mean - half:.4f}-{mean + half:.4f}); on-CPU time, file / output "
-            f"{summary(cpu, '{:.4f}')} (median's interval {cpu_low:.4f}-{cpu_high:.4f}); "
-            f"waiting for a CPU: output slices {summary([f[2] for f in figures], '{:.2f}')}%, "
-            f"file slices {summary([f[3] for f in figures], '{:.2f}')}%")
+            f"95% bootstrap interval {low:.4f}-{high:.4f} (the blocks taken as independent); each "
+            f"run's median {per_run}; on-CPU time, file / output "
+            f"{summary([f[1] for f in figures], '{:.4f}')} (median's interval "
+            f"{cpu_low:.4f}-{cpu_high:.4f}); waiting for a CPU, mean [max]: output slices "
+            f"{statistics.fmean(f[2] for f in figures):.2f}% [{max(f[2] for f in figures):.2f}], "
+            f"file slices {statistics.fmean(f[3] for f in figures):.2f}% "
+            f"[{max(f[3] for f in figures):.2f}]")
 
 
-def add(warm_up, steady, figures):
-    warm_up += figures[0]
-    steady += figures[1]
+def run_job(daemon, directory, program_args, report):
+    job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3", "slices.py",
+                        *program_args[:3], report, *program_args[3:]).stdout.strip()
+    daemon.wait(job_id)
 
 
-def main():
-    os.environ.pop("PYTHONUNBUFFERED", None)  # as bench/script_jobs.py: a user's shell lacks it
+def run_shell(work, directory, program_args, report):
+    with open(work / "shell.out", "w") as out:
+        if subprocess.run([os.environ.get("PYTHON", "/usr/bin/python3"), "slices.py",
+                           *map(str, program_args[:3]), report, *map(str, program_args[3:])],
+                          cwd=directory, stdout=out).returncode != 0:
+            sys.exit("slices.py from the shell failed")
+
+
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="runs on each side, alternating")
     parser.add_argument("--blocks", type=int, default=100)
     parser.add_argument("--lines-per-slice", type=int, default=25000)
     parser.add_argument("--work-per-line", type=int, default=100,
                         help="loop iterations between lines: sets the rate")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="processes the program starts to keep the other CPUs busy (on both "
+                             "sides): a machine with no core to spare")
     parser.add_argument("--raw", metavar="FILE", help="write every block's figures to FILE")
     args = parser.parse_args()
-    if args.rounds < 1 or args.blocks < WARM_UP_BLOCKS + 2 or args.lines_per_slice < 1:
-        parser.error(f"--rounds takes 1 or more, --blocks {WARM_UP_BLOCKS + 2} or more "
-                     f"(the first {WARM_UP_BLOCKS} are left out), --lines-per-slice 1 or more")
+    if (args.rounds < 1 or args.blocks < WARM_UP_BLOCKS + 2 or args.lines_per_slice < 1
+            or args.work_per_line < 0 or args.busy < 0):
+        parser.error(f"--rounds takes 1 or more, --blocks {WARM_UP_BLOCKS + 2} or more (the "
+                     f"first {WARM_UP_BLOCKS} are left out), --lines-per-slice 1 or more, "
+                     "--work-per-line and --busy 0 or more")
+    return args
+
+
+def main():
+    os.environ.pop("PYTHONUNBUFFERED", None)  # as bench/script_jobs.py: a user's shell lacks it
+    args = parse_args()
     work = pathlib.Path(tempfile.mkdtemp(prefix="slices-bench.", dir="/tmp"))
-    directory = work / "program"
+    directory = work / "program"  # uploaded for each job: the program alone
     directory.mkdir()
     (directory / "slices.py").write_text(PROGRAM)
     daemon = Daemon(work)
-    program_args = [args.blocks, args.lines_per_slice, args.work_per_line]
-    sides = {"traind": [], "shell": []}
+    # The file slices write outside the uploaded folder (and the file is new each run).
+    program_args = [args.blocks, args.lines_per_slice, args.work_per_line, work / "slices.out",
+                    args.busy]
+    runs = {"traind": [], "shell": []}
     warm_up = {"traind": [], "shell": []}
     try:
         settle()
         for _ in range(args.rounds):
-            report = work / "traind.report"
-            job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
-                                "slices.py", *program_args, report).stdout.strip()
-            daemon.wait(job_id)
-            add(warm_up["traind"], sides["traind"], block_figures(report, args.lines_per_slice))
-            settle()
-            report = work / "shell.report"
-            with open(work / "shell.out", "w") as out:
-                if subprocess.run([os.environ.get("PYTHON", "/usr/bin/python3"), "slices.py",
-                                   *map(str, program_args), report], cwd=directory,
-                                  stdout=out).returncode != 0:
-                    sys.exit("slices.py from the shell failed")
-            add(warm_up["shell"], sides["shell"], block_figures(report, args.lines_per_slice))
-            settle()
+            for side, run in (("traind", lambda report: run_job(daemon, directory, program_args,
+                                                               report)),
+                              ("shell", lambda report: run_shell(work, directory, program_args,
+                                                                 report))):
+                report = work / f"{side}.report"
+                run(report)
+                first, steady = block_figures(report, args.lines_per_slice)
+                warm_up[side] += first
+                runs[side].append(steady)
+                settle()
         print(f"{args.rounds} rounds of {args.blocks} blocks (4 slices of {args.lines_per_slice} "
-              f"lines, --work-per-line {args.work_per_line}); the first {WARM_UP_BLOCKS} blocks "
-              "of each run left out")
-        print(describe("under traind (output to traind, file slices to a file)", sides["traind"]))
-        print(describe("from a shell, the control (both to files)", sides["shell"]))
+              f"lines, --work-per-line {args.work_per_line}, --busy {args.busy}); the first "
+              f"{WARM_UP_BLOCKS} blocks of each run reported apart")
+        print(describe("under traind (output to traind, file slices to a file)", runs["traind"]))
+        print(describe("from a shell, the control (both to files)", runs["shell"]))
         for side, figures in warm_up.items():
             print(f"{side}, the first {WARM_UP_BLOCKS} blocks of each run: output slices' speed "
                   f"against file slices {summary([f[0] for f in figures], '{:.4f}')}, the output "
@@ -152,11 +186,12 @@ def main():
                   f"{summary([1000 * f[4] for f in figures], '{:.1f}')} ms a block")
         if args.raw:
             with open(args.raw, "w") as f:
-                f.write("side speed cpu_ratio output_waiting_% file_waiting_% output_extra_s "
-                        "output_lines_per_s\n")
-                for side, figures in sides.items():
-                    f.writelines(f"{side} " + " ".join(f"{v:.6f}" for v in figure) + "\n"
-                                 for figure in figures)
+                f.write("side run speed cpu_ratio output_waiting_% file_waiting_% "
+                        "output_extra_s output_lines_per_s\n")
+                for side, side_runs in runs.items():
+                    for number, figures in enumerate(side_runs, 1):
+                        f.writelines(f"{side} {number} " + " ".join(f"{v:.6f}" for v in figure)
+                                     + "\n" for figure in figures)
     finally:
         daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
