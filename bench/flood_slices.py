@@ -40,11 +40,9 @@ import tempfile
 from script_jobs import Daemon, median_interval, settle, summary
 
 PROGRAM = """import fcntl, struct, subprocess, sys, termios, time
-blocks, per_slice, work, report, file_path, busy = sys.argv[1:7]
+blocks, per_slice, work, file_path, busy, report = sys.argv[1:7]
 blocks, per_slice, work, busy = int(blocks), int(per_slice), int(work), int(busy)
 to_file = open(file_path, "w")
-# --busy: processes that keep the other CPUs busy for the whole run, as a program using every core
-spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
 def waiting():  # seconds the main thread was runnable but waiting for a CPU
     with open("/proc/self/schedstat") as f:
         ran, waited, _ = map(int, f.read().split())
@@ -53,21 +51,25 @@ def drained(sink):  # until its reader has taken every byte (a pipe holds a whol
     while struct.unpack("i", fcntl.ioctl(sink.fileno(), termios.FIONREAD, b"0000"))[0] > 0:
         time.sleep(0.0005)
 rows, line, total = [], 0, 0
-for block in range(blocks):
-    for sink_name in ("output", "file", "file", "output"):
-        sink = sys.stdout if sink_name == "output" else to_file
-        start, on_cpu, waited = time.perf_counter(), time.thread_time(), waiting()
-        for _ in range(per_slice):
-            for k in range(work):
-                total += k * k
-            print(f"Epoch 1, Batch {line}: loss {1.0 / (line + 1):.4f}", file=sink)
-            line += 1
-        sink.flush()
-        rows.append(f"{block} {sink_name} {time.perf_counter() - start:.6f} "
-                    f"{time.thread_time() - on_cpu:.6f} {waiting() - waited:.6f}")
-        drained(sink)  # not timed: a program does not wait for its reader, nor the next slice
-for spinner in spinners:
-    spinner.kill()
+# --busy: processes that keep the other CPUs busy for the whole run, as a program using every core
+spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+try:
+    for block in range(blocks):
+        for sink_name in ("output", "file", "file", "output"):
+            sink = sys.stdout if sink_name == "output" else to_file
+            start, on_cpu, waited = time.perf_counter(), time.thread_time(), waiting()
+            for _ in range(per_slice):
+                for k in range(work):
+                    total += k * k
+                print(f"Epoch 1, Batch {line}: loss {1.0 / (line + 1):.4f}", file=sink)
+                line += 1
+            sink.flush()
+            rows.append(f"{block} {sink_name} {time.perf_counter() - start:.6f} "
+                        f"{time.thread_time() - on_cpu:.6f} {waiting() - waited:.6f}")
+            drained(sink)  # not timed: a program does not wait for its reader, nor the next slice
+finally:
+    for spinner in spinners:
+        spinner.kill()
 with open(report, "w") as f:  # not printed: the store keeps only a budget of lines
     f.write("\\n".join(rows) + "\\n")
 """
@@ -114,18 +116,38 @@ def describe(name, runs):
             f"[{max(f[3] for f in figures):.2f}]")
 
 
-def run_job(daemon, directory, program_args, report):
+def run_job(daemon, directory, program_args):
     job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3", "slices.py",
-                        *program_args[:3], report, *program_args[3:]).stdout.strip()
+                        *program_args).stdout.strip()
     daemon.wait(job_id)
 
 
-def run_shell(work, directory, program_args, report):
+def run_shell(work, directory, program_args):
     with open(work / "shell.out", "w") as out:
         if subprocess.run([os.environ.get("PYTHON", "/usr/bin/python3"), "slices.py",
-                           *map(str, program_args[:3]), report, *map(str, program_args[3:])],
-                          cwd=directory, stdout=out).returncode != 0:
+                           *map(str, program_args)], cwd=directory, stdout=out).returncode != 0:
             sys.exit("slices.py from the shell failed")
+
+
+def print_results(args, runs, warm_up):
+    print(f"{args.rounds} rounds of {args.blocks} blocks (4 slices of {args.lines_per_slice} "
+          f"lines, --work-per-line {args.work_per_line}, --busy {args.busy}); the first "
+          f"{WARM_UP_BLOCKS} blocks of each run reported apart")
+    print(describe("under traind (output to traind, file slices to a file)", runs["traind"]))
+    print(describe("from a shell, the control (both to files)", runs["shell"]))
+    for side, figures in warm_up.items():
+        print(f"{side}, the first {WARM_UP_BLOCKS} blocks of each run: output slices' speed "
+              f"against file slices {summary([f[0] for f in figures], '{:.4f}')}, the output "
+              f"slices' time beyond the file slices' "
+              f"{summary([1000 * f[4] for f in figures], '{:.1f}')} ms a block")
+    if args.raw:
+        with open(args.raw, "w") as f:
+            f.write("side run speed cpu_ratio output_waiting_% file_waiting_% "
+                    "output_extra_s output_lines_per_s\n")
+            for side, side_runs in runs.items():
+                for number, figures in enumerate(side_runs, 1):
+                    f.writelines(f"{side} {number} " + " ".join(f"{v:.6f}" for v in figure)
+                                 + "\n" for figure in figures)
 
 
 def parse_args():
@@ -164,34 +186,17 @@ def main():
     try:
         settle()
         for _ in range(args.rounds):
-            for side, run in (("traind", lambda report: run_job(daemon, directory, program_args,
-                                                               report)),
-                              ("shell", lambda report: run_shell(work, directory, program_args,
-                                                                 report))):
+            for side in ("traind", "shell"):
                 report = work / f"{side}.report"
-                run(report)
+                if side == "traind":
+                    run_job(daemon, directory, [*program_args, report])
+                else:
+                    run_shell(work, directory, [*program_args, report])
                 first, steady = block_figures(report, args.lines_per_slice)
                 warm_up[side] += first
                 runs[side].append(steady)
                 settle()
-        print(f"{args.rounds} rounds of {args.blocks} blocks (4 slices of {args.lines_per_slice} "
-              f"lines, --work-per-line {args.work_per_line}, --busy {args.busy}); the first "
-              f"{WARM_UP_BLOCKS} blocks of each run reported apart")
-        print(describe("under traind (output to traind, file slices to a file)", runs["traind"]))
-        print(describe("from a shell, the control (both to files)", runs["shell"]))
-        for side, figures in warm_up.items():
-            print(f"{side}, the first {WARM_UP_BLOCKS} blocks of each run: output slices' speed "
-                  f"against file slices {summary([f[0] for f in figures], '{:.4f}')}, the output "
-                  f"slices' time beyond the file slices' "
-                  f"{summary([1000 * f[4] for f in figures], '{:.1f}')} ms a block")
-        if args.raw:
-            with open(args.raw, "w") as f:
-                f.write("side run speed cpu_ratio output_waiting_% file_waiting_% "
-                        "output_extra_s output_lines_per_s\n")
-                for side, side_runs in runs.items():
-                    for number, figures in enumerate(side_runs, 1):
-                        f.writelines(f"{side} {number} " + " ".join(f"{v:.6f}" for v in figure)
-                                     + "\n" for figure in figures)
+        print_results(args, runs, warm_up)
     finally:
         daemon.stop()
         shutil.rmtree(work, ignore_errors=True)
