@@ -23,6 +23,10 @@ shell alike): a program using every core, where traind's own CPU time competes w
 The same program run from a shell with its standard output sent to a file is the control: both
 halves then write to files, and its ratio shows what the method itself reads as a difference.
 
+Under traind the program also reads the CPU time of its reader (its parent: the runner,
+traind-script) and of the reader's parent (traind) over the run, from /proc: the CPU each spends
+per million lines of output, the cost that competes with the program when no CPU is free.
+
   bench/flood_slices.py [--rounds 3] [--blocks 100] [--lines-per-slice 25000]
                         [--work-per-line 100] [--busy 0] [--raw FILE]
 Environment: BUILD_DIR (default build), PYTHON (the program's interpreter; default
@@ -39,7 +43,7 @@ import tempfile
 
 from script_jobs import Daemon, median_interval, settle, summary
 
-PROGRAM = """import fcntl, struct, subprocess, sys, termios, time
+PROGRAM = """import fcntl, os, struct, subprocess, sys, termios, time
 blocks, per_slice, work, file_path, busy, report = sys.argv[1:7]
 blocks, per_slice, work, busy = int(blocks), int(per_slice), int(work), int(busy)
 to_file = open(file_path, "w")
@@ -47,12 +51,23 @@ def waiting():  # seconds the main thread was runnable but waiting for a CPU
     with open("/proc/self/schedstat") as f:
         ran, waited, _ = map(int, f.read().split())
     return waited / 1e9 if ran else float("nan")  # 0 0 0: no scheduler statistics
+def cpu_seconds(pid):  # a process's user + system CPU, its ended threads' included, and its parent
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan"), 0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(fields[1])
 def drained(sink):  # until its reader has taken every byte (a pipe holds a whole slice)
     while struct.unpack("i", fcntl.ioctl(sink.fileno(), termios.FIONREAD, b"0000"))[0] > 0:
         time.sleep(0.0005)
 rows, line, total = [], 0, 0
 # --busy: processes that keep the other CPUs busy for the whole run, as a program using every core
 spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+# The reader's CPU (under traind: the runner, traind-script) and its parent's (traind).
+reader = os.getppid()
+reader_cpu0, daemon = cpu_seconds(reader)
+daemon_cpu0, _ = cpu_seconds(daemon)
 try:
     for block in range(blocks):
         for sink_name in ("output", "file", "file", "output"):
@@ -70,6 +85,8 @@ try:
 finally:
     for spinner in spinners:
         spinner.kill()
+time.sleep(0.1)  # the reader's handling of the last lines it read
+rows.append(f"cpu {cpu_seconds(reader)[0] - reader_cpu0:.3f} {cpu_seconds(daemon)[0] - daemon_cpu0:.3f}")
 with open(report, "w") as f:  # not printed: the store keeps only a budget of lines
     f.write("\\n".join(rows) + "\\n")
 """
@@ -83,7 +100,7 @@ def block_figures(report, lines_per_slice):
     output slices' lines a second), as two lists: the warm-up blocks and the rest."""
     blocks = {}
     for row in report.read_text().split("\n"):
-        if row:
+        if row and not row.startswith("cpu "):
             block, sink, elapsed, on_cpu, waited = row.split()
             sums = blocks.setdefault(int(block), {"output": [0, 0, 0], "file": [0, 0, 0]})[sink]
             for i, value in enumerate(map(float, (elapsed, on_cpu, waited))):
@@ -95,6 +112,15 @@ def block_figures(report, lines_per_slice):
                         100 * to_file[2] / to_file[0], out[0] - to_file[0],
                         2 * lines_per_slice / out[0]))
     return figures[:WARM_UP_BLOCKS], figures[WARM_UP_BLOCKS:]
+
+
+def reader_cpu(report, output_lines):
+    """The CPU seconds per million output lines of the program's reader and of the reader's parent
+    over the run (under traind: the runner and traind; from a shell: the bench itself)."""
+    for row in report.read_text().split("\n"):
+        if row.startswith("cpu "):
+            return tuple(1e6 * float(v) / output_lines for v in row.split()[1:])
+    sys.exit(f"{report} has no cpu row")
 
 
 def describe(name, runs):
@@ -129,12 +155,14 @@ def run_shell(work, directory, program_args):
             sys.exit("slices.py from the shell failed")
 
 
-def print_results(args, runs, warm_up):
+def print_results(args, runs, warm_up, cpu):
     print(f"{args.rounds} rounds of {args.blocks} blocks (4 slices of {args.lines_per_slice} "
           f"lines, --work-per-line {args.work_per_line}, --busy {args.busy}); the first "
           f"{WARM_UP_BLOCKS} blocks of each run reported apart")
     print(describe("under traind (output to traind, file slices to a file)", runs["traind"]))
     print(describe("from a shell, the control (both to files)", runs["shell"]))
+    print(f"CPU seconds per million output lines, each run: the runner (traind-script) "
+          f"{summary([c[0] for c in cpu], '{:.2f}')}, traind {summary([c[1] for c in cpu], '{:.2f}')}")
     for side, figures in warm_up.items():
         print(f"{side}, the first {WARM_UP_BLOCKS} blocks of each run: output slices' speed "
               f"against file slices {summary([f[0] for f in figures], '{:.4f}')}, the output "
@@ -183,6 +211,7 @@ def main():
                     args.busy]
     runs = {"traind": [], "shell": []}
     warm_up = {"traind": [], "shell": []}
+    cpu = []  # per traind run: the runner's and traind's CPU seconds per million output lines
     try:
         settle()
         for _ in range(args.rounds):
@@ -193,10 +222,12 @@ def main():
                 else:
                     run_shell(work, directory, [*program_args, report])
                 first, steady = block_figures(report, args.lines_per_slice)
+                if side == "traind":
+                    cpu.append(reader_cpu(report, 2 * args.blocks * args.lines_per_slice))
                 warm_up[side] += first
                 runs[side].append(steady)
                 settle()
-        print_results(args, runs, warm_up)
+        print_results(args, runs, warm_up, cpu)
     finally:
         daemon.stop()
         shutil.rmtree(work, ignore_errors=True)

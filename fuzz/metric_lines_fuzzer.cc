@@ -1,7 +1,7 @@
 // Fuzz target: what a user's training script prints (script/metric_lines.h), split into lines as
 // the script runner splits its output ('\n' and a tqdm bar's '\r'), read line by line. Any bytes
-// must give events that make sense (an epoch from 1, a batch from 0) and nothing else: a crash,
-// a leak or undefined behaviour is a finding.
+// must give events that make sense (an epoch from 1, a batch from 0), with steps made or only
+// counted, and nothing else: a crash, a leak or undefined behaviour is a finding.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,9 +28,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
   traind::MetricLines reader;
   size_t start = 0;
+  int64_t lines = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
     if (i == text.size() || text[i] == '\n' || text[i] == '\r') {
-      Check(reader.Read(text.substr(start, i - start)));
+      // Every third line as the runner reads a step over its budget: counted, not made.
+      const auto steps = ++lines % 3 == 0 ? traind::MetricLines::Steps::kCountOnly
+                                          : traind::MetricLines::Steps::kMake;
+      Check(reader.Read(text.substr(start, i - start), steps));
+      if (reader.epoch() < 1) std::abort();
       start = i + 1;
     }
   }

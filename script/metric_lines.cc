@@ -121,72 +121,97 @@ struct ByteSet {
 constexpr ByteSet kWordSeparators(" \t:=");
 constexpr ByteSet kPunctuation("{}[](),|'\"<");  // read as spaces
 
-std::vector<absl::string_view> Words(absl::string_view text) {
-  std::vector<absl::string_view> words;
+// `text`'s words, into `words` (cleared first: a buffer kept from line to line).
+void SplitWords(absl::string_view text, std::vector<absl::string_view>* words) {
+  words->clear();
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && kWordSeparators(text[i])) ++i;
     const size_t start = i;
     while (i < text.size() && !kWordSeparators(text[i])) ++i;
-    if (i > start) words.push_back(text.substr(start, i - start));
+    if (i > start) words->push_back(text.substr(start, i - start));
   }
+}
+
+std::vector<absl::string_view> Words(absl::string_view text) {
+  std::vector<absl::string_view> words;
+  SplitWords(text, &words);
   return words;
 }
 
 }  // namespace
 
-void MetricLines::TakePhrases(std::string* line, Fields* fields) {
-  if (auto best = TakePhrase(line, "best validation (ep.")) {
+void MetricLines::TakePhrases() {
+  if (auto best = TakePhrase(&lower_, "best validation (ep.")) {
     const std::string best_text = absl::StrReplaceAll(*best, {{")", " "}});  // outlives `words`
     std::vector<absl::string_view> words = Words(best_text);
     if (words.size() >= 2) {
-      fields->best_epoch = Number(words[0]);
+      fields_.best_epoch = Number(words[0]);
       bool percent = false;
       if (std::optional<double> v = Number(words[1], &percent)) {
-        fields->best_validation_accuracy = Accuracy(*v, percent);
+        fields_.best_validation_accuracy = Accuracy(*v, percent);
       }
     }
   }
-  if (auto time = TakePhrase(line, "time / epoch without evaluation")) {
-    fields->epoch_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(&lower_, "time / epoch without evaluation")) {
+    fields_.epoch_seconds = Seconds(Words(*time), 0);
   }
-  if (auto time = TakePhrase(line, "time elapsed"))
-    fields->elapsed_seconds = Seconds(Words(*time), 0);
-  if (auto time = TakePhrase(line, "total training time")) {
-    fields->total_training_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(&lower_, "time elapsed"))
+    fields_.elapsed_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(&lower_, "total training time")) {
+    fields_.total_training_seconds = Seconds(Words(*time), 0);
   }
-  if (auto time = TakePhrase(line, "total time")) fields->total_seconds = Seconds(Words(*time), 0);
+  if (auto time = TakePhrase(&lower_, "total time"))
+    fields_.total_seconds = Seconds(Words(*time), 0);
   for (const char* phrase : {"test accuracy", "test acc"}) {
-    if (auto test = TakePhrase(line, phrase)) {
+    if (auto test = TakePhrase(&lower_, phrase)) {
       std::vector<absl::string_view> words = Words(*test);
       bool percent = false;
       if (!words.empty()) {
         if (std::optional<double> v = Number(words[0], &percent)) {
-          fields->test_accuracy = Accuracy(*v, percent);
+          fields_.test_accuracy = Accuracy(*v, percent);
         }
       }
     }
   }
 }
 
-MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
-  Fields fields;
-  std::string line = absl::AsciiStrToLower(raw);
-  TakePhrases(&line, &fields);
+void MetricLines::Fix(absl::string_view value) {
+  if (fields_.fixed_count == fields_.fixed.size()) {
+    fields_.kept_offsets = false;  // more than a line of one step has: not a form to remember
+    return;
+  }
+  if (value.data() < lower_.data() || value.data() + value.size() > lower_.data() + lower_.size()) {
+    fields_.kept_offsets = false;  // not a view of the line (a joined key): no offsets
+    return;
+  }
+  const size_t begin = static_cast<size_t>(value.data() - lower_.data());
+  fields_.fixed[fields_.fixed_count++] = {begin, begin + value.size()};
+}
+
+void MetricLines::Parse(absl::string_view raw) {
+  fields_ = Fields();
+  Fields& fields = fields_;
+  lower_.assign(raw.data(), raw.size());
+  absl::AsciiStrToLower(&lower_);
+  TakePhrases();
+  fields.kept_offsets = lower_.size() == raw.size();
   // A tqdm bar: "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]".
-  const bool tqdm = line.find("%|") != std::string::npos;
-  for (char& c : line) {
+  const bool tqdm = lower_.find("%|") != std::string::npos;
+  for (char& c : lower_) {
     if (kPunctuation(c)) c = ' ';
   }
-  const std::vector<absl::string_view> words = Words(line);
+  SplitWords(lower_, &words_);
+  const std::vector<absl::string_view>& words = words_;
   for (size_t i = 0; i < words.size(); ++i) {
     absl::string_view key = words[i];
     // "val loss 0.4", "train acc: 0.9": a spaced prefix names the split, as val_loss would.
-    std::string joined;
     if (i + 1 < words.size() && absl::ascii_isalpha(words[i + 1].front())) {
-      joined = absl::StrCat(key, "_", words[i + 1]);
-      if (MetricOf(joined).kind != Metric::kNone) {
-        key = joined;
+      joined_.assign(key.data(), key.size());
+      joined_ += '_';
+      joined_.append(words[i + 1].data(), words[i + 1].size());
+      if (MetricOf(joined_).kind != Metric::kNone) {
+        key = joined_;
         ++i;
       }
     }
@@ -198,21 +223,25 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
       if (Fraction(next, &done, &of)) {
         fields.epoch = done;
         fields.epochs = of;
+        Fix(next);
       } else if (value) {
         fields.epoch = value;
         fields.lightning_epoch = tqdm;
+        Fix(next);
       }
     } else if (key == "batch" || key == "step" || key == "global_step" || key == "iteration" ||
                key == "iter") {
       if (Fraction(next, &done, &of)) {
         fields.batch = done;
         fields.batches = of;
+        Fix(next.substr(next.find('/')));  // the count; the index changes from line to line
       } else if (value) {
         (key == "batch" ? fields.batch : fields.step) = value;
       }
     } else if (tqdm && !fields.batches && Fraction(key, &done, &of) && of > 0) {
       fields.batch = std::max(0.0, done - 1);  // tqdm counts batches done; the index is 0-based
       fields.batches = of;
+      Fix(key.substr(key.find('/')));
     } else if (!value) {
       continue;
     } else if (key == "train" && percent) {  // rasbt: "Train: 97.32%"
@@ -239,7 +268,6 @@ MetricLines::Fields MetricLines::Parse(absl::string_view raw) {
       fields.driver_bytes = value;
     }
   }
-  return fields;
 }
 
 int MetricLines::EpochOf(const Fields& fields) {
@@ -259,9 +287,19 @@ void MetricLines::Flush(std::vector<JobEvent>* events) {
   held_.reset();
 }
 
-std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
+std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
   std::vector<JobEvent> events;
-  const Fields f = Parse(line);
+  if (steps == Steps::kCountOnly && step_form_.Matches(line)) {
+    // What the full read of a step line of this epoch would do, with no event made.
+    Flush(&events);
+    ++steps_read_;
+    ++steps_seen_;
+    ++metric_lines_;
+    return events;
+  }
+  const StepState before = state();
+  Parse(line);
+  const Fields& f = fields_;
   // An epoch's times: "Time / epoch without evaluation" comes before the epoch's summary line (it
   // is kept for the next summary), "Time elapsed" after it (folded into the one held).
   if (f.epoch_seconds || f.elapsed_seconds) {
@@ -287,8 +325,12 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
   const bool step_level = f.batch || f.step || f.batches;
   const bool epoch_level = !step_level && (f.train_accuracy || f.validation_accuracy ||
                                            f.validation_loss || f.best_validation_accuracy);
-  if (f.loss && !epoch_level) {
+  const bool step_line = f.loss && !epoch_level;
+  if (step_line) {
     Flush(&events);
+    ++steps_read_;
+  }
+  if (step_line && steps == Steps::kMake) {
     trainer::v1::StepMetrics* step = events.emplace_back().mutable_step();
     step->set_epoch(epoch_);
     step->set_epochs(epochs_);
@@ -304,7 +346,12 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     if (f.driver_bytes && *f.driver_bytes >= 0 && *f.driver_bytes < 1e18) {
       step->set_driver_allocated_bytes(static_cast<int64_t>(*f.driver_bytes));
     }
-    ++steps_seen_;
+  }
+  if (step_line) ++steps_seen_;
+  if (step_line && f.kept_offsets) {
+    step_form_.Remember(line, absl::MakeConstSpan(f.fixed.data(), f.fixed_count));
+  } else if (step_line || !(state() == before)) {
+    step_form_.Forget();  // a line of its form would now be read otherwise
   }
   if (epoch_level) {
     Flush(&events);
@@ -326,7 +373,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line) {
     held_ = std::move(summary);
     ++summaries_read_;
   }
-  if (!events.empty() || epoch_level) ++metric_lines_;
+  if (!events.empty() || epoch_level || step_line) ++metric_lines_;
   return events;
 }
 

@@ -25,19 +25,30 @@
 #ifndef TRAIND_SCRIPT_METRIC_LINES_H_
 #define TRAIND_SCRIPT_METRIC_LINES_H_
 
+#include <array>
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "script/line_form.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
 
 class MetricLines {
  public:
+  // Whether Read makes an event of a step line, or only counts it (its epoch, its place in the
+  // epoch): the runner stores at most a few steps a second, and at 100,000 lines a second
+  // building each step's event only to drop it was most of its work. A line counted only that
+  // is the last step line read in full with other numbers, its epoch and counts the same, is
+  // counted without being parsed (LineForm).
+  enum class Steps { kMake, kCountOnly };
+
   // The events `line` completes, in order: usually none or one. An epoch's summary is held until
   // the next line that is not about that epoch's time (which is folded into it), or Finish().
-  std::vector<trainer::v1::JobEvent> Read(absl::string_view line);
+  std::vector<trainer::v1::JobEvent> Read(absl::string_view line, Steps steps = Steps::kMake);
   // At the end of the output: the summary still held, if any. Also when the output pauses (its
   // time lines follow it at once or not at all): reading goes on after it.
   std::vector<trainer::v1::JobEvent> Finish();
@@ -48,6 +59,9 @@ class MetricLines {
   int64_t metric_lines() const { return metric_lines_; }
   // How many lines were an epoch's summary (one is held until the next line: see Read).
   int64_t summaries_read() const { return summaries_read_; }
+  // How many lines were a step (made into an event or only counted), and the epoch of the last.
+  int64_t steps_read() const { return steps_read_; }
+  int epoch() const { return epoch_; }
 
  private:
   // The values one line names, before they become events.
@@ -58,15 +72,43 @@ class MetricLines {
     std::optional<double> epoch_seconds, elapsed_seconds, total_seconds, total_training_seconds;
     std::optional<double> current_bytes, driver_bytes;  // device memory (the traind package's)
     bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
+    // Where the values naming the epoch, the epoch count and the batch count are in the line
+    // (for step_form_); `kept_offsets` is false where a phrase was taken out of it.
+    std::array<LineForm::Range, 4> fixed;
+    size_t fixed_count = 0;
+    bool kept_offsets = true;
   };
-  static Fields Parse(absl::string_view line);
+  // The reader's state a step line's count depends on, besides the line itself.
+  struct StepState {
+    int epoch, epochs, batches_per_epoch;
+    bool zero_based_epochs;
+    bool operator==(const StepState& other) const {
+      return epoch == other.epoch && epochs == other.epochs &&
+             batches_per_epoch == other.batches_per_epoch &&
+             zero_based_epochs == other.zero_based_epochs;
+    }
+  };
+  StepState state() const { return {epoch_, epochs_, batches_per_epoch_, zero_based_epochs_}; }
+  // Marks the part of lower_ that `value` views as one of fields_.fixed.
+  void Fix(absl::string_view value);
+  // Reads `line` into fields_ (its buffers, lower_ words_ joined_, are members so that a line
+  // costs no allocation).
+  void Parse(absl::string_view line);
   // Parse's first half: the whole phrases ("test accuracy", "time / epoch ..."), taken out of
-  // the lowercased `line` so that the key scan after does not misread their words.
-  static void TakePhrases(std::string* line, Fields* fields);
+  // the lowercased line (lower_) so that the key scan after does not misread their words.
+  void TakePhrases();
   // The 1-based epoch a line's "epoch" value names (Lightning's 0-based count and Hugging Face's
   // fractional epochs included).
   int EpochOf(const Fields& fields);
   void Flush(std::vector<trainer::v1::JobEvent>* events);
+
+  Fields fields_;  // the line Read reads, as Parse left it
+  std::string lower_;
+  std::vector<absl::string_view> words_;
+  std::string joined_;
+  // The last step line read in full, while the state it left holds: a line of its form with the
+  // same epoch is counted without a parse (Steps::kCountOnly).
+  LineForm step_form_;
 
   trainer::v1::FinalResult result_;
   std::optional<trainer::v1::EpochSummary> held_;  // the last epoch's, until its time is read
@@ -78,6 +120,7 @@ class MetricLines {
   bool zero_based_epochs_ = false;
   int64_t metric_lines_ = 0;
   int64_t summaries_read_ = 0;
+  int64_t steps_read_ = 0;
 };
 
 }  // namespace traind

@@ -2,6 +2,7 @@
 #include "script/metric_lines.h"
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,88 @@ TEST(MetricLinesTest, AHeldSummaryIsFlushedByTheNextEpochsStep) {
   EXPECT_EQ(next[0].epoch_summary().epoch(), 1);
   EXPECT_EQ(next[1].step().epoch(), 2);
   EXPECT_TRUE(reader.Finish().empty());
+}
+
+TEST(MetricLinesTest, StepsOnlyCountedKeepTheirPlaceAndFlushTheHeldSummary) {
+  MetricLines reader;
+  reader.Read("epoch 1 val_acc 0.8");  // held for its time line
+  std::vector<JobEvent> counted = reader.Read("epoch 2 loss 0.5", MetricLines::Steps::kCountOnly);
+  ASSERT_EQ(counted.size(), 1u);  // the held summary, and no step
+  EXPECT_EQ(counted[0].epoch_summary().epoch(), 1);
+  EXPECT_TRUE(reader.Read("epoch 2 loss 0.4", MetricLines::Steps::kCountOnly).empty());
+  EXPECT_EQ(reader.steps_read(), 2);
+  EXPECT_EQ(reader.epoch(), 2);
+  // The next step made is the epoch's third: its index counts the two only counted.
+  std::vector<JobEvent> made = reader.Read("epoch 2 loss 0.3");
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].step().epoch(), 2);
+  EXPECT_EQ(made[0].step().batch(), 2);
+  EXPECT_EQ(reader.steps_read(), 3);
+  // Summaries and results do not depend on it.
+  EXPECT_TRUE(reader.Read("epoch 2 val_acc 0.9", MetricLines::Steps::kCountOnly).empty());
+  std::vector<JobEvent> end = reader.Read("test accuracy 0.85", MetricLines::Steps::kCountOnly);
+  ASSERT_EQ(end.size(), 1u);
+  EXPECT_EQ(end[0].epoch_summary().epoch(), 2);
+  EXPECT_DOUBLE_EQ(reader.result().test_accuracy(), 0.85);
+  EXPECT_EQ(reader.metric_lines(), 6);
+}
+
+// Counting a step without a parse (a line of the last step line's form) must leave the reader
+// as reading it in full does: the same events, less the steps not made, in any mix of lines.
+TEST(MetricLinesTest, StepsCountedOnlyAreCountedAsAFullReadCountsThem) {
+  const std::vector<std::string> pool = {
+      "Epoch 1, Batch 5: loss 2.301",
+      "Epoch 1, Batch 6: loss 2.2",
+      "Epoch 2, Batch 0: loss 1.9",
+      "Epoch 12, Batch 0: loss 1.9",
+      "Epoch: 001/010 | Batch 0100/0421 | Loss: 0.2646",
+      "Epoch: 001/010 | Batch 0101/0421 | Loss: 0.2600",
+      "Epoch: 001/010 | Batch 0101/0500 | Loss: 0.2600",
+      "Epoch: 002/010 | Batch 0000/0421 | Loss: 0.1990",
+      "Epoch: 001/010 | Train: 97.32% | Validation: 97.77% | Best Validation (Ep. 001): 97.77%",
+      "Time elapsed: 0.18 min",
+      "Time / epoch without evaluation: 0.15 min",
+      "loss 0.3",
+      "loss 0.31",
+      "step 10 loss 0.3",
+      "epoch 3 step 11 loss 0.2",
+      "epoch 3 val_acc 0.9",
+      "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]",
+      "Epoch 0:  46%|####6     | 191/421 [00:05<00:06, 35.2it/s, loss=0.350]",
+      "{'loss': 0.3, 'epoch': 1.5}",
+      "{'loss': 0.2, 'epoch': 1.75}",
+      "some prose 12 34",
+      "Test accuracy 97.41%"};
+  std::mt19937 random(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    MetricLines full, counting;
+    std::vector<JobEvent> expected, got;
+    for (int n = 0; n < 40; ++n) {
+      // Runs of one line's form, as a flood prints them.
+      const std::string& line = pool[random() % pool.size()];
+      for (int repeat = 1 + static_cast<int>(random() % 4); repeat > 0; --repeat) {
+        const bool count_only = random() % 3 != 0;
+        for (JobEvent& e : full.Read(line)) {
+          if (!(count_only && e.has_step())) expected.push_back(std::move(e));
+        }
+        for (JobEvent& e : counting.Read(
+                 line, count_only ? MetricLines::Steps::kCountOnly : MetricLines::Steps::kMake)) {
+          got.push_back(std::move(e));
+        }
+        ASSERT_EQ(counting.steps_read(), full.steps_read()) << "trial " << trial << ": " << line;
+        ASSERT_EQ(counting.epoch(), full.epoch()) << "trial " << trial << ": " << line;
+        ASSERT_EQ(counting.metric_lines(), full.metric_lines()) << "trial " << trial;
+      }
+    }
+    for (JobEvent& e : full.Finish()) expected.push_back(std::move(e));
+    for (JobEvent& e : counting.Finish()) got.push_back(std::move(e));
+    ASSERT_EQ(got.size(), expected.size()) << "trial " << trial;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].SerializeAsString(), expected[i].SerializeAsString())
+          << "trial " << trial << " event " << i << ": " << got[i].ShortDebugString() << " vs "
+          << expected[i].ShortDebugString();
+    }
+  }
 }
 
 TEST(MetricLinesTest, HostileLinesAreReadWithoutHarm) {

@@ -6,11 +6,21 @@
 
 namespace traind {
 
-bool OutputBudget::Admit(absl::Time now) {
+void OutputBudget::Refill(absl::Time now) {
+  if (now == last_refill_) return;  // the lines of one read of the output share a time
   if (last_refill_ != absl::InfinitePast()) {
     tokens_ = std::min(burst_, tokens_ + absl::ToDoubleSeconds(now - last_refill_) * per_second_);
   }
   last_refill_ = now;
+}
+
+bool OutputBudget::HasRoom(absl::Time now) {
+  Refill(now);
+  return tokens_ >= 1;
+}
+
+bool OutputBudget::Admit(absl::Time now) {
+  Refill(now);
   if (tokens_ >= 1) {
     tokens_ -= 1;
     return true;

@@ -21,8 +21,10 @@ class OutputBudget {
   OutputBudget(std::string what, double burst, double per_second)
       : what_(std::move(what)), burst_(burst), per_second_(per_second), tokens_(burst) {}
 
-  // Whether one more may be stored at `now`.
+  // Whether one more may be stored at `now`; if so, it is counted as stored, if not as dropped.
   bool Admit(absl::Time now);
+  // Whether Admit(now) would say yes; counts nothing.
+  bool HasRoom(absl::Time now);
   // "traind: 12345 lines of output not stored since ... (over 50 a second)" when some were
   // dropped since the last note and at least `every` has passed (or `force`, at the end).
   std::optional<std::string> Note(absl::Time now, bool force = false,
@@ -30,6 +32,8 @@ class OutputBudget {
   int64_t dropped_total() const { return dropped_total_; }
 
  private:
+  void Refill(absl::Time now);
+
   const std::string what_;
   const double burst_;
   const double per_second_;

@@ -11,6 +11,23 @@ namespace {
 
 constexpr char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
 
+// Whether `text` is valid UTF-8 as it is: ASCII (most output) at a compare a byte, the rest
+// decoded.
+bool IsValidUtf8(absl::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    uint32_t code_point;
+    const size_t length = DecodeUtf8(text, i, &code_point);
+    if (length == 0) return false;
+    i += length;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string ValidUtf8(absl::string_view text) {
@@ -34,7 +51,7 @@ std::string ValidUtf8(absl::string_view text) {
   return valid;
 }
 
-void OutputLines::Append(absl::string_view bytes, std::vector<std::string>* lines) {
+void OutputLines::Append(absl::string_view bytes, LineFunction line) {
   // A piece at a time up to the next line end (a program printing 100,000 lines a second makes
   // this the runner's busiest loop: no byte-by-byte appends).
   while (!bytes.empty()) {
@@ -48,25 +65,44 @@ void OutputLines::Append(absl::string_view bytes, std::vector<std::string>* line
     const size_t room = kMaxLineBytes - partial_.size();
     const size_t end = std::min(bytes.find_first_of("\r\n"), bytes.size());
     if (end >= room) {  // the line is full before it ends: cut it there
-      partial_.append(bytes.data(), room);
+      Emit(bytes.substr(0, room), line);
       bytes.remove_prefix(room);
-      Emit(lines);
       continue;
     }
-    partial_.append(bytes.data(), end);
-    if (end == bytes.size()) break;
+    if (end == bytes.size()) {  // the line goes on in the next piece
+      partial_.append(bytes.data(), end);
+      break;
+    }
     after_cr_ = bytes[end] == '\r';
+    Emit(bytes.substr(0, end), line);
     bytes.remove_prefix(end + 1);
-    Emit(lines);
   }
 }
 
-void OutputLines::Finish(std::vector<std::string>* lines) {
-  if (!partial_.empty()) Emit(lines);
+void OutputLines::Finish(LineFunction line) {
+  if (!partial_.empty()) Emit("", line);
 }
 
-void OutputLines::Emit(std::vector<std::string>* lines) {
-  lines->push_back(ValidUtf8(partial_));
+void OutputLines::Append(absl::string_view bytes, std::vector<std::string>* lines) {
+  Append(bytes, [lines](absl::string_view line) { lines->emplace_back(line); });
+}
+
+void OutputLines::Finish(std::vector<std::string>* lines) {
+  Finish([lines](absl::string_view line) { lines->emplace_back(line); });
+}
+
+void OutputLines::Emit(absl::string_view rest, LineFunction line) {
+  absl::string_view whole = rest;
+  if (!partial_.empty()) {
+    partial_.append(rest.data(), rest.size());
+    whole = partial_;
+  }
+  if (IsValidUtf8(whole)) {
+    line(whole);
+  } else {
+    valid_ = ValidUtf8(whole);
+    line(valid_);
+  }
   partial_.clear();
 }
 

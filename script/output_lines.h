@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 
 namespace traind {
@@ -23,15 +24,24 @@ std::string ValidUtf8(absl::string_view text);
 class OutputLines {
  public:
   static constexpr size_t kMaxLineBytes = 16 * 1024;
+  // Called with each line; the view lasts until it returns. A line that arrived whole in one
+  // piece of valid UTF-8 is a view of the piece itself: no copy (at 100,000 lines a second a
+  // string per line was a fifth of the runner's work).
+  using LineFunction = absl::FunctionRef<void(absl::string_view line)>;
 
-  // Appends the lines `bytes` completes to `lines`.
-  void Append(absl::string_view bytes, std::vector<std::string>* lines);
+  // Calls `line` with each line `bytes` completes.
+  void Append(absl::string_view bytes, LineFunction line);
   // At the end of the stream: the last line if it had no newline.
+  void Finish(LineFunction line);
+  // The same, collecting the lines (for tests and callers that keep them).
+  void Append(absl::string_view bytes, std::vector<std::string>* lines);
   void Finish(std::vector<std::string>* lines);
 
  private:
-  void Emit(std::vector<std::string>* lines);
+  // Calls `line` with what partial_ holds followed by `rest`, made valid UTF-8.
+  void Emit(absl::string_view rest, LineFunction line);
   std::string partial_;
+  std::string valid_;      // a line that needed U+FFFD, while `line` reads it
   bool after_cr_ = false;  // the last byte was '\r': a '\n' next belongs to that line's end
 };
 

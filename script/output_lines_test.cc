@@ -98,6 +98,18 @@ TEST(OutputLinesTest, InvalidUtf8BecomesTheReplacementCharacter) {
   EXPECT_EQ(ValidUtf8("\x1b[31mred"), "\x1b[31mred");
 }
 
+TEST(OutputLinesTest, ASequenceSplitBetweenPiecesStaysWholeAndABadByteIsReplacedInAnyLine) {
+  const std::string replacement = "\xEF\xBF\xBD";
+  EXPECT_EQ(Lines({"caf\xC3", "\xA9\n"}), (std::vector<std::string>{"caf\xC3\xA9"}));
+  EXPECT_EQ(Lines({"a\xFF\nok\n", "b\xFF", "c\n"}),
+            (std::vector<std::string>{"a" + replacement, "ok", "b" + replacement + "c"}));
+  // The callback sees each line while it is whole; the view of a replaced line is not stale.
+  OutputLines reader;
+  std::vector<std::string> seen;
+  reader.Append("x\xFF\ny\n", [&](absl::string_view line) { seen.emplace_back(line); });
+  EXPECT_EQ(seen, (std::vector<std::string>{"x" + replacement, "y"}));
+}
+
 TEST(OutputBudgetTest, ABurstThenASteadyRateAndANoteOfWhatWasDropped) {
   OutputBudget budget("lines of output", 3, 2);
   const absl::Time start = absl::FromUnixSeconds(1000);

@@ -42,6 +42,10 @@ constexpr size_t kStderrTailLines = 20;
 // kBusyOutputPause: see Pump.
 constexpr size_t kBusyOutputBytes = 4096;
 constexpr absl::Duration kBusyOutputPause = absl::Milliseconds(10);
+// While output arrives that fast, the events it makes go to traind together this often: traind
+// stores what arrives together in one transaction, and a commit (an fsync) for each of the 60
+// lines and steps a second it admits cost it more CPU than reading the flood cost the runner.
+constexpr absl::Duration kBusyEventsEvery = absl::Milliseconds(100);
 // The program's whole output is kept in the job's directory up to this much; the store keeps what
 // OutputBudget admits.
 constexpr int64_t kOutputLogBytes = 64 << 20;
@@ -112,7 +116,8 @@ void ScriptRun::Send(JobEvent event) {
   const bool error = event.has_log() && event.log().severity() == LogLine::ERROR;
   if (options_.rank != 0 && !error) return;
   Stamp(&event);
-  (void)events_->Write(event);  // traind gone: SIGUSR1 (its death signal) stops the program
+  // traind gone: SIGUSR1 (its death signal) stops the program.
+  (void)(hold_events_ ? events_->Buffer(event) : events_->Write(event));
 }
 
 void ScriptRun::Log(const std::string& text, LogLine::Severity severity) {
@@ -238,6 +243,8 @@ int ScriptRun::Run() {
 
 void ScriptRun::Pump(ProgramProcess& program) {
   absl::Time exited_at = absl::InfiniteFuture();
+  absl::Time events_sent_at = absl::InfinitePast();
+  hold_events_ = true;
   std::vector<ProgramProcess::Output> output;
   for (;;) {
     output.clear();
@@ -254,9 +261,10 @@ void ScriptRun::Pump(ProgramProcess& program) {
       bytes += chunk.bytes.size();
       full = full || chunk.pipe_nearly_full;
     }
-    if (bytes >= kBusyOutputBytes && !full) absl::SleepFor(kBusyOutputPause);
-    for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk);
+    const bool busy = bytes >= kBusyOutputBytes;
+    if (busy && !full) absl::SleepFor(kBusyOutputPause);
     const absl::Time now = absl::Now();
+    for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk, now);
     if ((stop_.stop.load() || !stopped_reason_.empty()) && !stop_sent_) {
       program.SignalGroup(SIGTERM);  // the traind package checkpoints on it; Python ends
       stop_sent_ = true;
@@ -280,60 +288,77 @@ void ScriptRun::Pump(ProgramProcess& program) {
     for (OutputBudget* budget : {&log_budget_, &step_budget_}) {
       if (std::optional<std::string> note = budget->Note(now)) Log(*note, LogLine::WARNING);
     }
+    if (!busy || now - events_sent_at >= kBusyEventsEvery) {
+      (void)events_->Flush();
+      events_sent_at = now;
+    }
   }
-  std::vector<std::string> last;
-  stdout_lines_.Finish(&last);
-  for (const std::string& line : last) HandleLine(ProgramProcess::Stream::kStdout, line);
-  last.clear();
-  stderr_lines_.Finish(&last);
-  for (const std::string& line : last) HandleLine(ProgramProcess::Stream::kStderr, line);
+  const absl::Time end = absl::Now();
+  stdout_lines_.Finish(
+      [&](absl::string_view line) { HandleLine(ProgramProcess::Stream::kStdout, line, end); });
+  stderr_lines_.Finish(
+      [&](absl::string_view line) { HandleLine(ProgramProcess::Stream::kStderr, line, end); });
   SendHeldSummary();
   for (OutputBudget* budget : {&log_budget_, &step_budget_}) {
     if (std::optional<std::string> note = budget->Note(absl::Now(), /*force=*/true)) {
       Log(*note, LogLine::WARNING);
     }
   }
+  (void)events_->Flush();
+  hold_events_ = false;
 }
 
-void ScriptRun::HandleOutput(const ProgramProcess::Output& output) {
+void ScriptRun::HandleOutput(const ProgramProcess::Output& output, absl::Time now) {
   if (output_log_fd_ >= 0 && output_log_bytes_ < kOutputLogBytes) {
     const size_t room = static_cast<size_t>(kOutputLogBytes - output_log_bytes_);
     const size_t size = std::min(room, output.bytes.size());
     if (write(output_log_fd_, output.bytes.data(), size) > 0) output_log_bytes_ += size;
   }
-  std::vector<std::string> lines;
   (output.stream == ProgramProcess::Stream::kStdout ? stdout_lines_ : stderr_lines_)
-      .Append(output.bytes, &lines);
-  for (const std::string& line : lines) HandleLine(output.stream, line);
+      .Append(output.bytes, [&](absl::string_view line) { HandleLine(output.stream, line, now); });
 }
 
-void ScriptRun::HandleLine(ProgramProcess::Stream stream, const std::string& line) {
-  const absl::Time now = absl::Now();
+void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line, absl::Time now) {
   if (stream == ProgramProcess::Stream::kStderr) {
-    stderr_tail_.push_back(line);
-    if (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
+    if (stderr_tail_.size() < kStderrTailLines) stderr_tail_.emplace_back();
+    stderr_tail_[stderr_lines_seen_++ % kStderrTailLines].assign(line.data(), line.size());
   }
-  if (log_budget_.Admit(now)) Log(line);
+  if (log_budget_.Admit(now)) Log(std::string(line));
   const int64_t summaries_before = metrics_.summaries_read();
-  std::vector<JobEvent> events = metrics_.Read(line);
+  const int64_t steps_before = metrics_.steps_read();
+  // A step the budget would drop is only counted: making its event would be wasted work.
+  const bool room_for_step = step_budget_.HasRoom(now);
+  std::vector<JobEvent> events = metrics_.Read(
+      line, room_for_step ? MetricLines::Steps::kMake : MetricLines::Steps::kCountOnly);
   // An epoch's summary is sent a line later (MetricLines holds it for its time lines): its time
   // is when its own line came.
   if (metrics_.summaries_read() != summaries_before) summary_line_at_ = now;
-  for (JobEvent& event : events) {
-    if (event.has_step()) {
-      if (event.step().epoch() != timed_epoch_) {
-        timed_epoch_ = event.step().epoch();
-        epoch_started_ = now;
-      }
-      if (!step_budget_.Admit(now)) continue;
-      FillMemory(event.mutable_step());
+  if (metrics_.steps_read() != steps_before) {
+    if (metrics_.epoch() != timed_epoch_) {  // the epoch's first step line: its time starts
+      timed_epoch_ = metrics_.epoch();
+      epoch_started_ = now;
     }
+    step_budget_.Admit(now);  // stored if made (there was room), counted as dropped if not
+  }
+  for (JobEvent& event : events) {
+    if (event.has_step()) FillMemory(event.mutable_step());
     if (event.has_epoch_summary()) {
       TimeEpoch(event.mutable_epoch_summary());
       ObserveEpoch(event.epoch_summary());
     }
     Send(std::move(event));
   }
+}
+
+std::vector<std::string> ScriptRun::StderrTail() const {
+  // stderr_tail_ is full once it wraps; the oldest line is then the next one to be overwritten.
+  std::vector<std::string> tail;
+  const size_t oldest =
+      stderr_lines_seen_ > kStderrTailLines ? stderr_lines_seen_ % kStderrTailLines : 0;
+  for (size_t i = 0; i < stderr_tail_.size(); ++i) {
+    tail.push_back(stderr_tail_[(oldest + i) % stderr_tail_.size()]);
+  }
+  return tail;
 }
 
 void ScriptRun::SendHeldSummary() {
@@ -446,7 +471,7 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
       absl::StrAppend(&why, " (", limits_, ")");
     }
     if (!stderr_tail_.empty()) {
-      absl::StrAppend(&why, "; the last lines of its stderr:\n", absl::StrJoin(stderr_tail_, "\n"));
+      absl::StrAppend(&why, "; the last lines of its stderr:\n", absl::StrJoin(StderrTail(), "\n"));
     }
     return Fail(why);
   }

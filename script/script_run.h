@@ -10,11 +10,11 @@
 #define TRAIND_SCRIPT_SCRIPT_RUN_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "script/gpu_process_memory.h"
 #include "script/metric_lines.h"
@@ -62,10 +62,15 @@ class ScriptRun {
   // job's log where traind's own hard limit is lower.
   int64_t Attainable(int resource, int64_t requested, const char* flag);
   // Reads the program's output until it ended and its pipes closed (or drain_after_exit passed),
-  // stopping it on request on the way.
+  // stopping it on request on the way. The events the output makes go to traind after each read,
+  // or every kBusyEventsEvery while it floods.
   void Pump(ProgramProcess& program);
-  void HandleOutput(const ProgramProcess::Output& output);
-  void HandleLine(ProgramProcess::Stream stream, const std::string& line);
+  // A piece of output: its lines, all taken to have come at `now` (one clock read a piece, not
+  // a line: a flood brings thousands of lines a read).
+  void HandleOutput(const ProgramProcess::Output& output, absl::Time now);
+  void HandleLine(ProgramProcess::Stream stream, absl::string_view line, absl::Time now);
+  // The last kStderrTailLines of stderr, oldest first.
+  std::vector<std::string> StderrTail() const;
   void ObserveEpoch(const trainer::v1::EpochSummary& epoch);
   // The epoch summary MetricLines holds for its time lines, if any: at the end, or in a pause.
   void SendHeldSummary();
@@ -98,7 +103,10 @@ class ScriptRun {
   MetricLines metrics_;
   OutputBudget log_budget_{"lines of output", 2000, 50};
   OutputBudget step_budget_{"step metrics", 200, 10};
-  std::deque<std::string> stderr_tail_;  // the last lines, for a failure's message
+  // The last lines of stderr, for a failure's message: a ring whose strings keep their
+  // buffers (a program logging to stderr at 100,000 lines a second costs no allocation a line).
+  std::vector<std::string> stderr_tail_;
+  size_t stderr_lines_seen_ = 0;
   std::string limits_;      // the program's limits in words (DescribeLimits), for its failure
   int output_log_fd_ = -1;  // the whole output, up to kOutputLogBytes
   int64_t output_log_bytes_ = 0;
@@ -110,6 +118,8 @@ class ScriptRun {
   absl::Time last_output_at_ = started_;
   bool resumed_ = false;  // the working directory was there: an earlier start made it
   bool stop_sent_ = false;
+  // Pump's events wait in events_'s buffer until it sends them (kBusyEventsEvery under a flood).
+  bool hold_events_ = false;
   absl::Time kill_at_ = absl::InfiniteFuture();
   std::string stopped_reason_;  // stop_at_accuracy reached
   int stopped_epoch_ = 0;

@@ -175,6 +175,19 @@ TEST_F(ScriptRunTest, AFailingProgramFailsWithItsExitCodeAndTheEndOfItsStderr) {
   EXPECT_EQ(Last(JobEvent::kFinalResult), nullptr);
 }
 
+TEST_F(ScriptRunTest, AFailureQuotesTheLastTwentyLinesOfStderrInOrder) {
+  AddFile("fail.py",
+          "import sys\nfor i in range(45):\n    print(f'stderr {i}', file=sys.stderr)\n"
+          "sys.exit(1)\n");
+  const WorkerProcess::Exit exit = Run({"fail.py"});
+  EXPECT_EQ(exit.exit_code, kWorkerJobFailed);
+  const std::vector<std::string> errors = Logs(trainer::v1::LogLine::ERROR);
+  ASSERT_EQ(errors.size(), 1u);
+  std::string expected = "the last lines of its stderr:";
+  for (int i = 25; i < 45; ++i) absl::StrAppend(&expected, "\nstderr ", i);
+  EXPECT_TRUE(absl::EndsWith(errors[0], expected)) << errors[0];
+}
+
 TEST_F(ScriptRunTest, FilesTheProgramWroteToItsOutputDirectoryBecomeArtifacts) {
   AddFile("save.py", R"(import os
 out = os.environ["TRAIND_OUTPUT_DIR"]
@@ -293,6 +306,44 @@ for i in range(200000):
   std::stringstream whole;
   whole << log.rdbuf();
   EXPECT_NE(whole.str().find("line 199999\n"), std::string::npos);
+}
+
+// The steps over the budget are only counted, never made into events; every step line is one or
+// the other, and the epochs around them keep their summaries.
+TEST_F(ScriptRunTest, AFloodOfStepsIsCountedExactlyAndItsEpochsStillEnd) {
+  AddFile("steps.py", R"(for epoch in (1, 2):
+    for i in range(20000):
+        print(f"Epoch {epoch}, Batch {i}: loss {1.0 / (i + 1):.4f}")
+    print(f"Epoch: {epoch:03d}/002 | Train: 90.00% | Validation: 89.00%")
+print("Test accuracy 88.50%")
+)");
+  const WorkerProcess::Exit exit = Run({"steps.py"});
+  EXPECT_EQ(exit.exit_code, kWorkerSucceeded) << exit.Describe();
+  int64_t stored = 0;
+  std::vector<int> summaries;
+  for (const JobEvent& e : events_) {
+    if (e.has_step()) ++stored;
+    if (e.has_epoch_summary()) {
+      summaries.push_back(e.epoch_summary().epoch());
+      EXPECT_DOUBLE_EQ(e.epoch_summary().validation_accuracy(), 0.89);
+    }
+  }
+  EXPECT_EQ(summaries, (std::vector<int>{1, 2}));
+  // "traind: N step metrics not stored (...); M in all so far": the last note's M.
+  int64_t dropped = -1;
+  for (const std::string& warning : Logs(trainer::v1::LogLine::WARNING)) {
+    absl::string_view rest = warning;
+    if (!absl::ConsumePrefix(&rest, "traind: ") || !absl::StrContains(rest, "step metrics")) {
+      continue;
+    }
+    rest = rest.substr(rest.rfind("; ") + 2);
+    ASSERT_TRUE(absl::SimpleAtoi(rest.substr(0, rest.find(' ')), &dropped)) << warning;
+  }
+  EXPECT_GT(stored, 0);
+  EXPECT_EQ(stored + dropped, 40000);
+  const JobEvent* result = Last(JobEvent::kFinalResult);
+  ASSERT_NE(result, nullptr);
+  EXPECT_DOUBLE_EQ(result->final_result().test_accuracy(), 0.885);
 }
 
 }  // namespace

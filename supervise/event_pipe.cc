@@ -5,8 +5,11 @@
 namespace traind {
 
 bool EventPipeWriter::Write(const google::protobuf::MessageLite& message) {
-  return google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &stream_) &&
-         stream_.Flush();
+  return Buffer(message) && stream_.Flush();
+}
+
+bool EventPipeWriter::Buffer(const google::protobuf::MessageLite& message) {
+  return google::protobuf::util::SerializeDelimitedToZeroCopyStream(message, &stream_);
 }
 
 }  // namespace traind
