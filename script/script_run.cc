@@ -333,13 +333,8 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
   // An epoch's summary is sent a line later (MetricLines holds it for its time lines): its time
   // is when its own line came.
   if (metrics_.summaries_read() != summaries_before) summary_line_at_ = now;
-  if (metrics_.steps_read() != steps_before) {
-    if (metrics_.epoch() != timed_epoch_) {  // the epoch's first step line: its time starts
-      timed_epoch_ = metrics_.epoch();
-      epoch_started_ = now;
-    }
-    step_budget_.Admit(now);  // stored if made (there was room), counted as dropped if not
-  }
+  // The summary a step line flushes (the next epoch's first step ends the last epoch) is timed
+  // before that step starts its own epoch's time.
   for (JobEvent& event : events) {
     if (event.has_step()) FillMemory(event.mutable_step());
     if (event.has_epoch_summary()) {
@@ -347,6 +342,13 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
       ObserveEpoch(event.epoch_summary());
     }
     Send(std::move(event));
+  }
+  if (metrics_.steps_read() != steps_before) {
+    if (metrics_.epoch() != timed_epoch_) {  // the epoch's first step line: its time starts
+      timed_epoch_ = metrics_.epoch();
+      epoch_started_ = now;
+    }
+    step_budget_.Admit(now);  // stored if made (there was room), counted as dropped if not
   }
 }
 

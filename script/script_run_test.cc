@@ -308,6 +308,32 @@ for i in range(200000):
   EXPECT_NE(whole.str().find("line 199999\n"), std::string::npos);
 }
 
+// An epoch's time runs from its first step line to its summary line: the summary the next
+// epoch's first step flushes keeps its own epoch's start, not the program's (what came before the
+// first step, loading data, is no epoch's).
+TEST_F(ScriptRunTest, AnEpochIsTimedFromItsFirstStepNotFromTheStart) {
+  AddFile("epochs.py", R"(import time
+time.sleep(0.5)
+for epoch in (1, 2):
+    print(f"Epoch: {epoch:03d}/002 | Batch 0000/0001 | Loss: 0.9", flush=True)
+    print(f"Epoch: {epoch:03d}/002 | Train: 90.00% | Validation: 89.00%", flush=True)
+)");
+  const WorkerProcess::Exit exit = Run({"epochs.py"});
+  EXPECT_EQ(exit.exit_code, kWorkerSucceeded) << exit.Describe();
+  const JobEvent* result = Last(JobEvent::kFinalResult);
+  ASSERT_NE(result, nullptr);
+  int summaries = 0;
+  for (const JobEvent& e : events_) {
+    if (!e.has_epoch_summary()) continue;
+    ++summaries;
+    // The runner's whole time less the half second before the first step bounds every epoch's.
+    EXPECT_LT(e.epoch_summary().epoch_seconds_no_eval(),
+              result->final_result().total_seconds() - 0.5)
+        << "epoch " << e.epoch_summary().epoch();
+  }
+  EXPECT_EQ(summaries, 2);
+}
+
 // The steps over the budget are only counted, never made into events; every step line is one or
 // the other, and the epochs around them keep their summaries.
 TEST_F(ScriptRunTest, AFloodOfStepsIsCountedExactlyAndItsEpochsStillEnd) {
