@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "common/terminal_text.h"
 
@@ -26,6 +27,17 @@ bool IsValidUtf8(absl::string_view text) {
     i += length;
   }
   return true;
+}
+
+// Where the first '\r' or '\n' of `bytes` is, or its size: two memchr scans (absl's
+// find_first_of builds a table of the set each call, which was a fifth of the runner's time).
+size_t LineEnd(absl::string_view bytes) {
+  const void* newline = std::memchr(bytes.data(), '\n', bytes.size());
+  const size_t limit =
+      newline == nullptr ? bytes.size() : static_cast<const char*>(newline) - bytes.data();
+  const void* carriage_return = std::memchr(bytes.data(), '\r', limit);
+  return carriage_return == nullptr ? limit
+                                    : static_cast<const char*>(carriage_return) - bytes.data();
 }
 
 }  // namespace
@@ -63,7 +75,7 @@ void OutputLines::Append(absl::string_view bytes, LineFunction line) {
       }
     }
     const size_t room = kMaxLineBytes - partial_.size();
-    const size_t end = std::min(bytes.find_first_of("\r\n"), bytes.size());
+    const size_t end = LineEnd(bytes);
     if (end >= room) {  // the line is full before it ends: cut it there
       Emit(bytes.substr(0, room), line);
       bytes.remove_prefix(room);
