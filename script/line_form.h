@@ -2,8 +2,8 @@
 // line is the same line with other numbers: the same bytes outside its runs of digits, and the
 // same digits in the runs marked fixed. A program printing a step a line at 100,000 lines a second
 // prints one form with new numbers; MetricLines counts the steps the runner will not store
-// (script/metric_lines.h) without parsing them when their epoch, the numbers it marks fixed, is the
-// same. Not thread-safe.
+// (script/metric_lines.h) without parsing them when the numbers it marks fixed (the epoch, the
+// epoch count, the batch count) are the same. Not thread-safe.
 #ifndef TRAIND_SCRIPT_LINE_FORM_H_
 #define TRAIND_SCRIPT_LINE_FORM_H_
 

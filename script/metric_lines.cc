@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -176,13 +177,15 @@ void MetricLines::TakePhrases() {
   }
 }
 
-void MetricLines::Fix(absl::string_view value) {
+void MetricLines::MarkFixed(absl::string_view value) {
   if (fields_.fixed_count == fields_.fixed.size()) {
-    fields_.kept_offsets = false;  // more than a line of one step has: not a form to remember
+    fields_.offsets_valid = false;  // more than a line of one step has: not a form to remember
     return;
   }
-  if (value.data() < lower_.data() || value.data() + value.size() > lower_.data() + lower_.size()) {
-    fields_.kept_offsets = false;  // not a view of the line (a joined key): no offsets
+  const auto at = reinterpret_cast<uintptr_t>(value.data());
+  const auto line = reinterpret_cast<uintptr_t>(lower_.data());
+  if (at < line || at + value.size() > line + lower_.size()) {
+    fields_.offsets_valid = false;  // not a view of the line (a joined key): no offsets
     return;
   }
   const size_t begin = static_cast<size_t>(value.data() - lower_.data());
@@ -195,7 +198,7 @@ void MetricLines::Parse(absl::string_view raw) {
   lower_.assign(raw.data(), raw.size());
   absl::AsciiStrToLower(&lower_);
   TakePhrases();
-  fields.kept_offsets = lower_.size() == raw.size();
+  fields.offsets_valid = lower_.size() == raw.size();
   // A tqdm bar: "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]".
   const bool tqdm = lower_.find("%|") != std::string::npos;
   for (char& c : lower_) {
@@ -216,6 +219,11 @@ void MetricLines::Parse(absl::string_view raw) {
       }
     }
     const absl::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    // A tqdm bar's "190/421": its count is fixed whether or not it is taken (a 0/0 bar that
+    // becomes 0/5 is read again in full).
+    double tqdm_done = 0, tqdm_of = 0;
+    const bool tqdm_fraction = tqdm && !fields.batches && Fraction(key, &tqdm_done, &tqdm_of);
+    if (tqdm_fraction) MarkFixed(key.substr(key.find('/')));
     double done = 0, of = 0;
     bool percent = false;
     const std::optional<double> value = Number(next, &percent);
@@ -223,25 +231,24 @@ void MetricLines::Parse(absl::string_view raw) {
       if (Fraction(next, &done, &of)) {
         fields.epoch = done;
         fields.epochs = of;
-        Fix(next);
+        MarkFixed(next);
       } else if (value) {
         fields.epoch = value;
         fields.lightning_epoch = tqdm;
-        Fix(next);
+        MarkFixed(next);
       }
     } else if (key == "batch" || key == "step" || key == "global_step" || key == "iteration" ||
                key == "iter") {
       if (Fraction(next, &done, &of)) {
         fields.batch = done;
         fields.batches = of;
-        Fix(next.substr(next.find('/')));  // the count; the index changes from line to line
+        MarkFixed(next.substr(next.find('/')));  // the count; the index changes from line to line
       } else if (value) {
         (key == "batch" ? fields.batch : fields.step) = value;
       }
-    } else if (tqdm && !fields.batches && Fraction(key, &done, &of) && of > 0) {
-      fields.batch = std::max(0.0, done - 1);  // tqdm counts batches done; the index is 0-based
-      fields.batches = of;
-      Fix(key.substr(key.find('/')));
+    } else if (tqdm_fraction && tqdm_of > 0) {
+      fields.batch = std::max(0.0, tqdm_done - 1);  // tqdm counts batches done; 0-based index
+      fields.batches = tqdm_of;
     } else if (!value) {
       continue;
     } else if (key == "train" && percent) {  // rasbt: "Train: 97.32%"
@@ -293,7 +300,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
     // What the full read of a step line of this epoch would do, with no event made.
     Flush(&events);
     ++steps_read_;
-    ++steps_seen_;
+    ++steps_in_epoch_;
     ++metric_lines_;
     return events;
   }
@@ -320,7 +327,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
   const int epoch = EpochOf(f);
   if (std::optional<int> epochs = WholeNumber(f.epochs, 1, 1e6)) epochs_ = *epochs;
   if (std::optional<int> batches = WholeNumber(f.batches, 1, 1e9)) batches_per_epoch_ = *batches;
-  if (epoch != epoch_) steps_seen_ = 0;
+  if (epoch != epoch_) steps_in_epoch_ = 0;
   epoch_ = epoch;
   const bool step_level = f.batch || f.step || f.batches;
   const bool epoch_level = !step_level && (f.train_accuracy || f.validation_accuracy ||
@@ -334,7 +341,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
     trainer::v1::StepMetrics* step = events.emplace_back().mutable_step();
     step->set_epoch(epoch_);
     step->set_epochs(epochs_);
-    const std::optional<double> batch = f.batch ? f.batch : f.step ? f.step : steps_seen_;
+    const std::optional<double> batch = f.batch ? f.batch : f.step ? f.step : steps_in_epoch_;
     step->set_batch(WholeNumber(batch, 0, 1e9).value_or(0));
     step->set_batches_per_epoch(batches_per_epoch_);
     step->set_loss(*f.loss);
@@ -347,8 +354,8 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
       step->set_driver_allocated_bytes(static_cast<int64_t>(*f.driver_bytes));
     }
   }
-  if (step_line) ++steps_seen_;
-  if (step_line && f.kept_offsets) {
+  if (step_line) ++steps_in_epoch_;
+  if (step_line && f.offsets_valid) {
     step_form_.Remember(line, absl::MakeConstSpan(f.fixed.data(), f.fixed_count));
   } else if (step_line || !(state() == before)) {
     step_form_.Forget();  // a line of its form would now be read otherwise

@@ -55,7 +55,7 @@ class MetricLines {
 
   // What the script said of the whole run (test accuracy, total time), for the job's result.
   const trainer::v1::FinalResult& result() const { return result_; }
-  // How many lines became events.
+  // How many lines were metrics: made into events, held, folded into a summary or counted.
   int64_t metric_lines() const { return metric_lines_; }
   // How many lines were an epoch's summary (one is held until the next line: see Read).
   int64_t summaries_read() const { return summaries_read_; }
@@ -73,10 +73,11 @@ class MetricLines {
     std::optional<double> current_bytes, driver_bytes;  // device memory (the traind package's)
     bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
     // Where the values naming the epoch, the epoch count and the batch count are in the line
-    // (for step_form_); `kept_offsets` is false where a phrase was taken out of it.
+    // (for step_form_); `offsets_valid` is false where a phrase was taken out of it (the
+    // offsets moved) or they did not fit in `fixed`.
     std::array<LineForm::Range, 4> fixed;
     size_t fixed_count = 0;
-    bool kept_offsets = true;
+    bool offsets_valid = true;
   };
   // The reader's state a step line's count depends on, besides the line itself.
   struct StepState {
@@ -89,8 +90,9 @@ class MetricLines {
     }
   };
   StepState state() const { return {epoch_, epochs_, batches_per_epoch_, zero_based_epochs_}; }
-  // Marks the part of lower_ that `value` views as one of fields_.fixed.
-  void Fix(absl::string_view value);
+  // Marks the part of lower_ that `value` views as one of fields_.fixed (offsets_valid false
+  // where it is no view of lower_ or there are more than fixed holds).
+  void MarkFixed(absl::string_view value);
   // Reads `line` into fields_ (its buffers, lower_ words_ joined_, are members so that a line
   // costs no allocation).
   void Parse(absl::string_view line);
@@ -116,7 +118,7 @@ class MetricLines {
   int epoch_ = 1;
   int epochs_ = 0;
   int batches_per_epoch_ = 0;
-  int steps_seen_ = 0;
+  int64_t steps_in_epoch_ = 0;  // step lines of this epoch read so far (a batch index)
   bool zero_based_epochs_ = false;
   int64_t metric_lines_ = 0;
   int64_t summaries_read_ = 0;

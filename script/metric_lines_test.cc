@@ -210,6 +210,8 @@ TEST(MetricLinesTest, StepsCountedOnlyAreCountedAsAFullReadCountsThem) {
       "epoch 3 val_acc 0.9",
       "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]",
       "Epoch 0:  46%|####6     | 191/421 [00:05<00:06, 35.2it/s, loss=0.350]",
+      "Epoch 1: 0%| | 0/0 [00:00<?, ?it/s, loss=0.3]",
+      "Epoch 1: 0%| | 0/5 [00:00<?, ?it/s, loss=0.3]",
       "{'loss': 0.3, 'epoch': 1.5}",
       "{'loss': 0.2, 'epoch': 1.75}",
       "some prose 12 34",

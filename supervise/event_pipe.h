@@ -15,9 +15,9 @@ class EventPipeWriter {
   explicit EventPipeWriter(int fd) : stream_(fd) {}
   // False once the daemon's end is gone.
   bool Write(const google::protobuf::MessageLite& message);
-  // Adds `message` to what the next Flush() sends: messages sent together are read together
-  // (the daemon stores what arrives together in one transaction). False once the daemon's end
-  // is gone.
+  // Adds `message` to what the next Flush() sends (or earlier, when the stream's 8 KiB buffer
+  // fills): messages sent together mostly arrive together, and the daemon stores what arrives
+  // together in one transaction. False once the daemon's end is gone.
   bool Buffer(const google::protobuf::MessageLite& message);
   bool Flush() { return stream_.Flush(); }
   // Ends the stream (the daemon reads its end) before the process ends.
