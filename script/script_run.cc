@@ -332,7 +332,10 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
       line, room_for_step ? MetricLines::Steps::kMake : MetricLines::Steps::kCountOnly);
   // An epoch's summary is sent a line later (MetricLines holds it for its time lines): its time
   // is when its own line came.
-  if (metrics_.summaries_read() != summaries_before) summary_line_at_ = now;
+  // The clock is read again for the moments an epoch's time is made of (rare): a program that
+  // prints a whole epoch in one read of output still gets its epoch a time above zero, which
+  // reports need (a sweep's loss curve and speed come from it).
+  if (metrics_.summaries_read() != summaries_before) summary_line_at_ = absl::Now();
   // The summary a step line flushes (the next epoch's first step ends the last epoch) is timed
   // before that step starts its own epoch's time.
   for (JobEvent& event : events) {
@@ -346,7 +349,7 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
   if (metrics_.steps_read() != steps_before) {
     if (metrics_.epoch() != timed_epoch_) {  // the epoch's first step line: its time starts
       timed_epoch_ = metrics_.epoch();
-      epoch_started_ = now;
+      epoch_started_ = absl::Now();
     }
     step_budget_.Admit(now);  // stored if made (there was room), counted as dropped if not
   }
