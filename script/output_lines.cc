@@ -97,14 +97,6 @@ void OutputLines::Finish(LineFunction line) {
   if (!partial_.empty()) Emit("", line);
 }
 
-void OutputLines::Append(absl::string_view bytes, std::vector<std::string>* lines) {
-  Append(bytes, [lines](absl::string_view line) { lines->emplace_back(line); });
-}
-
-void OutputLines::Finish(std::vector<std::string>* lines) {
-  Finish([lines](absl::string_view line) { lines->emplace_back(line); });
-}
-
 void OutputLines::Emit(absl::string_view rest, LineFunction line) {
   absl::string_view whole = rest;
   if (!partial_.empty()) {

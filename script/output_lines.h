@@ -10,7 +10,6 @@
 
 #include <cstddef>
 #include <string>
-#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
@@ -33,9 +32,6 @@ class OutputLines {
   void Append(absl::string_view bytes, LineFunction line);
   // At the end of the stream: the last line if it had no newline.
   void Finish(LineFunction line);
-  // The same, collecting the lines (for tests and callers that keep them).
-  void Append(absl::string_view bytes, std::vector<std::string>* lines);
-  void Finish(std::vector<std::string>* lines);
 
  private:
   // Calls `line` with what partial_ holds followed by `rest`, made valid UTF-8.

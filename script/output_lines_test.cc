@@ -16,8 +16,9 @@ namespace {
 std::vector<std::string> Lines(const std::vector<std::string>& pieces) {
   OutputLines reader;
   std::vector<std::string> lines;
-  for (const std::string& piece : pieces) reader.Append(piece, &lines);
-  reader.Finish(&lines);
+  auto keep = [&lines](absl::string_view line) { lines.emplace_back(line); };
+  for (const std::string& piece : pieces) reader.Append(piece, keep);
+  reader.Finish(keep);
   return lines;
 }
 

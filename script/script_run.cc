@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,7 @@
 #include "common/script_spec.h"
 #include "common/status_macros.h"
 #include "script/output_artifacts.h"
+#include "script/read_pacing.h"
 #include "script/script_environment.h"
 #include "script/working_copy.h"
 #include "supervise/worker_exit.h"
@@ -38,14 +40,11 @@ using trainer::v1::JobEvent;
 using trainer::v1::LogLine;
 
 constexpr size_t kStderrTailLines = 20;
-// Output arriving at least this fast (a read that brings this much) is read in pauses of
-// kBusyOutputPause: see Pump.
-constexpr size_t kBusyOutputBytes = 4096;
-constexpr absl::Duration kBusyOutputPause = absl::Milliseconds(10);
-// While output arrives that fast, the events it makes go to traind together this often: traind
-// stores what arrives together in one transaction, and a commit (an fsync) for each of the 60
-// lines and steps a second it admits cost it more CPU than reading the flood cost the runner.
-constexpr absl::Duration kBusyEventsEvery = absl::Milliseconds(100);
+// While output floods (ReadPause pauses between reads), the events it makes go to traind together
+// this often: traind stores what arrives together in one transaction, and a commit (an fsync)
+// for each of the 60 lines and steps a second it admits cost it more CPU than reading the flood
+// cost the runner; at 100 ms, its ten commits a second were still half of traind's CPU.
+constexpr absl::Duration kBusyEventsEvery = absl::Milliseconds(250);
 // The program's whole output is kept in the job's directory up to this much; the store keeps what
 // OutputBudget admits.
 constexpr int64_t kOutputLogBytes = 64 << 20;
@@ -244,25 +243,25 @@ int ScriptRun::Run() {
 void ScriptRun::Pump(ProgramProcess& program) {
   absl::Time exited_at = absl::InfiniteFuture();
   absl::Time events_sent_at = absl::InfinitePast();
+  absl::Time read_at = absl::Now();
+  const size_t pipe_capacity = std::min(program.pipe_capacity(ProgramProcess::Stream::kStdout),
+                                        program.pipe_capacity(ProgramProcess::Stream::kStderr));
   hold_events_ = true;
   std::vector<ProgramProcess::Output> output;
   for (;;) {
     output.clear();
     const bool open = program.Read(absl::Milliseconds(200), &output);
-    // A program printing fast (a line per batch, 100,000 a second) would wake this loop for each
-    // line, and pay for the wake-up in its own write(2): while output flows, let it gather in
-    // the pipe (ProgramProcess sizes it for this) and read it in larger pieces. A program that
-    // prints now and then is read at once. A nearly full pipe is read again at once: the program
-    // may be waiting on it, and the pauses must not cap its rate (they did: a read of at most
-    // 64 KiB per 10 ms blocked a program printing 7 MB/s).
+    // While output floods, let it gather in the pipe (ProgramProcess sizes it for this) and read
+    // it in larger pieces: see read_pacing.h.
     size_t bytes = 0;
     bool full = false;
     for (const ProgramProcess::Output& chunk : output) {
       bytes += chunk.bytes.size();
       full = full || chunk.pipe_nearly_full;
     }
-    const bool busy = bytes >= kBusyOutputBytes;
-    if (busy && !full) absl::SleepFor(kBusyOutputPause);
+    const absl::Time previous_read_at = std::exchange(read_at, absl::Now());
+    const bool busy = bytes >= ReadPacing::kFloodBytes;
+    absl::SleepFor(ReadPause(bytes, full, read_at - previous_read_at, pipe_capacity));
     const absl::Time now = absl::Now();
     for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk, now);
     if ((stop_.stop.load() || !stopped_reason_.empty()) && !stop_sent_) {

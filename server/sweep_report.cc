@@ -204,12 +204,16 @@ void AddRun(const Job& job, const std::map<int64_t, JobTrace>& traces,
   }
   if (job.result().has_bench()) {
     runs->samples_per_second.push_back(job.result().bench().samples_per_second());
-  } else if (trace != traces.end() && !trace->second.steps.empty() && seconds > 0) {
+  } else if (trace != traces.end() && !trace->second.steps.empty()) {
     const auto& last = trace->second.steps.back();
-    // A data-parallel step trains every rank's batch.
-    const int ranks = RankCount(job.spec());
-    runs->samples_per_second.push_back(static_cast<double>(last.batches_per_epoch()) *
-                                       row->batch_size() * ranks / seconds);
+    // Only the rate needs the epoch's time; the loss and its curve need only the steps (a
+    // program's job may report steps without epoch times).
+    if (seconds > 0) {
+      // A data-parallel step trains every rank's batch.
+      const int ranks = RankCount(job.spec());
+      runs->samples_per_second.push_back(static_cast<double>(last.batches_per_epoch()) *
+                                         row->batch_size() * ranks / seconds);
+    }
     runs->losses.push_back(trace->second.final_train_loss > 0 ? trace->second.final_train_loss
                                                               : last.loss());
     AddLossCurve(trace->second, row);
