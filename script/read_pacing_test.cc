@@ -1,4 +1,4 @@
-// ReadPause: the runner's pauses between reads of a flooding program's output.
+// ReadPacer: the runner's pauses between reads of a flooding program's output.
 #include "script/read_pacing.h"
 
 #include "gtest/gtest.h"
@@ -7,32 +7,58 @@ namespace traind {
 namespace {
 
 constexpr size_t kMiB = 1 << 20;
+const absl::Time kStart = absl::FromUnixSeconds(1000);
 
-TEST(ReadPauseTest, OutputNowAndThenIsReadAtOnce) {
-  EXPECT_EQ(ReadPause(100, false, absl::Milliseconds(200), kMiB), absl::ZeroDuration());
-  EXPECT_EQ(ReadPause(ReadPacing::kFloodBytes - 1, false, absl::Milliseconds(1), kMiB),
-            absl::ZeroDuration());
+absl::Time At(int64_t ms) { return kStart + absl::Milliseconds(ms); }
+
+// A pacer that has just read a flood at At(0).
+ReadPacer Flooding(size_t capacity) {
+  ReadPacer pacer(capacity);
+  (void)pacer.Next(ReadPacer::kFloodBytes, false, At(-10));
+  (void)pacer.Next(ReadPacer::kFloodBytes, false, At(0));
+  return pacer;
 }
 
-TEST(ReadPauseTest, ANearlyFullPipeIsReadAgainAtOnce) {
-  EXPECT_EQ(ReadPause(kMiB / 2, true, absl::Milliseconds(50), kMiB), absl::ZeroDuration());
+TEST(ReadPacerTest, OutputNowAndThenIsReadAtOnce) {
+  ReadPacer pacer(kMiB);
+  EXPECT_EQ(pacer.Next(100, false, At(0)), absl::ZeroDuration());
+  EXPECT_EQ(pacer.Next(ReadPacer::kFloodBytes - 1, false, At(1)), absl::ZeroDuration());
+  EXPECT_EQ(pacer.Next(0, false, At(201)), absl::ZeroDuration());  // a poll that timed out
 }
 
-TEST(ReadPauseTest, AFloodIntoAMegabytePipeIsReadInTheLongestPauses) {
+TEST(ReadPacerTest, ANearlyFullPipeIsReadAgainAtOnce) {
+  ReadPacer pacer = Flooding(kMiB);
+  EXPECT_EQ(pacer.Next(kMiB / 2, true, At(50)), absl::ZeroDuration());
+}
+
+TEST(ReadPacerTest, AFloodIntoAMegabytePipeIsReadInTheLongestPauses) {
   // 100,000 lines a second of 35 bytes: 175 KB in 50 ms, a sixth of the pipe.
-  EXPECT_EQ(ReadPause(175000, false, absl::Milliseconds(50), kMiB), ReadPacing::kLongest);
+  ReadPacer pacer = Flooding(kMiB);
+  EXPECT_EQ(pacer.Next(175000, false, At(50)), ReadPacer::kLongest);
 }
 
-TEST(ReadPauseTest, APauseLetsTheRateJustSeenFillAQuarterOfThePipe) {
-  // 64 KiB in 20 ms (3.2 MB/s) into a 1 MiB pipe: a quarter (256 KiB) takes 80 ms, over the
-  // longest; into a 512 KiB pipe, 128 KiB takes 40 ms.
-  EXPECT_EQ(ReadPause(64 * 1024, false, absl::Milliseconds(20), kMiB), ReadPacing::kLongest);
-  EXPECT_EQ(ReadPause(64 * 1024, false, absl::Milliseconds(20), kMiB / 2), absl::Milliseconds(40));
+TEST(ReadPacerTest, APauseLetsTheRateJustSeenFillAQuarterOfThePipe) {
+  // 100 KiB in 10 ms into a 1 MiB pipe: a quarter (256 KiB) fills in 25.6 ms.
+  ReadPacer pacer = Flooding(kMiB);
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(pacer.Next(100 * 1024, false, At(10))), 25.6, 1e-6);
+  // 200 KiB in the next 5 ms (40 MB/s): a quarter would fill in 6.4 ms, under the shortest.
+  EXPECT_EQ(pacer.Next(200 * 1024, false, At(15)), ReadPacer::kShortest);
 }
 
-TEST(ReadPauseTest, APipeTheSystemWouldNotEnlargeGetsTheShortest) {
-  // 35 KB in 10 ms into 64 KiB: a quarter fills in under 5 ms.
-  EXPECT_EQ(ReadPause(35000, false, absl::Milliseconds(10), 64 * 1024), ReadPacing::kShortest);
+TEST(ReadPacerTest, APipeTheSystemWouldNotEnlargeGetsTheShortestUnderAFastFlood) {
+  // 20,000 bytes in 5 ms (4 MB/s) into 64 KiB: a quarter fills in about 4 ms.
+  ReadPacer pacer = Flooding(64 * 1024);
+  EXPECT_EQ(pacer.Next(20000, false, At(5)), ReadPacer::kShortest);
+}
+
+TEST(ReadPacerTest, AFloodAfterAQuietSpellStartsWithTheShortest) {
+  // 200 ms of quiet (a poll that timed out), then 8 KiB: not a rate of 40 KB/s but the start of
+  // a flood that may fill a 64 KiB pipe in 20 ms.
+  ReadPacer pacer = Flooding(64 * 1024);
+  EXPECT_EQ(pacer.Next(0, false, At(200)), absl::ZeroDuration());
+  EXPECT_EQ(pacer.Next(8192, false, At(201)), ReadPacer::kShortest);
+  // The next read knows the rate: 8 KiB in 10 ms into 64 KiB, a quarter in 20 ms.
+  EXPECT_EQ(pacer.Next(8192, false, At(211)), absl::Milliseconds(20));
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -243,26 +242,24 @@ int ScriptRun::Run() {
 void ScriptRun::Pump(ProgramProcess& program) {
   absl::Time exited_at = absl::InfiniteFuture();
   absl::Time events_sent_at = absl::InfinitePast();
-  absl::Time read_at = absl::Now();
-  const size_t pipe_capacity = std::min(program.pipe_capacity(ProgramProcess::Stream::kStdout),
-                                        program.pipe_capacity(ProgramProcess::Stream::kStderr));
+  // While output floods, let it gather in the pipe (ProgramProcess sizes it for this) and read it
+  // in larger pieces: see read_pacing.h.
+  ReadPacer pacer(std::min(program.pipe_capacity(ProgramProcess::Stream::kStdout),
+                           program.pipe_capacity(ProgramProcess::Stream::kStderr)));
   hold_events_ = true;
   std::vector<ProgramProcess::Output> output;
   for (;;) {
     output.clear();
     const bool open = program.Read(absl::Milliseconds(200), &output);
-    // While output floods, let it gather in the pipe (ProgramProcess sizes it for this) and read
-    // it in larger pieces: see read_pacing.h.
+    const absl::Time now = absl::Now();
     size_t bytes = 0;
     bool full = false;
     for (const ProgramProcess::Output& chunk : output) {
       bytes += chunk.bytes.size();
       full = full || chunk.pipe_nearly_full;
     }
-    const absl::Time previous_read_at = std::exchange(read_at, absl::Now());
-    const bool busy = bytes >= ReadPacing::kFloodBytes;
-    absl::SleepFor(ReadPause(bytes, full, read_at - previous_read_at, pipe_capacity));
-    const absl::Time now = absl::Now();
+    const absl::Duration pause = pacer.Next(bytes, full, now);
+    const bool busy = bytes >= ReadPacer::kFloodBytes;
     for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk, now);
     if ((stop_.stop.load() || !stopped_reason_.empty()) && !stop_sent_) {
       program.SignalGroup(SIGTERM);  // the traind package checkpoints on it; Python ends
@@ -291,6 +288,8 @@ void ScriptRun::Pump(ProgramProcess& program) {
       (void)events_->Flush();
       events_sent_at = now;
     }
+    // Not while stopping or draining an ended program: neither may wait on the pauses.
+    if (!stop_sent_ && exited_at == absl::InfiniteFuture()) absl::SleepFor(pause);
   }
   const absl::Time end = absl::Now();
   stdout_lines_.Finish(
@@ -333,7 +332,7 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
   // is when its own line came.
   // The clock is read again for the moments an epoch's time is made of (rare): a program that
   // prints a whole epoch in one read of output still gets its epoch a time above zero, which
-  // reports need (a sweep's loss curve and speed come from it).
+  // reports need (a sweep's samples a second and its CPU-vs-GPU speed-up come from it).
   if (metrics_.summaries_read() != summaries_before) summary_line_at_ = absl::Now();
   // The summary a step line flushes (the next epoch's first step ends the last epoch) is timed
   // before that step starts its own epoch's time.

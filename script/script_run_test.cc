@@ -332,7 +332,8 @@ for epoch in (1, 2):
     EXPECT_LT(e.epoch_summary().epoch_seconds_no_eval(),
               result->final_result().total_seconds() - 0.5)
         << "epoch " << e.epoch_summary().epoch();
-    // Above zero even when the epoch's lines came in one read (a sweep's report needs a time).
+    // Above zero even when the epoch's lines came in one read (a sweep's speed-up and
+    // samples a second need it).
     EXPECT_GT(e.epoch_summary().epoch_seconds_no_eval(), 0)
         << "epoch " << e.epoch_summary().epoch();
   }

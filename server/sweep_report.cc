@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -169,13 +170,22 @@ void AddTimeToAccuracy(const JobTrace& trace, double target, RowRuns* runs) {
   }
 }
 
-// The training loss curve of a row's first run that has one.
+// The training loss curve of a row's first run that has one, against epochs. A step that does
+// not know its epoch's batch count (a program printing `{'loss': 0.3, 'epoch': 1.0}`, whose
+// batch is then its place among the epoch's lines) is placed by its order among its epoch's
+// steps: the k-th of n at epoch - 1 + k/n.
 void AddLossCurve(const JobTrace& trace, ReportRow* row) {
   if (!row->loss_curve().empty()) return;
+  std::map<int32_t, int> steps_in_epoch;
+  for (const auto& m : trace.steps) ++steps_in_epoch[m.epoch()];
+  std::map<int32_t, int> seen_in_epoch;
   for (const auto& m : trace.steps) {
+    const int place = ++seen_in_epoch[m.epoch()];
+    const double within = m.batches_per_epoch() > 0
+                              ? static_cast<double>(m.batch()) / m.batches_per_epoch()
+                              : static_cast<double>(place) / steps_in_epoch[m.epoch()];
     auto* point = row->add_loss_curve();
-    point->set_epoch(m.epoch() - 1 +
-                     static_cast<double>(m.batch()) / std::max(1, m.batches_per_epoch()));
+    point->set_epoch(m.epoch() - 1 + within);
     point->set_loss(m.loss());
   }
 }

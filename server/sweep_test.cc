@@ -283,8 +283,9 @@ TEST(SweepReportTest, MediansSpeedupsAndFlags) {
   EXPECT_NE(mlp_gpu.flags(0).find("boom"), std::string::npos);
 }
 
-// A program's job can report steps but no epoch time: its row still has the loss and the curve
-// (only the rate needs a time).
+// A job can report steps but no epoch time (a program that prints no epoch summary): its row
+// still has the loss and the curve; only the rate needs a time. Steps that do not know their
+// epoch's batch count are placed by their order in the epoch.
 TEST(SweepReportTest, StepsWithoutAnEpochTimeStillGiveTheLossCurve) {
   trainer::v1::Sweep sweep;
   sweep.set_id(8);
@@ -293,19 +294,25 @@ TEST(SweepReportTest, StepsWithoutAnEpochTimeStillGiveTheLossCurve) {
   Job job = Finished(1, "lenet5", "cpu", 0, 0.84);
   job.mutable_result()->clear_epoch_seconds_no_eval();
   std::map<int64_t, JobTrace> traces;
-  for (int batch : {100, 200}) {
-    trainer::v1::StepMetrics m;
-    m.set_epoch(1);
-    m.set_batch(batch);
-    m.set_batches_per_epoch(421);
-    m.set_loss(1.5);
-    traces[1].steps.push_back(m);
+  for (int epoch : {1, 2}) {
+    for (int batch : {1, 2}) {
+      trainer::v1::StepMetrics m;
+      m.set_epoch(epoch);
+      m.set_batch(batch);  // its place among the epoch's lines: no batch count printed
+      m.set_loss(1.5);
+      traces[1].steps.push_back(m);
+    }
   }
   auto report = BuildSweepReport(sweep, {job}, traces, SweepReportOptions{});
   ASSERT_EQ(report.rows_size(), 1);
-  EXPECT_EQ(report.rows(0).loss_curve_size(), 2);
-  EXPECT_DOUBLE_EQ(report.rows(0).final_loss(), 1.5);
-  EXPECT_DOUBLE_EQ(report.rows(0).samples_per_second(), 0);
+  const auto& row = report.rows(0);
+  ASSERT_EQ(row.loss_curve_size(), 4);
+  EXPECT_DOUBLE_EQ(row.loss_curve(0).epoch(), 0.5);
+  EXPECT_DOUBLE_EQ(row.loss_curve(1).epoch(), 1.0);
+  EXPECT_DOUBLE_EQ(row.loss_curve(2).epoch(), 1.5);
+  EXPECT_DOUBLE_EQ(row.loss_curve(3).epoch(), 2.0);
+  EXPECT_DOUBLE_EQ(row.final_loss(), 1.5);
+  EXPECT_DOUBLE_EQ(row.samples_per_second(), 0);
 }
 
 // --time-to-accuracy: from each run's evaluated epochs, the first that reached the threshold.

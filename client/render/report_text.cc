@@ -85,7 +85,9 @@ std::vector<std::string> Cells(const ReportRow& row, const std::string& baseline
       row.options(),
       absl::StrCat(row.succeeded(), "/", row.runs()),
       EpochSeconds(row),
-      measured ? absl::StrFormat("%.0f", row.samples_per_second()) : "-",
+      // A row whose runs reported steps but no epoch time has no rate: "-", not 0.
+      measured && row.samples_per_second() > 0 ? absl::StrFormat("%.0f", row.samples_per_second())
+                                               : "-",
       measured ? absl::StrFormat("%.2f%%", row.test_accuracy() * 100) : "-",
       PeakMemory(row),
       Speedup(row, baseline_device),
