@@ -51,14 +51,19 @@ TEST(ReadPacerTest, APipeTheSystemWouldNotEnlargeGetsTheShortestUnderAFastFlood)
   EXPECT_EQ(pacer.Next(20000, false, At(5)), ReadPacer::kShortest);
 }
 
-TEST(ReadPacerTest, AFloodAfterAQuietSpellStartsWithTheShortest) {
+TEST(ReadPacerTest, AFloodAfterAQuietSpellIsTakenToBeFast) {
   // 200 ms of quiet (a poll that timed out), then 8 KiB: not a rate of 40 KB/s but the start of
-  // a flood that may fill a 64 KiB pipe in 20 ms.
-  ReadPacer pacer = Flooding(64 * 1024);
-  EXPECT_EQ(pacer.Next(0, false, At(200)), absl::ZeroDuration());
-  EXPECT_EQ(pacer.Next(8192, false, At(201)), ReadPacer::kShortest);
+  // a flood that may fill a 64 KiB pipe in 20 ms: the shortest pause. A 1 MiB pipe takes 50 ms
+  // of a fast flood (5 MB/s) to fill a quarter: the longest.
+  ReadPacer small = Flooding(64 * 1024);
+  EXPECT_EQ(small.Next(0, false, At(200)), absl::ZeroDuration());
+  EXPECT_EQ(small.Next(8192, false, At(201)), ReadPacer::kShortest);
   // The next read knows the rate: 8 KiB in 10 ms into 64 KiB, a quarter in 20 ms.
-  EXPECT_EQ(pacer.Next(8192, false, At(211)), absl::Milliseconds(20));
+  EXPECT_EQ(small.Next(8192, false, At(211)), absl::Milliseconds(20));
+  ReadPacer large(kMiB);
+  EXPECT_EQ(large.Next(8192, false, At(0)), ReadPacer::kLongest);  // the first read of all
+  EXPECT_EQ(large.Next(0, false, At(200)), absl::ZeroDuration());
+  EXPECT_EQ(large.Next(8192, false, At(201)), ReadPacer::kLongest);
 }
 
 }  // namespace
