@@ -14,9 +14,9 @@ absl::Duration ReadPacer::Next(size_t bytes, bool nearly_full, absl::Time now) {
   const double quarter = static_cast<double>(pipe_capacity_) / 4;
   // The time a quarter of the pipe takes to fill: at the rate `bytes` arrived, known only between
   // two reads of a flood.
-  const absl::Duration quarter_fills =
-      rate_known ? since_previous * (quarter / static_cast<double>(bytes))
-                 : absl::Seconds(quarter / kFirstReadBytesPerSecond);
+  const absl::Duration quarter_fills = rate_known
+                                           ? since_previous * (quarter / static_cast<double>(bytes))
+                                           : absl::Seconds(quarter / kFirstReadBytesPerSecond);
   return std::clamp(quarter_fills, kShortest, kLongest);
 }
 
