@@ -140,6 +140,8 @@ class LiveChart {
       this.pending = false;
       this.plot.setData(this.columns, !this.zoomed);
       this.box.dataset.points = String(this.columns[0].length);
+      // uPlot draws x in the order given: a chart whose x went back is drawn wrong (tests read it).
+      this.box.dataset.xAscending = String(this.columns[0].every((x, i, xs) => i === 0 || x >= xs[i - 1]));
     }, 250);
   }
 }
@@ -324,6 +326,7 @@ function renderJob(page, id) {
   }
 
   let batchesPerEpoch = 0;
+  let stepsDrawn = 0;
   let firstStep = 0;  // time of the first step: x of the memory and speed charts counts from it
   function onEvent(event) {
     const time = seconds(event.time);
@@ -331,12 +334,17 @@ function renderJob(page, id) {
       if (!firstStep) firstStep = time;
       const s = event.step;
       batchesPerEpoch = s.batchesPerEpoch;
-      lossChart.add((s.epoch - 1) * s.batchesPerEpoch + s.batch + 1, s.loss, null, null);
+      stepsDrawn += 1;
+      // A step that does not know its epoch's batch count (a program printing
+      // {'loss': 0.3, 'epoch': 1.5}) has for batch its place in its epoch: it is drawn at its
+      // place in the job instead, so that x keeps rising.
+      lossChart.add(s.batchesPerEpoch ? (s.epoch - 1) * s.batchesPerEpoch + s.batch + 1 : stepsDrawn,
+        s.loss, null, null);
       memoryChart.add(time - firstStep, Number(s.currentAllocatedBytes) / 1048576, Number(s.driverAllocatedBytes) / 1048576);
       speedChart.add(time - firstStep, s.samplesPerSecond, s.stepSeconds * 1000);
     } else if (event.epochSummary) {
       const e = event.epochSummary;
-      const x = e.epoch * (batchesPerEpoch || 1);
+      const x = batchesPerEpoch ? e.epoch * batchesPerEpoch : stepsDrawn || e.epoch;
       lossChart.add(x, null, e.trainLoss, e.evaluated ? e.validationLoss : null);
       accuracyChart.add(e.epoch, e.trainAccuracy, e.evaluated ? e.validationAccuracy : null);
       log('epoch ' + e.epoch + '/' + e.epochs + ': train loss ' + e.trainLoss.toFixed(4) + ', accuracy ' + (e.trainAccuracy * 100).toFixed(2) + '%' +

@@ -134,6 +134,7 @@ async function main() {
     check(true, 'the devices page lists the CPU');
 
     await programSweep(page);
+    await programWithoutBatchCounts(page);
 
     check(errors.length === 0, 'no JavaScript error was logged' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
@@ -190,6 +191,30 @@ async function programSweep(page) {
     }, href);
     check(name === 'summary.txt' && fetched.status === 200 && /^seed [12]\n$/.test(fetched.body),
       'the file the program wrote is an artifact the page downloads (' + name + ': ' + JSON.stringify(fetched.body) + ')');
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+// A program printing Hugging Face's log dicts (a fractional epoch, no batch counts): its steps'
+// batches restart each epoch, and the job page's loss curve must still rise along x.
+async function programWithoutBatchCounts(page) {
+  const work = fs.mkdtempSync('/tmp/dashboard-hf.');
+  try {
+    fs.writeFileSync(path.join(work, 'train.py'), [
+      'for step in range(1, 13):',
+      '    print({"loss": round(1.0 / step, 4), "learning_rate": 0.001, "epoch": step / 4})',
+      ''].join('\n'));
+    const job = trainctl('run', '-C', work, '--device', 'cpu', '--', 'python3', 'train.py');
+    await until('the program job ' + job + ' to finish', () => jobState(job) === 'SUCCEEDED', 120);
+    await page.goto(base + '/#/job/' + job);
+    const points = await until('its loss curve', async () => {
+      const n = await page.$eval('#loss-chart', (box) => Number(box.dataset.points)).catch(() => 0);
+      return n >= 12 && n;
+    }, 30);
+    const ascending = await page.$eval('#loss-chart', (box) => box.dataset.xAscending);
+    check(ascending === 'true',
+      `a program without batch counts gets a loss curve whose x rises (${points} points, ascending ${ascending})`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
