@@ -147,19 +147,17 @@ main().catch((error) => { console.error(error.stack || String(error)); process.e
 // A sweep of an unmodified program (seed-style log lines, no traind code): its report, a member's
 // curves and log, and the file it wrote to TRAIND_OUTPUT_DIR as a link that downloads it.
 async function programSweep(page) {
-  const work = fs.mkdtempSync('/tmp/dashboard-program.');
-  try {
-    fs.writeFileSync(path.join(work, 'train.py'), [
-      'import os, sys',
-      'seed = int(sys.argv[sys.argv.index("--seed") + 1])',
-      'for epoch in (1, 2):',
-      '    for batch in range(0, 400, 50):',
-      '        print(f"Epoch: {epoch:03d}/002 | Batch {batch:04d}/0400 | Loss: {1.0 / (epoch + batch / 400 + seed):.4f}")',
-      '    print(f"Epoch: {epoch:03d}/002 | Train: 8{epoch}.00% | Validation: 8{epoch}.50% | Best Validation (Ep. {epoch:03d}): 8{epoch}.50%")',
-      'print("Test accuracy 82.25%")',
-      'with open(os.path.join(os.environ["TRAIND_OUTPUT_DIR"], "summary.txt"), "w") as f:',
-      '    f.write(f"seed {seed}\\n")',
-      ''].join('\n'));
+  await withProgram([
+    'import os, sys',
+    'seed = int(sys.argv[sys.argv.index("--seed") + 1])',
+    'for epoch in (1, 2):',
+    '    for batch in range(0, 400, 50):',
+    '        print(f"Epoch: {epoch:03d}/002 | Batch {batch:04d}/0400 | Loss: {1.0 / (epoch + batch / 400 + seed):.4f}")',
+    '    print(f"Epoch: {epoch:03d}/002 | Train: 8{epoch}.00% | Validation: 8{epoch}.50% | Best Validation (Ep. {epoch:03d}): 8{epoch}.50%")',
+    'print("Test accuracy 82.25%")',
+    'with open(os.path.join(os.environ["TRAIND_OUTPUT_DIR"], "summary.txt"), "w") as f:',
+    '    f.write(f"seed {seed}\\n")',
+  ], async (work) => {
     const sweep = trainctl('sweep', '-C', work, '--device', 'cpu', '--param', 'seed=1,2', '--',
       'python3', 'train.py', '--seed', '{seed}');
     const members = await until('the program sweep to finish', () => {
@@ -191,20 +189,16 @@ async function programSweep(page) {
     }, href);
     check(name === 'summary.txt' && fetched.status === 200 && /^seed [12]\n$/.test(fetched.body),
       'the file the program wrote is an artifact the page downloads (' + name + ': ' + JSON.stringify(fetched.body) + ')');
-  } finally {
-    fs.rmSync(work, { recursive: true, force: true });
-  }
+  });
 }
 
 // A program printing Hugging Face's log dicts (a fractional epoch, no batch counts): its steps'
 // batches restart each epoch, and the job page's loss curve must still rise along x.
 async function programWithoutBatchCounts(page) {
-  const work = fs.mkdtempSync('/tmp/dashboard-hf.');
-  try {
-    fs.writeFileSync(path.join(work, 'train.py'), [
-      'for step in range(1, 13):',
-      '    print({"loss": round(1.0 / step, 4), "learning_rate": 0.001, "epoch": step / 4})',
-      ''].join('\n'));
+  await withProgram([
+    'for step in range(1, 13):',
+    '    print({"loss": round(1.0 / step, 4), "learning_rate": 0.001, "epoch": step / 4})',
+  ], async (work) => {
     const job = trainctl('run', '-C', work, '--device', 'cpu', '--', 'python3', 'train.py');
     await until('the program job ' + job + ' to finish', () => jobState(job) === 'SUCCEEDED', 120);
     await page.goto(base + '/#/job/' + job);
@@ -215,6 +209,15 @@ async function programWithoutBatchCounts(page) {
     const ascending = await page.$eval('#loss-chart', (box) => box.dataset.xAscending);
     check(ascending === 'true',
       `a program without batch counts gets a loss curve whose x rises (${points} points, ascending ${ascending})`);
+  });
+}
+
+// Calls fn with a new folder holding train.py made of `lines`, and removes the folder after.
+async function withProgram(lines, fn) {
+  const work = fs.mkdtempSync('/tmp/dashboard-program.');
+  try {
+    fs.writeFileSync(path.join(work, 'train.py'), lines.concat('').join('\n'));
+    return await fn(work);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
