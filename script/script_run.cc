@@ -39,7 +39,7 @@ using trainer::v1::JobEvent;
 using trainer::v1::LogLine;
 
 constexpr size_t kStderrTailLines = 20;
-// While output floods (ReadPause pauses between reads), the events it makes go to traind together
+// While output floods (ReadPacer pauses between reads), the events it makes go to traind together
 // this often: traind stores what arrives together in one transaction, and a commit (an fsync)
 // for each of the 60 lines and steps a second it admits cost it more CPU than reading the flood
 // cost the runner; at 100 ms, its ten commits a second were still half of traind's CPU.

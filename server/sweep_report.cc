@@ -216,9 +216,9 @@ void AddRun(const Job& job, const std::map<int64_t, JobTrace>& traces,
     runs->samples_per_second.push_back(job.result().bench().samples_per_second());
   } else if (trace != traces.end() && !trace->second.steps.empty()) {
     const auto& last = trace->second.steps.back();
-    // Only the rate needs the epoch's time; the loss and its curve need only the steps (a
-    // program's job may report steps without epoch times).
-    if (seconds > 0) {
+    // Only the rate needs the epoch's time and batch count; the loss and its curve need only the
+    // steps (a program's job may report steps without either).
+    if (seconds > 0 && last.batches_per_epoch() > 0) {
       // A data-parallel step trains every rank's batch.
       const int ranks = RankCount(job.spec());
       runs->samples_per_second.push_back(static_cast<double>(last.batches_per_epoch()) *

@@ -303,7 +303,18 @@ TEST(SweepReportTest, StepsWithoutAnEpochTimeStillGiveTheLossCurve) {
       traces[1].steps.push_back(m);
     }
   }
-  auto report = BuildSweepReport(sweep, {job}, traces, SweepReportOptions{});
+  // A second run of the row times its epoch but still prints no batch count: no rate from it.
+  // A third knows both: the row's rate is the third's alone.
+  Job timed = Finished(2, "lenet5", "cpu", 5, 0.84);
+  traces[2] = traces[1];
+  Job counted = Finished(3, "lenet5", "cpu", 4, 0.84);
+  trainer::v1::StepMetrics known;
+  known.set_epoch(1);
+  known.set_batch(400);
+  known.set_batches_per_epoch(421);
+  known.set_loss(1.5);
+  traces[3].steps.push_back(known);
+  auto report = BuildSweepReport(sweep, {job, timed, counted}, traces, SweepReportOptions{});
   ASSERT_EQ(report.rows_size(), 1);
   const auto& row = report.rows(0);
   ASSERT_EQ(row.loss_curve_size(), 4);
@@ -312,7 +323,7 @@ TEST(SweepReportTest, StepsWithoutAnEpochTimeStillGiveTheLossCurve) {
   EXPECT_DOUBLE_EQ(row.loss_curve(2).epoch(), 1.5);
   EXPECT_DOUBLE_EQ(row.loss_curve(3).epoch(), 2.0);
   EXPECT_DOUBLE_EQ(row.final_loss(), 1.5);
-  EXPECT_DOUBLE_EQ(row.samples_per_second(), 0);
+  EXPECT_NEAR(row.samples_per_second(), 421.0 * 128 / 4, 1e-9);
 }
 
 // --time-to-accuracy: from each run's evaluated epochs, the first that reached the threshold.
