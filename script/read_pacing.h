@@ -35,11 +35,13 @@ class ReadPacer {
   // The pause before the next read, after one at `now` that brought `bytes` (of all streams
   // together); `nearly_full`: a stream's read took half its pipe. Zero: read again at once.
   absl::Duration Next(size_t bytes, bool nearly_full, absl::Time now);
+  // Whether the read Next() was last told of was a flood's.
+  bool flooding() const { return previous_was_flood_; }
 
  private:
   const size_t pipe_capacity_;
   absl::Time previous_read_ = absl::InfinitePast();
-  bool previous_was_flood_ = false;  // the rate is only known between two reads of a flood
+  bool previous_was_flood_ = false;  // a rate is only known between two reads of a flood
 };
 
 }  // namespace traind

@@ -24,6 +24,9 @@ TEST(ReadPacerTest, OutputNowAndThenIsReadAtOnce) {
   EXPECT_EQ(pacer.Next(100, false, At(0)), absl::ZeroDuration());
   EXPECT_EQ(pacer.Next(ReadPacer::kFloodBytes - 1, false, At(1)), absl::ZeroDuration());
   EXPECT_EQ(pacer.Next(0, false, At(201)), absl::ZeroDuration());  // a poll that timed out
+  EXPECT_FALSE(pacer.flooding());
+  (void)pacer.Next(ReadPacer::kFloodBytes, false, At(202));
+  EXPECT_TRUE(pacer.flooding());
 }
 
 TEST(ReadPacerTest, ANearlyFullPipeIsReadAgainAtOnce) {

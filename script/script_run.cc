@@ -259,7 +259,7 @@ void ScriptRun::Pump(ProgramProcess& program) {
       full = full || chunk.pipe_nearly_full;
     }
     const absl::Duration pause = pacer.Next(bytes, full, now);
-    const bool busy = bytes >= ReadPacer::kFloodBytes;
+    const bool busy = pacer.flooding();
     for (const ProgramProcess::Output& chunk : output) HandleOutput(chunk, now);
     if ((stop_.stop.load() || !stopped_reason_.empty()) && !stop_sent_) {
       program.SignalGroup(SIGTERM);  // the traind package checkpoints on it; Python ends

@@ -66,8 +66,8 @@ class ScriptRun {
   // or every kBusyEventsEvery while it floods.
   void Pump(ProgramProcess& program);
   // A piece of output: its lines, all taken to have come at `now` for the output budgets (the
-  // clock is read once per read of output, after its pause, not per line: a flood brings
-  // thousands of lines a read); an epoch's start and end read it again.
+  // clock is read once per read of output, not per line: a flood brings thousands of lines a
+  // read); an epoch's start and end read it again.
   void HandleOutput(const ProgramProcess::Output& output, absl::Time now);
   void HandleLine(ProgramProcess::Stream stream, absl::string_view line, absl::Time now);
   // The last kStderrTailLines of stderr, oldest first.
