@@ -8,6 +8,7 @@ inline constexpr int kExitOk = 0;           // for `watch`: the job succeeded
 inline constexpr int kExitJobFailed = 1;    // the job failed or was cancelled; other errors
 inline constexpr int kExitUsage = 2;        // bad usage or an invalid request
 inline constexpr int kExitUnreachable = 3;  // daemon unreachable or not authorised
+inline constexpr int kExitTimedOut = 4;     // `wait --timeout` passed before the jobs ended
 
 }  // namespace traind
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/catalog.h"
@@ -143,7 +144,60 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
   return *table;
 }
 
-namespace {}  // namespace
+namespace {
+
+// --help's headings: each takes the table's rows from the one named here to the next heading's.
+struct FlagSection {
+  const char* first_flag;
+  const char* heading;
+};
+constexpr FlagSection kSections[] = {
+    {"--model", "Model and data"},
+    {"--amp", "Precision and speed"},
+    {"--optimizer", "Optimiser and learning rate"},
+    {"--stop-at-accuracy", "Stopping early"},
+    {"--processes", "Where it runs (several processes, GPUs, hosts, Slurm)"},
+    {"--deterministic", "Training loop"},
+};
+
+}  // namespace
+
+std::string SpecFlagSection(const SpecFlagInfo& row) {
+  std::string heading = kSections[0].heading;
+  for (const SpecFlagInfo& each : SpecFlagTable()) {
+    for (const FlagSection& section : kSections) {
+      if (std::string(each.flag) == section.first_flag) heading = section.heading;
+    }
+    if (&each == &row) return heading;
+  }
+  return heading;
+}
+
+std::string SpecFlagTypeName(const SpecFlagInfo& row) {
+  if (row.is_switch) return "";
+  if (std::string(row.field) == "batch_size") return "INT|auto";
+  const google::protobuf::FieldDescriptor* field =
+      trainer::v1::JobSpec::descriptor()->FindFieldByName(row.field);
+  if (field == nullptr) return "TEXT";
+  switch (field->cpp_type()) {
+    case google::protobuf::FieldDescriptor::CPPTYPE_INT32:
+    case google::protobuf::FieldDescriptor::CPPTYPE_INT64:
+    case google::protobuf::FieldDescriptor::CPPTYPE_UINT32:
+    case google::protobuf::FieldDescriptor::CPPTYPE_UINT64:
+      return "INT";
+    case google::protobuf::FieldDescriptor::CPPTYPE_FLOAT:
+    case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE:
+      return "NUMBER";
+    default:
+      break;
+  }
+  const std::string name = row.field;
+  if (name == "model" || name == "dataset") return "NAME";
+  if (name == "data_dir") return "DIR";
+  if (std::string(row.flag) == "--init-from") return "JOB[:NAME]";
+  if (absl::EndsWith(name, "_file") || name == "init_from") return "FILE";
+  return "TEXT";
+}
 
 std::string SpecFlagHelp(const SpecFlagInfo& row) {
   if (row.help != nullptr) return row.help;
@@ -155,11 +209,11 @@ std::string SpecFlagHelp(const SpecFlagInfo& row) {
 namespace {
 
 void AddRow(CLI::App* app, SpecFlags* flags, const SpecFlagInfo& row) {
-  if (row.is_switch) {
-    app->add_flag(row.flag, flags->switches[row.flag], SpecFlagHelp(row));
-  } else {
-    app->add_option(row.flag, flags->values[row.flag], SpecFlagHelp(row));
-  }
+  CLI::Option* option = row.is_switch
+                            ? app->add_flag(row.flag, flags->switches[row.flag], SpecFlagHelp(row))
+                            : app->add_option(row.flag, flags->values[row.flag], SpecFlagHelp(row))
+                                  ->type_name(SpecFlagTypeName(row));
+  option->group(SpecFlagSection(row));
 }
 
 bool Given(const SpecFlags& f, const char* flag) {

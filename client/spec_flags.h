@@ -29,6 +29,11 @@ const std::vector<SpecFlagInfo>& SpecFlagTable();
 // The row's help; --model and --dataset list the catalog (common/catalog.h), so a new kind
 // appears by itself.
 std::string SpecFlagHelp(const SpecFlagInfo& row);
+// The value's kind for --help: INT, NUMBER, NAME, FILE, DIR, TEXT ("" for a switch), from the
+// JobSpec field's type (CLI11 would call every one TEXT: the values are parsed later).
+std::string SpecFlagTypeName(const SpecFlagInfo& row);
+// The --help heading the row is listed under ("Model and data", "Optimiser and learning rate"...).
+std::string SpecFlagSection(const SpecFlagInfo& row);
 
 // What the user typed, by flag.
 struct SpecFlags {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "CLI/CLI.hpp"
+#include "client/command_words.h"
 #include "client/commands/commands.h"
 #include "client/context.h"
 #include "client/exit_codes.h"
@@ -12,15 +13,14 @@
 
 namespace traind {
 
-int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-                bool out_is_terminal) {
-  Context ctx(out, err, out_is_terminal);
+std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
   GlobalOptions& options = ctx.options();
   options.config_path = DefaultConfigPath();
   ConnectionOptions& connection = options.connection;
 
-  CLI::App app{"trainctl: submit, follow and inspect training jobs on traind"};
-  app.name("trainctl");
+  auto owned = std::make_unique<CLI::App>(
+      "trainctl: submit, follow and inspect training jobs on traind", "trainctl");
+  CLI::App& app = *owned;
   app.fallthrough();  // global options may follow the verb: `trainctl devices --output json`
   app.require_subcommand(1);
   // Where traind is. Flags win over TRAINCTL_* variables, which win over the context.
@@ -49,7 +49,6 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
 
-  int exit_code = kExitOk;
   // Before any verb runs: a bad context or unreadable TLS/token file is a usage error.
   app.parse_complete_callback([&app, &ctx] {
     if (app.got_subcommand("context")) return;
@@ -57,34 +56,47 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
       throw CLI::ValidationError(std::string(status.message()));
     }
   });
-  AddDevicesCommand(app, ctx, &exit_code);
-  AddSubmitCommand(app, ctx, &exit_code);
-  AddRunCommand(app, ctx, &exit_code);
-  AddListCommand(app, ctx, &exit_code);
-  AddShowCommand(app, ctx, &exit_code);
-  AddWatchCommand(app, ctx, &exit_code);
-  AddLogsCommand(app, ctx, &exit_code);
-  AddCancelCommand(app, ctx, &exit_code);
-  AddBenchCommand(app, ctx, &exit_code);
-  AddSweepCommand(app, ctx, &exit_code);
-  AddReportCommand(app, ctx, &exit_code);
-  AddArtifactsCommand(app, ctx, &exit_code);
-  AddDownloadCommand(app, ctx, &exit_code);
-  AddUploadCommand(app, ctx, &exit_code);
-  AddEvaluateCommand(app, ctx, &exit_code);
-  AddDeleteCommand(app, ctx, &exit_code);
-  AddQueueCommands(app, ctx, &exit_code);
-  AddShutdownCommand(app, ctx, &exit_code);
-  AddPriorityCommand(app, ctx, &exit_code);
-  AddExportCommand(app, ctx, &exit_code);
-  AddContextCommand(app, ctx, &exit_code);
+  AddDevicesCommand(app, ctx, exit_code);
+  AddSubmitCommand(app, ctx, exit_code);
+  AddRunCommand(app, ctx, exit_code);
+  AddListCommand(app, ctx, exit_code);
+  AddShowCommand(app, ctx, exit_code);
+  AddWatchCommand(app, ctx, exit_code);
+  AddLogsCommand(app, ctx, exit_code);
+  AddCancelCommand(app, ctx, exit_code);
+  AddWaitCommand(app, ctx, exit_code);
+  AddBenchCommand(app, ctx, exit_code);
+  AddSweepCommand(app, ctx, exit_code);
+  AddReportCommand(app, ctx, exit_code);
+  AddArtifactsCommand(app, ctx, exit_code);
+  AddDownloadCommand(app, ctx, exit_code);
+  AddUploadCommand(app, ctx, exit_code);
+  AddEvaluateCommand(app, ctx, exit_code);
+  AddDeleteCommand(app, ctx, exit_code);
+  AddQueueCommands(app, ctx, exit_code);
+  AddShutdownCommand(app, ctx, exit_code);
+  AddPriorityCommand(app, ctx, exit_code);
+  AddExportCommand(app, ctx, exit_code);
+  AddContextCommand(app, ctx, exit_code);
+  return owned;
+}
+
+int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                bool out_is_terminal) {
+  Context ctx(out, err, out_is_terminal);
+  int exit_code = kExitOk;
+  std::unique_ptr<CLI::App> app = MakeTrainctlApp(ctx, &exit_code);
+  // A typo is named as one before CLI11 can read it as something else.
+  if (absl::Status s = CheckCommandWords(*app, args); !s.ok()) {
+    return ctx.UsageError(std::string(s.message()));
+  }
 
   std::vector<char*> argv;
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
   try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
+    app->parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e, out, err);
+    const int code = app->exit(e, out, err);
     return code == 0 ? kExitOk : kExitUsage;
   }
   return exit_code;

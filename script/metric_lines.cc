@@ -371,9 +371,17 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
     if (f.validation_loss) summary.set_validation_loss(*f.validation_loss);
     if (f.loss) summary.set_train_loss(*f.loss);
     if (f.best_validation_accuracy) {
-      summary.set_best_validation_accuracy(*f.best_validation_accuracy);
+      best_validation_ = *f.best_validation_accuracy;
+      best_epoch_ = WholeNumber(f.best_epoch, 1, 1e6).value_or(epoch_);
+    } else if (f.validation_accuracy &&
+               (!best_validation_ || *f.validation_accuracy > *best_validation_)) {
+      best_validation_ = *f.validation_accuracy;
+      best_epoch_ = epoch_;
     }
-    if (std::optional<int> best = WholeNumber(f.best_epoch, 1, 1e6)) summary.set_best_epoch(*best);
+    if (best_validation_) {
+      summary.set_best_validation_accuracy(*best_validation_);
+      summary.set_best_epoch(best_epoch_);
+    }
     if (f.learning_rate) summary.set_learning_rate(*f.learning_rate);
     if (pending_epoch_seconds_) summary.set_epoch_seconds_no_eval(*pending_epoch_seconds_);
     pending_epoch_seconds_.reset();

@@ -115,6 +115,10 @@ class MetricLines {
   trainer::v1::FinalResult result_;
   std::optional<trainer::v1::EpochSummary> held_;  // the last epoch's, until its time is read
   std::optional<double> pending_epoch_seconds_;    // "Time / epoch ...", for the next summary
+  // The best validation accuracy so far and its epoch: the program's own "Best Validation (Ep.
+  // N)", else the highest validation accuracy it printed (the job's best, as a built-in job's).
+  std::optional<double> best_validation_;
+  int best_epoch_ = 0;
   int epoch_ = 1;
   int epochs_ = 0;
   int batches_per_epoch_ = 0;

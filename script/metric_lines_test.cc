@@ -57,6 +57,25 @@ TEST(MetricLinesTest, TheSeedScriptsLinesBecomeStepsEpochsAndTheResult) {
   EXPECT_EQ(reader.metric_lines(), 8);
 }
 
+// A program that prints only each epoch's validation accuracy: the job's best is the highest it
+// printed, with its epoch (not 0, which `show` would have called "best validation 0.00%").
+TEST(MetricLinesTest, TheBestValidationAccuracyIsTheHighestPrinted) {
+  MetricLines reader;
+  std::vector<trainer::v1::EpochSummary> summaries;
+  for (const JobEvent& event : ReadAll(reader, {"epoch 1 loss 0.6867 acc 0.7557 val_acc 0.7835",
+                                                "epoch 2 loss 0.5120 acc 0.8011 val_acc 0.7702",
+                                                "epoch 3 loss 0.4410 acc 0.8302 val_acc 0.8120"})) {
+    if (event.has_epoch_summary()) summaries.push_back(event.epoch_summary());
+  }
+  ASSERT_EQ(summaries.size(), 3u);
+  EXPECT_DOUBLE_EQ(summaries[0].best_validation_accuracy(), 0.7835);
+  EXPECT_EQ(summaries[0].best_epoch(), 1);
+  EXPECT_DOUBLE_EQ(summaries[1].best_validation_accuracy(), 0.7835);  // epoch 2 was worse
+  EXPECT_EQ(summaries[1].best_epoch(), 1);
+  EXPECT_DOUBLE_EQ(summaries[2].best_validation_accuracy(), 0.8120);
+  EXPECT_EQ(summaries[2].best_epoch(), 3);
+}
+
 TEST(MetricLinesTest, TheResNetFakeDataLoopsLines) {
   MetricLines reader;
   const std::vector<JobEvent> events =

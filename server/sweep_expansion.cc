@@ -1,6 +1,7 @@
 #include "server/sweep_expansion.h"
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/spec_fields.h"
@@ -43,12 +44,25 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
   // a job is refused on an axis too, naming the field ("learning_rate: ..., got 1e+300").
   RETURN_IF_ERROR(CheckSpecRanges(spec.base()));
   for (const JobSpec& config : spec.configs()) RETURN_IF_ERROR(CheckSpecRanges(config));
+  // An axis twice, or a value twice in one axis ("1e-3" and "0.001" alike), would only run the
+  // same member again: `repeat` says that.
+  std::set<std::string> fields;
   for (const auto& axis : spec.axes()) {
     const std::string field = CanonicalSpecField(axis.field());
+    if (!fields.insert(field).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "axes: '", field, "' is an axis twice; give it one axis with all its values"));
+    }
+    std::set<std::string> seen;
     for (const std::string& value : axis.values()) {
       JobSpec probe;
       RETURN_IF_ERROR(SetSpecField(&probe, axis.field(), value));
       RETURN_IF_ERROR(CheckSpecFieldRange(probe, field));
+      if (!seen.insert(probe.SerializeAsString()).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axes: '", field, "' has the value ", value.substr(0, 64),
+            " twice; each value makes one member (repeat: runs each configuration N times)"));
+      }
     }
   }
   std::vector<JobSpec> configs;

@@ -48,6 +48,38 @@ TEST(SweepExpansionTest, GridTimesRepeatInterleaved) {
   EXPECT_EQ((*members)[3].epochs(), 1);
 }
 
+TEST(SweepExpansionTest, AnAxisTwiceOrAValueTwiceIsRefused) {
+  SweepSpec twice = Grid();
+  auto* again = twice.add_axes();
+  again->set_field("seed");
+  again->add_values("1");
+  again->add_values("2");
+  *twice.add_axes() = *again;  // two seed axes: every member twice
+  auto members = ExpandSweep(twice);
+  EXPECT_EQ(members.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(members.status().message().find("'seed' is an axis twice"), std::string::npos)
+      << members.status();
+
+  SweepSpec same_value = Grid();
+  auto* lr = same_value.add_axes();
+  lr->set_field("learning_rate");
+  lr->add_values("1e-3");
+  lr->add_values("0.001");  // the same number written another way
+  members = ExpandSweep(same_value);
+  EXPECT_EQ(members.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(members.status().message().find("'learning_rate' has the value 0.001 twice"),
+            std::string::npos)
+      << members.status();
+
+  SweepSpec params;
+  params.mutable_base()->mutable_script()->add_args("train.py");
+  auto* seeds = params.add_axes();
+  seeds->set_field("param.seed");
+  seeds->add_values("1");
+  seeds->add_values("1");
+  EXPECT_EQ(ExpandSweep(params).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(SweepExpansionTest, AProgramsParamsAreAxesLikeFields) {
   trainer::v1::SweepSpec spec;
   spec.mutable_base()->mutable_script()->add_args("train.py");

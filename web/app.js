@@ -118,9 +118,16 @@ class LiveChart {
       hooks: { setSelect: [(u) => { if (u.select.width > 0) this.zoomed = true; }] },
     }, this.columns, this.box);
     this.plot.over.addEventListener('dblclick', () => { this.zoomed = false; });
-    const resize = () => this.plot.setSize({ width: Math.max(320, this.box.clientWidth - 20), height: 220 });
-    window.addEventListener('resize', resize);
-    state.dispose.push(() => { window.removeEventListener('resize', resize); this.plot.destroy(); });
+    // Sized to its card, whenever the card's size changes: a card's width is known only once the
+    // grid holds all its charts (the first chart alone spans the row, and sized then it was drawn
+    // over its neighbours until the window was resized).
+    const resize = () => {
+      const width = Math.max(320, this.box.clientWidth - 20);
+      if (width !== this.plot.width) this.plot.setSize({ width, height: 220 });
+    };
+    const observer = new ResizeObserver(resize);
+    observer.observe(this.box);
+    state.dispose.push(() => { observer.disconnect(); this.plot.destroy(); });
     this.box.dataset.points = '0';
   }
 

@@ -1,36 +1,77 @@
-// trainctl cancel ID...: cancel queued jobs at once, stop running ones (SIGTERM, then SIGKILL).
+// trainctl cancel ID... | --sweep N: cancel queued jobs at once, stop running ones (SIGTERM, then
+// SIGKILL). --sweep cancels every member of the sweep that has not ended.
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/rpc.h"
+#include "client/sweep_members.h"
 
 namespace traind {
 
-void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code) {
-  auto ids = std::make_shared<std::vector<int64_t>>();
-  CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs (queued: at once; running: stopped)");
-  cmd->add_option("ids", *ids, "Job ids")->required();
-  cmd->callback([&ctx, exit_code, ids] {
-    int worst = kExitOk;
-    for (int64_t id : *ids) {
-      trainer::v1::CancelJobRequest request;
-      request.set_id(id);
-      trainer::v1::Job job;
-      auto call = UnaryCall();
-      grpc::Status status = ctx.stub().CancelJob(call.get(), request, &job);
-      if (!status.ok()) {
-        worst = std::max(worst, ctx.Fail(status));
-        continue;
-      }
-      if (ctx.json()) {
-        ctx.PrintJson(job, /*one_line=*/true);
-      } else if (job.state() == trainer::v1::Job::RUNNING) {
-        ctx.out() << "job " << id << ": stopping (it was running)\n";
-      } else {
-        ctx.out() << "job " << id << ": cancelled\n";
-      }
+namespace {
+
+struct CancelFlags {
+  std::vector<int64_t> ids;
+  int64_t sweep_id = 0;
+};
+
+int CancelJobs(Context& ctx, const std::vector<int64_t>& ids) {
+  int worst = kExitOk;
+  for (int64_t id : ids) {
+    trainer::v1::CancelJobRequest request;
+    request.set_id(id);
+    trainer::v1::Job job;
+    auto call = UnaryCall();
+    grpc::Status status = ctx.stub().CancelJob(call.get(), request, &job);
+    if (!status.ok()) {
+      worst = std::max(worst, ctx.Fail(status));
+      continue;
     }
-    *exit_code = worst;
-  });
+    if (ctx.json()) {
+      ctx.PrintJson(job, /*one_line=*/true);
+    } else if (job.state() == trainer::v1::Job::RUNNING) {
+      ctx.out() << "job " << id << ": stopping (it was running)\n";
+    } else {
+      ctx.out() << "job " << id << ": cancelled\n";
+    }
+  }
+  return worst;
+}
+
+int RunCancel(Context& ctx, const CancelFlags& flags) {
+  if (flags.ids.empty() == (flags.sweep_id == 0)) {
+    return ctx.UsageError("cancel: give job ids or --sweep N (one of them)");
+  }
+  if (flags.sweep_id == 0) return CancelJobs(ctx, flags.ids);
+  std::vector<trainer::v1::Job> members;
+  if (grpc::Status status =
+          ListSweepMembers(ctx.stub(), flags.sweep_id,
+                           {trainer::v1::Job::QUEUED, trainer::v1::Job::RUNNING}, &members);
+      !status.ok()) {
+    return ctx.Fail(status);
+  }
+  if (members.empty()) {
+    ctx.err() << "sweep " << flags.sweep_id << ": every member had already ended\n";
+    return kExitOk;
+  }
+  std::vector<int64_t> ids;
+  for (const trainer::v1::Job& job : members) ids.push_back(job.id());
+  return CancelJobs(ctx, ids);
+}
+
+}  // namespace
+
+void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code) {
+  auto flags = std::make_shared<CancelFlags>();
+  CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs (queued: at once; running: stopped)");
+  cmd->add_option("ids", flags->ids, "Job ids");
+  cmd->add_option("--sweep", flags->sweep_id,
+                  "Every member of this sweep that is queued or running instead");
+  cmd->footer(
+      "Examples:\n"
+      "  trainctl cancel 12\n"
+      "  trainctl cancel 12 13 14\n"
+      "  trainctl cancel --sweep 3");
+  cmd->callback([&ctx, exit_code, flags] { *exit_code = RunCancel(ctx, *flags); });
 }
 
 }  // namespace traind

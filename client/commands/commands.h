@@ -33,6 +33,7 @@ void AddDeleteCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddPriorityCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddExportCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddWaitCommand(CLI::App& app, Context& ctx, int* exit_code);
 
 // Submits `request`, follows the job to its end (its events on ctx.out() when `show_events`) and
 // fetches it into `*job`. kExitOk when it SUCCEEDED; otherwise the exit code, with a line on

@@ -90,7 +90,7 @@ void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->footer(
       "Examples:\n"
       "  trainctl submit --model lenet5 --dataset fashion-mnist --epochs 5 --watch\n"
-      "  trainctl submit job.yaml --learning-rate 3e-4\n"
+      "  trainctl submit job.yaml --lr 3e-4\n"
       "  trainctl submit --model lenet5 --dataset fashion-mnist --device cpu --processes 2\n"
       "  trainctl submit --model resnet18 --dataset fake --image-size 224 --gpus 2\n"
       "  trainctl submit --model lenet5 --dataset fashion-mnist --device cpu --hosts a,b\n"

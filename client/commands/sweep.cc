@@ -6,6 +6,7 @@
 // --device {device} --lr {lr} (docs/scripts.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -50,32 +51,50 @@ struct SweepFlags {
   CLI::App* cmd = nullptr;
 };
 
+// One flag's values: one value sets the base's field, two or more make an axis of the grid. Each
+// value's type is checked now, so a typo is exit code 2; a value given twice would only make a
+// member twice, and is refused.
+absl::Status AddFieldValues(const std::string& flag, const std::string& field,
+                            const std::vector<std::string>& values, trainer::v1::SweepSpec* spec) {
+  if (values.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": no value"));
+  if (values.size() == 1) return SetSpecField(spec->mutable_base(), field, values[0]);
+  trainer::v1::SweepAxis* axis = spec->add_axes();
+  axis->set_field(field);
+  for (const std::string& value : values) {
+    trainer::v1::JobSpec probe;
+    RETURN_IF_ERROR(SetSpecField(&probe, field, value));
+    if (std::find(axis->values().begin(), axis->values().end(), value) != axis->values().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(flag, ": ", value, " is given twice (each value makes one member)"));
+    }
+    axis->add_values(value);
+  }
+  return absl::OkStatus();
+}
+
 // A program's sweep: its command into the base, each --param a value or an axis ("param.NAME"),
-// then its working directory uploaded once for every member.
+// then its working directory uploaded once for every member. A NAME given in several --param
+// flags takes all their values, in order: --param lr=1e-3 --param lr=1e-2 is lr=1e-3,1e-2.
 absl::Status AddProgram(Context& ctx, const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
   RETURN_IF_ERROR(SetScriptCommand(flags.script, spec->mutable_base()->mutable_script()));
+  std::vector<std::string> names;  // in the order first given
+  std::map<std::string, std::vector<std::string>> values;
   for (const std::string& param : flags.params) {
     const size_t equals = param.find('=');
-    const std::string field = absl::StrCat("param.", param.substr(0, equals));
-    if (equals == std::string::npos) {
+    if (equals == std::string::npos || equals == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("--param ", param, ": expected NAME=VALUE[,VALUE...], e.g. lr=1e-3,3e-3"));
     }
-    std::vector<std::string> values =
-        absl::StrSplit(param.substr(equals + 1), ',', absl::SkipEmpty());
-    if (values.empty())
-      return absl::InvalidArgumentError(absl::StrCat("--param ", param, ": no value"));
-    if (values.size() == 1) {
-      RETURN_IF_ERROR(SetSpecField(spec->mutable_base(), field, values[0]));
-      continue;
+    const std::string name = param.substr(0, equals);
+    if (values.find(name) == values.end()) names.push_back(name);
+    for (absl::string_view value :
+         absl::StrSplit(param.substr(equals + 1), ',', absl::SkipEmpty())) {
+      values[name].emplace_back(value);
     }
-    trainer::v1::SweepAxis* axis = spec->add_axes();
-    axis->set_field(field);
-    for (const std::string& value : values) {
-      trainer::v1::JobSpec probe;
-      RETURN_IF_ERROR(SetSpecField(&probe, field, value));
-      axis->add_values(value);
-    }
+  }
+  for (const std::string& name : names) {
+    RETURN_IF_ERROR(AddFieldValues(absl::StrCat("--param ", name), absl::StrCat("param.", name),
+                                   values[name], spec));
   }
   return absl::OkStatus();
 }
@@ -111,22 +130,9 @@ int RunSweep(Context& ctx, SweepFlags flags) {
             : std::string(row.field);
     auto it = flags.values.find(flag);
     if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
-    std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
-    if (values.empty()) return ctx.UsageError(flag + ": no value");
-    if (values.size() == 1) {
-      if (absl::Status s = SetSpecField(spec->mutable_base(), field, values[0]); !s.ok()) {
-        return ctx.UsageError(std::string(s.message()));
-      }
-      continue;
-    }
-    auto* axis = spec->add_axes();
-    axis->set_field(field);
-    for (const std::string& v : values) {
-      trainer::v1::JobSpec probe;  // check the value's type now: a typo is exit code 2
-      if (absl::Status s = SetSpecField(&probe, field, v); !s.ok()) {
-        return ctx.UsageError(std::string(s.message()));
-      }
-      axis->add_values(v);
+    const std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
+    if (absl::Status s = AddFieldValues(flag, field, values, spec); !s.ok()) {
+      return ctx.UsageError(std::string(s.message()));
     }
   }
   for (const SpecFlagInfo& row : SpecFlagTable()) {
@@ -195,13 +201,19 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
                   "a program to sweep, e.g. -- python3 train.py --lr {lr}");
   for (const SpecFlagInfo& row : SpecFlagTable()) {
     if (!IsSweepFlag(row)) continue;
+    const std::string type = SpecFlagTypeName(row);
     cmd->add_option(row.flag, flags->values[row.flag],
-                    absl::StrCat(SpecFlagHelp(row), " (a,b,...: an axis of the grid)"));
+                    absl::StrCat(SpecFlagHelp(row), " (a,b,...: an axis of the grid)"))
+        ->type_name(absl::StrCat(type, "[,", type, "...]"))
+        ->multi_option_policy(CLI::MultiOptionPolicy::Join)  // --lr 1e-3 --lr 1e-2: both
+        ->delimiter(',')
+        ->group(SpecFlagSection(row));
   }
   for (const SpecFlagInfo& row : SpecFlagTable()) {
     if (row.is_switch) {
       cmd->add_flag(row.flag, flags->switches[row.flag],
-                    absl::StrCat(SpecFlagHelp(row), " (every member)"));
+                    absl::StrCat(SpecFlagHelp(row), " (every member)"))
+          ->group(SpecFlagSection(row));
     }
   }
   AddScriptCommandOptions(cmd, &flags->script, /*positional=*/false);

@@ -11,6 +11,7 @@
 #include "client/cli_checks.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
+#include "client/interrupt_notice.h"
 #include "client/render/event_renderer.h"
 #include "client/rpc.h"
 #include "common/log_format.h"
@@ -57,6 +58,7 @@ int WatchJob(Context& ctx, int64_t job_id, int64_t from_seq, std::optional<Rende
   }
   std::unique_ptr<EventRenderer> renderer =
       MakeEventRenderer(*mode, job_id, ctx.out(), ctx.err(), IsProgramJob(ctx, job_id));
+  const InterruptNotice notice(JobKeepsRunning(job_id), *mode == RenderMode::kProgressBar);
   int64_t next_seq = std::max<int64_t>(from_seq, 1);
   Job::State final_state = Job::STATE_UNSPECIFIED;
   bool ever_connected = false;

@@ -9,7 +9,9 @@
 #include "absl/strings/str_format.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
+#include "client/interrupt_notice.h"
 #include "client/rpc.h"
+#include "client/sweep_members.h"
 #include "common/log_format.h"
 #include "common/terminal_text.h"
 
@@ -69,30 +71,14 @@ std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetr
 }  // namespace
 
 int WatchSweep(Context& ctx, int64_t sweep_id) {
+  const InterruptNotice notice(SweepKeepsRunning(sweep_id), /*after_progress_bar=*/false);
   std::map<int64_t, Job::State> last_state;
   int lines_drawn = 0;
   while (true) {
-    trainer::v1::ListJobsRequest request;
-    request.set_sweep_id(sweep_id);
-    request.set_page_size(1000);
     std::vector<Job> members;
-    do {
-      trainer::v1::ListJobsResponse page;
-      auto call = UnaryCall();
-      grpc::Status status = ctx.stub().ListJobs(call.get(), request, &page);
-      if (!status.ok()) return ctx.Fail(status);
-      members.insert(members.end(), page.jobs().begin(), page.jobs().end());
-      request.set_page_token(page.next_page_token());
-    } while (!request.page_token().empty());
-    if (members.empty()) {
-      trainer::v1::GetSweepRequest get;
-      get.set_id(sweep_id);
-      trainer::v1::Sweep sweep;
-      auto call = UnaryCall();
-      grpc::Status status = ctx.stub().GetSweep(call.get(), get, &sweep);
-      if (!status.ok()) return ctx.Fail(status);
+    if (grpc::Status status = ListSweepMembers(ctx.stub(), sweep_id, {}, &members); !status.ok()) {
+      return ctx.Fail(status);
     }
-    std::reverse(members.begin(), members.end());  // oldest (first queued) first
     int finished = 0, succeeded = 0;
     for (const Job& job : members) {
       finished += Finished(job.state()) ? 1 : 0;

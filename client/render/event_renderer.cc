@@ -130,16 +130,11 @@ class ProgressBarRenderer : public EventRenderer {
 
 }  // namespace
 
-std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
-  const int64_t batches = std::max(1, step.batches_per_epoch());
-  const int64_t done_in_epoch = std::min<int64_t>(step.batch(), batches);
-  const double fraction = static_cast<double>(done_in_epoch) / batches;
-  // ETA over all remaining epochs from the current throughput.
-  const int64_t remaining =
-      (batches - done_in_epoch) + static_cast<int64_t>(step.epochs() - step.epoch()) * batches;
-  const double eta = step.step_seconds() > 0 ? remaining * step.step_seconds() : -1;
-  // Data parallel: one memory figure per device ("cuda:0 1.2 GiB, cuda:1 1.2 GiB").
-  std::string memory;
+namespace {
+
+// Data parallel: one memory figure per device ("cuda:0 1.2 GiB, cuda:1 1.2 GiB"); "" when the
+// job reports none (a program on the CPU before its first reading).
+std::string MemoryText(const trainer::v1::StepMetrics& step) {
   if (step.ranks_size() > 0) {
     // CPU ranks share one device name: name them by rank instead.
     std::set<std::string> names;
@@ -150,18 +145,46 @@ std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
       parts.push_back(absl::StrCat(by_device ? rank.device() : absl::StrCat("rank ", rank.rank()),
                                    " ", FormatBytes(rank.current_allocated_bytes())));
     }
-    memory = absl::StrJoin(parts, ", ");
-  } else {
-    memory = absl::StrCat(FormatBytes(step.current_allocated_bytes()), " / ",
-                          FormatBytes(step.driver_allocated_bytes()));
+    return absl::StrJoin(parts, ", ");
   }
-  const std::string tail = absl::StrFormat(
-      " %3.0f%% %d/%d | ETA %s | loss %.4f | %.0f samples/s | mem %s", fraction * 100,
-      done_in_epoch, batches, FormatDuration(eta), step.loss(), step.samples_per_second(), memory);
-  const std::string head = absl::StrFormat("epoch %d/%d ", step.epoch(), step.epochs());
+  if (step.current_allocated_bytes() == 0 && step.driver_allocated_bytes() == 0) return "";
+  return absl::StrCat(FormatBytes(step.current_allocated_bytes()), " / ",
+                      FormatBytes(step.driver_allocated_bytes()));
+}
+
+}  // namespace
+
+// A program may not say how many epochs or batches it runs, nor its speed or memory: what it did
+// not say is left out ("epoch 2 | batch 300 | loss 0.4410"), never shown as 0 ("epoch 2/0").
+std::string ProgressLine(const trainer::v1::StepMetrics& step, int width) {
+  const bool batches_known = step.batches_per_epoch() > 0;
+  const int64_t batches = std::max(1, step.batches_per_epoch());
+  const int64_t done_in_epoch = std::min<int64_t>(step.batch(), batches);
+  const double fraction = static_cast<double>(done_in_epoch) / batches;
+  std::string tail;
+  if (batches_known) {
+    absl::StrAppendFormat(&tail, " %3.0f%% %d/%d", fraction * 100, done_in_epoch, batches);
+    if (step.epochs() > 0 && step.step_seconds() > 0) {  // over all remaining epochs
+      const int64_t remaining =
+          (batches - done_in_epoch) + static_cast<int64_t>(step.epochs() - step.epoch()) * batches;
+      absl::StrAppend(&tail, " | ETA ", FormatDuration(remaining * step.step_seconds()));
+    }
+  } else {
+    absl::StrAppendFormat(&tail, "| batch %d", step.batch());
+  }
+  absl::StrAppendFormat(&tail, " | loss %.4f", step.loss());
+  if (step.samples_per_second() > 0) {
+    absl::StrAppendFormat(&tail, " | %.0f samples/s", step.samples_per_second());
+  }
+  if (const std::string memory = MemoryText(step); !memory.empty()) {
+    absl::StrAppend(&tail, " | mem ", memory);
+  }
+  const std::string head = step.epochs() > 0
+                               ? absl::StrFormat("epoch %d/%d ", step.epoch(), step.epochs())
+                               : absl::StrFormat("epoch %d ", step.epoch());
   const int bar_width = std::clamp(width - static_cast<int>(head.size() + tail.size()) - 2, 0, 40);
   std::string bar;
-  if (bar_width >= 5) {
+  if (batches_known && bar_width >= 5) {
     const int filled = static_cast<int>(fraction * bar_width);
     bar = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "]";
   }

@@ -31,6 +31,17 @@ TEST(EventRendererTest, ProgressLineShowsEverything) {
   EXPECT_LE(ProgressLine(step, 60).size(), 60u);
 }
 
+// A program that prints "epoch 2 step 300 loss 0.4410" says neither its epoch count, its batches
+// per epoch, its speed nor its memory: none of them is drawn as 0.
+TEST(EventRendererTest, ProgressLineLeavesOutWhatAProgramDidNotSay) {
+  trainer::v1::StepMetrics step;
+  step.set_epoch(2);
+  step.set_batch(300);
+  step.set_loss(0.441);
+  const std::string line = ProgressLine(step, 150);
+  EXPECT_EQ(line, "epoch 2 | batch 300 | loss 0.4410");
+}
+
 TEST(EventRendererTest, ProgressLineShowsEveryRanksMemory) {
   trainer::v1::StepMetrics step;
   step.set_epoch(1);

@@ -26,7 +26,19 @@ double SecondsBetween(const google::protobuf::Timestamp& a, const google::protob
   return absl::ToDoubleSeconds(ToTime(b) - ToTime(a));
 }
 
+// The options a program's job has: the program reads its own (epochs, batch size, learning rate
+// are its arguments, not the spec's, which leaves them unset).
+std::string ProgramOptions(const trainer::v1::JobSpec& s) {
+  std::vector<std::string> parts;
+  if (s.has_threads()) parts.push_back(absl::StrCat("threads ", s.threads()));
+  if (s.stop_at_accuracy() > 0) {
+    parts.push_back(absl::StrFormat("stop at validation accuracy %.4g", s.stop_at_accuracy()));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
 std::string Options(const trainer::v1::JobSpec& s) {
+  if (s.has_script()) return ProgramOptions(s);
   const int ranks = RankCount(s);
   std::vector<std::string> parts = {
       absl::StrCat("epochs ", s.epochs()),
@@ -113,19 +125,34 @@ void AppendTimes(const Job& job, std::string* out_ptr) {
   }
 }
 
+// "  accuracy  test 82.25%, best validation 78.35% (epoch 2)": only what the job measured. A
+// built-in job always tests; a program reports what it prints, and a value it never printed is
+// left out, never shown as 0. Epochs count from 1, so best_epoch 0 means no validation.
+void AppendAccuracy(const Job& job, std::string* out_ptr) {
+  const auto& result = job.result();
+  std::vector<std::string> parts;
+  if (!job.spec().has_script() || result.test_accuracy() > 0) {
+    parts.push_back(absl::StrFormat("test %.2f%%", result.test_accuracy() * 100));
+  }
+  if (result.best_epoch() > 0) {
+    parts.push_back(absl::StrFormat("best validation %.2f%% (epoch %d)",
+                                    result.best_validation_accuracy() * 100, result.best_epoch()));
+  }
+  if (parts.empty()) return;
+  absl::StrAppendFormat(out_ptr, "  accuracy  %s\n", absl::StrJoin(parts, ", "));
+}
+
 // Accuracy, an early stop, epoch times and peak memory.
 void AppendResults(const Job& job, std::string* out_ptr) {
   std::string& out = *out_ptr;
   const auto& spec = job.spec();
   const auto& result = job.result();
-  if (job.state() == Job::SUCCEEDED) {
-    absl::StrAppendFormat(&out, "  accuracy  test %.2f%%, best validation %.2f%% (epoch %d)\n",
-                          result.test_accuracy() * 100, result.best_validation_accuracy() * 100,
-                          result.best_epoch());
-  }
+  if (job.state() == Job::SUCCEEDED) AppendAccuracy(job, &out);
   if (result.has_stopped()) {
-    absl::StrAppendFormat(&out, "  stopped   after epoch %d of %d, %.2f s of training: %s\n",
-                          result.stopped().epoch(), spec.epochs(), result.stopped().train_seconds(),
+    // A program's epoch count is its own: the spec does not know it.
+    const std::string of = spec.epochs() > 0 ? absl::StrCat(" of ", spec.epochs()) : "";
+    absl::StrAppendFormat(&out, "  stopped   after epoch %d%s, %.2f s of training: %s\n",
+                          result.stopped().epoch(), of, result.stopped().train_seconds(),
                           TerminalSafe(result.stopped().reason()));
   }
   if (result.epoch_seconds_no_eval_size() > 0) {
@@ -203,7 +230,9 @@ std::string DescribeJob(const Job& job) {
                       spec.name().empty() ? "" : "  (" + TerminalSafe(spec.name()) + ")");
   AppendWhatRuns(spec, &out);
   AppendDevice(spec, &out);
-  absl::StrAppendFormat(&out, "  options   %s\n", Options(spec));
+  if (const std::string options = Options(spec); !options.empty()) {
+    absl::StrAppendFormat(&out, "  options   %s\n", options);
+  }
   absl::StrAppendFormat(&out, "  created   %s\n", FormatTimestamp(job.create_time()));
   AppendTimes(job, &out);
   AppendResults(job, &out);

@@ -83,3 +83,30 @@ TEST(JobTextTest, AProgramShowsItsCommandInsteadOfAModel) {
 
 }  // namespace
 }  // namespace traind
+
+namespace traind {
+namespace {
+
+// A program's job: its spec leaves epochs, batch size and learning rate to the program, and it
+// printed validation accuracies but no test accuracy. `show` says what it printed and nothing
+// else: no "epochs 0, batch 0, lr 0", no "test 0.00%".
+TEST(JobTextTest, AProgramsJobShowsOnlyWhatItPrinted) {
+  trainer::v1::Job job;
+  job.set_id(9);
+  job.set_state(trainer::v1::Job::SUCCEEDED);
+  job.mutable_spec()->mutable_script()->add_args("train.py");
+  job.mutable_spec()->set_device("cpu");
+  job.mutable_result()->set_best_validation_accuracy(0.7835);
+  job.mutable_result()->set_best_epoch(2);
+  const std::string text = DescribeJob(job);
+  EXPECT_TRUE(absl::StrContains(text, "  accuracy  best validation 78.35% (epoch 2)\n")) << text;
+  for (const char* absent : {"test 0.00%", "epochs 0", "batch 0", "lr 0", "options"}) {
+    EXPECT_FALSE(absl::StrContains(text, absent)) << absent << " in\n" << text;
+  }
+  job.mutable_result()->set_test_accuracy(0.8225);
+  EXPECT_TRUE(absl::StrContains(DescribeJob(job),
+                                "  accuracy  test 82.25%, best validation 78.35% (epoch 2)\n"));
+}
+
+}  // namespace
+}  // namespace traind

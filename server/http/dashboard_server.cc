@@ -70,6 +70,19 @@ void ServeAsset(const std::string& path, httplib::Response& response, int status
                        asset->content_type);
 }
 
+// The login form, as a `status` response; with `message` (a constant of ours, never a request's
+// text: it is not escaped) above the form.
+void ServeLoginForm(httplib::Response& response, int status, const char* message = nullptr) {
+  ServeAsset("/login.html", response, status);
+  if (message == nullptr) return;
+  std::string page = response.body;
+  const size_t at = page.find("<!--message-->");
+  if (at == std::string::npos) return;
+  page.replace(at, std::strlen("<!--message-->"),
+               absl::StrCat("<p id=\"error\" role=\"alert\">", message, "</p>"));
+  response.set_content(page, "text/html; charset=utf-8");
+}
+
 void SendError(httplib::Response& response, const grpc::Status& status) {
   response.status = RpcGateway::HttpStatusOf(status.error_code());
   response.set_content(RpcGateway::ErrorJson(status), kJson);
@@ -189,7 +202,10 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   server.set_default_headers({
       {"X-Content-Type-Options", "nosniff"},
       {"X-Frame-Options", "DENY"},
-      {"Referrer-Policy", "no-referrer"},  // the login link's token never leaves in a Referer
+      // The login link's token never leaves in a Referer to another site. Not "no-referrer": with
+      // it a browser sends `Origin: null` on the page's own form posts, and the login form's POST
+      // would be refused as cross-site.
+      {"Referrer-Policy", "same-origin"},
       {"Cache-Control", "no-store"},
       {"Content-Security-Policy",
        "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
@@ -286,7 +302,7 @@ void DashboardServer::RoutePagesAndSessions() {
     if (Authenticate(request, refusal).has_value()) {
       ServeAsset("/index.html", response);
     } else {
-      ServeAsset("/login.html", response, 401);
+      ServeLoginForm(response, 401);
     }
   });
   // Scripts and styles hold no data: served to anyone, so the login form has its styles.
@@ -301,7 +317,9 @@ void DashboardServer::RoutePagesAndSessions() {
                if (!session.has_value()) {
                  std::cerr << "traind: dashboard: refused a login link from " << request.remote_addr
                            << " (unknown, used or expired)\n";
-                 ServeAsset("/login.html", response, 401);
+                 ServeLoginForm(response, 401,
+                                "That login link was already used or has expired: each link "
+                                "logs in once. Paste a token below.");
                  return;
                }
                set_cookie(response, session->id, 7 * 24 * 3600);
@@ -312,7 +330,12 @@ void DashboardServer::RoutePagesAndSessions() {
                 // A login from another site's form would log this browser in as someone else (login
                 // CSRF); a token in the URL would end up in logs and history.
                 if (!SameOrigin(request) || request.target.find('?') != std::string::npos) {
-                  ServeAsset("/login.html", response, 403);
+                  std::cerr << "traind: dashboard: refused a login form from "
+                            << request.remote_addr << " sent from another site (Origin: "
+                            << request.get_header_value("Origin").substr(0, 100) << ")\n";
+                  ServeLoginForm(response, 403,
+                                 "This form was sent from another page or site. Open the "
+                                 "dashboard's own address and log in there.");
                   return;
                 }
                 const std::string token = request.get_param_value("token");
@@ -325,7 +348,9 @@ void DashboardServer::RoutePagesAndSessions() {
                   identity = HttpIdentity{false, token, caller->owner, caller->is_admin()};
                 }
                 if (!identity.has_value()) {
-                  ServeAsset("/login.html", response, 401);
+                  ServeLoginForm(response, 401,
+                                 "That token was not accepted: it is neither traind's http.token "
+                                 "nor a token of its --token-file.");
                   return;
                 }
                 set_cookie(response, sessions_.Create(*identity).id, 7 * 24 * 3600);

@@ -1,7 +1,9 @@
 // The dashboard in a real browser: headless Chromium (Debian's) driven by puppeteer-core against
 // a real traind (tests/dashboard/with_dashboard.sh), real jobs submitted with trainctl.
 //   node page_test.cjs NODE_MODULES [SCREENSHOT_DIR]
-// Checks: a page without the token gets 401; the queue lists a submitted job; on the job page the
+// Checks: a page without the token gets 401; a job page's charts fit their cards at 1024-1920 px
+// on first load; the login form, typed into and clicked, logs in once
+// the one-time link is spent (and says why when it does not); the queue lists a submitted job; on the job page the
 // loss curve's point count grows while the job runs; Cancel on the page cancels it; the sweep page
 // renders its report, the compare page both members, the devices page the CPU; a sweep of a user's
 // Python program (trainctl sweep -- python3 ...) shows its report, its members' curves and the file
@@ -133,6 +135,8 @@ async function main() {
     await page.waitForSelector('tr[data-device="cpu"]', { timeout: 15000 });
     check(true, 'the devices page lists the CPU');
 
+    await chartsFitTheirCards(browser, running);
+    await loginForm(browser);
     await programSweep(page);
     await programWithoutBatchCounts(page);
 
@@ -210,6 +214,68 @@ async function programWithoutBatchCounts(page) {
     check(ascending === 'true',
       `a program without batch counts gets a loss curve whose x rises (${points} points, ascending ${ascending})`);
   });
+}
+
+// A job page opened fresh at common window widths: each chart's drawing lies inside its own card,
+// and no two cards overlap (a chart sized before the grid placed its neighbours was drawn across
+// them until the window was resized). The layout is read from the browser, not computed here.
+async function chartsFitTheirCards(browser, job) {
+  for (const width of [1024, 1280, 1400, 1920]) {
+    const page = await browser.newPage();
+    try {
+      await page.setViewport({ width, height: 900 });
+      await page.goto(base + '/#/job/' + job);
+      await page.waitForFunction(() => document.querySelectorAll('.chart .uplot').length === 4, { timeout: 15000 });
+      const fits = () => Array.from(document.querySelectorAll('.chart')).every((card) => {
+        const box = card.getBoundingClientRect();
+        const drawn = card.querySelector('.uplot').getBoundingClientRect();
+        return drawn.left >= box.left - 0.5 && drawn.right <= box.right + 0.5;
+      });
+      const laidOut = await page.waitForFunction(fits, { timeout: 5000 }).then(() => true, () => false);
+      const rects = await page.$$eval('.chart', (cards) => cards.map((card) => {
+        const box = card.getBoundingClientRect();
+        const drawn = card.querySelector('.uplot').getBoundingClientRect();
+        return { id: card.id, left: box.left, right: box.right, top: box.top, bottom: box.bottom,
+          drawnLeft: drawn.left, drawnRight: drawn.right };
+      }));
+      const overlap = rects.some((a, i) => rects.some((b, j) => i < j &&
+        a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5));
+      check(laidOut && !overlap, `at ${width} px every chart is drawn inside its own card (` +
+        rects.map((r) => `${r.id} card ${Math.round(r.left)}-${Math.round(r.right)} drawn ${Math.round(r.drawnLeft)}-${Math.round(r.drawnRight)}`).join('; ') + ')');
+    } finally {
+      await page.close();
+    }
+  }
+}
+
+// The login form as a user meets it once the one-time link is spent: the link again says it was
+// used; a wrong token typed in says it was not accepted; the right one (the local user's
+// http.token) typed and submitted with a click lands on the queue. A fresh browser context each,
+// so no cookie of the main page helps.
+async function loginForm(browser) {
+  const token = fs.readFileSync(process.env.TRAIND_HTTP_TOKEN_FILE, 'utf8').trim();
+  const context = await browser.createBrowserContext();
+  try {
+    const page = await context.newPage();
+    const spent = await page.goto(login);
+    const said = await page.$eval('#error', (p) => p.textContent).catch(() => '');
+    check(spent.status() === 401 && /already used or has expired/.test(said),
+      'the spent login link shows the form saying so (' + spent.status() + ': ' + said + ')');
+
+    await page.type('input[name=token]', 'not-a-token');
+    const [wrong] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+    const refusal = await page.$eval('#error', (p) => p.textContent).catch(() => '');
+    check(wrong.status() === 401 && /not accepted/.test(refusal),
+      'a wrong token typed into the form is refused with a message (' + wrong.status() + ': ' + refusal + ')');
+
+    await page.type('input[name=token]', token);
+    const [landed] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')]);
+    check(landed.status() === 200 && page.url() === base + '/',
+      'the token typed into the login form logs in and lands on the queue (' + landed.status() + ' ' + page.url() + ')');
+    await page.waitForSelector('#logout', { timeout: 15000 });
+  } finally {
+    await context.close();
+  }
 }
 
 // Calls fn with a new folder holding train.py made of `lines`, and removes the folder after.

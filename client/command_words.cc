@@ -1,0 +1,193 @@
+#include "client/command_words.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace traind {
+
+namespace {
+
+// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two
+// neighbours (the commonest typo: --modle) each cost 1.
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The verbs and options in force at one point of the command line: those of the verb named last
+// and of every verb above it (trainctl's apps fall through to their parents).
+class Scope {
+ public:
+  explicit Scope(const CLI::App& root) { chain_.push_back(&root); }
+
+  const CLI::App& verb() const { return *chain_.back(); }
+
+  // The named subcommand of the current verb, or nullptr.
+  const CLI::App* Subcommand(const std::string& name) const {
+    for (const CLI::App* sub : Subcommands()) {
+      if (sub->check_name(name)) return sub;
+    }
+    return nullptr;
+  }
+  std::vector<const CLI::App*> Subcommands() const {
+    return verb().get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
+  }
+  void Enter(const CLI::App* sub) { chain_.push_back(sub); }
+
+  // The option called `name` ("--model" or "-o"), or nullptr.
+  const CLI::Option* Option(const std::string& name) const {
+    for (auto it = chain_.rbegin(); it != chain_.rend(); ++it) {
+      for (const CLI::Option* option : (*it)->get_options()) {
+        if (!option->get_positional() && option->check_name(name)) return option;
+      }
+    }
+    return nullptr;
+  }
+  std::vector<std::string> LongOptionNames() const {
+    std::vector<std::string> names;
+    for (const CLI::App* app : chain_) {
+      for (const CLI::Option* option : app->get_options()) {
+        for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+      }
+    }
+    return names;
+  }
+  // "trainctl submit": how to name the verb in a message.
+  std::string Path() const {
+    std::vector<std::string> names;
+    for (const CLI::App* app : chain_) names.push_back(app->get_name());
+    return absl::StrJoin(names, " ");
+  }
+  bool AtRoot() const { return chain_.size() == 1; }
+
+ private:
+  std::vector<const CLI::App*> chain_;
+};
+
+// `after_word`: a positional came before it in this verb. In a verb that runs a program that
+// begins the program's command, whose own options belong after "--".
+absl::Status UnknownOption(const Scope& scope, const std::string& name, bool after_word) {
+  // The verbs that run a program (`run`, `sweep`) are those that send its working directory.
+  const bool takes_command = scope.verb().get_option_no_throw("--workdir") != nullptr;
+  if (after_word && takes_command) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(scope.verb().get_name(), ": unknown option ", name,
+                     "; a program's own options go after --, e.g. ", scope.Path(),
+                     " -- python3 train.py ", name, " ..."));
+  }
+  const std::string nearest = NearestWord(name, scope.LongOptionNames());
+  const std::string where = scope.AtRoot() ? "" : absl::StrCat(scope.verb().get_name(), ": ");
+  return absl::InvalidArgumentError(
+      nearest.empty()
+          ? absl::StrCat(where, "unknown option ", name, " (`", scope.Path(),
+                         " --help` lists them)")
+          : absl::StrCat(where, "unknown option ", name, "; did you mean ", nearest, "?"));
+}
+
+absl::Status UnknownVerb(const Scope& scope, const std::string& word) {
+  std::vector<std::string> verbs;
+  for (const CLI::App* sub : scope.Subcommands()) verbs.push_back(sub->get_name());
+  const std::string nearest = NearestWord(word, verbs);
+  const std::string what =
+      scope.AtRoot() ? "command" : absl::StrCat(scope.verb().get_name(), " command");
+  return absl::InvalidArgumentError(
+      nearest.empty()
+          ? absl::StrCat("unknown ", what, " '", word, "' (`", scope.Path(),
+                         " --help` lists them: ", absl::StrJoin(verbs, ", "), ")")
+          : absl::StrCat("unknown ", what, " '", word, "'; did you mean '", nearest, "'?"));
+}
+
+bool TakesValue(const CLI::Option& option) { return option.get_items_expected_max() > 0; }
+
+// "-1e-3" and "-5" are values (a negative learning rate or priority), not short options.
+bool IsShortOption(const std::string& word) {
+  return word.size() >= 2 && word[0] == '-' && word[1] != '-' &&
+         std::isalpha(static_cast<unsigned char>(word[1]));
+}
+
+}  // namespace
+
+std::string NearestWord(const std::string& word, const std::vector<std::string>& known) {
+  std::string best;
+  size_t best_distance = 0;
+  // One typo in four letters at most, and never more than 3: "--lr" is not a typo of "--lrs-x".
+  const size_t allowed = std::min<size_t>(3, std::max<size_t>(1, word.size() / 4));
+  for (const std::string& candidate : known) {
+    const size_t distance = EditDistance(word, candidate);
+    if (distance <= allowed && (best.empty() || distance < best_distance)) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  if (!best.empty()) return best;
+  // A cut-short word ("--lr-sched"): the one known word it begins, when only one does.
+  if (word.size() >= 4) {
+    for (const std::string& candidate : known) {
+      if (absl::StartsWith(candidate, word)) {
+        if (!best.empty()) return "";
+        best = candidate;
+      }
+    }
+  }
+  return best;
+}
+
+absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::string>& args) {
+  Scope scope(app);
+  bool value_next = false;  // the word after an option that takes one is its value
+  bool after_word = false;  // a positional came before, in the current verb
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") break;  // the rest is a user's program and its arguments
+    if (value_next) {
+      value_next = false;
+      continue;
+    }
+    if (absl::StartsWith(word, "--") && word.size() > 2) {
+      const size_t equals = word.find('=');
+      const std::string name = word.substr(0, equals);
+      const CLI::Option* option = scope.Option(name);
+      if (option == nullptr) return UnknownOption(scope, name, after_word);
+      value_next = equals == std::string::npos && TakesValue(*option);
+      continue;
+    }
+    if (IsShortOption(word)) {
+      const std::string name = word.substr(0, 2);
+      const CLI::Option* option = scope.Option(name);
+      if (option == nullptr) return UnknownOption(scope, name, after_word);
+      value_next = word.size() == 2 && TakesValue(*option);
+      continue;
+    }
+    // A word: the next verb while the current one has verbs below it, else a positional.
+    const CLI::App* sub = scope.Subcommand(word);
+    if (sub != nullptr) {
+      scope.Enter(sub);
+      after_word = false;
+    } else if (scope.Subcommands().empty()) {
+      after_word = true;
+    } else if (scope.verb()
+                   .get_options([](const CLI::Option* o) { return o->get_positional(); })
+                   .empty()) {
+      return UnknownVerb(scope, word);
+    } else {
+      after_word = true;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace traind

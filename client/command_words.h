@@ -1,0 +1,27 @@
+// Checks a trainctl command line's words against the verbs and options the app defines, before
+// CLI11 parses it, so that a typo is named as one: "unknown option --modle; did you mean
+// --model?" instead of CLI11 taking the option's value for a positional ("job_file: File does
+// not exist: mlp") or reporting a missing subcommand. Stateless; any thread.
+#ifndef TRAIND_CLIENT_COMMAND_WORDS_H_
+#define TRAIND_CLIENT_COMMAND_WORDS_H_
+
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+
+namespace traind {
+
+// INVALID_ARGUMENT naming the first unknown verb or option in `args` (args[0] is the program's
+// name) with the nearest known one when there is a near one; OK otherwise. Words after "--" belong
+// to a user's program and are not looked at; neither are option values and positionals.
+absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::string>& args);
+
+// The known word nearest to `word` (edit distance, or a longer word it begins), or "" when none
+// is near enough to be the one meant.
+std::string NearestWord(const std::string& word, const std::vector<std::string>& known);
+
+}  // namespace traind
+
+#endif  // TRAIND_CLIENT_COMMAND_WORDS_H_

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""The first hour on the command line, as a user meets it: a real traind (tests/python/with_daemon.sh
+starts one), the real trainctl binary, real Python programs, and Ctrl-C typed into a real terminal
+(a pty: the terminal's line discipline turns it into SIGINT for trainctl's process group).
+
+Each test waits for states, never for durations: a program that must still be running when the
+test looks waits for a file the test writes. Run:
+  tests/python/with_daemon.sh build/bin /usr/bin/python3 tests/cli/first_hour_test.py
+"""
+import json
+import os
+import pathlib
+import pty
+import select
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+# A program that prints an epoch line, then waits until the test lets it go on (its `go` file).
+WAITING_PROGRAM = """\
+import os, sys, time
+lr = sys.argv[sys.argv.index("--lr") + 1] if "--lr" in sys.argv else "0.001"
+print(f"epoch 1 loss 0.6867 acc 0.7557 val_acc 0.7835 lr {lr}", flush=True)
+while not os.path.exists("GO_FILE"):
+    time.sleep(0.02)
+print("epoch 2 loss 0.5 acc 0.8 val_acc 0.81", flush=True)
+"""
+
+
+def trainctl(*args, check=True):
+    result = subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"trainctl {args} exited {result.returncode}: {result.stderr}")
+    return result
+
+
+def show(job_id):
+    return json.loads(trainctl("--output", "json", "show", job_id).stdout)
+
+
+def wait_until(what, predicate, seconds=300):
+    deadline = time.monotonic() + seconds
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def sweep_members(sweep_id):
+    jobs = json.loads(trainctl("--output", "json", "list", "--sweep", sweep_id).stdout)
+    return sorted(jobs.get("jobs", []), key=lambda job: int(job["id"]))
+
+
+class Terminal:
+    """trainctl ARGS in a pseudo-terminal, as typed at a shell prompt."""
+
+    def __init__(self, *args):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: trainctl on the terminal
+            os.execvp("trainctl", ["trainctl", *map(str, args)])
+        self.screen = b""
+
+    def read_until(self, text, seconds=120):
+        deadline = time.monotonic() + seconds
+        while text.encode() not in self.screen:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never appeared; the terminal shows {self.screen!r}")
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if ready:
+                try:
+                    self.screen += os.read(self.fd, 65536)
+                except OSError:  # the child ended: no more output
+                    break
+        return self.screen.decode(errors="replace")
+
+    def ctrl_c(self):
+        os.write(self.fd, b"\x03")
+
+    def exit_code(self):
+        """trainctl's exit status as a shell reports it (128 + N for signal N), once it ends."""
+        while True:  # read the rest, so that trainctl is never blocked writing to the terminal
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self.screen += chunk
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+class FirstHourTest(unittest.TestCase):
+    def setUp(self):
+        self.work = pathlib.Path(tempfile.mkdtemp(prefix="first_hour_test.", dir="/tmp"))
+        self.go = self.work / "go"
+        (self.work / "train.py").write_text(WAITING_PROGRAM.replace("GO_FILE", str(self.go)))
+
+    def tearDown(self):
+        self.go.touch()  # lets every program of this test end
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def run_waiting_program(self, *flags):
+        return trainctl("run", "-C", self.work, "--device", "cpu", *flags, "--",
+                        "python3", "train.py").stdout.strip()
+
+    def test_a_typo_is_named_and_nothing_is_queued(self):
+        before = trainctl("--output", "json", "list").stdout
+        for args, message in [
+            (["submit", "--modle", "mlp", "--dataset", "fashion-mnist"],
+             "trainctl: submit: unknown option --modle; did you mean --model?\n"),
+            (["sbumit", "--model", "mlp"], "trainctl: unknown command 'sbumit'; did you mean 'submit'?\n"),
+            (["list", "--stat", "running"], "trainctl: list: unknown option --stat; did you mean --state?\n"),
+            (["run", "python3", "train.py", "--epochs", "3"],
+             "trainctl: run: unknown option --epochs; a program's own options go after --, e.g. "
+             "trainctl run -- python3 train.py --epochs ...\n"),
+        ]:
+            result = trainctl(*args, check=False)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertEqual(result.stderr, message)
+        self.assertEqual(trainctl("--output", "json", "list").stdout, before)
+
+    def test_ctrl_c_in_watch_leaves_the_job_running_and_says_so(self):
+        job = self.run_waiting_program()
+        terminal = Terminal("watch", job)
+        terminal.read_until("epoch 1")
+        terminal.ctrl_c()
+        self.assertEqual(terminal.exit_code(), 130)
+        screen = terminal.screen.decode(errors="replace")
+        self.assertIn(f"job {job} keeps running: `trainctl watch {job}` follows it again, "
+                      f"`trainctl cancel {job}` stops it", screen)
+        self.assertEqual(show(job)["state"], "RUNNING")
+        self.go.touch()
+        wait_until(f"job {job} to succeed", lambda: show(job)["state"] == "SUCCEEDED")
+
+    def test_ctrl_c_in_run_watch_says_the_job_goes_on(self):
+        terminal = Terminal("run", "-C", self.work, "--device", "cpu", "--watch", "--",
+                            "python3", "train.py")
+        screen = terminal.read_until("epoch 1")
+        # The upload's note comes first (stderr, on the same terminal), then the job's id alone.
+        ids = [line.strip() for line in screen.splitlines() if line.strip().isdigit()]
+        self.assertTrue(ids, screen)
+        job = ids[0]
+        terminal.ctrl_c()
+        self.assertEqual(terminal.exit_code(), 130)
+        self.assertIn(f"job {job} keeps running", terminal.screen.decode(errors="replace"))
+        self.assertEqual(show(job)["state"], "RUNNING")
+        self.assertIn(f"job {job}: stopping", trainctl("cancel", job).stdout)
+        wait_until(f"job {job} to end", lambda: show(job)["state"] == "CANCELLED")
+
+    def test_a_param_given_twice_sweeps_both_values_and_cancel_sweep_stops_them(self):
+        sweep = trainctl("sweep", "-C", self.work, "--device", "cpu", "--param", "lr=1e-3",
+                         "--param", "lr=1e-2", "--", "python3", "train.py", "--lr", "{lr}").stdout.strip()
+        members = sweep_members(sweep)
+        self.assertEqual(len(members), 2, members)
+        self.assertEqual(sorted(m["spec"]["script"]["params"]["lr"] for m in members), ["1e-2", "1e-3"])
+
+        terminal = Terminal("watch", "--sweep", sweep)
+        terminal.read_until(f"sweep {sweep}")
+        terminal.ctrl_c()
+        self.assertEqual(terminal.exit_code(), 130)
+        self.assertIn(f"sweep {sweep}'s jobs keep running", terminal.screen.decode(errors="replace"))
+
+        cancelled = trainctl("cancel", "--sweep", sweep).stdout
+        for member in members:
+            self.assertIn(f"job {member['id']}: ", cancelled)
+        wait_until("every member to end", lambda: all(
+            m["state"] == "CANCELLED" for m in sweep_members(sweep)))
+        again = trainctl("cancel", "--sweep", sweep)
+        self.assertIn("every member had already ended", again.stderr)
+        missing = trainctl("cancel", "--sweep", "999999", check=False)
+        self.assertEqual(missing.returncode, 2, missing.stderr)  # an unknown id, as for jobs
+        self.assertEqual(missing.stderr, "trainctl: sweep 999999 not found\n")
+
+    def test_wait_blocks_until_the_jobs_end_and_exits_by_their_outcome(self):
+        job = self.run_waiting_program()
+        waiter = subprocess.Popen(["trainctl", "wait", job], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        wait_until(f"job {job} to run", lambda: show(job)["state"] == "RUNNING")
+        self.assertIsNone(waiter.poll())  # the job waits for its go file: so does `wait`
+        timed_out = trainctl("wait", job, "--timeout", "0.2", check=False)
+        self.assertEqual(timed_out.returncode, 4, timed_out.stderr)
+        self.go.touch()
+        _, err = waiter.communicate(timeout=300)
+        self.assertEqual(waiter.returncode, 0, err)
+        self.assertEqual(show(job)["state"], "SUCCEEDED")
+
+        (self.work / "fail.py").write_text("raise SystemExit(3)\n")
+        failing = trainctl("run", "-C", self.work, "--device", "cpu", "--", "python3",
+                           "fail.py").stdout.strip()
+        result = trainctl("wait", job, failing, check=False)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(result.stderr, f"trainctl: job {failing} FAILED\n")
+
+    def test_logs_tail_prints_only_the_last_lines(self):
+        (self.work / "count.py").write_text("for i in range(50):\n    print(f'line {i}')\n")
+        job = trainctl("run", "-C", self.work, "--device", "cpu", "--", "python3",
+                       "count.py").stdout.strip()
+        self.assertEqual(trainctl("wait", job, check=False).returncode, 0)
+        tail = trainctl("logs", job, "--tail", "3").stdout.splitlines()
+        self.assertEqual(len(tail), 3, tail)
+        self.assertIn("line 49", "\n".join(tail))
+        self.assertGreater(len(trainctl("logs", job).stdout.splitlines()), 50)
+
+    def test_a_value_twice_on_an_axis_is_refused(self):
+        result = trainctl("sweep", "-C", self.work, "--device", "cpu", "--param", "lr=1e-3,1e-3",
+                          "--", "python3", "train.py", "--lr", "{lr}", check=False)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertEqual(result.stderr,
+                         "trainctl: --param lr: 1e-3 is given twice (each value makes one member)\n")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
