@@ -9,7 +9,7 @@ slices feed traind (the pipe, the runner, the store, a watcher) and the file sli
 the same process, environment and moment. A block's ratio, the file slices' time over the output
 slices' time, is then traind's speed against a file with the host's drift cancelled: the slices
 are a fraction of a second apart and in mirrored order. The host's speed swings that make the
-flood's whole-run ratio wander by 20-60% (docs/benchmarks.md) touch both halves of a block alike.
+flood's whole-run ratio wander by 20-60% (docs/benchmarks-history.md) touch both halves of a block alike.
 Each slice ends with a flush and then, untimed, a wait until the output's reader has taken every
 byte (a pipe holds a whole slice), so that traind's reading of a slice does not fall into the
 next one, and its lag is not charged to the program, which would not wait for it.

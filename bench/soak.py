@@ -78,7 +78,7 @@ class Daemon:
             # A new channel each try, with subchannels of its own, so that it cannot inherit a
             # failed try's reconnect back-off (1 s, then 1.6x: gRPC may share subchannels between
             # channels to one target). Side by side on a 300-job state it made no difference
-            # (docs/benchmarks.md, soak, session 12).
+            # (docs/benchmarks-history.md, soak, session 12).
             channel = grpc.insecure_channel(f"unix:{self.state}/traind.sock",
                                             options=[("grpc.use_local_subchannel_pool", 1)])
             stub = pb_grpc.TrainerStub(channel)

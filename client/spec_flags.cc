@@ -118,8 +118,10 @@ const std::vector<SpecFlagInfo>& SpecFlagTable() {
       {"--gpus-per-node", "gpus_per_node", "Slurm: GPUs per node (--device cuda; one per task)",
        false, true},
       {"--partition", "partition", "Slurm: the partition (default: the cluster's)", false, true},
-      {"--time", "time_limit", "Slurm: time limit, e.g. 30 (minutes), 2:00:00, 1-00:00:00", false,
-       true},
+      {"--time", "time_limit",
+       "Time limit: the job fails once it has run this long, e.g. 30 (minutes), 2:00:00, "
+       "1-00:00:00 (sbatch's format; on Slurm, sbatch --time)",
+       false, true},
       {"--deterministic", "deterministic",
        "Deterministic algorithms and seeded device generators: repeatable on CUDA too (slower)",
        true, false},
@@ -194,6 +196,7 @@ std::string SpecFlagTypeName(const SpecFlagInfo& row) {
   const std::string name = row.field;
   if (name == "model" || name == "dataset") return "NAME";
   if (name == "data_dir") return "DIR";
+  if (name == "time_limit") return "TIME";
   if (std::string(row.flag) == "--init-from") return "JOB[:NAME]";
   if (absl::EndsWith(name, "_file") || name == "init_from") return "FILE";
   return "TEXT";

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/rpc.h"
 
 namespace traind {
@@ -29,6 +33,39 @@ grpc::Status ListSweepMembers(trainer::v1::Trainer::Stub& stub, int64_t sweep_id
   trainer::v1::Sweep sweep;
   auto call = UnaryCall();
   return stub.GetSweep(call.get(), get, &sweep);
+}
+
+grpc::Status ResolveSweep(trainer::v1::Trainer::Stub& stub, const std::string& id_or_name,
+                          int64_t* id) {
+  if (absl::SimpleAtoi(id_or_name, id) && *id > 0) return grpc::Status::OK;
+  if (id_or_name.empty() || absl::ascii_isdigit(id_or_name[0]) || id_or_name[0] == '-') {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("sweep: '", id_or_name, "' is neither an id nor a name"));
+  }
+  trainer::v1::ListSweepsRequest request;
+  request.set_name(id_or_name);
+  request.set_page_size(20);
+  trainer::v1::ListSweepsResponse response;
+  auto call = UnaryCall();
+  if (grpc::Status status = stub.ListSweeps(call.get(), request, &response); !status.ok()) {
+    return status;
+  }
+  if (response.sweeps().empty()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("no sweep is named '", id_or_name,
+                                     "' (`trainctl sweeps` lists them, with their ids)"));
+  }
+  if (response.sweeps_size() > 1) {
+    std::vector<int64_t> ids;
+    for (const auto& sweep : response.sweeps()) ids.push_back(sweep.id());
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat(response.sweeps_size(), response.next_page_token().empty() ? "" : "+",
+                     " sweeps are named '", id_or_name,
+                     "': give one by its id: ", absl::StrJoin(ids, ", ")));
+  }
+  *id = response.sweeps(0).id();
+  return grpc::Status::OK;
 }
 
 }  // namespace traind

@@ -1,11 +1,13 @@
-// A sweep's members as traind lists them, every page read: for the verbs that act on or follow a
-// whole sweep (`watch --sweep`, `cancel --sweep`, `wait --sweep`).
+// A sweep named by its id or its name, and its members as traind lists them, every page read:
+// for the verbs that act on or follow a whole sweep (`report`, `watch --sweep`, `cancel --sweep`,
+// `wait --sweep`, `export --sweep`, `list --sweep`).
 #ifndef TRAIND_CLIENT_SWEEP_MEMBERS_H_
 #define TRAIND_CLIENT_SWEEP_MEMBERS_H_
 
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "trainer/v1/trainer.grpc.pb.h"
@@ -18,6 +20,11 @@ namespace traind {
 grpc::Status ListSweepMembers(trainer::v1::Trainer::Stub& stub, int64_t sweep_id,
                               const std::vector<trainer::v1::Job::State>& states,
                               std::vector<trainer::v1::Job>* members);
+
+// The sweep `id_or_name` names: an id as it is, or the one sweep of that name the caller may see
+// (NOT_FOUND when none is; INVALID_ARGUMENT listing the ids when several are).
+grpc::Status ResolveSweep(trainer::v1::Trainer::Stub& stub, const std::string& id_or_name,
+                          int64_t* id);
 
 }  // namespace traind
 

@@ -12,6 +12,7 @@
 #include "common/script_spec.h"
 #include "common/spec_ranges.h"
 #include "common/status_macros.h"
+#include "common/time_limit.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace traind {
@@ -191,6 +192,8 @@ absl::Status ValidateBackend(const JobSpec& spec) {
         absl::StrCat("backend: local (default) or slurm, got '", spec.backend(), "'"));
   }
   RETURN_IF_ERROR(ValidateHosts(spec));
+  // Any job may have a time limit: sbatch's on Slurm, traind's own otherwise.
+  if (!spec.time_limit().empty()) RETURN_IF_ERROR(ParseTimeLimit(spec.time_limit()).status());
   if (!IsSlurmJob(spec)) {
     // nodes: this traind and its first peers (the daemon turns it into hosts). Slurm's may be
     // more (the table's range).
@@ -201,10 +204,9 @@ absl::Status ValidateBackend(const JobSpec& spec) {
     if (spec.nodes() != 0 && !spec.hosts().empty()) {
       return absl::InvalidArgumentError("nodes: give hosts or nodes, not both");
     }
-    const char* slurm_only = spec.gpus_per_node() != 0    ? "gpus_per_node"
-                             : !spec.partition().empty()  ? "partition"
-                             : !spec.time_limit().empty() ? "time_limit"
-                                                          : nullptr;
+    const char* slurm_only = spec.gpus_per_node() != 0   ? "gpus_per_node"
+                             : !spec.partition().empty() ? "partition"
+                                                         : nullptr;
     if (slurm_only != nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat(slurm_only, ": only for jobs on Slurm (--backend slurm)"));

@@ -362,7 +362,9 @@ TEST(JobSpecTest, SlurmFieldsAreCheckedAndNeedBackendSlurm) {
   local.set_nodes(17);
   refused(local, "nodes");
   local = Valid();
-  local.set_time_limit("30");
+  local.set_time_limit("30");  // traind enforces it for its own jobs too
+  EXPECT_TRUE(ValidateJobSpec(local).ok()) << ValidateJobSpec(local);
+  local.set_time_limit("1h");
   refused(local, "time_limit");
   local = Valid();
   local.set_backend("local");  // the default, by name

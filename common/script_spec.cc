@@ -20,8 +20,9 @@ using trainer::v1::JobSpec;
 
 // The JobSpec fields a program's job may set: where and how wide it runs, what it is called, when
 // traind stops it, and fault injection for tests. The rest configure the built-in trainer.
-constexpr absl::string_view kScriptFields[] = {"script", "name",    "device",  "processes",
-                                               "gpus",   "devices", "threads", "stop_at_accuracy"};
+constexpr absl::string_view kScriptFields[] = {
+    "script",  "name",    "device",           "processes", "gpus",
+    "devices", "threads", "stop_at_accuracy", "time_limit"};
 
 absl::Status OnlyScriptFields(const JobSpec& spec) {
   std::vector<const google::protobuf::FieldDescriptor*> set;
@@ -32,7 +33,7 @@ absl::Status OnlyScriptFields(const JobSpec& spec) {
       return absl::InvalidArgumentError(absl::StrCat(
           field->name(),
           ": not for a script job (the program decides its own training; a script job takes "
-          "name, device, processes, gpus, devices, threads and stop_at_accuracy)"));
+          "name, device, processes, gpus, devices, threads, stop_at_accuracy and time_limit)"));
     }
   }
   return absl::OkStatus();

@@ -2,10 +2,12 @@
 # Installs what traind needs to build and run: Debian/Ubuntu packages (apt-get) or Homebrew
 # formulas (macOS). Says what it installs; installs nothing that is already there.
 # libopenblas0-pthread: Debian's LibTorch calls the system BLAS, which is the slow reference BLAS
-# unless OpenBLAS is installed (an MLP epoch: 18.9 s -> 0.74 s here, docs/benchmarks.md).
+# unless OpenBLAS is installed (an MLP epoch: 18.9 s -> 0.74 s here, docs/benchmarks-history.md).
 # python3-grpcio, python3-protobuf: the Python client (traind.client, examples/python/, ~8 MB);
 # its code generator, grpc_python_plugin, comes with protobuf-compiler-grpc. python3-pip,
-# python3-setuptools, python3-wheel: the build makes a wheel of the traind package (build/dist).
+# python3-setuptools, python3-wheel: the build makes a wheel of the traind package (build/dist);
+# python3-venv: where it is installed (Debian 12's own Python refuses `pip install` outside a
+# virtual environment: PEP 668's externally-managed-environment; docs/scripts.md).
 # python3-torch, python3-pil: PyTorch itself (on the LibTorch already installed), which the
 # "your model" tests and examples/python/train_my_model.py script models and write data with;
 # python3-torchvision: the example training programs run as script jobs (examples/scripts/, the
@@ -37,7 +39,7 @@ fi
 
 packages="build-essential cmake pkg-config ccache libtorch-dev libgloo-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
-libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-torchvision python3-pil python3-pip python3-setuptools python3-wheel
+libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-torchvision python3-pil python3-pip python3-setuptools python3-wheel python3-venv
 openssl libssl-dev iproute2 clang clang-format libclang-rt-14-dev
 libcpp-httplib-dev prometheus-cpp-dev nodejs chromium python3-prometheus-client
 slurm-client slurmctld slurmd munge slurmdbd mariadb-server"

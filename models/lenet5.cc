@@ -13,7 +13,7 @@ constexpr size_t kSecondConvolution = 3;  // its index in `features`
 LeNet5Impl::LeNet5Impl(int64_t in_channels, int64_t num_classes) {
   // The second convolution draws its initial weights first: these layers used to be built as
   // `Sequential`'s arguments, which GCC evaluates right to left, and a seed keeps giving the
-  // weights it gave then (the LeNet5 results in docs/benchmarks.md and the tests' tolerances were
+  // weights it gave then (the LeNet5 results in docs/benchmarks-history.md and the tests' tolerances were
   // measured with them).
   conv2_ = nn::Conv2d(nn::Conv2dOptions(6, 16, 5));
   conv1_ = nn::Conv2d(nn::Conv2dOptions(in_channels, 6, 5));
@@ -35,7 +35,7 @@ torch::Tensor LeNet5Impl::forward(torch::Tensor x) {
     // tensors; the first one's is not (one channel in), and traind's NCHW pooling of its output
     // beats ATen's NHWC one. So only the second convolution's input is made channels_last (its
     // output, pooled by ATen, then is too): one LeNet5 epoch at batch 64 on the 2-core machine
-    // took ~6% less (docs/benchmarks.md).
+    // took ~6% less (docs/benchmarks-history.md).
     size_t layer = 0;
     for (torch::nn::AnyModule& module : *features_) {
       if (layer++ == kSecondConvolution) x = x.contiguous(torch::MemoryFormat::ChannelsLast);

@@ -59,7 +59,7 @@ torch::Tensor Vgg16Impl::forward(torch::Tensor x) {
   // gets its gradient (the same for all 49 copies, as through the pool), so checkpoints and the
   // optimizer see the same model. Worth it in fp32 (VGG16 at 32 px, batch 128 on the H200: 0.412
   // -> 0.340 s an epoch), not in bf16, where the wide product runs on tensor cores and costs less
-  // than the fold's passes over the fp32 weight (0.221 -> 0.247 s): docs/benchmarks.md.
+  // than the fold's passes over the fp32 weight (0.221 -> 0.247 s): docs/benchmarks-history.md.
   const bool fold_pool = x.size(2) == 1 && x.size(3) == 1 && x.scalar_type() == torch::kFloat;
   if (!fold_pool) x = pool_->forward(x);
   return Classify(torch::flatten(x, 1), /*pool_folded=*/fold_pool);
@@ -82,7 +82,7 @@ torch::Tensor Vgg16Impl::Classify(torch::Tensor x, bool pool_folded) {
     // hands the bias to cuBLASLt's epilogue, and for the first layer's fp32 shape (batch x
     // 25,088 by 25,088 x 4,096) the kernel that comes with it was a slower one (CUTLASS SIMT
     // where a plain product gets cuBLAS's tensor-op kernel). VGG16 at 32 px, fp32, batch 128 on
-    // the H200: 0.434 -> 0.412 s an epoch; bf16 the same either way (docs/benchmarks.md).
+    // the H200: 0.434 -> 0.412 s an epoch; bf16 the same either way (docs/benchmarks-history.md).
     // In place is safe: the product's backward needs its inputs, not its output.
     x = x.is_cuda() ? torch::mm(x, weight.t()).add_(linear->bias)
                     : torch::nn::functional::linear(x, weight, linear->bias);

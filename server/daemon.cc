@@ -393,7 +393,7 @@ void Daemon::Shutdown() {
   if (scheduler_) scheduler_->Shutdown();
   executor_.reset();  // runs what is left: every reactor finishes
   if (hub_) {
-    // How fast events reached watchers over this daemon's life (docs/benchmarks.md, soak).
+    // How fast events reached watchers over this daemon's life (docs/benchmarks-history.md, soak).
     std::cerr << hub_->latency().Summary("traind: ");
   }
   for (const BoundSocket& socket : sockets_) RemoveBoundSocket(socket);

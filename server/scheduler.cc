@@ -16,6 +16,7 @@
 #include "common/random_secret.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
+#include "common/time_limit.h"
 #include "server/job_fold.h"
 #include "supervise/rank_events.h"
 #include "supervise/torchrun.h"
@@ -649,8 +650,14 @@ void Scheduler::Supervise(Running* running) {
   }
   if (started->size() > 1) LogStartedRanks(job.id(), *started, running->devices);
   RankGroup ranks(*std::move(started));
+  const absl::StatusOr<absl::Duration> time_limit =
+      job.spec().time_limit().empty() || IsSlurmJob(job.spec())
+          ? absl::InfiniteDuration()
+          : ParseTimeLimit(job.spec().time_limit());
   {
     absl::MutexLock lock(&mu_);
+    // Admitted at submit; a limit stored by an older daemon that no longer reads is no limit.
+    if (time_limit.ok()) running->time_limit_at = absl::Now() + *time_limit;
     for (int r = 0; r < ranks.size(); ++r) running->workers.push_back(&ranks.rank(r));
     if (shutting_down_ || running->cancel_requested) ranks.TerminateAll();
   }
@@ -701,7 +708,15 @@ Scheduler::RanksEnded Scheduler::PumpRanks(Running* running, RankGroup& ranks) {
   while (ranks.alive() > 0) {
     {
       absl::MutexLock lock(&mu_);  // cancel and shutdown signal the workers from other threads
-      if (running->cancel_requested || shutting_down_) ranks.MarkStopping();
+      if (!running->timed_out && absl::Now() >= running->time_limit_at) {
+        running->timed_out = true;  // stopped as a cancel stops it; RecordOutcome says why
+        ranks.TerminateAll();
+        running->kill_deadline =
+            std::min(running->kill_deadline, absl::Now() + options_.cancel_grace);
+      }
+      if (running->cancel_requested || running->timed_out || shutting_down_) {
+        ranks.MarkStopping();
+      }
     }
     ranks.PumpRound(callbacks);
     absl::MutexLock lock(&mu_);
@@ -745,12 +760,13 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
   const WorkerProcess::Exit exit = *ranks.exit(failed_rank >= 0 ? failed_rank : 0);
   const std::string who =
       ranks.size() > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
-  bool cancelled, shutting_down;
+  bool cancelled, shutting_down, timed_out;
   {
     absl::MutexLock lock(&mu_);
     running->workers.clear();
     cancelled = running->cancel_requested;
     shutting_down = shutting_down_;
+    timed_out = running->timed_out;
   }
   absl::Status recorded;
   const std::string& reported_error = ended.events.first_error();
@@ -764,6 +780,10 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
     recorded = Transition(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
     recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
+  } else if (timed_out) {
+    recorded = Transition(
+        job.id(), Job::FAILED,
+        absl::StrCat("stopped: it reached its time limit (--time ", job.spec().time_limit(), ")"));
   } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
     recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
   } else if (std::optional<std::string> resume = ResumeAfterCrash(job, job_dir, exit, ranks.size());

@@ -139,6 +139,10 @@ class Scheduler {
     std::vector<WorkerProcess*> workers;  // set once started: one per rank
     bool cancel_requested = false;
     absl::Time kill_deadline = absl::InfiniteFuture();
+    // Its time limit (JobSpec.time_limit, counted from this run's start; Slurm enforces a Slurm
+    // job's own): then its ranks are stopped as a cancel's are, and the job fails saying so.
+    absl::Time time_limit_at = absl::InfiniteFuture();
+    bool timed_out = false;
     bool done = false;
     std::thread thread;
   };

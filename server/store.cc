@@ -518,6 +518,40 @@ absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
   return sweep;
 }
 
+absl::StatusOr<std::vector<Store::SweepWithStates>> Store::ListSweeps(int64_t before_id,
+                                                                      int limit) {
+  FairMutexLock lock(&mu_);
+  Statement select(db_,
+                   "SELECT id, sweep FROM sweeps WHERE id < ? AND complete = 1 ORDER BY id DESC "
+                   "LIMIT ?");
+  RETURN_IF_ERROR(select.status("list sweeps"));
+  select.Bind(1, before_id > 0 ? before_id : INT64_MAX);
+  select.Bind(2, limit);
+  std::vector<SweepWithStates> sweeps;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) {
+    SweepWithStates row;
+    if (!row.sweep.ParseFromString(select.Blob(1))) {
+      return absl::DataLossError(
+          absl::StrCat("sweep ", select.Int(0), ": stored record is corrupt"));
+    }
+    row.sweep.set_id(select.Int(0));
+    sweeps.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) return SqliteError(db_, "list sweeps");
+  Statement count(db_, "SELECT state, COUNT(*) FROM jobs WHERE sweep_id = ? GROUP BY state");
+  RETURN_IF_ERROR(count.status("count a sweep's members"));
+  for (SweepWithStates& row : sweeps) {
+    count.Reset();
+    count.Bind(1, row.sweep.id());
+    while ((rc = count.Step()) == SQLITE_ROW) {
+      row.members[static_cast<Job::State>(count.Int(0))] = static_cast<int>(count.Int(1));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(db_, "count a sweep's members");
+  }
+  return sweeps;
+}
+
 absl::StatusOr<std::vector<Job>> Store::QueuedJobs() {
   // In pages, releasing the lock between them: 10,000 queued jobs take tens of milliseconds to
   // read and parse, which other calls should not wait behind. A page starts after the last row

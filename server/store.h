@@ -56,6 +56,14 @@ class Store {
                                                  const std::vector<trainer::v1::Job>& members,
                                                  int max_queued = 0);
   absl::StatusOr<trainer::v1::Sweep> GetSweep(int64_t sweep_id);
+  // A sweep and how many of its members are in each state.
+  struct SweepWithStates {
+    trainer::v1::Sweep sweep;
+    std::map<trainer::v1::Job::State, int> members;
+  };
+  // Complete sweeps with an id below `before_id` (0: from the newest), newest first, at most
+  // `limit`: one read of the sweeps' rows, then one indexed count per sweep.
+  absl::StatusOr<std::vector<SweepWithStates>> ListSweeps(int64_t before_id, int limit);
 
   // Every QUEUED job the scheduler may start (not a member of a sweep still being inserted),
   // highest priority first, then oldest first. Read in pages, so a long queue does not hold the

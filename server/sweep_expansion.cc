@@ -12,6 +12,34 @@ namespace traind {
 
 using trainer::v1::JobSpec;
 
+namespace {
+
+// An axis twice, or a value twice in one axis ("1e-3" and "0.001" alike), would only run the
+// same member again: `repeat` says that.
+absl::Status CheckNoRepeatedMember(const trainer::v1::SweepSpec& spec) {
+  std::set<std::string> fields;
+  for (const auto& axis : spec.axes()) {
+    const std::string field = CanonicalSpecField(axis.field());
+    if (!fields.insert(field).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "axes: '", field, "' is an axis twice; give it one axis with all its values"));
+    }
+    std::set<std::string> seen;
+    for (const std::string& value : axis.values()) {
+      JobSpec probe;
+      RETURN_IF_ERROR(SetSpecField(&probe, axis.field(), value));
+      if (!seen.insert(probe.SerializeAsString()).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "axes: '", field, "' has the value ", value.substr(0, 64),
+            " twice; each value makes one member (repeat: runs each configuration N times)"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& spec) {
   // Counted before anything is copied, and without overflow: `total` is at most
   // kMaxSweepMembers * INT_MAX when it is multiplied by `repeat`.
@@ -44,27 +72,15 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
   // a job is refused on an axis too, naming the field ("learning_rate: ..., got 1e+300").
   RETURN_IF_ERROR(CheckSpecRanges(spec.base()));
   for (const JobSpec& config : spec.configs()) RETURN_IF_ERROR(CheckSpecRanges(config));
-  // An axis twice, or a value twice in one axis ("1e-3" and "0.001" alike), would only run the
-  // same member again: `repeat` says that.
-  std::set<std::string> fields;
   for (const auto& axis : spec.axes()) {
     const std::string field = CanonicalSpecField(axis.field());
-    if (!fields.insert(field).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "axes: '", field, "' is an axis twice; give it one axis with all its values"));
-    }
-    std::set<std::string> seen;
     for (const std::string& value : axis.values()) {
       JobSpec probe;
       RETURN_IF_ERROR(SetSpecField(&probe, axis.field(), value));
       RETURN_IF_ERROR(CheckSpecFieldRange(probe, field));
-      if (!seen.insert(probe.SerializeAsString()).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "axes: '", field, "' has the value ", value.substr(0, 64),
-            " twice; each value makes one member (repeat: runs each configuration N times)"));
-      }
     }
   }
+  RETURN_IF_ERROR(CheckNoRepeatedMember(spec));
   std::vector<JobSpec> configs;
   if (spec.configs().empty()) {
     configs.push_back(spec.base());

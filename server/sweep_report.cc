@@ -11,8 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/job_result.h"
 #include "common/job_spec.h"
 #include "common/spec_fields.h"
+#include "common/sweep_fields.h"
 #include "server/job_fold.h"
 
 namespace traind {
@@ -30,28 +32,6 @@ double Median(std::vector<double> v) {
 }
 
 // The fields that vary across the sweep, model and device excluded: they label a row.
-std::vector<std::string> VaryingFields(const trainer::v1::Sweep& sweep) {
-  std::vector<std::string> fields;
-  for (const auto& axis : sweep.spec().axes()) {
-    const std::string name = CanonicalSpecField(axis.field());
-    if (name != "model" && name != "device" && axis.values_size() > 1) fields.push_back(name);
-  }
-  // Fields set by explicit configurations vary too.
-  std::set<std::string> seen(fields.begin(), fields.end());
-  for (const auto& config : sweep.spec().configs()) {
-    std::vector<const google::protobuf::FieldDescriptor*> set;
-    config.GetReflection()->ListFields(config, &set);
-    for (const auto* f : set) {
-      if (f->name() != "model" && f->name() != "device" && f->name() != "name" &&
-          f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE &&
-          seen.insert(f->name()).second) {
-        fields.push_back(f->name());
-      }
-    }
-  }
-  return fields;
-}
-
 // Everything but the name (a label) identifies a row's configuration, device included.
 std::string RowKey(const trainer::v1::JobSpec& spec) {
   trainer::v1::JobSpec key = spec;
@@ -112,6 +92,41 @@ namespace {
 
 // A sweep of one device (or of one value of the baseline's field) compares nothing: every row
 // would be its own "1.00x (baseline)". Then the report says why and no row is the baseline.
+// The winning row, by the first measure every row with a succeeded run has: test accuracy, best
+// validation accuracy (a program may print no test accuracy), else the lowest final loss. A
+// benchmark's rows have none of them, and no row wins.
+void ChooseBest(trainer::v1::SweepReport* report) {
+  struct Measure {
+    const char* name;
+    bool (*has)(const ReportRow&);
+    double (*value)(const ReportRow&);  // higher is better
+  };
+  static constexpr Measure kMeasures[] = {
+      {"test accuracy", [](const ReportRow& r) { return r.tested() > 0; },
+       [](const ReportRow& r) { return r.test_accuracy(); }},
+      {"best validation accuracy", [](const ReportRow& r) { return r.validated() > 0; },
+       [](const ReportRow& r) { return r.best_validation_accuracy(); }},
+      {"final loss", [](const ReportRow& r) { return r.final_loss() > 0; },
+       [](const ReportRow& r) { return -r.final_loss(); }},
+  };
+  std::vector<ReportRow*> rows;
+  for (ReportRow& row : *report->mutable_rows()) {
+    if (row.succeeded() > 0) rows.push_back(&row);
+  }
+  if (rows.empty()) return;
+  for (const Measure& measure : kMeasures) {
+    if (!std::all_of(rows.begin(), rows.end(), [&](ReportRow* r) { return measure.has(*r); })) {
+      continue;
+    }
+    ReportRow* best = *std::max_element(rows.begin(), rows.end(), [&](ReportRow* a, ReportRow* b) {
+      return measure.value(*a) < measure.value(*b);
+    });
+    best->set_best(true);
+    report->set_best_by(measure.name);
+    return;
+  }
+}
+
 bool NothingToCompare(const SweepReportOptions& options, trainer::v1::SweepReport* report) {
   const int baseline_rows =
       static_cast<int>(std::count_if(report->rows().begin(), report->rows().end(),
@@ -133,28 +148,30 @@ namespace {
 // What one row's runs measured, gathered run by run (AddRun) and then summarised (SummariseRuns).
 struct RowRuns {
   std::vector<double> epoch_seconds, losses, samples_per_second, to_accuracy, wall_to_accuracy;
-  double accuracy_sum = 0;
+  double accuracy_sum = 0;          // over the runs with a test accuracy (ReportRow.tested)
+  double best_validation_sum = 0;   // over the runs that validated (ReportRow.validated)
   std::vector<std::string> errors;  // runs that failed or were cancelled
 };
 
 // A row's identity: its configuration (the sweep's varying fields) and whether it is a baseline.
 void DescribeRow(const trainer::v1::JobSpec& spec, const std::vector<std::string>& varying,
                  const SweepReportOptions& options, int runs, ReportRow* row) {
+  // A program's sweep names its program where a built-in one names its model.
   row->set_model(
       spec.has_benchmark() && spec.benchmark().kind() == "matmul"
           ? absl::StrCat("matmul ", spec.benchmark().size(), " ", spec.benchmark().dtype())
-          : spec.model());
+      : spec.has_script() && !spec.script().args().empty() ? spec.script().args(0)
+                                                           : spec.model());
   row->set_dataset(spec.dataset());
   row->set_device(spec.device());
   row->set_batch_size(spec.batch_size());
-  std::vector<std::string> options_text;
+  std::vector<std::string> options_fields;
   for (const std::string& field : varying) {
-    if (field == "batch_size" || field == "dataset") continue;  // their own columns
-    const std::string value = GetSpecField(spec, field);
-    if (!value.empty()) options_text.push_back(absl::StrCat(field, "=", value));
+    if (field != "batch_size" && field != "dataset") options_fields.push_back(field);  // columns
   }
-  row->set_options(absl::StrJoin(options_text, " "));
-  row->set_config(absl::StrCat(row->model(), row->options().empty() ? "" : " ", row->options()));
+  row->set_options(MemberLabel(spec, options_fields));
+  row->set_config(absl::StrCat(
+      row->model(), row->options().empty() || row->model().empty() ? "" : " ", row->options()));
   row->set_is_baseline(GetSpecField(spec, options.baseline_field) == options.baseline_value);
   row->set_runs(runs);
 }
@@ -206,7 +223,14 @@ void AddRun(const Job& job, const std::map<int64_t, JobTrace>& traces,
   row->set_succeeded(row->succeeded() + 1);
   const double seconds = MeanEpochSeconds(job);
   runs->epoch_seconds.push_back(seconds);
-  runs->accuracy_sum += job.result().test_accuracy();
+  if (ReportsTestAccuracy(job)) {  // a program that printed none has none, not 0
+    row->set_tested(row->tested() + 1);
+    runs->accuracy_sum += job.result().test_accuracy();
+  }
+  if (ReportsValidation(job)) {
+    row->set_validated(row->validated() + 1);
+    runs->best_validation_sum += job.result().best_validation_accuracy();
+  }
   if (job.result().batch_size() > 0) row->set_batch_size(job.result().batch_size());
   const auto trace = traces.find(job.id());
   if (options.time_to_accuracy > 0 && trace != traces.end()) {
@@ -237,7 +261,10 @@ void SummariseRuns(const RowRuns& runs, const SweepReportOptions& options, Repor
     row->set_epoch_seconds_median(Median(runs.epoch_seconds));
     row->set_epoch_seconds_min(*fastest);
     row->set_epoch_seconds_max(*slowest);
-    row->set_test_accuracy(runs.accuracy_sum / row->succeeded());
+    if (row->tested() > 0) row->set_test_accuracy(runs.accuracy_sum / row->tested());
+    if (row->validated() > 0) {
+      row->set_best_validation_accuracy(runs.best_validation_sum / row->validated());
+    }
     row->set_samples_per_second(Median(runs.samples_per_second));
     double loss_sum = 0;
     for (double l : runs.losses) loss_sum += l;
@@ -277,7 +304,7 @@ void Compare(const trainer::v1::JobSpec& spec, const trainer::v1::JobSpec& basel
   if (row->is_baseline()) return;
   const std::string against = BaselineLabel(options);
   const bool is_training = baseline.final_loss() > 0;
-  if (is_training &&
+  if (is_training && baseline.tested() > 0 && row->tested() > 0 &&
       std::abs(row->test_accuracy() - baseline.test_accuracy()) > options.accuracy_tolerance) {
     row->add_flags(absl::StrFormat("test accuracy %.2f%% vs %.2f%% %s", row->test_accuracy() * 100,
                                    baseline.test_accuracy() * 100, against));
@@ -310,7 +337,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&job);
   }
-  const std::vector<std::string> varying = VaryingFields(sweep);
+  const std::vector<std::string> varying = VaryingFields(sweep.spec());
   std::map<std::string, int> row_index;
   for (const auto& key : order) {
     const std::vector<const Job*>& members = groups[key];
@@ -321,6 +348,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     for (const Job* job : members) AddRun(*job, traces, options, row, &runs);
     SummariseRuns(runs, options, row);
   }
+  ChooseBest(&report);
   if (NothingToCompare(options, &report)) return report;
   // Each row against the row that differs at most in the baseline field and has the baseline
   // value there: the same configuration on the baseline device, by default.

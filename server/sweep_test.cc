@@ -358,6 +358,56 @@ TEST(SweepReportTest, StepsWithoutAnEpochTimeStillGiveTheLossCurve) {
   EXPECT_NEAR(row.samples_per_second(), 421.0 * 128 / 4, 1e-9);
 }
 
+// A program's sweep over learning rates: its runs printed validation accuracies but no test
+// accuracy. The rows say so (tested 0, not a test accuracy of 0), carry each row's best
+// validation accuracy, and the best row is chosen by it.
+TEST(SweepReportTest, AProgramsRowsHaveWhatItPrintedAndTheBestRowWins) {
+  trainer::v1::Sweep sweep;
+  sweep.set_id(11);
+  sweep.mutable_spec()->mutable_base()->mutable_script()->add_args("train.py");
+  auto* axis = sweep.mutable_spec()->add_axes();
+  axis->set_field("param.lr");
+  axis->add_values("0.1");
+  axis->add_values("0.5");
+  std::vector<Job> jobs;
+  for (int i = 0; i < 2; ++i) {
+    Job job;
+    job.set_id(i + 1);
+    job.set_state(Job::SUCCEEDED);
+    job.mutable_spec()->set_device("cpu");
+    job.mutable_spec()->mutable_script()->add_args("train.py");
+    (*job.mutable_spec()->mutable_script()->mutable_params())["lr"] = i == 0 ? "0.1" : "0.5";
+    job.mutable_result()->add_epoch_seconds_no_eval(1);
+    job.mutable_result()->set_best_validation_accuracy(i == 0 ? 0.57 : 0.77);
+    job.mutable_result()->set_best_epoch(2);
+    jobs.push_back(job);
+  }
+  const auto report = BuildSweepReport(sweep, jobs, {}, SweepReportOptions{});
+  ASSERT_EQ(report.rows_size(), 2);
+  EXPECT_EQ(report.best_by(), "best validation accuracy");
+  for (const auto& row : report.rows()) {
+    EXPECT_EQ(row.tested(), 0) << row.config();
+    EXPECT_EQ(row.validated(), 1) << row.config();
+    EXPECT_EQ(row.model(), "train.py");
+  }
+  EXPECT_EQ(report.rows(0).config(), "train.py param.lr=0.1");
+  EXPECT_FALSE(report.rows(0).best());
+  EXPECT_TRUE(report.rows(1).best());
+  EXPECT_DOUBLE_EQ(report.rows(1).best_validation_accuracy(), 0.77);
+
+  // With a test accuracy on every row, it decides: built-in jobs always test.
+  std::vector<Job> built_in = {Finished(1, "lenet5", "cpu", 10, 0.84),
+                               Finished(2, "mlp", "cpu", 10, 0.86)};
+  trainer::v1::Sweep models;
+  models.set_id(12);
+  *models.mutable_spec() = Grid();
+  const auto by_test = BuildSweepReport(models, built_in, {}, SweepReportOptions{});
+  EXPECT_EQ(by_test.best_by(), "test accuracy");
+  ASSERT_EQ(by_test.rows_size(), 2);
+  EXPECT_TRUE(by_test.rows(1).best());
+  EXPECT_EQ(by_test.rows(0).tested(), 1);
+}
+
 // --time-to-accuracy: from each run's evaluated epochs, the first that reached the threshold.
 TEST(SweepReportTest, TimeToAccuracyIsTheMedianOfTheRunsThatReachedIt) {
   trainer::v1::Sweep sweep;

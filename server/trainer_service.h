@@ -78,6 +78,9 @@ class TrainerService final : public TrainerServiceBase {
   grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context,
                                      const trainer::v1::GetSweepRequest* request,
                                      trainer::v1::Sweep* response) override;
+  grpc::ServerUnaryReactor* ListSweeps(grpc::CallbackServerContext* context,
+                                       const trainer::v1::ListSweepsRequest* request,
+                                       trainer::v1::ListSweepsResponse* response) override;
   grpc::ServerUnaryReactor* GetSweepReport(grpc::CallbackServerContext* context,
                                            const trainer::v1::GetSweepReportRequest* request,
                                            trainer::v1::SweepReport* response) override;
@@ -133,6 +136,8 @@ class TrainerService final : public TrainerServiceBase {
                       trainer::v1::SweepReport* response);
   absl::Status List(const trainer::v1::ListJobsRequest& request, const Caller& caller,
                     trainer::v1::ListJobsResponse* response);
+  absl::Status Sweeps(const trainer::v1::ListSweepsRequest& request, const Caller& caller,
+                      trainer::v1::ListSweepsResponse* response);
 
   Store* const store_;
   EventHub* const hub_;

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "server/job_files.h"
 #include "server/job_fold.h"
+#include "server/list_pages.h"
 #include "server/trainer_service.h"
 #include "server/trainer_service_offload.h"
 #include "server/watch_reactor.h"
@@ -20,10 +21,6 @@ namespace traind {
 using trainer::v1::Job;
 
 namespace {
-constexpr int kDefaultPageSize = 100;
-constexpr int kMaxPageSize = 1000;
-// Replies stay under the 4 MiB that gRPC clients accept by default, whatever the page size asked.
-constexpr size_t kMaxReplyBytes = 3 << 20;
 constexpr int kDefaultEventPage = 1000;
 constexpr int kMaxEventPage = 10000;
 
@@ -103,16 +100,8 @@ grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* co
 
 absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, const Caller& caller,
                                   trainer::v1::ListJobsResponse* response) {
-  int page_size = request.page_size() == 0 ? kDefaultPageSize : request.page_size();
-  if (page_size < 0 || page_size > kMaxPageSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page_size: must be between 1 and ", kMaxPageSize, ", got ", page_size));
-  }
-  int64_t before_id = 0;
-  if (!request.page_token().empty() &&
-      (!absl::SimpleAtoi(request.page_token(), &before_id) || before_id <= 0)) {
-    return absl::InvalidArgumentError("page_token: not a token from a previous ListJobs");
-  }
+  ASSIGN_OR_RETURN(const int page_size, PageSize(request.page_size()));
+  ASSIGN_OR_RETURN(const int64_t before_id, PageStart(request.page_token(), "ListJobs"));
   Store::JobFilter filter;
   for (int state : request.states()) {
     if (!Job::State_IsValid(state) || state == Job::STATE_UNSPECIFIED) {

@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
+#include "common/sweep_fields.h"
+#include "server/list_pages.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
 #include "server/trainer_service.h"
@@ -111,6 +113,81 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
         })));
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// A sweep as a list shows it. `what`: the model, or the program a program's sweep runs.
+trainer::v1::SweepSummary Summarise(const Store::SweepWithStates& row) {
+  const trainer::v1::Sweep& sweep = row.sweep;
+  trainer::v1::SweepSummary summary;
+  summary.set_id(sweep.id());
+  summary.set_name(sweep.spec().name());
+  *summary.mutable_create_time() = sweep.create_time();
+  summary.set_owner(sweep.owner());
+  const JobSpec& base = sweep.spec().base();
+  summary.set_what(base.has_script()
+                       ? (base.script().args().empty() ? "program" : base.script().args(0))
+                       : base.model());
+  summary.set_varies(AxesText(sweep.spec(), 200));
+  auto count = [&](Job::State state) {
+    const auto it = row.members.find(state);
+    return it == row.members.end() ? 0 : it->second;
+  };
+  summary.set_queued(count(Job::QUEUED));
+  summary.set_running(count(Job::RUNNING));
+  summary.set_succeeded(count(Job::SUCCEEDED));
+  summary.set_failed(count(Job::FAILED));
+  summary.set_cancelled(count(Job::CANCELLED));
+  summary.set_jobs(sweep.job_ids_size());
+  return summary;
+}
+
+}  // namespace
+
+absl::Status TrainerService::Sweeps(const trainer::v1::ListSweepsRequest& request,
+                                    const Caller& caller,
+                                    trainer::v1::ListSweepsResponse* response) {
+  ASSIGN_OR_RETURN(const int page_size, PageSize(request.page_size()));
+  ASSIGN_OR_RETURN(int64_t before_id, PageStart(request.page_token(), "ListSweeps"));
+  // A user token sees its own sweeps, and `name` picks some: read the sweeps in pages until this
+  // page is full, at most kMaxScanned rows a call (the token then says where the next call goes
+  // on), so one call's cost stays bounded however many sweeps others have.
+  constexpr int kReadPage = 200;
+  constexpr int kMaxScanned = 20000;
+  size_t reply_bytes = 0;
+  int scanned = 0;
+  while (scanned < kMaxScanned) {
+    ASSIGN_OR_RETURN(std::vector<Store::SweepWithStates> rows,
+                     store_->ListSweeps(before_id, kReadPage));
+    for (const Store::SweepWithStates& row : rows) {
+      ++scanned;
+      before_id = row.sweep.id();
+      if (!request.name().empty() && row.sweep.spec().name() != request.name()) continue;
+      // Sweeps stored before they named their owner are asked about as GetSweep does.
+      const bool mine = row.sweep.owner().empty()
+                            ? admission_->OwnSweep(caller, row.sweep.id()).ok()
+                            : caller.MayActFor(row.sweep.owner());
+      if (!mine) continue;
+      if (response->sweeps_size() == page_size || reply_bytes > kMaxReplyBytes) {
+        response->set_next_page_token(absl::StrCat(response->sweeps().rbegin()->id()));
+        return absl::OkStatus();
+      }
+      *response->add_sweeps() = Summarise(row);
+      reply_bytes += response->sweeps().rbegin()->ByteSizeLong() + 8;
+    }
+    if (static_cast<int>(rows.size()) < kReadPage) return absl::OkStatus();  // no more sweeps
+  }
+  response->set_next_page_token(absl::StrCat(before_id));
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* TrainerService::ListSweeps(grpc::CallbackServerContext* context,
+                                                     const trainer::v1::ListSweepsRequest* request,
+                                                     trainer::v1::ListSweepsResponse* response) {
+  return Offload(context, "ListSweeps", request, [this, request, response](const Caller& caller) {
+    return Sweeps(*request, caller, response);
+  });
 }
 
 grpc::ServerUnaryReactor* TrainerService::SubmitSweep(grpc::CallbackServerContext* context,

@@ -1,7 +1,8 @@
 // traind's dashboard: one page, four views chosen by the URL's hash.
 //   #/              the queue: live job table, filters, cancel / retry / priority, pause / resume
 //   #/job/ID        one job: live curves (loss, accuracy, memory, speed), log tail, spec, result
-//   #/sweep/ID      a sweep's report, speedups and overlaid loss curves
+//   #/sweeps        every sweep: what its members differ in, how far they got
+//   #/sweep/ID      a sweep's report (the best row marked), speedups, loss and accuracy curves
 //   #/compare/1,2   2-8 jobs' curves on one chart
 //   #/devices       each device and the memory its running jobs hold now
 // Everything comes from /api/v1 (the Trainer service in protobuf's JSON mapping: int64 values are
@@ -56,6 +57,8 @@ async function act(fn) {
 }
 
 const seconds = (timestamp) => (timestamp ? Date.parse(timestamp) / 1000 : 0);
+// "2026-12-05 12:27" in the browser's time zone, '-' when unset.
+const when = (timestamp) => (timestamp ? new Date(timestamp).toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'short' }) : '-');
 
 function duration(s) {
   if (!isFinite(s) || s < 0) return '';
@@ -257,12 +260,15 @@ function renderJob(page, id) {
   const charts = el('div', { class: 'charts' });
   const logBox = el('pre', { class: 'log', id: 'log' });
   const specBox = el('pre', { id: 'spec' });
-  const resultBox = el('pre', { id: 'result' });
+  const failure = el('div', { id: 'failure', class: 'failure', hidden: true });
+  const resultFacts = el('dl', { class: 'kv card', id: 'result-facts' });
+  const resultBox = el('pre', { id: 'result', class: 'wrap' });
   const artifactList = el('ul', { id: 'artifacts' });
-  page.append(title, actions, facts, el('h2', {}, 'Curves'), charts,
+  page.append(title, failure, actions, facts, el('h2', {}, 'Curves'), charts,
     el('div', { class: 'grid2' },
       el('div', {}, el('h2', {}, 'Log'), logBox),
-      el('div', {}, el('h2', {}, 'Result'), resultBox, el('h2', {}, 'Artifacts'), artifactList)),
+      el('div', {}, el('h2', {}, 'Result'), resultFacts, el('details', {}, el('summary', {}, 'As JSON'), resultBox),
+        el('h2', {}, 'Artifacts'), artifactList)),
     el('h2', {}, 'Spec'), specBox);
 
   const lossChart = new LiveChart(charts, 'Loss (by step; epoch means at epoch ends)',
@@ -307,9 +313,11 @@ function renderJob(page, id) {
   function render() {
     title.replaceChildren('Job ' + job.id + ' ', stateBadge(job));
     const spec = job.spec;
+    // A program's job: what it runs, not a model; its epochs and batch size are its own.
+    const what = spec.script ? [['program', [spec.script.interpreter || 'python3'].concat(spec.script.args || []).join(' ')]]
+      : [['model', spec.model], ['dataset', spec.dataset], ['epochs', spec.epochs], ['batch size', spec.batchSize]];
     facts.replaceChildren(...[
-      ['model', spec.model], ['dataset', spec.dataset], ['device', spec.device],
-      ['epochs', spec.epochs], ['batch size', spec.batchSize], ['owner', job.owner],
+      ...what, ['device', spec.device], ['owner', job.owner],
       ['priority', job.priority], ['duration', duration(elapsed(job))],
       ['sweep', job.sweepId !== '0' ? el('a', { href: '#/sweep/' + job.sweepId }, job.sweepId) : '-'],
     ].flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v === undefined ? '' : v)]));
@@ -325,12 +333,33 @@ function renderJob(page, id) {
     actions.replaceChildren(...buttons);
     specBox.textContent = JSON.stringify(job.spec, null, 2);
     resultBox.textContent = JSON.stringify(job.result, null, 2);
+    renderResult();
     artifactList.replaceChildren(...(job.result.artifacts || []).map((a) =>
       // A program's file is named by its path in its output directory: each part is encoded.
       el('li', {}, el('a', { href: '/api/v1/jobs/' + id + '/artifacts/' + a.name.split('/').map(encodeURIComponent).join('/'), download: true }, a.name),
         ' ' + bytes(a.sizeBytes) + (a.epoch ? ', epoch ' + a.epoch : '') + ', sha256 ' + a.sha256.slice(0, 12) + '…')));
     if ((job.result.artifacts || []).length === 0) artifactList.append(el('li', { class: 'muted' }, 'none yet'));
   }
+
+  // What the job measured, in words; what it did not measure is not shown (a program reports only
+  // what it prints). A failed job's error is a banner at the top, whole and wrapped.
+  function renderResult() {
+    const r = job.result || {};
+    const percent = (x) => (x * 100).toFixed(2) + '%';
+    const rows = [];
+    if (job.state === 'SUCCEEDED' && !spec().benchmark && (!spec().script || r.testAccuracy)) rows.push(['test accuracy', percent(r.testAccuracy || 0)]);
+    if (r.bestEpoch) rows.push(['best validation', percent(r.bestValidationAccuracy || 0) + ' (epoch ' + r.bestEpoch + ')']);
+    if (r.stopped) rows.push(['stopped', 'after epoch ' + r.stopped.epoch + ': ' + r.stopped.reason]);
+    if (r.totalSeconds) rows.push(['time', duration(r.trainSeconds) + ' training, ' + duration(r.totalSeconds) + ' in all']);
+    if (Number(r.peakDriverAllocatedBytes)) rows.push(['peak memory', bytes(r.peakCurrentAllocatedBytes) + ' allocated, ' + bytes(r.peakDriverAllocatedBytes) + ' by the driver']);
+    else if (Number(r.peakCurrentAllocatedBytes)) rows.push(['peak memory', bytes(r.peakCurrentAllocatedBytes) + ' resident']);
+    if (r.bench) rows.push(['benchmark', JSON.stringify(r.bench)]);
+    resultFacts.replaceChildren(...(rows.length ? rows : [['', job.state === 'RUNNING' || job.state === 'QUEUED' ? 'not finished' : 'nothing measured']])
+      .flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
+    failure.hidden = !(job.state === 'FAILED' && r.error);
+    failure.replaceChildren(el('strong', {}, 'Job ' + job.id + ' failed'), el('pre', { class: 'wrap' }, r.error || ''));
+  }
+  function spec() { return job.spec || {}; }
 
   let batchesPerEpoch = 0;
   let stepsDrawn = 0;
@@ -428,25 +457,103 @@ async function renderSweep(page, id) {
   page.append(el('p', { class: 'muted' }, [report.name, report.jobsFinished + ' of ' + report.jobsTotal + ' jobs finished',
     report.noSpeedupReason ? 'no speedup: ' + report.noSpeedupReason : 'speedup against ' + (report.baseline || report.baselineDevice || 'none')].filter((x) => x).join(' · ')),
   el('a', { href: '/api/v1/sweeps/' + id + '/export?format=csv', download: true }, 'Export every member\'s metrics (CSV)'));
-  const best = Math.max(1, ...report.rows.map((r) => r.speedup || 0));
-  const rows = report.rows.map((r) => el('tr', {},
-    el('td', {}, r.config), el('td', {}, r.device), el('td', { class: 'num' }, r.batchSize), el('td', {}, r.options),
+  const fastest = Math.max(1, ...report.rows.map((r) => r.speedup || 0));
+  const percent = (x) => (x * 100).toFixed(2) + '%';
+  // What no run measured (a program that printed no test accuracy) is '-', never 0.
+  const rows = report.rows.map((r) => el('tr', { class: r.best ? 'best' : undefined },
+    el('td', {}, r.best ? el('span', { class: 'badge', title: 'best by ' + report.bestBy }, 'best') : '', ' ', r.config), el('td', {}, r.device),
+    el('td', { class: 'num' }, r.batchSize ? r.batchSize : '-'),
     el('td', { class: 'num' }, r.runs + (r.succeeded !== r.runs ? ' (' + r.succeeded + ' ok)' : '')),
-    el('td', { class: 'num' }, r.epochSecondsMedian ? r.epochSecondsMedian.toFixed(2) : ''),
-    el('td', { class: 'num' }, r.samplesPerSecond ? r.samplesPerSecond.toFixed(0) : ''),
-    el('td', { class: 'num' }, r.testAccuracy ? (r.testAccuracy * 100).toFixed(2) + '%' : ''),
-    el('td', {}, r.speedup ? [el('span', { class: 'speedbar', style: 'width:' + (80 * r.speedup / best).toFixed(0) + 'px' }), r.speedup.toFixed(2) + 'x'] : ''),
-    el('td', {}, bytes(r.peakDriverAllocatedBytes)),
+    el('td', { class: 'num' }, r.epochSecondsMedian ? r.epochSecondsMedian.toFixed(2) : '-'),
+    el('td', { class: 'num' }, r.samplesPerSecond ? r.samplesPerSecond.toFixed(0) : '-'),
+    el('td', { class: 'num' }, r.tested ? percent(r.testAccuracy) : '-'),
+    el('td', { class: 'num' }, r.validated ? percent(r.bestValidationAccuracy) : '-'),
+    el('td', { class: 'num' }, r.finalLoss ? r.finalLoss.toFixed(4) : '-'),
+    el('td', {}, r.speedup ? [el('span', { class: 'speedbar', style: 'width:' + (80 * r.speedup / fastest).toFixed(0) + 'px' }), r.speedup.toFixed(2) + 'x'] : '-'),
+    el('td', {}, Number(r.peakDriverAllocatedBytes) ? bytes(r.peakDriverAllocatedBytes) : Number(r.peakCurrentAllocatedBytes) ? bytes(r.peakCurrentAllocatedBytes) + ' RSS' : '-'),
     el('td', {}, r.jobIds.map((j) => el('a', { href: '#/job/' + j }, j + ' '))),
     el('td', { class: 'muted' }, (r.flags || []).join('; '))));
-  page.append(el('h2', {}, 'Report'), el('div', { class: 'table-wrap' }, el('table', { id: 'report' },
-    el('thead', {}, el('tr', {}, ['Config', 'Device', 'Batch', 'Options', 'Runs', 'Epoch s', 'Samples/s', 'Test acc.', 'Speedup', 'Peak memory', 'Jobs', 'Flags'].map((h) => el('th', {}, h)))),
-    el('tbody', {}, rows))));
+  const winner = report.rows.find((r) => r.best);
+  page.append(el('h2', {}, 'Report'),
+    winner ? el('p', { id: 'best' }, 'Best by ' + report.bestBy + ': ', el('strong', {}, [winner.config, winner.device].filter((x) => x).join(' on ')),
+      ' (' + (report.bestBy === 'final loss' ? winner.finalLoss.toFixed(4) : percent(report.bestBy === 'test accuracy' ? winner.testAccuracy : winner.bestValidationAccuracy)) + ')') : '',
+    el('div', { class: 'table-wrap' }, el('table', { id: 'report' },
+      el('thead', {}, el('tr', {}, ['Config', 'Device', 'Batch', 'Runs', 'Epoch s', 'Samples/s', 'Test acc.', 'Best val.', 'Final loss', 'Speedup', 'Peak memory', 'Jobs', 'Flags'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows))));
+  await renderRuns(page, id);
   const charts = el('div', { class: 'charts' });
-  page.append(el('h2', {}, 'Loss curves (first successful run of each row)'), charts);
+  page.append(el('h2', {}, 'Curves (first successful run of each row)'), charts);
+  const label = (r) => [r.config, r.device].filter((x) => x).join(' ');
   const curves = report.rows.filter((r) => (r.lossCurve || []).length > 0);
-  const chart = new LiveChart(charts, 'Training loss by epoch', curves.map((r, i) => line([r.config, r.device, 'batch ' + r.batchSize, r.options].filter((x) => x).join(' '), i)), { id: 'sweep-chart', xLabel: 'epoch' });
+  const chart = new LiveChart(charts, 'Training loss by epoch', curves.map((r, i) => line(label(r), i)), { id: 'sweep-chart', xLabel: 'epoch' });
   chart.set(uPlot.join(curves.map((r) => [r.lossCurve.map((p) => p.epoch), r.lossCurve.map((p) => p.loss)])));
+  // Validation accuracy by epoch, from each row's first run's own events: a sweep over learning
+  // rates is judged by it, and a program printing once an epoch has one loss point per epoch.
+  const validated = report.rows.filter((r) => r.validated && r.jobIds.length > 0);
+  if (validated.length === 0) return;
+  const accuracy = new LiveChart(charts, 'Validation accuracy by epoch', validated.map((r, i) => line(label(r), i, { points: { show: true } })), { id: 'sweep-accuracy', xLabel: 'epoch' });
+  try {
+    const tables = await Promise.all(validated.map(async (r) => {
+      const epochs = (await exportRows(r.jobIds[0])).filter((x) => x.kind === 'epoch' && x.validation_accuracy !== undefined);
+      return [epochs.map((x) => x.epoch), epochs.map((x) => x.validation_accuracy)];
+    }));
+    accuracy.set(uPlot.join(tables));
+  } catch (error) { showError(error.message); }
+}
+
+// Every member of a sweep, one row each: the values it differs in, its state and what it measured;
+// a click on a heading sorts by that column (again: the other way).
+async function renderRuns(page, id) {
+  let jobs;
+  try { jobs = (await api('ListJobs', { sweepId: id, pageSize: 1000 })).jobs || []; } catch (error) { showError(error.message); return; }
+  // The fields whose values differ among the members: a program's {params} and the spec's own.
+  const values = (job) => Object.assign({}, ...Object.entries(job.spec).filter(([, v]) => typeof v !== 'object').map(([k, v]) => ({ [k]: String(v) })),
+    ...Object.entries((job.spec.script || {}).params || {}).map(([k, v]) => ({ ['param.' + k]: String(v) })));
+  const all = jobs.map(values);
+  const keys = [...new Set(all.flatMap(Object.keys))].filter((k) => k !== 'name' && new Set(all.map((v) => v[k])).size > 1).sort();
+  const measured = (job) => job.state === 'SUCCEEDED';
+  const columns = [
+    ['Job', (job) => Number(job.id), (job) => el('a', { href: '#/job/' + job.id }, job.id)],
+    ['State', (job) => job.state, stateBadge],
+    ...keys.map((k) => [k, (job, i) => { const n = Number(all[i][k]); return isNaN(n) ? all[i][k] : n; }, (job, i) => all[i][k] === undefined ? '-' : all[i][k]]),
+    ['Test acc.', (job) => (measured(job) && !job.spec.script) || job.result.testAccuracy ? job.result.testAccuracy || 0 : -1,
+      (job) => (measured(job) && !job.spec.script) || job.result.testAccuracy ? ((job.result.testAccuracy || 0) * 100).toFixed(2) + '%' : '-'],
+    ['Best val.', (job) => job.result.bestEpoch ? job.result.bestValidationAccuracy || 0 : -1,
+      (job) => job.result.bestEpoch ? ((job.result.bestValidationAccuracy || 0) * 100).toFixed(2) + '%' : '-'],
+    ['Time', (job) => elapsed(job) || 0, (job) => duration(elapsed(job)) || '-'],
+  ];
+  const body = el('tbody', {});
+  let order = { column: 0, ascending: true };
+  const draw = () => {
+    const rows = jobs.map((job, i) => ({ job, i })).sort((a, b) => {
+      const [x, y] = [columns[order.column][1](a.job, a.i), columns[order.column][1](b.job, b.i)];
+      return (x < y ? -1 : x > y ? 1 : 0) * (order.ascending ? 1 : -1);
+    });
+    body.replaceChildren(...rows.map(({ job, i }) => el('tr', { 'data-job': job.id }, columns.map(([, , cell]) => el('td', {}, cell(job, i))))));
+  };
+  const head = el('tr', {}, columns.map(([title], c) => el('th', { class: 'sortable', 'data-column': title,
+    onclick: () => { order = { column: c, ascending: order.column === c ? !order.ascending : c < 2 + keys.length }; draw(); } }, title)));
+  draw();
+  page.append(el('h2', {}, 'Runs'), el('div', { class: 'table-wrap' }, el('table', { id: 'runs' }, el('thead', {}, head), body)));
+}
+
+// The sweeps, newest first: the morning after, which one to open.
+function renderSweeps(page) {
+  const body = el('tbody', { id: 'sweeps' });
+  page.append(el('h1', {}, 'Sweeps'), el('div', { class: 'table-wrap' }, el('table', {},
+    el('thead', {}, el('tr', {}, ['Sweep', 'Name', 'Created', 'What', 'Jobs', 'States', 'Varies'].map((h) => el('th', {}, h)))), body)));
+  every(5000, async () => {
+    try {
+      const list = await api('ListSweeps', { pageSize: 200 });
+      const states = (s) => [['succeeded', s.succeeded], ['failed', s.failed], ['cancelled', s.cancelled], ['running', s.running], ['queued', s.queued]]
+        .filter(([, n]) => n).map(([name, n]) => n + ' ' + name).join(', ');
+      body.replaceChildren(...(list.sweeps || []).map((s) => el('tr', { 'data-sweep': s.id },
+        el('td', {}, el('a', { href: '#/sweep/' + s.id }, s.id)), el('td', {}, s.name || '-'),
+        el('td', {}, when(s.createTime)), el('td', {}, s.what), el('td', { class: 'num' }, s.jobs),
+        el('td', {}, states(s) || '-'), el('td', { class: 'muted' }, s.varies))));
+      showError('');
+    } catch (error) { showError(error.message); }
+  });
 }
 
 // Rows of /api/v1/jobs/ID/export?format=jsonl (common/metric_rows.h).
@@ -518,6 +625,7 @@ function route() {
   document.querySelectorAll('header nav a').forEach((a) => a.classList.toggle('active', a.getAttribute('href') === hash));
   if ((match = hash.match(/^#\/job\/(\d+)$/))) renderJob(page, match[1]);
   else if ((match = hash.match(/^#\/sweep\/(\d+)$/))) renderSweep(page, match[1]);
+  else if (hash === '#/sweeps') renderSweeps(page);
   else if ((match = hash.match(/^#\/compare\/([\d,]+)$/))) renderCompare(page, match[1].split(',').filter((x) => x));
   else if (hash === '#/devices') renderDevices(page);
   else renderQueue(page);

@@ -1,7 +1,7 @@
 // A worker runs below traind's CPU priority: TRAIND_WORKER_NICE (set by traind from
 // --worker-nice, default 10) is added to the nice value it inherits. On busy cores the daemon's
 // threads, which carry every job's events from its pipe to the store and the watchers, and a
-// user's trainctl then run before training instead of queueing behind it (docs/benchmarks.md:
+// user's trainctl then run before training instead of queueing behind it (docs/benchmarks-history.md:
 // four CPU jobs on two cores, event delivery p99 19.6 ms at the same priority, 11.9 ms below).
 // On Linux a nice value belongs to a thread and is inherited by the threads it creates: this sets
 // every thread the process has (LibTorch's static initialisers start some before main()), early

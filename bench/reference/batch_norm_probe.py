@@ -3,7 +3,7 @@
 
 PyTorch sends batch norm to cuDNN for fp32 and for fp16 with fp32 parameters, but never for bf16
 (`_select_batch_norm_backend` excludes it), and its own channels_last kernels made bf16 batch
-norm slower than fp32 in the H200 profiles (docs/benchmarks.md). This times forward + backward of
+norm slower than fp32 in the H200 profiles (docs/benchmarks-history.md). This times forward + backward of
 one BatchNorm2d in training mode on VGG16/ResNet-18 activation shapes (channels_last):
   native  bf16 : F.batch_norm, i.e. what autocast runs now
   cudnn   bf16 : aten::cudnn_batch_norm called directly with bf16 data, and fp32 parameters or

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's DistributedDataParallel on the model and data of a traind job on N GPUs: the
-reference for `trainctl submit --gpus N` (docs/benchmarks.md). Run under torchrun:
+reference for `trainctl submit --gpus N` (docs/benchmarks-history.md). Run under torchrun:
 
   torchrun --standalone --nproc_per_node 2 bench/reference/ddp_reference.py --model resnet18 \
       --dataset fake --image-size 224 --num-samples 10240 --batch-size 256 --epochs 3 [--amp bf16] \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The highest matrix-product rate this device sustains, measured: torch.mm at several sizes per
 dtype, each timed for at least --seconds after a warm-up; the best size's TFLOP/s is the measured
-peak that bench/matmul.sh's figures are divided by (docs/benchmarks.md). On CUDA it also samples
+peak that bench/matmul.sh's figures are divided by (docs/benchmarks-history.md). On CUDA it also samples
 the SM clock (nvidia-smi) while each size runs, so that the datasheet's peak, quoted at the boost
 clock, can be set beside the clock the device actually held. Prints a markdown table, then one
 JSON line.

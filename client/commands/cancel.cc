@@ -11,7 +11,7 @@ namespace {
 
 struct CancelFlags {
   std::vector<int64_t> ids;
-  int64_t sweep_id = 0;
+  std::string sweep;  // an id or a name
 };
 
 int CancelJobs(Context& ctx, const std::vector<int64_t>& ids) {
@@ -38,19 +38,20 @@ int CancelJobs(Context& ctx, const std::vector<int64_t>& ids) {
 }
 
 int RunCancel(Context& ctx, const CancelFlags& flags) {
-  if (flags.ids.empty() == (flags.sweep_id == 0)) {
+  if (flags.ids.empty() == flags.sweep.empty()) {
     return ctx.UsageError("cancel: give job ids or --sweep N (one of them)");
   }
-  if (flags.sweep_id == 0) return CancelJobs(ctx, flags.ids);
+  if (flags.sweep.empty()) return CancelJobs(ctx, flags.ids);
+  int64_t sweep_id = 0;
+  if (int code = SweepId(ctx, flags.sweep, &sweep_id); code != kExitOk) return code;
   std::vector<trainer::v1::Job> members;
-  if (grpc::Status status =
-          ListSweepMembers(ctx.stub(), flags.sweep_id,
-                           {trainer::v1::Job::QUEUED, trainer::v1::Job::RUNNING}, &members);
+  if (grpc::Status status = ListSweepMembers(
+          ctx.stub(), sweep_id, {trainer::v1::Job::QUEUED, trainer::v1::Job::RUNNING}, &members);
       !status.ok()) {
     return ctx.Fail(status);
   }
   if (members.empty()) {
-    ctx.err() << "sweep " << flags.sweep_id << ": every member had already ended\n";
+    ctx.err() << "sweep " << sweep_id << ": every member had already ended\n";
     return kExitOk;
   }
   std::vector<int64_t> ids;
@@ -64,8 +65,8 @@ void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<CancelFlags>();
   CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs (queued: at once; running: stopped)");
   cmd->add_option("ids", flags->ids, "Job ids");
-  cmd->add_option("--sweep", flags->sweep_id,
-                  "Every member of this sweep that is queued or running instead");
+  cmd->add_option("--sweep", flags->sweep,
+                  "Every member of this sweep (its id or name) that is queued or running instead");
   cmd->footer(
       "Examples:\n"
       "  trainctl cancel 12\n"

@@ -22,6 +22,7 @@ void AddLogsCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddBenchCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddSweepsCommand(CLI::App& app, Context& ctx, int* exit_code);  // the list of sweeps
 void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddQueueCommands(CLI::App& app, Context& ctx, int* exit_code);   // pause resume drain retry
 void AddContextCommand(CLI::App& app, Context& ctx, int* exit_code);  // add use list remove
@@ -40,6 +41,10 @@ void AddWaitCommand(CLI::App& app, Context& ctx, int* exit_code);
 // stderr naming `what` ("bench", "evaluation") and the job's error.
 int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, const char* what,
                 bool show_events, trainer::v1::Job* job);
+
+// The sweep a --sweep or SWEEP argument names, by its id or its name, into `*id`: kExitOk, or the
+// exit code after printing why (no such sweep, several of that name).
+int SweepId(Context& ctx, const std::string& id_or_name, int64_t* id);
 
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);

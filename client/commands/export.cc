@@ -20,7 +20,7 @@ namespace {
 
 struct ExportFlags {
   std::vector<int64_t> ids;
-  int64_t sweep = 0;
+  std::string sweep;  // an id or a name
   std::string format = "csv";
   std::string output;
   bool force = false;
@@ -29,16 +29,18 @@ struct ExportFlags {
 int RunExport(Context& ctx, ExportFlags flags) {
   const absl::StatusOr<RowFormat> format = ParseRowFormat("--format", flags.format);
   if (!format.ok()) return ctx.UsageError(std::string(format.status().message()));
-  if (flags.ids.empty() == (flags.sweep == 0)) {
+  if (flags.ids.empty() == flags.sweep.empty()) {
     return ctx.UsageError("export: name job ids or --sweep ID (one of them)");
   }
   if (!flags.output.empty() && !flags.force && access(flags.output.c_str(), F_OK) == 0) {
     return ctx.UsageError(
         absl::StrCat(flags.output, " exists; --force overwrites it, -o PATH writes elsewhere"));
   }
-  if (flags.sweep != 0) {
+  if (!flags.sweep.empty()) {
     trainer::v1::GetSweepRequest request;
-    request.set_id(flags.sweep);
+    int64_t sweep_id = 0;
+    if (int code = SweepId(ctx, flags.sweep, &sweep_id); code != kExitOk) return code;
+    request.set_id(sweep_id);
     trainer::v1::Sweep sweep;
     auto call = UnaryCall();
     const grpc::Status status = ctx.stub().GetSweep(call.get(), request, &sweep);
@@ -82,7 +84,7 @@ void AddExportCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "  python3 -c 'import pandas; "
       "print(pandas.read_csv(\"job12.csv\").query(\"kind==\\\"epoch\\\"\"))'");
   cmd->add_option("ids", flags->ids, "Job ids");
-  cmd->add_option("--sweep", flags->sweep, "Every member of this sweep instead");
+  cmd->add_option("--sweep", flags->sweep, "Every member of this sweep (its id or name) instead");
   cmd->add_option("--format", flags->format, "csv (default) or jsonl");
   cmd->add_option("-o,--output", flags->output, "Write to this file instead of stdout");
   cmd->add_flag("--force", flags->force, "Overwrite an existing file");

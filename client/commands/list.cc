@@ -12,7 +12,7 @@ namespace {
 
 struct ListFlags {
   std::vector<std::string> states;
-  int64_t sweep_id = 0;
+  std::string sweep;  // an id or a name
   std::string model, device;
   int limit = 20;
   bool all = false;
@@ -29,7 +29,11 @@ int RunList(Context& ctx, const ListFlags& flags) {
     }
     request.add_states(state);
   }
-  request.set_sweep_id(flags.sweep_id);
+  if (!flags.sweep.empty()) {
+    int64_t sweep_id = 0;
+    if (int code = SweepId(ctx, flags.sweep, &sweep_id); code != kExitOk) return code;
+    request.set_sweep_id(sweep_id);
+  }
   request.set_model(flags.model);
   request.set_device(flags.device);
   trainer::v1::ListJobsResponse all;
@@ -63,7 +67,7 @@ void AddListCommand(CLI::App& app, Context& ctx, int* exit_code) {
       ->capture_default_str()
       ->check(AtLeast(1));
   cmd->add_flag("--all,-a", flags->all, "Every job (pages through them all)");
-  cmd->add_option("--sweep", flags->sweep_id, "Only this sweep's members");
+  cmd->add_option("--sweep", flags->sweep, "Only this sweep's members (its id or name)");
   cmd->add_option("--model", flags->model, "Only this model");
   cmd->add_option("--device", flags->device, "Only this device");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunList(ctx, *flags); });

@@ -1,7 +1,7 @@
-// trainctl report SWEEP_ID [--format table|csv|json|markdown] [--plot FILE.svg] [--baseline
-// cpu|FIELD=VALUE] The CPU-vs-GPU table people write by hand: one row per configuration, speedup
-// against the baseline (a device, or another field's value: amp= for fp32), flags where results
-// disagree.
+// trainctl report SWEEP (id or name) [--format table|csv|json|markdown] [--plot FILE.svg]
+// [--baseline cpu|FIELD=VALUE] The CPU-vs-GPU table people write by hand: one row per
+// configuration, speedup against the baseline (a device, or another field's value: amp= for fp32),
+// flags where results disagree.
 #include <fstream>
 
 #include "client/commands/commands.h"
@@ -9,13 +9,14 @@
 #include "client/render/report_svg.h"
 #include "client/render/report_text.h"
 #include "client/rpc.h"
+#include "client/sweep_members.h"
 
 namespace traind {
 
 namespace {
 
 struct ReportFlags {
-  int64_t sweep_id = 0;
+  std::string sweep;  // an id or a name
   std::string format = "table";
   std::string plot;
   std::string baseline = "cpu";
@@ -26,7 +27,11 @@ struct ReportFlags {
 
 int RunReport(Context& ctx, const ReportFlags& flags) {
   trainer::v1::GetSweepReportRequest request;
-  request.set_id(flags.sweep_id);
+  int64_t sweep_id = 0;
+  if (grpc::Status s = ResolveSweep(ctx.stub(), flags.sweep, &sweep_id); !s.ok()) {
+    return ctx.Fail(s);
+  }
+  request.set_id(sweep_id);
   request.set_baseline(flags.baseline);
   // Daemons from before FIELD=VALUE read only this.
   if (flags.baseline.find('=') == std::string::npos) request.set_baseline_device(flags.baseline);
@@ -65,7 +70,8 @@ void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<ReportFlags>();
   CLI::App* cmd =
       app.add_subcommand("report", "A sweep's results: time/epoch, speedup, accuracy, memory");
-  cmd->add_option("id", flags->sweep_id, "Sweep id")->required();
+  cmd->add_option("sweep", flags->sweep, "The sweep's id or name (`trainctl sweeps` lists them)")
+      ->required();
   cmd->add_option("--format,-f", flags->format, "table | csv | json | markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
@@ -87,6 +93,7 @@ void AddReportCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->footer(
       "Examples:\n"
       "  trainctl report 3\n"
+      "  trainctl report lr-search   # the sweep named so (sweep --name lr-search)\n"
       "  trainctl report 3 --baseline amp=fp32 --format markdown\n"
       "  trainctl report 3 --time-to-accuracy 0.89   # seconds until 89% validation accuracy");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunReport(ctx, *flags); });

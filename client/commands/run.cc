@@ -8,6 +8,7 @@
 #include "client/script_command.h"
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
+#include "common/time_limit.h"
 
 namespace traind {
 
@@ -22,6 +23,7 @@ struct RunFlags {
   int threads = 0;
   std::string name;
   double stop_at_accuracy = 0;
+  std::string time_limit;
   bool watch = false;
   int priority = 0;
   std::vector<int64_t> after;
@@ -41,6 +43,13 @@ int RunProgram(Context& ctx, const RunFlags& flags) {
   if (flags.threads > 0) spec->set_threads(flags.threads);
   spec->set_name(flags.name.empty() ? script->args(0) : flags.name);
   spec->set_stop_at_accuracy(flags.stop_at_accuracy);
+  spec->set_time_limit(flags.time_limit);
+  // Checked before the working directory is sent: a typo costs no upload.
+  if (!flags.time_limit.empty()) {
+    if (absl::Status s = ParseTimeLimit(flags.time_limit).status(); !s.ok()) {
+      return ctx.UsageError(std::string(s.message()));
+    }
+  }
   if (absl::Status s = UploadWorkingDir(ctx, flags.script, script); !s.ok()) {
     return s.code() == absl::StatusCode::kInvalidArgument || s.code() == absl::StatusCode::kNotFound
                ? ctx.UsageError(std::string(s.message()))
@@ -75,6 +84,10 @@ void AddRunCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("--name", flags->name, "A label for `trainctl list` (default: the program)");
   cmd->add_option("--stop-at-accuracy", flags->stop_at_accuracy,
                   "Stop it once a validation accuracy it prints reaches this (0..1]");
+  cmd->add_option("--time", flags->time_limit,
+                  "Stop it and fail the job once it has run this long: 30 (minutes), 2:00:00, "
+                  "1-00:00:00; a hung program does not hold the queue")
+      ->type_name("TIME");
   cmd->add_flag("--watch,-w", flags->watch, "Follow the job to its end, like `trainctl watch`");
   cmd->add_option("--priority", flags->priority, "Higher runs first (default 0)");
   cmd->add_option("--after", flags->after, "Start only after these jobs succeeded (repeatable)")
@@ -83,6 +96,7 @@ void AddRunCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "Examples:\n"
       "  trainctl run --device cuda -- python3 train.py --epochs 10\n"
       "  trainctl run --device cpu --watch -- python3 lenet.py\n"
+      "  trainctl run --time 2:00:00 -- python3 train.py     (fails the job after two hours)\n"
       "  trainctl run --processes 2 -- python3 ddp_train.py     (torchrun's environment)\n"
       "  trainctl run -C ~/experiments/resnet -- python3 main.py --batch-size 256\n"
       "The program's output is the job's log (trainctl logs ID); lines such as `Epoch: 001/010 | "

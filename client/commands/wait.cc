@@ -23,7 +23,7 @@ using trainer::v1::Job;
 
 struct WaitFlags {
   std::vector<int64_t> ids;
-  int64_t sweep_id = 0;
+  std::string sweep;           // an id or a name
   double timeout_seconds = 0;  // 0: no limit
 };
 
@@ -32,8 +32,9 @@ bool Ended(Job::State state) {
 }
 
 // The jobs waited for, as they stand now.
-grpc::Status ReadJobs(Context& ctx, const WaitFlags& flags, std::vector<Job>* jobs) {
-  if (flags.sweep_id > 0) return ListSweepMembers(ctx.stub(), flags.sweep_id, {}, jobs);
+grpc::Status ReadJobs(Context& ctx, const WaitFlags& flags, int64_t sweep_id,
+                      std::vector<Job>* jobs) {
+  if (sweep_id > 0) return ListSweepMembers(ctx.stub(), sweep_id, {}, jobs);
   jobs->clear();
   for (int64_t id : flags.ids) {
     trainer::v1::GetJobRequest request;
@@ -61,8 +62,12 @@ int ExitCodeOf(Context& ctx, const std::vector<Job>& jobs) {
 }
 
 int RunWait(Context& ctx, const WaitFlags& flags) {
-  if (flags.ids.empty() == (flags.sweep_id == 0)) {
+  if (flags.ids.empty() == flags.sweep.empty()) {
     return ctx.UsageError("wait: give job ids or --sweep N (one of them)");
+  }
+  int64_t sweep_id = 0;
+  if (!flags.sweep.empty()) {
+    if (int code = SweepId(ctx, flags.sweep, &sweep_id); code != kExitOk) return code;
   }
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -71,13 +76,14 @@ int RunWait(Context& ctx, const WaitFlags& flags) {
       flags.ids.size() == 1
           ? absl::StrCat("job ", flags.ids[0], " keeps running")
           : absl::StrCat("jobs ", absl::StrJoin(flags.ids, ", "), " keep running");
-  const InterruptNotice notice(flags.sweep_id > 0 ? SweepKeepsRunning(flags.sweep_id)
-                                                  : absl::StrCat("stopped waiting; ", waited_for),
-                               /*after_progress_bar=*/false);
+  const InterruptNotice notice(
+      sweep_id > 0 ? SweepKeepsRunning(sweep_id) : absl::StrCat("stopped waiting; ", waited_for),
+      /*after_progress_bar=*/false);
   auto pause = std::chrono::milliseconds(100);
   while (true) {
     std::vector<Job> jobs;
-    if (grpc::Status status = ReadJobs(ctx, flags, &jobs); !status.ok()) return ctx.Fail(status);
+    if (grpc::Status status = ReadJobs(ctx, flags, sweep_id, &jobs); !status.ok())
+      return ctx.Fail(status);
     if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return Ended(j.state()); })) {
       return ExitCodeOf(ctx, jobs);
     }
@@ -99,7 +105,7 @@ void AddWaitCommand(CLI::App& app, Context& ctx, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "wait", "Wait until jobs end: exit 0 if all succeeded, 1 if any failed or was cancelled");
   cmd->add_option("ids", flags->ids, "Job ids");
-  cmd->add_option("--sweep", flags->sweep_id, "Every member of this sweep instead");
+  cmd->add_option("--sweep", flags->sweep, "Every member of this sweep (its id or name) instead");
   cmd->add_option("--timeout", flags->timeout_seconds,
                   "Give up after this many seconds (exit 4; the jobs go on)")
       ->check(CLI::NonNegativeNumber);

@@ -37,7 +37,7 @@ bool Reconnectable(const grpc::Status& status) {
 struct WatchFlags {
   int64_t job_id = 0;
   int64_t from_seq = 0;
-  int64_t sweep_id = 0;
+  std::string sweep;  // an id or a name
 };
 
 }  // namespace
@@ -119,12 +119,15 @@ void AddWatchCommand(CLI::App& app, Context& ctx, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "watch", "Follow a job live until it ends (exit 0 if it succeeded, 1 if not)");
   cmd->add_option("id", flags->job_id, "Job id");
-  cmd->add_option("--sweep", flags->sweep_id, "Follow every member of this sweep instead");
+  cmd->add_option("--sweep", flags->sweep,
+                  "Follow every member of this sweep (its id or name) instead");
   cmd->add_option("--from-seq", flags->from_seq, "Start at this event (default: the first)")
       ->check(AtLeast(0));
   cmd->callback([&ctx, exit_code, flags] {
-    if (flags->sweep_id > 0) {
-      *exit_code = WatchSweep(ctx, flags->sweep_id);
+    int64_t sweep_id = 0;
+    if (!flags->sweep.empty()) {
+      *exit_code = SweepId(ctx, flags->sweep, &sweep_id);
+      if (*exit_code == kExitOk) *exit_code = WatchSweep(ctx, sweep_id);
     } else if (flags->job_id > 0) {
       *exit_code = WatchJob(ctx, flags->job_id, flags->from_seq);
     } else {

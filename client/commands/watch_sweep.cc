@@ -6,13 +6,18 @@
 #include <map>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/interrupt_notice.h"
+#include "client/render/event_renderer.h"
 #include "client/rpc.h"
 #include "client/sweep_members.h"
+#include "common/job_result.h"
 #include "common/log_format.h"
+#include "common/sweep_fields.h"
 #include "common/terminal_text.h"
 
 namespace traind {
@@ -40,25 +45,46 @@ std::optional<trainer::v1::StepMetrics> LatestStep(Context& ctx, const Job& job)
   return latest;
 }
 
-std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetrics>& step) {
+// What a member runs, told apart from the others by the values it differs in ("mlp lr=0.01",
+// "train.py param.seed=2"); a matmul benchmark by its size and type.
+std::string MemberWhat(const Job& job, const std::vector<std::string>& varying) {
   const auto& s = job.spec();
-  std::string what = s.has_benchmark() && s.benchmark().kind() == "matmul"
-                         ? absl::StrFormat("matmul %d %s", s.benchmark().size(),
-                                           TerminalSafe(s.benchmark().dtype()))
-                         : absl::StrFormat("%s bs %d", TerminalSafe(s.model()), s.batch_size());
+  if (s.has_benchmark() && s.benchmark().kind() == "matmul") {
+    return absl::StrFormat("matmul %d %s", s.benchmark().size(),
+                           TerminalSafe(s.benchmark().dtype()));
+  }
+  const std::string what =
+      s.has_script() && !s.script().args().empty() ? s.script().args(0) : s.model();
+  const std::string label = MemberLabel(s, varying);
+  return TerminalSafe(absl::StrCat(what, label.empty() ? "" : " ", label));
+}
+
+// A finished member's result: only what it measured (common/job_result.h).
+std::string MemberResult(const Job& job) {
+  const auto& result = job.result();
+  if (result.has_bench()) return absl::StrFormat(" %.4f s", result.bench().seconds());
+  std::vector<std::string> parts;
+  if (result.epoch_seconds_no_eval_size() > 0 && result.epoch_seconds_no_eval(0) > 0) {
+    parts.push_back(absl::StrFormat("%.2f s/epoch", result.epoch_seconds_no_eval(0)));
+  }
+  if (ReportsTestAccuracy(job)) {
+    parts.push_back(absl::StrFormat("test %.2f%%", result.test_accuracy() * 100));
+  }
+  if (ReportsValidation(job)) {
+    parts.push_back(
+        absl::StrFormat("best validation %.2f%%", result.best_validation_accuracy() * 100));
+  }
+  return parts.empty() ? "" : " " + absl::StrJoin(parts, ", ");
+}
+
+std::string MemberLine(const Job& job, const std::vector<std::string>& varying,
+                       const std::optional<trainer::v1::StepMetrics>& step) {
   std::string line = absl::StrFormat("%6d %-9s %-7s %-22s", job.id(), StateName(job.state()),
-                                     TerminalSafe(s.device()), what);
+                                     TerminalSafe(job.spec().device()), MemberWhat(job, varying));
   if (job.state() == Job::RUNNING && step.has_value()) {
-    absl::StrAppendFormat(&line, " epoch %d/%d batch %d/%d loss %.4f", step->epoch(),
-                          step->epochs(), step->batch(), step->batches_per_epoch(), step->loss());
+    line += " " + ProgressLine(*step, 80);
   } else if (job.state() == Job::SUCCEEDED) {
-    if (job.result().has_bench()) {
-      absl::StrAppendFormat(&line, " %.4f s", job.result().bench().seconds());
-    } else if (job.result().epoch_seconds_no_eval_size() > 0) {
-      absl::StrAppendFormat(&line, " %.2f s/epoch, test %.2f%%",
-                            job.result().epoch_seconds_no_eval(0),
-                            job.result().test_accuracy() * 100);
-    }
+    line += MemberResult(job);
   } else if (job.state() == Job::FAILED) {
     // One line: this block is redrawn by moving the cursor up a counted number of lines.
     std::string error = job.result().error();
@@ -70,7 +96,20 @@ std::string MemberLine(const Job& job, const std::optional<trainer::v1::StepMetr
 
 }  // namespace
 
+int SweepId(Context& ctx, const std::string& id_or_name, int64_t* id) {
+  const grpc::Status status = ResolveSweep(ctx.stub(), id_or_name, id);
+  return status.ok() ? kExitOk : ctx.Fail(status);
+}
+
 int WatchSweep(Context& ctx, int64_t sweep_id) {
+  trainer::v1::GetSweepRequest get;
+  get.set_id(sweep_id);
+  trainer::v1::Sweep sweep;
+  auto call = UnaryCall();
+  if (grpc::Status status = ctx.stub().GetSweep(call.get(), get, &sweep); !status.ok()) {
+    return ctx.Fail(status);
+  }
+  const std::vector<std::string> varying = VaryingFields(sweep.spec());
   const InterruptNotice notice(SweepKeepsRunning(sweep_id), /*after_progress_bar=*/false);
   std::map<int64_t, Job::State> last_state;
   int lines_drawn = 0;
@@ -91,7 +130,7 @@ int WatchSweep(Context& ctx, int64_t sweep_id) {
                 << "\n";
       for (const Job& job : members) {
         ctx.out() << "\033[2K"
-                  << MemberLine(job,
+                  << MemberLine(job, varying,
                                 job.state() == Job::RUNNING ? LatestStep(ctx, job) : std::nullopt)
                   << "\n";
       }
@@ -105,7 +144,7 @@ int WatchSweep(Context& ctx, int64_t sweep_id) {
         if (ctx.json()) {
           ctx.PrintJson(job, /*one_line=*/true);
         } else {
-          ctx.out() << MemberLine(job, std::nullopt) << "\n";
+          ctx.out() << MemberLine(job, varying, std::nullopt) << "\n";
         }
       }
       ctx.out().flush();

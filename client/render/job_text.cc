@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "common/job_result.h"
 #include "common/job_spec.h"
 #include "common/log_format.h"
 #include "common/terminal_text.h"
@@ -125,16 +126,15 @@ void AppendTimes(const Job& job, std::string* out_ptr) {
   }
 }
 
-// "  accuracy  test 82.25%, best validation 78.35% (epoch 2)": only what the job measured. A
-// built-in job always tests; a program reports what it prints, and a value it never printed is
-// left out, never shown as 0. Epochs count from 1, so best_epoch 0 means no validation.
+// "  accuracy  test 82.25%, best validation 78.35% (epoch 2)": only what the job measured
+// (common/job_result.h).
 void AppendAccuracy(const Job& job, std::string* out_ptr) {
   const auto& result = job.result();
   std::vector<std::string> parts;
-  if (!job.spec().has_script() || result.test_accuracy() > 0) {
+  if (ReportsTestAccuracy(job)) {
     parts.push_back(absl::StrFormat("test %.2f%%", result.test_accuracy() * 100));
   }
-  if (result.best_epoch() > 0) {
+  if (ReportsValidation(job)) {
     parts.push_back(absl::StrFormat("best validation %.2f%% (epoch %d)",
                                     result.best_validation_accuracy() * 100, result.best_epoch()));
   }
@@ -276,14 +276,40 @@ std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::stri
   return out;
 }
 
+namespace {
+
+// EPOCHS in `list`: a running job's "2/5" (its newest step's epoch), else the epochs it asked for;
+// a program's is what it printed ("2" when it gives no count), "-" before it printed any.
+std::string EpochsCell(const Job& job) {
+  const trainer::v1::JobSpec& spec = job.spec();
+  if (spec.has_benchmark()) return "-";
+  const trainer::v1::StepMetrics& step = job.latest_step();
+  if (job.state() == Job::RUNNING && step.epoch() > 0) {
+    const int epochs = step.epochs() > 0 ? step.epochs() : spec.epochs();
+    return epochs > 0 ? absl::StrCat(step.epoch(), "/", epochs) : absl::StrCat(step.epoch());
+  }
+  if (spec.has_script()) return step.epoch() > 0 ? absl::StrCat(step.epoch()) : "-";
+  return absl::StrCat(spec.epochs());
+}
+
+// TIME in `list`: how long it has run (running) or ran (ended); "-" before it started.
+std::string TimeCell(const Job& job) {
+  if (!job.has_start_time()) return "-";
+  const absl::Time start = ToTime(job.start_time());
+  const absl::Time end = job.has_end_time() ? ToTime(job.end_time()) : absl::Now();
+  return FormatDuration(std::max(0.0, absl::ToDoubleSeconds(end - start)));
+}
+
+}  // namespace
+
 std::string JobTable(const std::vector<Job>& jobs) {
-  std::string out = absl::StrFormat("%-6s %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n", "ID",
-                                    "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS", "CREATED",
-                                    "TEST ACC", "DISK", "NAME");
+  std::string out = absl::StrFormat("%-6s %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-8s %-9s %s\n",
+                                    "ID", "STATE", "MODEL", "DATASET", "DEVICE", "EPOCHS",
+                                    "CREATED", "TIME", "TEST ACC", "DISK", "NAME");
   for (const Job& job : jobs) {
     const trainer::v1::JobSpec& spec = job.spec();
     const bool matmul = spec.has_benchmark() && spec.benchmark().kind() == "matmul";
-    const std::string accuracy = job.state() == Job::SUCCEEDED && !spec.has_benchmark()
+    const std::string accuracy = ReportsTestAccuracy(job)
                                      ? absl::StrFormat("%.2f%%", job.result().test_accuracy() * 100)
                                      : "-";
     // A benchmark says what it measures where a training job names its model and data.
@@ -299,12 +325,11 @@ std::string JobTable(const std::vector<Job>& jobs) {
                                                       : TerminalSafe(spec.benchmark().dtype()))
         : spec.dataset().empty() ? "-"
                                  : TerminalSafe(spec.dataset());
-    absl::StrAppendFormat(&out, "%-6d %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-9s %s\n", job.id(),
-                          StateName(job.state()), model, dataset, TerminalSafe(spec.device()),
-                          spec.has_benchmark() ? "-" : absl::StrCat(spec.epochs()),
-                          FormatTimestamp(job.create_time()), accuracy,
-                          job.disk_bytes() > 0 ? FormatBytes(job.disk_bytes()) : "-",
-                          TerminalSafe(spec.name()));
+    absl::StrAppendFormat(
+        &out, "%-6d %-10s %-11s %-14s %-7s %-6s %-19s %-8s %-8s %-9s %s\n", job.id(),
+        StateName(job.state()), model, dataset, TerminalSafe(spec.device()), EpochsCell(job),
+        FormatTimestamp(job.create_time()), TimeCell(job), accuracy,
+        job.disk_bytes() > 0 ? FormatBytes(job.disk_bytes()) : "-", TerminalSafe(spec.name()));
   }
   return out;
 }

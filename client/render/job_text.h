@@ -15,11 +15,11 @@ std::string FormatTimestamp(const google::protobuf::Timestamp& t);
 // The multi-line description `trainctl show` prints.
 std::string DescribeJob(const trainer::v1::Job& job);
 
-// The table `trainctl list` prints, header included.
 // An evaluation's accuracy, per-class accuracy and (up to 20 classes) confusion matrix.
 std::string DescribeEvaluation(const trainer::v1::Evaluation& evaluation,
                                const std::string& dataset);
 
+// The table `trainctl list` prints, header included.
 std::string JobTable(const std::vector<trainer::v1::Job>& jobs);
 
 }  // namespace traind

@@ -6,6 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -103,9 +106,44 @@ TEST(JobTextTest, AProgramsJobShowsOnlyWhatItPrinted) {
   for (const char* absent : {"test 0.00%", "epochs 0", "batch 0", "lr 0", "options"}) {
     EXPECT_FALSE(absl::StrContains(text, absent)) << absent << " in\n" << text;
   }
+  // In `list`: no epoch count of 0 (the program's own) and no test accuracy of 0.00%.
+  const std::string table = JobTable({job});
+  const std::vector<std::string> row =
+      absl::StrSplit(std::string(absl::StripSuffix(table.substr(table.find('\n') + 1), "\n")), ' ',
+                     absl::SkipEmpty());
+  ASSERT_GE(row.size(), 8u) << table;
+  EXPECT_EQ(row[4], "cpu") << table;
+  EXPECT_EQ(row[5], "-") << table;  // EPOCHS
+  EXPECT_EQ(row[6], "-") << table;  // CREATED, unset here
+  EXPECT_EQ(row[7], "-") << table;  // TIME: it never started
+  EXPECT_EQ(row[8], "-") << table;  // TEST ACC
+
   job.mutable_result()->set_test_accuracy(0.8225);
   EXPECT_TRUE(absl::StrContains(DescribeJob(job),
                                 "  accuracy  test 82.25%, best validation 78.35% (epoch 2)\n"));
+  EXPECT_TRUE(absl::StrContains(JobTable({job}), " 82.25% ")) << JobTable({job});
+}
+
+}  // namespace
+}  // namespace traind
+
+namespace traind {
+namespace {
+
+// `list` shows how far a running job got and how long it has run.
+TEST(JobTextTest, ListShowsARunningJobsProgressAndTime) {
+  trainer::v1::Job job;
+  job.set_id(4);
+  job.set_state(trainer::v1::Job::RUNNING);
+  job.mutable_spec()->set_model("mlp");
+  job.mutable_spec()->set_epochs(5);
+  job.mutable_latest_step()->set_epoch(2);
+  job.mutable_latest_step()->set_epochs(5);
+  job.mutable_start_time()->set_seconds(absl::ToUnixSeconds(absl::Now()) - 125);
+  const std::string table = JobTable({job});
+  const std::string row = table.substr(table.find('\n') + 1);
+  EXPECT_TRUE(absl::StrContains(row, " 2/5 ")) << table;
+  EXPECT_TRUE(absl::StrContains(row, " 2m0")) << table;  // 2m05s, or a second or two more
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ SweepReport MakeReport() {
   report.set_baseline_device("cpu");
   report.set_jobs_total(8);
   report.set_jobs_finished(7);
+  report.set_best_by("test accuracy");
 
   ReportRow* cpu = AddRow(&report, "lenet5", "cpu", "threads=2", 1.0);
   cpu->set_runs(3);
@@ -51,6 +52,10 @@ SweepReport MakeReport() {
   cpu->set_epoch_seconds_max(5.60);
   cpu->set_samples_per_second(10929.4);
   cpu->set_test_accuracy(0.9874);
+  cpu->set_tested(3);
+  cpu->set_validated(3);
+  cpu->set_best_validation_accuracy(0.9881);
+  cpu->set_best(true);  // the best by test accuracy
   cpu->set_final_loss(0.0412);
   for (int id : {1, 2, 3}) cpu->add_job_ids(id);
   AddLossCurve(cpu, {{0.0, 2.30}, {0.5, 0.41}, {1.0, 0.12}, {2.0, 0.05}});
@@ -63,6 +68,7 @@ SweepReport MakeReport() {
   gpu->set_epoch_seconds_max(2.41);
   gpu->set_samples_per_second(25245.8);
   gpu->set_test_accuracy(0.9869);
+  gpu->set_tested(3);
   gpu->set_final_loss(0.0433);
   gpu->set_peak_current_allocated_bytes(120 << 20);
   gpu->set_peak_driver_allocated_bytes(300 << 20);
@@ -77,6 +83,7 @@ SweepReport MakeReport() {
   slow->set_epoch_seconds_max(8.85);
   slow->set_samples_per_second(6779);
   slow->set_test_accuracy(0.91);
+  slow->set_tested(1);
   slow->set_final_loss(0.3);
   slow->set_peak_current_allocated_bytes(int64_t{2} << 30);
   slow->set_peak_driver_allocated_bytes(int64_t{3} << 30);
@@ -109,7 +116,7 @@ int Count(const std::string& haystack, const std::string& needle) {
 
 TEST(ReportTableTest, HeaderAndFormattedCells) {
   const std::vector<std::string> lines = Lines(ReportTable(MakeReport()));
-  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines.size(), 7u);
   EXPECT_EQ(lines[0], "Sweep 12 (mnist cpu vs gpu): 7/8 jobs finished; speedup against cpu");
   EXPECT_TRUE(absl::StartsWith(lines[1], "MODEL")) << lines[1];
   for (const char* title : {"DEVICE", "BATCH", "OPTIONS", "RUNS", "S/EPOCH", "SAMPLES/S",
@@ -132,11 +139,16 @@ TEST(ReportTableTest, HeaderAndFormattedCells) {
   EXPECT_TRUE(absl::StrContains(lines[5], "0/1")) << lines[5];
   EXPECT_FALSE(absl::StrContains(lines[5], "0.00%")) << lines[5];
   EXPECT_FALSE(absl::StrContains(lines[5], "0.00x")) << lines[5];
+  // The best row is marked and named under the table.
+  EXPECT_TRUE(absl::StartsWith(lines[2], "* lenet5")) << lines[2];
+  EXPECT_TRUE(absl::StrContains(lines[2], "98.81%")) << lines[2];  // BEST VAL
+  EXPECT_FALSE(absl::StartsWith(lines[3], "*")) << lines[3];
+  EXPECT_EQ(lines[6], "Best by test accuracy: lenet5 threads=2 on cpu, 98.74% (jobs 1, 2, 3)");
 }
 
 TEST(ReportTableTest, ColumnsAreAligned) {
   const std::vector<std::string> lines = Lines(ReportTable(MakeReport()));
-  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines.size(), 7u);
   const size_t device = lines[1].find("DEVICE");
   const size_t options = lines[1].find("OPTIONS");
   const size_t flags = lines[1].find("FLAGS");
@@ -161,14 +173,14 @@ TEST(ReportMarkdownTest, CaptionSeparatorAndEscapedPipes) {
       md, "Sweep 12 (mnist cpu vs gpu): 7/8 jobs finished; speedup against cpu\n\n| MODEL |"))
       << md;
   const std::vector<std::string> lines = Lines(md);
-  ASSERT_EQ(lines.size(), 1u + 2u + 4u) << md;
+  ASSERT_EQ(lines.size(), 1u + 2u + 4u + 1u) << md;  // caption, head, rows, the best
   EXPECT_TRUE(absl::StartsWith(lines[2], "|---|---|---:|---|")) << lines[2];
   EXPECT_TRUE(absl::StrContains(md, "loss \\| diverged")) << md;
   EXPECT_TRUE(absl::StrContains(lines[4], "| 2.31x |")) << lines[4];
   EXPECT_TRUE(absl::StrContains(lines[3], "| 1.00x (baseline) |")) << lines[3];
-  // Every table line has the 11 columns' 12 unescaped pipes, flags included.
-  for (size_t i = 1; i < lines.size(); ++i) {
-    EXPECT_EQ(Count(lines[i], "|") - Count(lines[i], "\\|"), 12) << lines[i];
+  // Every table line has the 12 columns' 13 unescaped pipes, flags included.
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    EXPECT_EQ(Count(lines[i], "|") - Count(lines[i], "\\|"), 13) << lines[i];
   }
   EXPECT_TRUE(absl::EndsWith(lines[5],
                              "| accuracy 0.91 vs 0.97, below tolerance; loss \\| "
@@ -184,18 +196,19 @@ TEST(ReportCsvTest, HeaderQuotingAndRecordCount) {
             "model,dataset,device,batch_size,options,runs,succeeded,epoch_seconds_median,"
             "epoch_seconds_min,epoch_seconds_max,samples_per_second,test_accuracy,final_loss,"
             "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids,"
-            "scaling_efficiency");
+            "scaling_efficiency,tested,validated,best_validation_accuracy,best");
   EXPECT_EQ(records[1],
             "lenet5,mnist,cpu,256,threads=2,3,3,5.49,5.4,5.6,10929.4,0.9874,0.0412,"
-            "0,0,1,,1 2 3,0");
+            "0,0,1,,1 2 3,0,3,3,0.9881,1");
   EXPECT_EQ(records[2],
             "lenet5,mnist,cuda:0,256,amp=bf16 & channels_last,3,3,2.3766,2.3,2.41,"
-            "25245.8,0.9869,0.0433,125829120,314572800,2.31,,4 5 6,0");
+            "25245.8,0.9869,0.0433,125829120,314572800,2.31,,4 5 6,0,3,0,0,0");
   EXPECT_TRUE(absl::EndsWith(records[3],
                              ",0.62,\"accuracy 0.91 vs 0.97, below tolerance;loss | diverged;"
-                             "job 7 said \"\"CUDA out of memory\"\"\",7,0"))
+                             "job 7 said \"\"CUDA out of memory\"\"\",7,0,1,0,0,0"))
       << records[3];
-  EXPECT_EQ(records[4], "resnet18,mnist,cuda:1,256,,1,0,0,0,0,0,0,0,0,0,0,all runs failed,8,0");
+  EXPECT_EQ(records[4],
+            "resnet18,mnist,cuda:1,256,,1,0,0,0,0,0,0,0,0,0,0,all runs failed,8,0,0,0,0,0");
   EXPECT_EQ(records[5], "");
 }
 
@@ -297,7 +310,7 @@ TEST(ReportTextTest, DataParallelRowsShowTheirScalingEfficiency) {
   EXPECT_NE(table.find("1.94x (97% scaling)"), std::string::npos) << table;
   const std::vector<std::string> records = absl::StrSplit(ReportCsv(report), "\r\n");
   ASSERT_GE(records.size(), 3u);
-  EXPECT_TRUE(absl::EndsWith(records[2], ",0.97")) << records[2];
+  EXPECT_TRUE(absl::EndsWith(records[2], ",0.97,0,0,0,0")) << records[2];  // then tested...best
 }
 
 // A sweep of one device compares nothing: the daemon says why instead of a baseline, and no row

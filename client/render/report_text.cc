@@ -24,9 +24,9 @@ struct Column {
 };
 
 constexpr Column kColumns[] = {
-    {"MODEL", false},   {"DEVICE", false}, {"BATCH", true},     {"OPTIONS", false},
-    {"RUNS", true},     {"S/EPOCH", true}, {"SAMPLES/S", true}, {"TEST ACC", true},
-    {"PEAK MEM", true}, {"SPEEDUP", true}, {"FLAGS", false},
+    {"MODEL", false},   {"DEVICE", false},  {"BATCH", true},     {"OPTIONS", false},
+    {"RUNS", true},     {"S/EPOCH", true},  {"SAMPLES/S", true}, {"TEST ACC", true},
+    {"BEST VAL", true}, {"PEAK MEM", true}, {"SPEEDUP", true},   {"FLAGS", false},
 };
 constexpr size_t kNumColumns = sizeof(kColumns) / sizeof(kColumns[0]);
 
@@ -60,6 +60,9 @@ std::string PeakMemory(const ReportRow& row) {
   if (row.peak_current_allocated_bytes() == 0 && row.peak_driver_allocated_bytes() == 0) {
     return "-";
   }
+  // A program on the CPU: its resident memory, and no driver's figure to pair it with.
+  if (row.peak_driver_allocated_bytes() == 0)
+    return FormatBytes(row.peak_current_allocated_bytes());
   return absl::StrCat(FormatBytes(row.peak_current_allocated_bytes()), " / ",
                       FormatBytes(row.peak_driver_allocated_bytes()));
 }
@@ -79,16 +82,20 @@ std::string Speedup(const ReportRow& row, const std::string& baseline_device) {
 std::vector<std::string> Cells(const ReportRow& row, const std::string& baseline_device) {
   const bool measured = HasMeasurements(row);
   return {
-      row.model(),
+      absl::StrCat(row.best() ? "* " : "", row.model()),
       row.device(),
-      absl::StrCat(row.batch_size()),
+      row.batch_size() > 0 ? absl::StrCat(row.batch_size()) : "-",  // a program's is its own
       row.options(),
       absl::StrCat(row.succeeded(), "/", row.runs()),
       EpochSeconds(row),
       // A row whose runs reported steps but no epoch time has no rate: "-", not 0.
       measured && row.samples_per_second() > 0 ? absl::StrFormat("%.0f", row.samples_per_second())
                                                : "-",
-      measured ? absl::StrFormat("%.2f%%", row.test_accuracy() * 100) : "-",
+      // What no run measured (a program that printed no test accuracy) is "-", never 0.
+      measured && row.tested() > 0 ? absl::StrFormat("%.2f%%", row.test_accuracy() * 100) : "-",
+      measured && row.validated() > 0
+          ? absl::StrFormat("%.2f%%", row.best_validation_accuracy() * 100)
+          : "-",
       PeakMemory(row),
       Speedup(row, baseline_device),
       absl::StrJoin(row.flags(), "; "),
@@ -187,6 +194,10 @@ std::vector<std::string> CsvFields(const ReportRow& row) {
       absl::StrJoin(row.flags(), ";"),
       absl::StrJoin(row.job_ids(), " "),
       CsvNumber(row.scaling_efficiency()),
+      absl::StrCat(row.tested()),
+      absl::StrCat(row.validated()),
+      CsvNumber(row.best_validation_accuracy()),
+      row.best() ? "1" : "0",
   };
 }
 
@@ -195,9 +206,26 @@ constexpr char kCsvHeader[] =
     "model,dataset,device,batch_size,options,runs,succeeded,epoch_seconds_median,"
     "epoch_seconds_min,epoch_seconds_max,samples_per_second,test_accuracy,final_loss,"
     "peak_current_allocated_bytes,peak_driver_allocated_bytes,speedup,flags,job_ids,"
-    "scaling_efficiency";
+    "scaling_efficiency,tested,validated,best_validation_accuracy,best";
 
 }  // namespace
+
+std::string BestLine(const SweepReport& report) {
+  for (const ReportRow& row : report.rows()) {
+    if (!row.best()) continue;
+    const double value = report.best_by() == "test accuracy" ? row.test_accuracy() * 100
+                         : report.best_by() == "final loss"  ? row.final_loss()
+                                                             : row.best_validation_accuracy() * 100;
+    const std::string what =
+        OneLine(absl::StrCat(row.config().empty() ? row.options() : row.config(),
+                             row.device().empty() ? "" : " on ", row.device()));
+    return absl::StrFormat("Best by %s: %s, %s (jobs %s)\n", report.best_by(), what,
+                           report.best_by() == "final loss" ? absl::StrFormat("%.4f", value)
+                                                            : absl::StrFormat("%.2f%%", value),
+                           absl::StrJoin(row.job_ids(), ", "));
+  }
+  return "";
+}
 
 std::string ReportBaseline(const SweepReport& report) {
   if (!report.baseline_device().empty() || report.baseline().empty())
@@ -237,7 +265,7 @@ std::string ReportTable(const SweepReport& report) {
   }
   std::string out = absl::StrCat(Caption(report), "\n");
   for (const auto& cells : lines) AppendAlignedLine(cells, widths, &out);
-  return out;
+  return out + BestLine(report);
 }
 
 std::string ReportMarkdown(const SweepReport& report) {
@@ -247,7 +275,8 @@ std::string ReportMarkdown(const SweepReport& report) {
   for (const ReportRow& row : report.rows()) {
     absl::StrAppend(&out, MarkdownLine(Cells(row, report.baseline_device())));
   }
-  return out;
+  const std::string best = BestLine(report);
+  return best.empty() ? out : absl::StrCat(out, "\n", MarkdownCell(best), "\n");
 }
 
 std::string ReportCsv(const SweepReport& report) {

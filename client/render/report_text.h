@@ -19,6 +19,10 @@ std::string ReportTable(const trainer::v1::SweepReport& report);
 std::string ReportMarkdown(const trainer::v1::SweepReport& report);
 
 // What the report's speedups are against, for captions: the device ("cpu"), else FIELD=VALUE.
+// "Best by best validation accuracy: param.lr=1e-1 on cpu, 91.00% (jobs 3)": the row that won
+// (SweepReport.best_by), or "" when none did. The table marks it with "* ".
+std::string BestLine(const trainer::v1::SweepReport& report);
+
 std::string ReportBaseline(const trainer::v1::SweepReport& report);
 
 // RFC 4180 CSV (CRLF line ends) with unformatted values, one record per row after the header.

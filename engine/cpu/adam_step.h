@@ -1,7 +1,7 @@
 // One Adam (AdamW) update of a contiguous fp32 CPU parameter in a single pass over parameter,
 // gradient and moments. LibTorch 1.13's torch::optim::Adam runs six to eight whole-tensor
 // operations per parameter and step; on the 2-core machine that was ~0.4 ms of LeNet5's ~10 ms
-// step, a share that grows as the batch shrinks (docs/benchmarks.md). The arithmetic is
+// step, a share that grows as the batch shrinks (docs/benchmarks-history.md). The arithmetic is
 // torch::optim::Adam's / AdamW's (PyTorch's documented update), in fp32 with double-precision
 // bias corrections, so results agree with theirs to rounding.
 #ifndef TRAIND_ENGINE_CPU_ADAM_STEP_H_

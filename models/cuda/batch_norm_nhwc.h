@@ -1,7 +1,7 @@
 // Training-mode batch norm for bf16 or fp32 activations in channels_last (NHWC) layout on CUDA,
 // with fp32 parameters and running statistics. bf16 is the case PyTorch sends to its own slower
 // kernels, because cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200,
-// docs/benchmarks.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU, and a
+// docs/benchmarks-history.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU, and a
 // ResNet block's residual add before it, in the same passes (forward and backward), which
 // PyTorch runs as passes of their own. Forward: per-channel Welford statistics in one pass, then
 // one scale-and-shift pass (with an optional residual add and ReLU, or a ReLU and a max pool);

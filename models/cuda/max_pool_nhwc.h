@@ -2,7 +2,7 @@
 // gradient. PyTorch's NHWC forward writes an int64 index per output element and its backward
 // reads them back: for ResNet-18's stem (a 3x3, stride 2 pool of 64 x 112 x 112 maps) that index
 // traffic was larger than the pooled output, and the pair took 1.6 ms of a 22 ms fp32 step on
-// the H200 (docs/benchmarks.md). Here the forward keeps one byte per output element, which
+// the H200 (docs/benchmarks-history.md). Here the forward keeps one byte per output element, which
 // element of its window it took, and the backward gathers: each thread owns 8 channels of one
 // input pixel and sums the gradients of the few output windows that took it, so every element
 // is written once and nothing is zeroed.

@@ -1,7 +1,7 @@
 // JobFeeds: one WatchJob stream per watched job, shared by every browser tab that shows it. Each
 // event is read from the store once and rendered as a Server-Sent Event once, however many tabs
 // follow the job; with 50 tabs open that was the difference between training slowed by 7% and by
-// under 2% on two cores (docs/benchmarks.md, "Dashboard load").
+// under 2% on two cores (docs/benchmarks-history.md, "Dashboard load").
 // A tab is admitted by the service first (DashboardServer asks GetJob as that tab's caller); the
 // feed itself reads as the daemon's own user. A feed keeps the job's events from seq 1 in memory
 // while any tab follows it (a step event is about 390 bytes of JSON), so a tab may start anywhere,

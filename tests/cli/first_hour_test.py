@@ -104,7 +104,12 @@ class FirstHourTest(unittest.TestCase):
         (self.work / "train.py").write_text(WAITING_PROGRAM.replace("GO_FILE", str(self.go)))
 
     def tearDown(self):
-        self.go.touch()  # lets every program of this test end
+        # Every program of this test ends once it sees its go file; the folder goes only after
+        # they have, so that no program misses it and holds the queue for the next test.
+        self.go.touch()
+        wait_until("this test's jobs to end", lambda: not json.loads(
+            trainctl("--output", "json", "list", "--state", "queued", "--state", "running").stdout
+        ).get("jobs"))
         shutil.rmtree(self.work, ignore_errors=True)
 
     def run_waiting_program(self, *flags):
@@ -208,6 +213,56 @@ class FirstHourTest(unittest.TestCase):
         self.assertEqual(len(tail), 3, tail)
         self.assertIn("line 49", "\n".join(tail))
         self.assertGreater(len(trainctl("logs", job).stdout.splitlines()), 50)
+
+    def test_the_morning_after_a_sweep_is_found_by_name_and_says_which_run_won(self):
+        (self.work / "lr.py").write_text(
+            "import sys\n"
+            "lr = float(sys.argv[sys.argv.index('--lr') + 1])\n"
+            "for epoch in (1, 2):\n"
+            "    print(f'epoch {epoch} loss {1 / (epoch + lr):.4f} val_acc {0.5 + lr / 2 + epoch / 100:.4f}')\n")
+        sweep = trainctl("sweep", "-C", self.work, "--device", "cpu", "--name", "lr-search",
+                         "--param", "lr=0.1,0.5", "--", "python3", "lr.py", "--lr", "{lr}").stdout.strip()
+        self.assertEqual(trainctl("wait", "--sweep", "lr-search", check=False).returncode, 0)
+
+        listed = trainctl("sweeps").stdout.splitlines()
+        self.assertTrue(listed[0].startswith("ID "), listed)
+        row = next(line for line in listed[1:] if line.split()[0] == sweep)
+        self.assertIn("lr-search", row)
+        self.assertIn("2 succeeded", row)
+        self.assertIn("param.lr=0.1,0.5", row)
+
+        report = trainctl("report", "lr-search").stdout
+        self.assertIn("Best by best validation accuracy: lr.py param.lr=0.5 on cpu, 77.00%", report)
+        best_rows = [line for line in report.splitlines() if line.startswith("* ")]
+        self.assertEqual(len(best_rows), 1, report)
+        self.assertIn("param.lr=0.5", best_rows[0])
+        self.assertNotIn("0.00%", report)  # the program printed no test accuracy: "-", not 0
+
+        trainctl("sweep", "-C", self.work, "--device", "cpu", "--name", "lr-search",
+                 "--param", "lr=0.2", "--", "python3", "lr.py", "--lr", "{lr}")
+        twice = trainctl("report", "lr-search", check=False)
+        self.assertEqual(twice.returncode, 2, twice.stderr)
+        self.assertIn("2 sweeps are named 'lr-search': give one by its id: ", twice.stderr)
+        missing = trainctl("report", "no-such-sweep", check=False)
+        self.assertEqual(missing.returncode, 2, missing.stderr)
+        self.assertEqual(missing.stderr, "trainctl: no sweep is named 'no-such-sweep' "
+                                         "(`trainctl sweeps` lists them, with their ids)\n")
+
+    def test_a_time_limit_fails_a_hung_program_and_the_queue_moves_on(self):
+        # The program waits for a file nobody writes: only its one-second limit ends it.
+        job = self.run_waiting_program("--time", "0:01")
+        wait_until(f"job {job} to end", lambda: show(job)["state"] in ("FAILED", "SUCCEEDED"))
+        ended = show(job)
+        self.assertEqual(ended["state"], "FAILED")
+        self.assertIn("stopped: it reached its time limit (--time 0:01)", ended["result"]["error"])
+        after = self.run_waiting_program()  # the queue is free again
+        wait_until(f"job {after} to run", lambda: show(after)["state"] == "RUNNING")
+
+        refused = trainctl("run", "-C", self.work, "--time", "1h", "--", "python3", "train.py",
+                           check=False)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("time_limit: '1h': minutes (30), MM:SS, H:MM:SS or D-HH[:MM[:SS]]",
+                      refused.stderr)
 
     def test_a_value_twice_on_an_axis_is_refused(self):
         result = trainctl("sweep", "-C", self.work, "--device", "cpu", "--param", "lr=1e-3,1e-3",

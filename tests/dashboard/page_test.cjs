@@ -140,6 +140,7 @@ async function main() {
     await loginForm(browser);
     await programSweep(page);
     await programWithoutBatchCounts(page);
+    await failedJobShowsItsError(page);
 
     check(errors.length === 0, 'no JavaScript error was logged' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
@@ -163,7 +164,7 @@ async function programSweep(page) {
     'with open(os.path.join(os.environ["TRAIND_OUTPUT_DIR"], "summary.txt"), "w") as f:',
     '    f.write(f"seed {seed}\\n")',
   ], async (work) => {
-    const sweep = trainctl('sweep', '-C', work, '--device', 'cpu', '--param', 'seed=1,2', '--',
+    const sweep = trainctl('sweep', '-C', work, '--device', 'cpu', '--name', 'seeds', '--param', 'seed=1,2', '--',
       'python3', 'train.py', '--seed', '{seed}');
     const members = await until('the program sweep to finish', () => {
       const jobs = (JSON.parse(trainctl('--output', 'json', 'list')).jobs || []).filter((j) => j.sweepId === sweep);
@@ -172,9 +173,29 @@ async function programSweep(page) {
     await page.goto(base + '/#/sweep/' + sweep);
     await page.waitForSelector('#report tbody tr', { timeout: 15000 });
     const rows = await page.$$eval('#report tbody tr', (r) => r.map((row) => row.textContent));
-    check(rows.length === 2 && rows.every((text) => text.includes('82.25')),
-      'a program sweep\'s page shows its report (' + rows.length + ' rows, test accuracy 82.25%)');
+    check(rows.length === 2 && rows.every((text) => text.includes('82.25') && text.includes('train.py param.seed=')),
+      'a program sweep\'s page shows its report, each row named by its program and seed (' + rows.join(' | ') + ')');
+    const best = await page.$eval('#best', (p) => p.textContent).catch(() => '');
+    const marked = await page.$$eval('#report tbody tr.best', (r) => r.length);
+    check(/^Best by test accuracy: train.py param.seed=1 on cpu \(82.25%\)$/.test(best) && marked === 1,
+      'the sweep page says which run won and marks its row (' + best + ')');
     await page.waitForFunction(() => Number(document.querySelector('#sweep-chart').dataset.points) > 0, { timeout: 15000 });
+    await page.waitForFunction(() => Number((document.querySelector('#sweep-accuracy') || { dataset: {} }).dataset.points) > 0, { timeout: 15000 });
+    check(true, 'the sweep page draws each row\'s validation accuracy by epoch');
+    const firstSeed = async () => page.$eval('#runs tbody tr', (row) => row.textContent);
+    await page.click('#runs th[data-column="param.seed"]');
+    const up = await firstSeed();
+    await page.click('#runs th[data-column="param.seed"]');
+    const down = await firstSeed();
+    const runs = await page.$$eval('#runs tbody tr', (r) => r.length);
+    check(runs === 2 && /SUCCEEDED1/.test(up) && /SUCCEEDED2/.test(down),
+      'the runs table lists each member with its seed, sorted by a click on the heading (' + up + ' / ' + down + ')');
+
+    await page.goto(base + '/#/sweeps');
+    const listed = await page.waitForSelector(`tr[data-sweep="${sweep}"]`, { timeout: 15000 });
+    const listedText = await listed.evaluate((row) => row.textContent);
+    check(listedText.includes('seeds') && listedText.includes('2 succeeded') && listedText.includes('param.seed=1,2'),
+      'the sweeps page lists the sweep with its name, states and what varies (' + listedText + ')');
 
     const member = members[0];
     await page.goto(base + '/#/job/' + member);
@@ -277,6 +298,33 @@ async function loginForm(browser) {
   } finally {
     await context.close();
   }
+}
+
+// A program that fails with a long error line: its page says so in a banner above everything,
+// the error whole and wrapped (not cut off at the card's right edge), and the result in words.
+async function failedJobShowsItsError(page) {
+  await withProgram([
+    'import sys',
+    'print("epoch 1 loss 0.9 val_acc 0.61")',
+    'sys.exit("ValueError: " + "the learning rate schedule could not be built " * 6)',
+  ], async (work) => {
+    const job = trainctl('run', '-C', work, '--device', 'cpu', '--', 'python3', 'train.py');
+    await until('the program job ' + job + ' to fail', () => jobState(job) === 'FAILED', 120);
+    await page.setViewport({ width: 1024, height: 900 });
+    await page.goto(base + '/#/job/' + job);
+    await page.waitForSelector('#failure:not([hidden])', { timeout: 15000 });
+    const banner = await page.$eval('#failure', (box) => ({
+      text: box.textContent,
+      fits: Array.from(box.querySelectorAll('pre')).every((pre) => pre.scrollWidth <= pre.clientWidth + 1),
+      top: box.getBoundingClientRect().top,
+    }));
+    const facts = await page.$eval('#result-facts', (dl) => dl.textContent);
+    check(banner.text.includes('failed') && banner.text.includes('could not be built') && banner.fits,
+      'a failed job\'s page shows its error in a banner, wrapped to the page (' + banner.text.slice(0, 80) + '...)');
+    check(facts.includes('best validation61.00% (epoch 1)') && !facts.includes('test accuracy'),
+      'its result says what it measured and nothing it did not (' + facts + ')');
+    await page.setViewport({ width: 1280, height: 900 });
+  });
 }
 
 // Calls fn with a new folder holding train.py made of `lines`, and removes the folder after.

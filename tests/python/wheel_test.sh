@@ -21,3 +21,23 @@ with Client() as daemon:
     assert "cpu" in devices, devices
 print("ok: the wheel's traind.client lists devices:", ", ".join(devices))
 PY
+
+# The install docs/scripts.md gives a user of Debian 12, whose own Python refuses a plain
+# `pip install` (externally-managed-environment): a virtual environment that sees Debian's
+# packages, the wheel installed into it with its pip.
+if ! /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  echo "SKIP (the documented install): no python3-venv"
+  exit 0
+fi
+venv=$(mktemp -d /tmp/traind-venv.XXXXXX)
+trap 'rm -rf "$site" "$venv"' EXIT
+/usr/bin/python3 -m venv --system-site-packages "$venv"
+"$venv/bin/pip" install --quiet --no-index "$wheel"
+"$venv/bin/python3" - <<'PY'
+import sys, traind
+from traind.client import Client
+assert traind.__file__.startswith(sys.prefix), traind.__file__
+with Client() as daemon:
+    assert "cpu" in [d.name for d in daemon.devices()]
+print("ok: the documented venv install's traind.client lists devices")
+PY
