@@ -3,9 +3,9 @@
 // own sized to every CPU, which LibTorch's set_num_threads does not reach: a job on one intra-op
 // thread still split its products over two cores, whose waiting threads spin in sched_yield.
 // On the 2-vCPU machine two threads each training LeNet5 took 12.1 ms a step each against 2.96 ms
-// alone, and 3.1 / 2.7 ms with OpenBLAS on one thread (docs/benchmarks-history.md, session 17): batch
-// shards (engine/shard_threads.h) need the BLAS on one thread each.
-// Thread-compatible: call it from the job's thread before its first operation.
+// alone, and 3.1 / 2.7 ms with OpenBLAS on one thread (docs/benchmarks-history.md, session 17):
+// batch shards (engine/shard_threads.h) need the BLAS on one thread each. Thread-compatible: call
+// it from the job's thread before its first operation.
 #ifndef TRAIND_ENGINE_BLAS_THREADS_H_
 #define TRAIND_ENGINE_BLAS_THREADS_H_
 

@@ -2,9 +2,9 @@
 // machine really gives this worker (the physical cores in its CPU affinity, within a cgroup CPU
 // quota) and how many jobs or ranks share them. One core is left to the daemon, the worker's other
 // threads and local clients: OpenMP's threads wait for each other at the end of every operator,
-// so one preempted thread stalls them all. A LeNet5 epoch (medians of 3, docs/benchmarks-history.md,
-// session 14): on the 2-vCPU VM 4.79 s with one thread, 5.80 s with two; on a 16-core host 1.10 s
-// with 15, 1.72 s with 16.
+// so one preempted thread stalls them all. A LeNet5 epoch (medians of 3,
+// docs/benchmarks-history.md, session 14): on the 2-vCPU VM 4.79 s with one thread, 5.80 s with
+// two; on a 16-core host 1.10 s with 15, 1.72 s with 16.
 #ifndef TRAIND_ENGINE_CPU_THREADS_H_
 #define TRAIND_ENGINE_CPU_THREADS_H_
 
@@ -64,8 +64,8 @@ struct BatchShards {
 // a step, not after every operator, so the daemon's short bursts of work delay a step, not every
 // operator); 1 (no shards) otherwise. A cgroup quota counts in whole CPUs here. Beyond a few
 // cores the intra-op threads stay: on the 16-core host shards gained LeNet5 up to ~10% but cost
-// the MLP, whose products intra-op threads split well, up to 2.5x (docs/benchmarks-history.md, session
-// 17). OMP_NUM_THREADS caps it, TRAIND_BATCH_SHARDS sets it.
+// the MLP, whose products intra-op threads split well, up to 2.5x (docs/benchmarks-history.md,
+// session 17). OMP_NUM_THREADS caps it, TRAIND_BATCH_SHARDS sets it.
 BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::string& sharers_are);
 
 }  // namespace traind

@@ -2,13 +2,14 @@
 // caller trains the first. On a machine that gives a CPU job only a few cores, OpenMP's intra-op
 // threads pay poorly on small operators (they meet at the end of every one: LeNet5 on the 2-vCPU
 // machine was slower on two threads than on one), while shards of one batch, one thread each,
-// meet once a step (docs/benchmarks-history.md). TrainStep (engine/train_step.h) says what a shard does.
-// Not c10::ThreadPool or at::launch: their threads sleep on a condition variable between tasks.
-// A first version of this pool that slept between rounds trained a LeNet5 epoch on the 2-vCPU
-// machine in 3.11-3.57 s, this one (spinning first) in 2.78-2.83 s (docs/benchmarks-history.md).
-// Each pool thread runs its shards on one intra-op thread, under the calling thread's LibTorch
-// thread-local state (grad mode, the profiler's callbacks, dispatch keys), as at::launch does.
-// Owned by the job's training loop; Run is called from one thread at a time (the job's).
+// meet once a step (docs/benchmarks-history.md). TrainStep (engine/train_step.h) says what a shard
+// does. Not c10::ThreadPool or at::launch: their threads sleep on a condition variable between
+// tasks. A first version of this pool that slept between rounds trained a LeNet5 epoch on the
+// 2-vCPU machine in 3.11-3.57 s, this one (spinning first) in 2.78-2.83 s
+// (docs/benchmarks-history.md). Each pool thread runs its shards on one intra-op thread, under the
+// calling thread's LibTorch thread-local state (grad mode, the profiler's callbacks, dispatch
+// keys), as at::launch does. Owned by the job's training loop; Run is called from one thread at a
+// time (the job's).
 #ifndef TRAIND_ENGINE_SHARD_THREADS_H_
 #define TRAIND_ENGINE_SHARD_THREADS_H_
 

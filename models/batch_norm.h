@@ -5,8 +5,8 @@
 // (models/cuda/batch_norm_nhwc.h): in bf16 where PyTorch would run its slower native ones,
 // because cuDNN refuses bf16 batch norm; in fp32 to do the ReLU, and with ForwardAddRelu a
 // ResNet block's residual add, in the same passes (ResNet-18 at 224 px: 1.13x cuDNN's batch norm
-// with a separate add and ReLU, docs/benchmarks-history.md), and with ForwardMaxPool a ResNet stem's
-// max pool in its output pass; the *Twin forms give an output that feeds two layers as twins
+// with a separate add and ReLU, docs/benchmarks-history.md), and with ForwardMaxPool a ResNet
+// stem's max pool in its output pass; the *Twin forms give an output that feeds two layers as twins
 // whose gradients the backward adds as it loads them (TwinActivation). Every other case (fp16,
 // eval mode, NCHW) goes to at::batch_norm as before.
 // TRAIND_NATIVE_KERNELS=1 in the worker's environment turns the fused path off

@@ -13,8 +13,8 @@ constexpr size_t kSecondConvolution = 3;  // its index in `features`
 LeNet5Impl::LeNet5Impl(int64_t in_channels, int64_t num_classes) {
   // The second convolution draws its initial weights first: these layers used to be built as
   // `Sequential`'s arguments, which GCC evaluates right to left, and a seed keeps giving the
-  // weights it gave then (the LeNet5 results in docs/benchmarks-history.md and the tests' tolerances were
-  // measured with them).
+  // weights it gave then (the LeNet5 results in docs/benchmarks-history.md and the tests'
+  // tolerances were measured with them).
   conv2_ = nn::Conv2d(nn::Conv2dOptions(6, 16, 5));
   conv1_ = nn::Conv2d(nn::Conv2dOptions(in_channels, 6, 5));
   pool1_ = MaxPool2d(/*kernel=*/2, /*stride=*/2);

@@ -2,10 +2,10 @@
 // A program printing fast (a line per batch, 100,000 a second) would otherwise wake the runner for
 // every few kilobytes, and with every CPU busy each wake-up takes the program's CPU from it: with
 // pauses of 10 ms the program lost about as much time as the runner and traind spent CPU
-// (docs/benchmarks-history.md, session 35). Read in pauses, the runner wakes 20 to 100 times a second.
-// A program that prints now and then is read at once, and a pipe nearly full is read again at
-// once: the program may be blocked on it, and a pause must never cap its rate (one did: a read of
-// at most 64 KiB per 10 ms blocked a program printing 7 MB/s). Not thread-safe.
+// (docs/benchmarks-history.md, session 35). Read in pauses, the runner wakes 20 to 100 times a
+// second. A program that prints now and then is read at once, and a pipe nearly full is read again
+// at once: the program may be blocked on it, and a pause must never cap its rate (one did: a read
+// of at most 64 KiB per 10 ms blocked a program printing 7 MB/s). Not thread-safe.
 #ifndef TRAIND_SCRIPT_READ_PACING_H_
 #define TRAIND_SCRIPT_READ_PACING_H_
 

@@ -3,11 +3,11 @@
 // the bf16 copy the next forward pass reads. Under autocast the same step costs three passes
 // over the weights (cast the weight to bf16, cast its gradient back to fp32, the fp32 update),
 // which bf16 does not shrink: for VGG16's 134 M parameters they are a fixed ~2 ms of every step
-// (docs/benchmarks-history.md). The arithmetic is ATen's fused Adam's (torch.optim.Adam(fused=True)) in
-// fp32 as LibTorch 2.11 writes it (fp32 hyperparameters, the moments as nested fma), so the
-// update matches it given the same gradient (CudaGraphStepTest compares the two). Compiled only
-// where nvcc is found (TRAIND_HAVE_CUDA_KERNELS); capturable in a CUDA graph (the step count, the
-// learning rate and the clipping factor are read on the device).
+// (docs/benchmarks-history.md). The arithmetic is ATen's fused Adam's
+// (torch.optim.Adam(fused=True)) in fp32 as LibTorch 2.11 writes it (fp32 hyperparameters, the
+// moments as nested fma), so the update matches it given the same gradient (CudaGraphStepTest
+// compares the two). Compiled only where nvcc is found (TRAIND_HAVE_CUDA_KERNELS); capturable in a
+// CUDA graph (the step count, the learning rate and the clipping factor are read on the device).
 #ifndef TRAIND_ENGINE_CUDA_MASTER_WEIGHT_ADAM_H_
 #define TRAIND_ENGINE_CUDA_MASTER_WEIGHT_ADAM_H_
 

@@ -1,9 +1,9 @@
 // 2-d max pooling of contiguous (NCHW) fp32 CPU tensors with non-overlapping windows (stride ==
 // kernel, no padding, floor mode): LeNet5's and VGG16's pooling. ATen 1.13's NCHW CPU forward
 // took 3.7 ms of LeNet5's ~11 ms step at batch 128 on the 2-core machine (its two poolings, more
-// than both convolutions' forward; docs/benchmarks-history.md); these loops read each input element once.
-// Values and indices are ATen's exactly (a NaN wins, the first of equal values wins; indices count
-// within one H x W plane), so ATen's backward could take them too.
+// than both convolutions' forward; docs/benchmarks-history.md); these loops read each input element
+// once. Values and indices are ATen's exactly (a NaN wins, the first of equal values wins; indices
+// count within one H x W plane), so ATen's backward could take them too.
 #ifndef TRAIND_MODELS_CPU_MAX_POOL_NCHW_H_
 #define TRAIND_MODELS_CPU_MAX_POOL_NCHW_H_
 

@@ -1,10 +1,10 @@
 // Training-mode batch norm for bf16 or fp32 activations in channels_last (NHWC) layout on CUDA,
 // with fp32 parameters and running statistics. bf16 is the case PyTorch sends to its own slower
 // kernels, because cuDNN refuses bf16 batch norm (CUDNN_STATUS_NOT_SUPPORTED on the H200,
-// docs/benchmarks-history.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU, and a
-// ResNet block's residual add before it, in the same passes (forward and backward), which
-// PyTorch runs as passes of their own. Forward: per-channel Welford statistics in one pass, then
-// one scale-and-shift pass (with an optional residual add and ReLU, or a ReLU and a max pool);
+// docs/benchmarks-history.md); in fp32 cuDNN takes it, and what these kernels add is the ReLU, and
+// a ResNet block's residual add before it, in the same passes (forward and backward), which PyTorch
+// runs as passes of their own. Forward: per-channel Welford statistics in one pass, then one
+// scale-and-shift pass (with an optional residual add and ReLU, or a ReLU and a max pool);
 // backward: one pass for the two per-channel sums, one for the input gradient; each thread takes
 // eight channels (16 bytes of bf16, 32 of fp32). Compiled only where nvcc is found
 // (TRAIND_HAVE_CUDA_KERNELS).

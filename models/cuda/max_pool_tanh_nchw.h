@@ -3,9 +3,9 @@
 // LeNet5 pools its convolutions' outputs this way (6 and 16 channels, so not the NHWC kernels'
 // multiple of 8). ATen runs the pooling, the tanh and, in the backward, tanh's and the pooling's
 // gradients as four kernels per layer, over data that fits in cache; at LeNet5's batch 256 on the
-// H200 those eight kernels were 0.05 ms of a 0.36 ms step (docs/benchmarks-history.md). Here the forward
-// writes tanh of each window's maximum and which element it took (one byte), and the backward
-// writes every input element of a window at once: tanh's gradient at the picked one, zero
+// H200 those eight kernels were 0.05 ms of a 0.36 ms step (docs/benchmarks-history.md). Here the
+// forward writes tanh of each window's maximum and which element it took (one byte), and the
+// backward writes every input element of a window at once: tanh's gradient at the picked one, zero
 // elsewhere.
 #ifndef TRAIND_MODELS_CUDA_MAX_POOL_TANH_NCHW_H_
 #define TRAIND_MODELS_CUDA_MAX_POOL_TANH_NCHW_H_
