@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/catalog.h"
 
 namespace traind {
 
@@ -120,6 +121,16 @@ bool IsShortOption(const std::string& word) {
 }
 
 }  // namespace
+
+std::string FlagForName(const std::string& word) {
+  for (const auto& [flag, names] :
+       {std::pair{"--model", ModelNames()}, std::pair{"--dataset", DatasetNames()}}) {
+    if (std::find(names.begin(), names.end(), word) != names.end()) {
+      return absl::StrCat(" (did you mean ", flag, " ", word, "?)");
+    }
+  }
+  return "";
+}
 
 std::string NearestWord(const std::string& word, const std::vector<std::string>& known) {
   std::string best;

@@ -18,6 +18,10 @@ namespace traind {
 // to a user's program and are not looked at; neither are option values and positionals.
 absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::string>& args);
 
+// Where a word given for a file names no file but is a model's or dataset's name ("mlp"), the
+// flag it was meant for: " (did you mean --model mlp?)"; "" otherwise.
+std::string FlagForName(const std::string& word);
+
 // The known word nearest to `word` (edit distance, or a longer word it begins), or "" when none
 // is near enough to be the one meant.
 std::string NearestWord(const std::string& word, const std::vector<std::string>& known);

@@ -186,6 +186,16 @@ TEST(RunTrainctlTest, ATypoIsAUsageErrorWithOneLine) {
   EXPECT_EQ(err2.str(), "trainctl: unknown command 'wacth'; did you mean 'watch'?\n");
 }
 
+// A model's name where submit takes a job file: not "File does not exist", but what was meant.
+TEST(RunTrainctlTest, AModelsNameGivenAsTheJobFileIsNamedAsAFlag) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunTrainctl({"trainctl", "submit", "mlp", "--dataset", "fashion-mnist"}, out, err),
+            kExitUsage);
+  EXPECT_EQ(err.str(),
+            "trainctl: submit: mlp: no such job file (the one word submit takes is a job file; "
+            "options are --flags) (did you mean --model mlp?)\n");
+}
+
 TEST(NearestWordTest, OnlyNearWordsAreSuggested) {
   EXPECT_EQ(NearestWord("--modle", {"--model", "--mode"}), "--model");
   EXPECT_EQ(NearestWord("--xyz", {"--model", "--lr"}), "");

@@ -1,5 +1,6 @@
 #include "common/metric_rows.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -21,7 +22,15 @@ struct Row {
   std::optional<double> loss, accuracy, validation_loss, validation_accuracy, learning_rate,
       samples_per_second, step_seconds;
   std::optional<int64_t> current_bytes, driver_bytes;
+  std::vector<std::pair<std::string, double>> metrics;  // a program's own, by name
 };
+
+std::vector<std::pair<std::string, double>> Sorted(
+    const google::protobuf::Map<std::string, double>& metrics) {
+  std::vector<std::pair<std::string, double>> sorted(metrics.begin(), metrics.end());
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
 
 constexpr const char* kColumns[] = {"job",
                                     "seq",
@@ -37,7 +46,8 @@ constexpr const char* kColumns[] = {"job",
                                     "samples_per_second",
                                     "step_seconds",
                                     "current_bytes",
-                                    "driver_bytes"};
+                                    "driver_bytes",
+                                    "metrics"};
 
 std::optional<Row> ToRow(const JobEvent& event) {
   Row row;
@@ -48,31 +58,36 @@ std::optional<Row> ToRow(const JobEvent& event) {
       row.epoch = step.epoch();
       row.batch = step.batch();
       row.loss = step.loss();
-      row.learning_rate = step.learning_rate();
-      row.samples_per_second = step.samples_per_second();
-      row.step_seconds = step.step_seconds();
-      row.current_bytes = step.current_allocated_bytes();
-      row.driver_bytes = step.driver_allocated_bytes();
+      // What a program's job did not report stays an empty cell (StepMetrics' optional fields).
+      if (step.has_learning_rate()) row.learning_rate = step.learning_rate();
+      if (step.has_samples_per_second()) row.samples_per_second = step.samples_per_second();
+      if (step.has_step_seconds()) row.step_seconds = step.step_seconds();
+      if (step.has_current_allocated_bytes()) row.current_bytes = step.current_allocated_bytes();
+      if (step.has_driver_allocated_bytes()) row.driver_bytes = step.driver_allocated_bytes();
+      row.metrics = Sorted(step.metrics());
       return row;
     }
     case JobEvent::kEpochSummary: {
       const auto& epoch = event.epoch_summary();
       row.kind = "epoch";
       row.epoch = epoch.epoch();
-      row.loss = epoch.train_loss();
-      row.accuracy = epoch.train_accuracy();
-      if (epoch.evaluated()) {
+      if (epoch.has_train_loss()) row.loss = epoch.train_loss();
+      if (epoch.has_train_accuracy()) row.accuracy = epoch.train_accuracy();
+      if (epoch.evaluated() && epoch.has_validation_loss()) {
         row.validation_loss = epoch.validation_loss();
+      }
+      if (epoch.evaluated() && epoch.has_validation_accuracy()) {
         row.validation_accuracy = epoch.validation_accuracy();
       }
-      row.learning_rate = epoch.learning_rate();
+      if (epoch.has_learning_rate()) row.learning_rate = epoch.learning_rate();
+      row.metrics = Sorted(epoch.metrics());
       return row;
     }
     case JobEvent::kFinalResult: {
       const auto& result = event.final_result();
       row.kind = "final";
-      row.loss = result.test_loss();
-      row.accuracy = result.test_accuracy();
+      if (result.has_test_loss()) row.loss = result.test_loss();
+      if (result.has_test_accuracy()) row.accuracy = result.test_accuracy();
       row.current_bytes = result.peak_current_allocated_bytes();
       row.driver_bytes = result.peak_driver_allocated_bytes();
       return row;
@@ -144,6 +159,21 @@ bool AppendMetricRow(int64_t job_id, const JobEvent& event, RowFormat format, st
   values.push_back(real(row->step_seconds));
   values.push_back(integer(row->current_bytes));
   values.push_back(integer(row->driver_bytes));
+  std::optional<std::string> metrics;  // "a=1;b=2" (CSV) or {"a":1,"b":2} (JSON), unset if none
+  if (!row->metrics.empty()) {
+    const bool csv = format == RowFormat::kCsv;
+    std::vector<std::string> parts;
+    for (const auto& [name, value] : row->metrics) {
+      const std::string number = Number(value);
+      const bool text = number == "nan" || number == "inf" || number == "-inf";
+      parts.push_back(
+          csv ? absl::StrCat(name, "=", number)
+              : absl::StrCat("\"", name, "\":", text ? "\"" : "", number, text ? "\"" : ""));
+    }
+    metrics = csv ? absl::StrJoin(parts, ";") : absl::StrCat("{", absl::StrJoin(parts, ","), "}");
+  }
+  values.push_back(metrics);
+  constexpr size_t kMetricsColumn = 15;
 
   if (format == RowFormat::kCsv) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -159,8 +189,9 @@ bool AppendMetricRow(int64_t job_id, const JobEvent& event, RowFormat format, st
     if (!values[i]) continue;
     // The time and kind are strings, and so is a NaN or infinite loss (a diverged run: JSON has
     // no such numbers); everything else is a number.
-    const bool text =
-        i == 2 || i == 3 || *values[i] == "nan" || *values[i] == "inf" || *values[i] == "-inf";
+    const bool text = i == 2 || i == 3 ||
+                      (i != kMetricsColumn &&
+                       (*values[i] == "nan" || *values[i] == "inf" || *values[i] == "-inf"));
     absl::StrAppend(out, first ? "" : ",", "\"", kColumns[i], "\":", text ? "\"" : "", *values[i],
                     text ? "\"" : "");
     first = false;

@@ -1,12 +1,14 @@
 // MetricRows: a job's metric events as table rows, one format for `trainctl export` and the HTTP
 // API's export, so a CSV from either is the same file.
 //   job, seq, time, kind, epoch, batch, loss, accuracy, validation_loss, validation_accuracy,
-//   learning_rate, samples_per_second, step_seconds, current_bytes, driver_bytes
+//   learning_rate, samples_per_second, step_seconds, current_bytes, driver_bytes, metrics
 // kind: step (loss of the logged batches; memory now), epoch (training loss and accuracy, and the
 // validation split's when evaluated), final (test loss and accuracy; peak memory), evaluation
 // (an evaluate-only job's test loss and accuracy), bench (samples/s and seconds per step).
-// Other events (state changes, logs, artifacts) are not metrics and give no row. A value that an
-// event does not carry is an empty CSV cell and an absent JSON key.
+// metrics: a program's own (StepMetrics.metrics, EpochSummary.metrics) by name, "grad_norm=1.25;
+// train/ece=0.04" in CSV (names hold no , ; or =) and an object in JSON. Other events (state
+// changes, logs, artifacts) are not metrics and give no row. A value that an event does not carry
+// is an empty CSV cell and an absent JSON key.
 #ifndef TRAIND_COMMON_METRIC_ROWS_H_
 #define TRAIND_COMMON_METRIC_ROWS_H_
 

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 
 namespace traind {
@@ -34,7 +35,21 @@ TEST(MetricRowsTest, CsvRowHasOneCellPerHeaderColumnAndEmptyCellsForMissingValue
   const std::vector<std::string> cells = absl::StrSplit(rows.substr(0, rows.size() - 1), ',');
   ASSERT_EQ(names.size(), cells.size());
   EXPECT_EQ(rows,
-            "3,7,2025-11-30T12:00:00.250Z,step,2,99,0.1,,,,0.001,5120.5,0.0125,1048576,2097152\n");
+            "3,7,2025-11-30T12:00:00.250Z,step,2,99,0.1,,,,0.001,5120.5,0.0125,1048576,2097152,\n");
+}
+
+// A program's own metrics: one cell in CSV, an object in JSON, by name in order.
+TEST(MetricRowsTest, AProgramsOwnMetricsAreOneCellAndOneObject) {
+  trainer::v1::JobEvent event = StepEvent();
+  (*event.mutable_step()->mutable_metrics())["train/ece"] = 0.04;
+  (*event.mutable_step()->mutable_metrics())["grad_norm"] = 1.25;
+  std::string csv;
+  ASSERT_TRUE(AppendMetricRow(3, event, RowFormat::kCsv, &csv));
+  EXPECT_TRUE(absl::EndsWith(csv, ",2097152,grad_norm=1.25;train/ece=0.04\n")) << csv;
+  std::string json;
+  ASSERT_TRUE(AppendMetricRow(3, event, RowFormat::kJsonLines, &json));
+  EXPECT_TRUE(absl::EndsWith(json, ",\"metrics\":{\"grad_norm\":1.25,\"train/ece\":0.04}}\n"))
+      << json;
 }
 
 TEST(MetricRowsTest, JsonLinesNameEveryValueAndOmitMissingOnes) {
@@ -52,7 +67,7 @@ TEST(MetricRowsTest, JsonLinesNameEveryValueAndOmitMissingOnes) {
   EXPECT_EQ(rows,
             "{\"job\":3,\"seq\":40,\"time\":\"1970-01-01T00:00:00.000Z\",\"kind\":\"epoch\","
             "\"epoch\":1,\"loss\":0.5,\"accuracy\":0.75,\"validation_loss\":0.625,"
-            "\"validation_accuracy\":0.8,\"learning_rate\":0}\n");
+            "\"validation_accuracy\":0.8}\n");  // no learning rate: it sent none
   EXPECT_EQ(MetricRowsHeader(RowFormat::kJsonLines), "");
 }
 

@@ -122,6 +122,18 @@ struct ByteSet {
 constexpr ByteSet kWordSeparators(" \t:=");
 constexpr ByteSet kPunctuation("{}[](),|'\"<");  // read as spaces
 
+// A name a program's own metric may have: a letter, then letters, digits and _ . / - (W&B's
+// "train/grad_norm"), at most MetricLines::kMaxCustomMetricName characters.
+bool IsCustomMetricName(absl::string_view name) {
+  if (name.empty() || name.size() > MetricLines::kMaxCustomMetricName ||
+      !absl::ascii_isalpha(name.front())) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '/' || c == '-';
+  });
+}
+
 // `text`'s words, into `words` (cleared first: a buffer kept from line to line).
 void SplitWords(absl::string_view text, std::vector<absl::string_view>* words) {
   words->clear();
@@ -197,6 +209,8 @@ void MetricLines::Parse(absl::string_view raw) {
   Fields& fields = fields_;
   lower_.assign(raw.data(), raw.size());
   absl::AsciiStrToLower(&lower_);
+  const absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(lower_);
+  fields.structured = absl::StartsWith(trimmed, "{") || absl::StartsWith(trimmed, "[traind] {");
   TakePhrases();
   fields.offsets_valid = lower_.size() == raw.size();
   // A tqdm bar: "Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352]".
@@ -273,6 +287,9 @@ void MetricLines::Parse(absl::string_view raw) {
       fields.current_bytes = value;
     } else if (key == "driver_allocated_bytes") {
       fields.driver_bytes = value;
+    } else if (fields.structured && fields.custom_count < fields.custom.size() &&
+               IsCustomMetricName(key)) {
+      fields.custom[fields.custom_count++] = {key, *value};
     }
   }
 }
@@ -286,6 +303,17 @@ int MetricLines::EpochOf(const Fields& fields) {
   // Hugging Face's epoch is fractional: 0.5 is halfway through the first.
   if (e != std::floor(e)) return static_cast<int>(std::floor(e)) + 1;
   return std::max(1, static_cast<int>(e));
+}
+
+void MetricLines::AddCustom(google::protobuf::Map<std::string, double>* metrics) {
+  for (size_t i = 0; i < fields_.custom_count; ++i) {
+    const auto& [name, value] = fields_.custom[i];
+    const bool known =
+        std::find(custom_names_.begin(), custom_names_.end(), name) != custom_names_.end();
+    if (!known && custom_names_.size() >= kMaxCustomMetrics) continue;
+    if (!known) custom_names_.emplace_back(name);
+    (*metrics)[std::string(name)] = value;
+  }
 }
 
 void MetricLines::Flush(std::vector<JobEvent>* events) {
@@ -353,6 +381,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
     if (f.driver_bytes && *f.driver_bytes >= 0 && *f.driver_bytes < 1e18) {
       step->set_driver_allocated_bytes(static_cast<int64_t>(*f.driver_bytes));
     }
+    AddCustom(step->mutable_metrics());
   }
   if (step_line) ++steps_in_epoch_;
   if (step_line && f.offsets_valid) {
@@ -383,6 +412,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
       summary.set_best_epoch(best_epoch_);
     }
     if (f.learning_rate) summary.set_learning_rate(*f.learning_rate);
+    AddCustom(summary.mutable_metrics());
     if (pending_epoch_seconds_) summary.set_epoch_seconds_no_eval(*pending_epoch_seconds_);
     pending_epoch_seconds_.reset();
     held_ = std::move(summary);

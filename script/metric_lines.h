@@ -19,6 +19,10 @@
 //       Epoch 0:  45%|####5     | 190/421 [00:05<00:06, 35.2it/s, loss=0.352, v_num=0]
 //   - the traind package's traind.report() (python/traind), which adds device memory:
 //       [traind] {"epoch": "1/10", "batch": "5/421", "loss": 0.3, "current_allocated_bytes": 5e6}
+// In a dict or JSON line (traind.report's, Hugging Face's), a number under any other name is the
+// program's own metric (`grad_norm`): it goes with the step or epoch the line reports, in
+// StepMetrics.metrics / EpochSummary.metrics. At most kMaxCustomMetrics names a job (the first
+// seen; later ones are dropped), each at most kMaxCustomMetricName characters.
 // A line it cannot read is not an error: it is only a log line. NaN and infinite values are kept
 // as they are (a loss of NaN is news: the run diverged). Accuracies printed in percent (97.3% or a
 // value above 1) become fractions. Not thread-safe: one reader per job.
@@ -39,6 +43,9 @@ namespace traind {
 
 class MetricLines {
  public:
+  static constexpr size_t kMaxCustomMetrics = 16;
+  static constexpr size_t kMaxCustomMetricName = 48;
+
   // Whether Read makes an event of a step line, or only counts it (its epoch, its place in the
   // epoch): the runner stores at most a few steps a second, and at 100,000 lines a second
   // building each step's event only to drop it was most of its work. A line counted only that
@@ -71,6 +78,9 @@ class MetricLines {
     std::optional<double> validation_loss, test_accuracy, test_loss;
     std::optional<double> epoch_seconds, elapsed_seconds, total_seconds, total_training_seconds;
     std::optional<double> current_bytes, driver_bytes;  // device memory (the traind package's)
+    bool structured = false;  // a dict or JSON line: its other numbers are the program's metrics
+    std::array<std::pair<absl::string_view, double>, 8> custom;  // views into lower_
+    size_t custom_count = 0;
     bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
     // Where the values naming the epoch, the epoch count and the batch count are in the line
     // (for step_form_); `offsets_valid` is false where a phrase was taken out of it (the
@@ -103,6 +113,8 @@ class MetricLines {
   // fractional epochs included).
   int EpochOf(const Fields& fields);
   void Flush(std::vector<trainer::v1::JobEvent>* events);
+  // The line's own metrics (fields_.custom) into `metrics`, within the job's name budget.
+  void AddCustom(google::protobuf::Map<std::string, double>* metrics);
 
   Fields fields_;  // the line Read reads, as Parse left it
   std::string lower_;
@@ -127,6 +139,7 @@ class MetricLines {
   int64_t metric_lines_ = 0;
   int64_t summaries_read_ = 0;
   int64_t steps_read_ = 0;
+  std::vector<std::string> custom_names_;  // the program's metrics' names, in the order first seen
 };
 
 }  // namespace traind

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -74,6 +75,34 @@ TEST(MetricLinesTest, TheBestValidationAccuracyIsTheHighestPrinted) {
   EXPECT_EQ(summaries[1].best_epoch(), 1);
   EXPECT_DOUBLE_EQ(summaries[2].best_validation_accuracy(), 0.8120);
   EXPECT_EQ(summaries[2].best_epoch(), 3);
+}
+
+// A dict or JSON line's other numbers are the program's own metrics (traind.report(grad_norm=...),
+// Hugging Face's grad_norm), with the step or epoch they came with; a plain line's are not (any
+// print would make curves), and a job has at most kMaxCustomMetrics names.
+TEST(MetricLinesTest, AProgramsOwnMetricsComeWithItsStepsAndEpochs) {
+  MetricLines reader;
+  std::vector<JobEvent> events =
+      ReadAll(reader, {"{'loss': 0.3, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.5}",
+                       "[traind] {\"epoch\": \"1/2\", \"val_accuracy\": 0.91, \"train/ece\": 0.04}",
+                       "step 3 loss 0.2 grad_norm 9"});
+  ASSERT_EQ(events.size(), 3u);
+  ASSERT_TRUE(events[0].has_step());
+  EXPECT_DOUBLE_EQ(events[0].step().metrics().at("grad_norm"), 1.25);
+  EXPECT_EQ(events[0].step().metrics().size(), 1u);  // loss, learning_rate, epoch are its own
+  ASSERT_TRUE(events[1].has_epoch_summary());
+  EXPECT_DOUBLE_EQ(events[1].epoch_summary().metrics().at("train/ece"), 0.04);
+  ASSERT_TRUE(events[2].has_step());
+  EXPECT_TRUE(events[2].step().metrics().empty());  // a plain line: no metrics of its own
+
+  MetricLines many;
+  std::vector<std::string> lines;
+  for (int i = 0; i < 20; ++i) {
+    lines.push_back(absl::StrCat("{\"loss\": 0.5, \"m", i, "\": ", i, "}"));
+  }
+  size_t names = 0;
+  for (const JobEvent& event : ReadAll(many, lines)) names += event.step().metrics().size();
+  EXPECT_EQ(names, MetricLines::kMaxCustomMetrics);
 }
 
 TEST(MetricLinesTest, TheResNetFakeDataLoopsLines) {

@@ -84,8 +84,9 @@ void ApplyEvent(const JobEvent& event, Job* job) {
     case JobEvent::kFinalResult: {
       const auto& final_result = event.final_result();
       result->set_batch_size(final_result.batch_size());
-      result->set_test_accuracy(final_result.test_accuracy());
-      result->set_test_loss(final_result.test_loss());
+      // A program that printed no test accuracy has none (not 0).
+      if (final_result.has_test_accuracy()) result->set_test_accuracy(final_result.test_accuracy());
+      if (final_result.has_test_loss()) result->set_test_loss(final_result.test_loss());
       if (final_result.has_stopped()) *result->mutable_stopped() = final_result.stopped();
       result->set_train_seconds(final_result.total_training_seconds());
       result->set_total_seconds(final_result.total_seconds());

@@ -68,8 +68,8 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
           }
           if (e.has_epoch_summary()) {
             const trainer::v1::EpochSummary& summary = e.epoch_summary();
-            traces[id].final_train_loss = summary.train_loss();
-            if (summary.evaluated()) {
+            if (summary.has_train_loss()) traces[id].final_train_loss = summary.train_loss();
+            if (summary.evaluated() && summary.has_validation_accuracy()) {
               const google::protobuf::Timestamp& from_time = started ? *started : job.create_time();
               const double wall = static_cast<double>(e.time().seconds() - from_time.seconds()) +
                                   (e.time().nanos() - from_time.nanos()) / 1e9;

@@ -165,6 +165,10 @@ class AccessTest : public ::testing::Test {
       trainer::v1::Sweep sweep;
       return tcp_->GetSweep(context.get(), request, &sweep);
     }
+    if (method == "ListSweeps") {
+      trainer::v1::ListSweepsResponse response;
+      return tcp_->ListSweeps(context.get(), {}, &response);
+    }
     if (method == "GetSweepReport") {
       trainer::v1::GetSweepReportRequest request;
       request.set_id(id);
@@ -347,6 +351,19 @@ TEST_F(AccessTest, SweepsAndUploadsBelongToWhoeverMadeThem) {
   EXPECT_EQ(Call("GetSweep", kBob, sweep.id()).error_code(), StatusCode::PERMISSION_DENIED);
   EXPECT_EQ(Call("GetSweepReport", kBob, sweep.id()).error_code(), StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(Call("GetSweep", kAlice, sweep.id()).ok());
+  // The list of sweeps: each user sees its own, found by name too; the local admin sees all.
+  auto listed = [&](const std::string& token, const std::string& name) {
+    trainer::v1::ListSweepsRequest list;
+    list.set_name(name);
+    trainer::v1::ListSweepsResponse response;
+    EXPECT_TRUE(tcp_->ListSweeps(As(token).get(), list, &response).ok());
+    std::set<int64_t> ids;
+    for (const auto& s : response.sweeps()) ids.insert(s.id());
+    return ids;
+  };
+  EXPECT_EQ(listed(kAlice, ""), (std::set<int64_t>{sweep.id()}));
+  EXPECT_TRUE(listed(kBob, "").empty());
+  EXPECT_TRUE(listed(kAlice, "no such name").empty());
 
   ASSERT_TRUE(Call("UploadBlob", kAlice).ok());
   const std::string digest = DigestOf(kCsv);

@@ -347,7 +347,7 @@ function renderJob(page, id) {
     const r = job.result || {};
     const percent = (x) => (x * 100).toFixed(2) + '%';
     const rows = [];
-    if (job.state === 'SUCCEEDED' && !spec().benchmark && (!spec().script || r.testAccuracy)) rows.push(['test accuracy', percent(r.testAccuracy || 0)]);
+    if (job.state === 'SUCCEEDED' && !spec().benchmark && r.testAccuracy !== undefined) rows.push(['test accuracy', percent(r.testAccuracy)]);
     if (r.bestEpoch) rows.push(['best validation', percent(r.bestValidationAccuracy || 0) + ' (epoch ' + r.bestEpoch + ')']);
     if (r.stopped) rows.push(['stopped', 'after epoch ' + r.stopped.epoch + ': ' + r.stopped.reason]);
     if (r.totalSeconds) rows.push(['time', duration(r.trainSeconds) + ' training, ' + duration(r.totalSeconds) + ' in all']);
@@ -364,6 +364,20 @@ function renderJob(page, id) {
   let batchesPerEpoch = 0;
   let stepsDrawn = 0;
   let firstStep = 0;  // time of the first step: x of the memory and speed charts counts from it
+  // A program's own metrics (traind.report(grad_norm=...)): one chart, made when the first of
+  // them arrives, a series for each name that event has (at most eight).
+  let ownChart = null;
+  let ownNames = [];
+  function addOwn(x, metrics) {
+    if (!metrics || Object.keys(metrics).length === 0) return;
+    if (!ownChart) {
+      ownNames = Object.keys(metrics).sort().slice(0, 8);
+      ownChart = new LiveChart(charts, 'The program\'s own metrics', ownNames.map((name, i) => line(name, i, { points: { show: true } })),
+        { id: 'own-chart', xLabel: 'step' });
+    }
+    ownChart.add(x, ...ownNames.map((name) => (name in metrics ? Number(metrics[name]) : null)));
+  }
+
   function onEvent(event) {
     const time = seconds(event.time);
     if (event.step) {
@@ -374,17 +388,26 @@ function renderJob(page, id) {
       // A step that does not know its epoch's batch count (a program printing
       // {'loss': 0.3, 'epoch': 1.5}) has for batch its place in its epoch: it is drawn at its
       // place in the job instead, so that x keeps rising.
-      lossChart.add(s.batchesPerEpoch ? (s.epoch - 1) * s.batchesPerEpoch + s.batch + 1 : stepsDrawn,
-        s.loss, null, null);
-      memoryChart.add(time - firstStep, Number(s.currentAllocatedBytes) / 1048576, Number(s.driverAllocatedBytes) / 1048576);
-      speedChart.add(time - firstStep, s.samplesPerSecond, s.stepSeconds * 1000);
+      const x = s.batchesPerEpoch ? (s.epoch - 1) * s.batchesPerEpoch + s.batch + 1 : stepsDrawn;
+      lossChart.add(x, s.loss, null, null);
+      addOwn(x, s.metrics);
+      // What a program did not report is absent from the event: no point, not a 0.
+      const mib = (value) => (value === undefined ? null : Number(value) / 1048576);
+      memoryChart.add(time - firstStep, mib(s.currentAllocatedBytes), mib(s.driverAllocatedBytes));
+      speedChart.add(time - firstStep, s.samplesPerSecond === undefined ? null : s.samplesPerSecond,
+        s.stepSeconds === undefined ? null : s.stepSeconds * 1000);
     } else if (event.epochSummary) {
       const e = event.epochSummary;
       const x = batchesPerEpoch ? e.epoch * batchesPerEpoch : stepsDrawn || e.epoch;
-      lossChart.add(x, null, e.trainLoss, e.evaluated ? e.validationLoss : null);
-      accuracyChart.add(e.epoch, e.trainAccuracy, e.evaluated ? e.validationAccuracy : null);
-      log('epoch ' + e.epoch + '/' + e.epochs + ': train loss ' + e.trainLoss.toFixed(4) + ', accuracy ' + (e.trainAccuracy * 100).toFixed(2) + '%' +
-        (e.evaluated ? ', validation ' + (e.validationAccuracy * 100).toFixed(2) + '%' : '') + ', ' + e.epochSecondsNoEval.toFixed(2) + ' s');
+      const given = (value, evaluated = true) => (evaluated && value !== undefined ? value : null);
+      lossChart.add(x, null, given(e.trainLoss), given(e.validationLoss, e.evaluated));
+      accuracyChart.add(e.epoch, given(e.trainAccuracy), given(e.validationAccuracy, e.evaluated));
+      addOwn(x, e.metrics);
+      log(['epoch ' + e.epoch + (e.epochs ? '/' + e.epochs : '') + ':',
+        [e.trainLoss !== undefined ? 'train loss ' + e.trainLoss.toFixed(4) : '',
+          e.trainAccuracy !== undefined ? 'accuracy ' + (e.trainAccuracy * 100).toFixed(2) + '%' : '',
+          e.evaluated && e.validationAccuracy !== undefined ? 'validation ' + (e.validationAccuracy * 100).toFixed(2) + '%' : '',
+          e.epochSecondsNoEval ? e.epochSecondsNoEval.toFixed(2) + ' s' : ''].filter((x) => x).join(', ')].join(' '));
     } else if (event.log) {
       log((event.log.severity !== 'INFO' ? event.log.severity + ': ' : '') + event.log.text);
     } else if (event.stateChange) {
@@ -396,7 +419,8 @@ function renderJob(page, id) {
         render();
       }
     } else if (event.finalResult) {
-      log('test accuracy ' + (event.finalResult.testAccuracy * 100).toFixed(2) + '%, ' + event.finalResult.totalSeconds.toFixed(1) + ' s in all');
+      const f = event.finalResult;
+      log((f.testAccuracy !== undefined ? 'test accuracy ' + (f.testAccuracy * 100).toFixed(2) + '%, ' : '') + f.totalSeconds.toFixed(1) + ' s in all');
     } else if (event.bench) {
       log('bench: ' + JSON.stringify(event.bench));
     } else if (event.artifact) {
@@ -516,10 +540,15 @@ async function renderRuns(page, id) {
     ['Job', (job) => Number(job.id), (job) => el('a', { href: '#/job/' + job.id }, job.id)],
     ['State', (job) => job.state, stateBadge],
     ...keys.map((k) => [k, (job, i) => { const n = Number(all[i][k]); return isNaN(n) ? all[i][k] : n; }, (job, i) => all[i][k] === undefined ? '-' : all[i][k]]),
-    ['Test acc.', (job) => (measured(job) && !job.spec.script) || job.result.testAccuracy ? job.result.testAccuracy || 0 : -1,
-      (job) => (measured(job) && !job.spec.script) || job.result.testAccuracy ? ((job.result.testAccuracy || 0) * 100).toFixed(2) + '%' : '-'],
+    ['Test acc.', (job) => (measured(job) && job.result.testAccuracy !== undefined ? job.result.testAccuracy : -1),
+      (job) => (measured(job) && job.result.testAccuracy !== undefined ? (job.result.testAccuracy * 100).toFixed(2) + '%' : '-')],
     ['Best val.', (job) => job.result.bestEpoch ? job.result.bestValidationAccuracy || 0 : -1,
       (job) => job.result.bestEpoch ? ((job.result.bestValidationAccuracy || 0) * 100).toFixed(2) + '%' : '-'],
+    // A program's own metrics (traind.report(grad_norm=...)): each member's latest value.
+    ...[...new Set(jobs.flatMap((job) => Object.keys((job.latestStep || {}).metrics || {})))].sort().slice(0, 8).map((name) => {
+      const value = (job) => ((job.latestStep || {}).metrics || {})[name];
+      return [name, (job) => (value(job) === undefined ? -Infinity : Number(value(job))), (job) => (value(job) === undefined ? '-' : Number(value(job)).toPrecision(4))];
+    }),
     ['Time', (job) => elapsed(job) || 0, (job) => duration(elapsed(job)) || '-'],
   ];
   const body = el('tbody', {});

@@ -77,7 +77,8 @@ void AddExportCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->footer(
       "Columns: job, seq, time, kind (step|epoch|final|evaluation|bench), epoch, batch, loss,\n"
       "accuracy, validation_loss, validation_accuracy, learning_rate, samples_per_second,\n"
-      "step_seconds, current_bytes, driver_bytes (a value an event lacks is left empty).\n"
+      "step_seconds, current_bytes, driver_bytes, metrics (a program's own: grad_norm=1.2;...;\n"
+      "a value an event lacks is left empty).\n"
       "Examples:\n"
       "  trainctl export 12 > job12.csv\n"
       "  trainctl export --sweep 3 --format jsonl -o sweep3.jsonl\n"

@@ -2,8 +2,12 @@
 // --model-file and --data-file --upload send those files first (only what the daemon lacks).
 // Flags override fields of the job file. Checked locally first, so a typo is exit code 2 even
 // when the daemon is down; the daemon checks again (it decides about devices and paths).
+#include <unistd.h>
+
 #include <optional>
 
+#include "absl/strings/str_cat.h"
+#include "client/command_words.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/job_file.h"
@@ -29,6 +33,12 @@ struct SubmitFlags {
 
 int RunSubmit(Context& ctx, const SubmitFlags& flags) {
   trainer::v1::SubmitJobRequest request;
+  if (!flags.job_file.empty() && access(flags.job_file.c_str(), F_OK) != 0) {
+    return ctx.UsageError(absl::StrCat("submit: ", flags.job_file,
+                                       ": no such job file (the one word submit takes is a job "
+                                       "file; options are --flags)",
+                                       FlagForName(flags.job_file)));
+  }
   if (!flags.job_file.empty()) {
     if (absl::Status s = LoadJobFile(flags.job_file, request.mutable_spec()); !s.ok()) {
       return ctx.UsageError(std::string(s.message()));
@@ -70,8 +80,7 @@ void AddSubmitCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<SubmitFlags>();
   CLI::App* cmd = app.add_subcommand(
       "submit", "Queue a training job; prints its id. Flags override the job file's fields");
-  cmd->add_option("job_file", flags->job_file, "A JobSpec as YAML or JSON (docs/jobs.md)")
-      ->check(CLI::ExistingFile);
+  cmd->add_option("job_file", flags->job_file, "A JobSpec as YAML or JSON (docs/jobs.md)");
   AddSpecFlags(cmd, &flags->spec);
   cmd->add_flag("--watch,-w", flags->watch, "Follow the job to its end, like `trainctl watch`");
   cmd->add_flag("--upload", flags->upload,

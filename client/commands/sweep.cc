@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "client/command_words.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/job_file.h"
@@ -105,7 +106,8 @@ int RunSweep(Context& ctx, SweepFlags flags) {
     if (access(flags.file.c_str(), R_OK) != 0) {
       return ctx.UsageError(absl::StrCat("sweep: ", flags.file,
                                          ": no such file (a program's sweep names the interpreter "
-                                         "and the program after --: -- python3 train.py)"));
+                                         "and the program after --: -- python3 train.py)",
+                                         FlagForName(flags.file)));
     }
   } else if (flags.words.size() > 1) {
     flags.script.command = flags.words;

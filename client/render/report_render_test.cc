@@ -233,7 +233,7 @@ TEST(ReportSvgTest, DocumentChartsAndEscaping) {
 
   // Three rows have loss curves; the failed one has none and no legend entry.
   EXPECT_EQ(Count(svg, "<polyline"), 3);
-  EXPECT_EQ(Count(svg, "resnet18 @ cuda:1"), 1) << "a bar label but no legend entry";
+  EXPECT_EQ(Count(svg, "resnet18 @ cuda:1"), 2) << "two bar labels but no legend entry";
 
   EXPECT_TRUE(absl::StrContains(svg, "lenet5 amp=bf16 &amp; channels_last @ cuda:0"));
   EXPECT_FALSE(absl::StrContains(svg, " & ")) << "unescaped ampersand";
@@ -244,9 +244,15 @@ TEST(ReportSvgTest, DocumentChartsAndEscaping) {
   EXPECT_EQ(Count(svg, "<text"), Count(svg, "</text>"));
 
   const std::vector<std::string> fills = BarFills(svg);
-  ASSERT_EQ(fills.size(), 3u) << "one bar per row with a speedup";
+  ASSERT_EQ(fills.size(), 3u + 3u) << "one bar per row with a speedup, then with an accuracy";
   EXPECT_NE(fills[1], fills[2]) << "2.31x and 0.62x bars need different colours";
   EXPECT_NE(fills[0], fills[1]);
+  // The accuracy chart: the best row's bar says so; the failed row measured nothing.
+  EXPECT_TRUE(absl::StrContains(svg, ">Test accuracy (the best row marked)</text>")) << svg;
+  EXPECT_TRUE(absl::StrContains(svg, ">98.74%  best</text>")) << svg;
+  EXPECT_TRUE(absl::StrContains(svg, ">91.00%</text>")) << svg;
+  EXPECT_TRUE(absl::StrContains(svg, ">not measured</text>")) << svg;
+  EXPECT_NE(fills[3], fills[4]) << "the best row's bar stands out";
 }
 
 int SvgHeight(const std::string& svg) {

@@ -168,6 +168,42 @@ int AppendSpeedupChart(const SweepReport& report, int top, std::string* out) {
   return y;
 }
 
+// The accuracy each row reached, by the measure the report chose its best row by (test or best
+// validation accuracy), as bars on a 0-100% scale, the best row's marked; nothing (returns `top`)
+// when the best was chosen otherwise or not at all. An LR sweep is read by this, not by speed.
+int AppendAccuracyChart(const SweepReport& report, int top, std::string* out) {
+  const bool by_test = report.best_by() == "test accuracy";
+  if (!by_test && report.best_by() != "best validation accuracy") return top;
+  absl::StrAppend(out, Text(kMargin, top, " font-size=\"14\" font-weight=\"bold\"",
+                            absl::StrCat(by_test ? "Test accuracy" : "Best validation accuracy",
+                                         " (the best row marked)")));
+  const int bars_top = top + 16;
+  int y = bars_top;
+  for (const ReportRow& row : report.rows()) {
+    const double text_y = y + kBarHeight / 2.0 + 4;
+    absl::StrAppend(out, RowText(kLabelRight, text_y, " text-anchor=\"end\"", row, kBarLabelChars));
+    const bool measured = by_test ? row.tested() > 0 : row.validated() > 0;
+    if (measured) {
+      const double accuracy = by_test ? row.test_accuracy() : row.best_validation_accuracy();
+      const double width = std::max(1.0, std::clamp(accuracy, 0.0, 1.0) * kBarMaxWidth);
+      absl::StrAppendFormat(
+          out, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", kBarLeft, y,
+          width, kBarHeight, row.best() ? kFasterColor : kPalette[0]);
+      absl::StrAppend(
+          out, Text(kBarLeft + width + 6, text_y, "",
+                    absl::StrFormat("%.2f%%%s", accuracy * 100, row.best() ? "  best" : "")));
+    } else {
+      absl::StrAppend(out,
+                      Text(kBarLeft + 4, text_y,
+                           absl::StrCat(" fill=\"", kBaselineColor, "\" font-style=\"italic\""),
+                           "not measured"));
+    }
+    y += kBarRowHeight;
+  }
+  absl::StrAppend(out, Line(kBarLeft, bars_top - 4, kBarLeft, y, " stroke=\"#343a40\""));
+  return y + 20;
+}
+
 struct Axis {
   double lo;
   double hi;
@@ -314,7 +350,8 @@ std::string ReportSvg(const SweepReport& report) {
   // Nothing to compare: no bars, the loss curves right away.
   const int bars_bottom =
       report.no_speedup_reason().empty() ? AppendSpeedupChart(report, 90, &body) : 50;
-  const int height = AppendLossChart(report, bars_bottom + 40, &body) + kMargin;
+  const int accuracy_bottom = AppendAccuracyChart(report, bars_bottom + 40, &body);
+  const int height = AppendLossChart(report, accuracy_bottom + 20, &body) + kMargin;
   return absl::StrCat(
       absl::StrFormat("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
                       "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\">\n",

@@ -141,6 +141,7 @@ async function main() {
     await programSweep(page);
     await programWithoutBatchCounts(page);
     await failedJobShowsItsError(page);
+    await ownMetrics(page);
 
     check(errors.length === 0, 'no JavaScript error was logged' + (errors.length ? ': ' + errors.join(' | ') : ''));
   } finally {
@@ -324,6 +325,27 @@ async function failedJobShowsItsError(page) {
     check(facts.includes('best validation61.00% (epoch 1)') && !facts.includes('test accuracy'),
       'its result says what it measured and nothing it did not (' + facts + ')');
     await page.setViewport({ width: 1280, height: 900 });
+  });
+}
+
+// A program's own metric given to traind.report() becomes a curve on its job page and a value in
+// its export, as W&B and MLflow show a logged metric.
+async function ownMetrics(page) {
+  await withProgram([
+    'import traind',
+    'for step in range(1, 9):',
+    '    traind.report(epoch=1, epochs=1, batch=step, batches=8, loss=1.0 / step, grad_norm=2.0 + step)',
+  ], async (work) => {
+    const job = trainctl('run', '-C', work, '--device', 'cpu', '--', 'python3', 'train.py');
+    await until('the program job ' + job + ' to finish', () => jobState(job) === 'SUCCEEDED', 120);
+    await page.goto(base + '/#/job/' + job);
+    const points = await until('its own metric\'s curve', async () =>
+      page.$eval('#own-chart', (box) => Number(box.dataset.points)).catch(() => 0), 30);
+    const legend = await page.$eval('#own-chart', (box) => box.textContent);
+    const rows = trainctl('export', job, '--format', 'jsonl').split('\n').map((l) => JSON.parse(l));
+    const exported = rows.filter((r) => r.kind === 'step' && r.metrics && r.metrics.grad_norm !== undefined);
+    check(points === 8 && legend.includes('grad_norm') && exported.length === 8 && exported[7].metrics.grad_norm === 10,
+      `traind.report(grad_norm=...) is a curve on the job page (${points} points) and a value in its export (${exported.length} rows)`);
   });
 }
 

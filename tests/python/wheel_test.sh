@@ -33,6 +33,7 @@ venv=$(mktemp -d /tmp/traind-venv.XXXXXX)
 trap 'rm -rf "$site" "$venv"' EXIT
 /usr/bin/python3 -m venv --system-site-packages "$venv"
 "$venv/bin/pip" install --quiet --no-index "$wheel"
+cd "$venv"  # not the folder the first check installed into
 "$venv/bin/python3" - <<'PY'
 import sys, traind
 from traind.client import Client
