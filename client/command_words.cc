@@ -122,6 +122,33 @@ bool IsShortOption(const std::string& word) {
 
 }  // namespace
 
+VerbAt FindVerb(const CLI::App& app, const std::vector<std::string>& args) {
+  Scope scope(app);
+  VerbAt found{&app, 1};
+  bool value_next = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word == "--") break;
+    if (value_next) {
+      value_next = false;
+      continue;
+    }
+    if (absl::StartsWith(word, "--") || IsShortOption(word)) {  // as CheckCommandWords reads it
+      const bool is_long = absl::StartsWith(word, "--");
+      const CLI::Option* option =
+          scope.Option(is_long ? word.substr(0, word.find('=')) : word.substr(0, 2));
+      value_next = option != nullptr && TakesValue(*option) &&
+                   (is_long ? word.find('=') == std::string::npos : word.size() == 2);
+      continue;
+    }
+    const CLI::App* sub = scope.Subcommand(word);
+    if (sub == nullptr) break;  // a positional: the verb is named
+    scope.Enter(sub);
+    found = {sub, i + 1};
+  }
+  return found;
+}
+
 std::string FlagForName(const std::string& word) {
   for (const auto& [flag, names] :
        {std::pair{"--model", ModelNames()}, std::pair{"--dataset", DatasetNames()}}) {

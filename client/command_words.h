@@ -18,6 +18,14 @@ namespace traind {
 // to a user's program and are not looked at; neither are option values and positionals.
 absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::string>& args);
 
+// The verb `args` name (the innermost subcommand, e.g. `context add`'s app) and the index in
+// `args` just after its word; the root app and 1 when no verb is named.
+struct VerbAt {
+  const CLI::App* verb;
+  size_t after;
+};
+VerbAt FindVerb(const CLI::App& app, const std::vector<std::string>& args);
+
 // Where a word given for a file names no file but is a model's or dataset's name ("mlp"), the
 // flag it was meant for: " (did you mean --model mlp?)"; "" otherwise.
 std::string FlagForName(const std::string& word);

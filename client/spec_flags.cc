@@ -227,6 +227,13 @@ bool Given(const SpecFlags& f, const char* flag) {
 
 }  // namespace
 
+bool AnySpecFlagGiven(const SpecFlags& flags) {
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (Given(flags, row.flag)) return true;
+  }
+  return false;
+}
+
 bool IsLocalWeights(const std::string& init_from) {
   // Digits first ("7", "7:best", "7:typo") are a job reference, valid or not; never a file.
   const bool job_reference = !init_from.empty() && absl::ascii_isdigit(init_from[0]);

@@ -47,6 +47,9 @@ void AddSpecFlags(CLI::App* app, SpecFlags* flags, bool training = true);
 // Only the named flags (`bench matmul` takes --device and --threads).
 void AddSpecFlags(CLI::App* app, SpecFlags* flags, const std::vector<std::string>& only);
 
+// Whether the user gave any of the spec flags.
+bool AnySpecFlagGiven(const SpecFlags& flags);
+
 // Applies the given flags to `spec`, makes data_dir absolute, and validates the result as the
 // daemon will (INVALID_ARGUMENT naming the field). model_file and data_file may still name local
 // files here: ResolveSpecFiles (spec_files.h) uploads them before the spec is sent.

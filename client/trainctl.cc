@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "client/command_words.h"
 #include "client/commands/commands.h"
+#include "client/config_defaults.h"
 #include "client/context.h"
 #include "client/exit_codes.h"
 #include "common/build_version.h"
@@ -91,9 +92,17 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   if (absl::Status s = CheckCommandWords(*app, args); !s.ok()) {
     return ctx.UsageError(std::string(s.message()));
   }
+  // The config file's [defaults.VERB] flags, as if typed (the command line's own win).
+  const std::string& config_path = ctx.options().config_path;
+  const absl::StatusOr<ClientConfig> config = LoadClientConfig(config_path);
+  if (!config.ok()) return ctx.UsageError(std::string(config.status().message()));
+  if (absl::Status s = CheckConfigDefaults(*app, config->defaults, config_path); !s.ok()) {
+    return ctx.UsageError(std::string(s.message()));
+  }
+  const std::vector<std::string> expanded = WithConfigDefaults(*app, config->defaults, args);
 
   std::vector<char*> argv;
-  for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  for (const std::string& arg : expanded) argv.push_back(const_cast<char*>(arg.c_str()));
   try {
     app->parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {

@@ -10,8 +10,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "common/durable_file.h"
+#include "common/status_macros.h"
 
 namespace traind {
 namespace {
@@ -47,6 +51,97 @@ std::string DefaultConfigPath() {
   return absl::StrCat(home != nullptr ? home : ".", "/.config/trainctl/config.toml");
 }
 
+namespace {
+
+// [defaults.VERB] tables into `defaults`: each value as text, its kind and its line. Which verbs
+// and flags exist is trainctl's to check (client/config_defaults.h); here only the shape.
+absl::Status LoadDefaults(const std::string& path, const toml::table& root,
+                          std::vector<DefaultFlag>* defaults) {
+  const toml::node* node = root.get("defaults");
+  if (node == nullptr) return absl::OkStatus();
+  auto at = [&](const toml::node& n, const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ":", n.source().begin.line, ": ", what));
+  };
+  const toml::table* verbs = node->as_table();
+  if (verbs == nullptr) return at(*node, "defaults: must be [defaults.VERB] tables");
+  for (auto&& [verb, table_node] : *verbs) {
+    const toml::table* table = table_node.as_table();
+    if (table == nullptr) {
+      return at(table_node, absl::StrCat("defaults.", std::string(verb.str()),
+                                         ": must be a table of FLAG = VALUE"));
+    }
+    for (auto&& [flag, value] : *table) {
+      DefaultFlag entry;
+      entry.verb = std::string(verb.str());
+      entry.flag = std::string(flag.str());
+      entry.line = static_cast<int>(value.source().begin.line);
+      const std::string where = absl::StrCat("defaults.", entry.verb, ".", entry.flag);
+      if (auto s = value.value_exact<std::string>()) {
+        entry.value = *s;
+      } else if (auto i = value.value_exact<int64_t>()) {
+        entry.value = absl::StrCat(*i);
+        entry.kind = DefaultFlag::Kind::kInteger;
+      } else if (auto d = value.value_exact<double>()) {
+        entry.value = absl::StrCat(*d);
+        entry.kind = DefaultFlag::Kind::kFloat;
+      } else if (auto b = value.value_exact<bool>()) {
+        entry.value = *b ? "true" : "false";
+        entry.kind = DefaultFlag::Kind::kBoolean;
+      } else if (const toml::array* items = value.as_array()) {
+        std::vector<std::string> texts;
+        for (const toml::node& item : *items) {
+          if (auto text = item.value<std::string>()) {
+            texts.push_back(*text);
+          } else {
+            return at(item, absl::StrCat(where, ": a list's items are strings or numbers"));
+          }
+        }
+        entry.value = absl::StrJoin(texts, ",");
+        entry.kind = DefaultFlag::Kind::kArray;
+      } else {
+        return at(value, absl::StrCat(where, ": a string, number, boolean or list"));
+      }
+      defaults->push_back(std::move(entry));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The defaults back into a table, each value of the kind it was read as.
+toml::table DefaultsTable(const std::vector<DefaultFlag>& defaults) {
+  toml::table verbs;
+  for (const DefaultFlag& entry : defaults) {
+    if (!verbs.contains(entry.verb)) verbs.insert(entry.verb, toml::table{});
+    toml::table& table = *verbs[entry.verb].as_table();
+    int64_t integer = 0;
+    double real = 0;
+    switch (entry.kind) {
+      case DefaultFlag::Kind::kInteger:
+        if (absl::SimpleAtoi(entry.value, &integer)) table.insert(entry.flag, integer);
+        break;
+      case DefaultFlag::Kind::kFloat:
+        if (absl::SimpleAtod(entry.value, &real)) table.insert(entry.flag, real);
+        break;
+      case DefaultFlag::Kind::kBoolean:
+        table.insert(entry.flag, entry.value == "true");
+        break;
+      case DefaultFlag::Kind::kArray: {
+        toml::array items;
+        for (absl::string_view item : absl::StrSplit(entry.value, ',')) {
+          items.push_back(std::string(item));
+        }
+        table.insert(entry.flag, std::move(items));
+        break;
+      }
+      default:
+        table.insert(entry.flag, entry.value);
+    }
+  }
+  return verbs;
+}
+
+}  // namespace
+
 absl::StatusOr<ClientConfig> LoadClientConfig(const std::string& path) {
   ClientConfig config;
   if (!std::filesystem::exists(path)) return config;
@@ -64,11 +159,13 @@ absl::StatusOr<ClientConfig> LoadClientConfig(const std::string& path) {
     if (key.str() == "current-context") {
       if (!value.is_string()) return invalid("current-context: must be a string");
       config.current_context = *value.value<std::string>();
-    } else if (key.str() != "contexts") {
+    } else if (key.str() != "contexts" && key.str() != "defaults") {
       return invalid(absl::StrCat("unknown key '", std::string(key.str()),
-                                  "'; expected current-context and [contexts.NAME] tables"));
+                                  "'; expected current-context, [contexts.NAME] and "
+                                  "[defaults.VERB] tables"));
     }
   }
+  RETURN_IF_ERROR(LoadDefaults(path, root, &config.defaults));
   if (const toml::table* contexts = root["contexts"].as_table()) {
     for (auto&& [name, node] : *contexts) {
       const toml::table* table = node.as_table();
@@ -108,6 +205,7 @@ absl::Status SaveClientConfig(const std::string& path, const ClientConfig& confi
     contexts.insert(entry.name, std::move(table));
   }
   root.insert("contexts", std::move(contexts));
+  if (!config.defaults.empty()) root.insert("defaults", DefaultsTable(config.defaults));
 
   const std::filesystem::path target(path);
   std::error_code error;

@@ -5,6 +5,9 @@
 //   addr = "gpu-box:50051"
 //   tls-ca = "/home/me/certs/ca.pem"
 //   token-file = "/home/me/certs/token"
+//   [defaults.submit]           # flags every `trainctl submit` gets unless it gives them itself
+//   device = "cpu"
+//   epochs = 3
 //
 // Path: $TRAINCTL_CONFIG, else $XDG_CONFIG_HOME/trainctl/config.toml, else
 // ~/.config/trainctl/config.toml. Saved atomically, mode 0600 (it names secrets' locations).
@@ -27,9 +30,20 @@ struct ContextEntry {
   std::string token_file;
 };
 
+// One default flag: [defaults.VERB] FLAG = VALUE (a string, number or boolean; a list is its
+// items joined by commas, as a flag that takes a list reads them).
+struct DefaultFlag {
+  std::string verb;   // "submit"
+  std::string flag;   // "device" (the option --device)
+  std::string value;  // as text: "cpu", "3", "true", "1e-3,1e-2"
+  enum class Kind { kString, kInteger, kFloat, kBoolean, kArray } kind = Kind::kString;
+  int line = 0;  // in the file, for messages
+};
+
 struct ClientConfig {
   std::string current_context;
   std::vector<ContextEntry> contexts;  // sorted by name
+  std::vector<DefaultFlag> defaults;   // by verb, then by flag (TOML tables are unordered)
 
   const ContextEntry* Find(const std::string& name) const;
 };

@@ -287,6 +287,8 @@ void MetricLines::Parse(absl::string_view raw) {
       fields.current_bytes = value;
     } else if (key == "driver_allocated_bytes") {
       fields.driver_bytes = value;
+    } else if (fields.structured && key == "batch_size") {
+      fields.batch_size = value;
     } else if (fields.structured && fields.custom_count < fields.custom.size() &&
                IsCustomMetricName(key)) {
       fields.custom[fields.custom_count++] = {key, *value};
@@ -352,6 +354,7 @@ std::vector<JobEvent> MetricLines::Read(absl::string_view line, Steps steps) {
     ++metric_lines_;
     return events;
   }
+  if (std::optional<int> size = WholeNumber(f.batch_size, 1, 1e7)) batch_size_ = *size;
   const int epoch = EpochOf(f);
   if (std::optional<int> epochs = WholeNumber(f.epochs, 1, 1e6)) epochs_ = *epochs;
   if (std::optional<int> batches = WholeNumber(f.batches, 1, 1e9)) batches_per_epoch_ = *batches;

@@ -69,6 +69,9 @@ class MetricLines {
   // How many lines were a step (made into an event or only counted), and the epoch of the last.
   int64_t steps_read() const { return steps_read_; }
   int epoch() const { return epoch_; }
+  // The batch size the program gave (`batch_size` in a dict or JSON line, traind.report's
+  // batch_size=64), for its samples a second; 0 when it gave none.
+  int batch_size() const { return batch_size_; }
 
  private:
   // The values one line names, before they become events.
@@ -79,6 +82,7 @@ class MetricLines {
     std::optional<double> epoch_seconds, elapsed_seconds, total_seconds, total_training_seconds;
     std::optional<double> current_bytes, driver_bytes;  // device memory (the traind package's)
     bool structured = false;  // a dict or JSON line: its other numbers are the program's metrics
+    std::optional<double> batch_size;                            // `batch_size` in such a line
     std::array<std::pair<absl::string_view, double>, 8> custom;  // views into lower_
     size_t custom_count = 0;
     bool lightning_epoch = false;  // "Epoch N:" before a tqdm bar (Lightning counts from 0)
@@ -140,6 +144,7 @@ class MetricLines {
   int64_t summaries_read_ = 0;
   int64_t steps_read_ = 0;
   std::vector<std::string> custom_names_;  // the program's metrics' names, in the order first seen
+  int batch_size_ = 0;
 };
 
 }  // namespace traind

@@ -95,6 +95,13 @@ TEST(MetricLinesTest, AProgramsOwnMetricsComeWithItsStepsAndEpochs) {
   ASSERT_TRUE(events[2].has_step());
   EXPECT_TRUE(events[2].step().metrics().empty());  // a plain line: no metrics of its own
 
+  MetricLines sized;  // its batch size, for samples a second: not a metric of its own
+  const std::vector<JobEvent> sized_events =
+      ReadAll(sized, {"[traind] {\"batch_size\": 64}", "{'loss': 0.4, 'batch_size': 32}"});
+  EXPECT_EQ(sized.batch_size(), 32);
+  ASSERT_EQ(sized_events.size(), 1u);
+  EXPECT_TRUE(sized_events[0].step().metrics().empty());
+
   MetricLines many;
   std::vector<std::string> lines;
   for (int i = 0; i < 20; ++i) {

@@ -337,7 +337,10 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
   // The summary a step line flushes (the next epoch's first step ends the last epoch) is timed
   // before that step starts its own epoch's time.
   for (JobEvent& event : events) {
-    if (event.has_step()) FillMemory(event.mutable_step());
+    if (event.has_step()) {
+      FillMemory(event.mutable_step());
+      TimeStep(event.mutable_step(), now);
+    }
     if (event.has_epoch_summary()) {
       TimeEpoch(event.mutable_epoch_summary());
       ObserveEpoch(event.epoch_summary());
@@ -372,6 +375,18 @@ void ScriptRun::SendHeldSummary() {
     }
     Send(std::move(event));
   }
+}
+
+void ScriptRun::TimeStep(trainer::v1::StepMetrics* step, absl::Time now) {
+  const int64_t steps = metrics_.steps_read();
+  if (last_step_made_steps_ > 0 && steps > last_step_made_steps_ && now > last_step_made_at_) {
+    const double seconds =
+        absl::ToDoubleSeconds(now - last_step_made_at_) / (steps - last_step_made_steps_);
+    step->set_step_seconds(seconds);
+    if (metrics_.batch_size() > 0) step->set_samples_per_second(metrics_.batch_size() / seconds);
+  }
+  last_step_made_at_ = now;
+  last_step_made_steps_ = steps;
 }
 
 void ScriptRun::TimeEpoch(trainer::v1::EpochSummary* epoch) {

@@ -81,6 +81,10 @@ class ScriptRun {
   void SampleMemory(pid_t pid, absl::Time now);
   // Memory the program did not report itself (traind.report does), as sampled.
   void FillMemory(trainer::v1::StepMetrics* step) const;
+  // A step's time from its line's arrival: the time since the last step made, over the step
+  // lines read since (counted ones included); samples/s where the program gave its batch size.
+  // The first step has none (its window would hold the program's start-up).
+  void TimeStep(trainer::v1::StepMetrics* step, absl::Time now);
   // The files the program left in TRAIND_OUTPUT_DIR, sent as the job's artifacts (rank 0).
   void KeepOutputs();
   // Ends the run as a worker ends: the result, or an error; the exit status.
@@ -117,7 +121,9 @@ class ScriptRun {
   absl::Time last_summary_ = started_;
   absl::Time summary_line_at_ = started_;  // when the last epoch summary's line came
   absl::Time last_output_at_ = started_;
-  bool resumed_ = false;  // the working directory was there: an earlier start made it
+  absl::Time last_step_made_at_;      // when the last step event was made (TimeStep)
+  int64_t last_step_made_steps_ = 0;  // MetricLines::steps_read() then
+  bool resumed_ = false;              // the working directory was there: an earlier start made it
   bool stop_sent_ = false;
   // Pump's events wait in events_'s buffer until it sends them (kBusyEventsEvery under a flood).
   bool hold_events_ = false;

@@ -62,8 +62,11 @@ absl::Status TrainerService::Retry(const trainer::v1::RetryJobRequest& request,
         absl::StrCat("job ", old.id(), " is still ", Job::State_Name(old.state())));
   }
   Job job;
-  // Admitted again, as a new submission would be: its files, roots and uploads may have changed.
-  ASSIGN_OR_RETURN(*job.mutable_spec(), admission_->PrepareSpec(old.spec(), caller));
+  // Admitted again, as a new submission would be: its files, roots and uploads may have changed
+  // (and a retry with changes names a spec of its own).
+  ASSIGN_OR_RETURN(
+      *job.mutable_spec(),
+      admission_->PrepareSpec(request.has_spec() ? request.spec() : old.spec(), caller));
   for (int64_t after : old.after()) {  // it waits for what the original waited for
     RETURN_IF_ERROR(admission_->CheckDependency(caller, after));
     job.add_after(after);

@@ -104,12 +104,14 @@ class FirstHourTest(unittest.TestCase):
         (self.work / "train.py").write_text(WAITING_PROGRAM.replace("GO_FILE", str(self.go)))
 
     def tearDown(self):
-        # Every program of this test ends once it sees its go file; the folder goes only after
-        # they have, so that no program misses it and holds the queue for the next test.
+        # Whatever this test left queued or running is cancelled, and the folder goes only once
+        # every job has ended, so that none holds the queue for the next test.
         self.go.touch()
-        wait_until("this test's jobs to end", lambda: not json.loads(
-            trainctl("--output", "json", "list", "--state", "queued", "--state", "running").stdout
-        ).get("jobs"))
+        left = lambda: json.loads(trainctl("--output", "json", "list", "--state", "queued",
+                                           "--state", "running").stdout).get("jobs", [])
+        for job in left():
+            trainctl("cancel", job["id"], check=False)
+        wait_until("this test's jobs to end", lambda: not left())
         shutil.rmtree(self.work, ignore_errors=True)
 
     def run_waiting_program(self, *flags):
@@ -263,6 +265,61 @@ class FirstHourTest(unittest.TestCase):
         self.assertEqual(refused.returncode, 2, refused.stderr)
         self.assertIn("time_limit: '1h': minutes (30), MM:SS, H:MM:SS or D-HH[:MM[:SS]]",
                       refused.stderr)
+
+    def test_retry_with_changed_flags_and_defaults_from_the_config_file(self):
+        first = trainctl("submit", "--model", "mlp", "--dataset", "fashion-mnist", "--device", "cpu",
+                         "--epochs", "1", "--limit-train", "640", "--limit-test", "100").stdout.strip()
+        self.assertEqual(trainctl("wait", first, check=False).returncode, 0)
+        again = trainctl("retry", first, "--lr", "0.01", "--epochs", "2").stdout.strip()
+        spec = show(again)["spec"]
+        self.assertEqual((spec["learningRate"], spec["epochs"], spec["model"]), (0.01, 2, "mlp"))
+        self.assertEqual(show(again)["retryOf"], first)
+        bad = trainctl("retry", first, "--lr", "-1", check=False)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("learning_rate", bad.stderr)
+        trainctl("cancel", again, check=False)  # it may have ended already
+
+        # [defaults.run] in the config file: every run gets them unless it gives them itself.
+        config = self.work / "config.toml"
+        config.write_text('[defaults.run]\ndevice = "cpu"\nname = "from-defaults"\n')
+        env = dict(os.environ, TRAINCTL_CONFIG=str(config))
+        run = subprocess.run(["trainctl", "run", "-C", str(self.work), "--name", "mine", "--",
+                              "python3", "train.py"], env=env, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, check=True)
+        job = show(run.stdout.strip())
+        self.assertEqual((job["spec"]["device"], job["spec"]["name"]), ("cpu", "mine"))
+        config.write_text('[defaults.run]\ndevcie = "cpu"\n')
+        typo = subprocess.run(["trainctl", "list"], env=env, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+        self.assertEqual(typo.returncode, 2, typo.stderr)
+        self.assertEqual(typo.stderr, f"trainctl: {config}:2: defaults.run.devcie: run has no "
+                                      "option --devcie (did you mean device?)\n")
+
+    def test_a_programs_steps_are_timed_from_their_lines(self):
+        # Its steps come apart in time (it waits for the test between them), so each step after the
+        # first has a time of its own, and with the batch size it gave, samples a second.
+        (self.work / "timed.py").write_text(
+            "import os, time, traind\n"
+            f"go = {str(self.go)!r}\n"
+            "for step in range(1, 5):\n"
+            "    traind.report(step=step, loss=1.0 / step, batch_size=32)\n"
+            "    while not os.path.exists(f'{go}.{step}'):\n"
+            "        time.sleep(0.01)\n")
+        job = trainctl("run", "-C", self.work, "--device", "cpu", "--", "python3",
+                       "timed.py").stdout.strip()
+        for step in range(1, 5):
+            wait_until(f"step {step}", lambda: any(
+                json.loads(line).get("batch") == step for line in
+                trainctl("export", job, "--format", "jsonl").stdout.splitlines()))
+            pathlib.Path(f"{self.go}.{step}").touch()
+        self.assertEqual(trainctl("wait", job, check=False).returncode, 0)
+        steps = [json.loads(line) for line in trainctl("export", job, "--format", "jsonl").stdout
+                 .splitlines() if json.loads(line)["kind"] == "step"]
+        self.assertEqual(len(steps), 4, steps)
+        self.assertNotIn("step_seconds", steps[0])  # its window would be the program's start
+        for step in steps[1:]:
+            self.assertGreater(step["step_seconds"], 0, step)
+            self.assertAlmostEqual(step["samples_per_second"], 32 / step["step_seconds"], places=6)
 
     def test_a_value_twice_on_an_axis_is_refused(self):
         result = trainctl("sweep", "-C", self.work, "--device", "cpu", "--param", "lr=1e-3,1e-3",
