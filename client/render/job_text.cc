@@ -288,7 +288,10 @@ std::string EpochsCell(const Job& job) {
     const int epochs = step.epochs() > 0 ? step.epochs() : spec.epochs();
     return epochs > 0 ? absl::StrCat(step.epoch(), "/", epochs) : absl::StrCat(step.epoch());
   }
-  if (spec.has_script()) return step.epoch() > 0 ? absl::StrCat(step.epoch()) : "-";
+  if (spec.has_script()) {  // the epochs it reported steps or summaries of
+    const int reached = std::max(step.epoch(), job.result().epoch_seconds_no_eval_size());
+    return reached > 0 ? absl::StrCat(reached) : "-";
+  }
   return absl::StrCat(spec.epochs());
 }
 

@@ -113,7 +113,7 @@ TEST(JobTextTest, AProgramsJobShowsOnlyWhatItPrinted) {
                      absl::SkipEmpty());
   ASSERT_GE(row.size(), 8u) << table;
   EXPECT_EQ(row[4], "cpu") << table;
-  EXPECT_EQ(row[5], "-") << table;  // EPOCHS
+  EXPECT_EQ(row[5], "-") << table;  // EPOCHS: none it reported
   EXPECT_EQ(row[6], "-") << table;  // CREATED, unset here
   EXPECT_EQ(row[7], "-") << table;  // TIME: it never started
   EXPECT_EQ(row[8], "-") << table;  // TEST ACC
