@@ -6,17 +6,20 @@
 
 #include <string>
 
+#include "common/event_values.h"
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
 
 class RankEvents {
  public:
-  // Whether to pass `event` on: state changes are the daemon's to decide (false). Notes a result
+  // Whether to pass `event` on: state changes are the daemon's to decide (false). Drops its
+  // impossible values (common/event_values.h: 150% accuracy, a negative time). Notes a result
   // (rank 0's final result or benchmark), and names the rank in an error's text with `who`
   // ("rank 1: ", "rank 1 (b): "; "" for a job of one rank), keeping the first error.
   bool Accept(trainer::v1::JobEvent* event, const std::string& who) {
     if (event->has_state_change()) return false;
+    DropImpossibleValues(event);
     if (event->has_final_result() || event->has_bench()) got_result_ = true;
     if (event->has_log() && event->log().severity() == trainer::v1::LogLine::ERROR) {
       if (!who.empty()) event->mutable_log()->set_text(who + event->log().text());

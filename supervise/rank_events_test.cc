@@ -48,3 +48,48 @@ TEST(RankEventsTest, DropsStateChangesNotesResultsAndNamesTheRankOfTheFirstError
 
 }  // namespace
 }  // namespace traind
+
+namespace traind {
+namespace {
+
+// What no honest job reports is not stored: a program printing "acc 150" (150%), a negative time,
+// negative memory, more of its own metrics than a job may have.
+TEST(RankEventsTest, ImpossibleValuesAreDroppedBeforeTheyAreStored) {
+  RankEvents seen;
+  trainer::v1::JobEvent epoch;
+  auto* summary = epoch.mutable_epoch_summary();
+  summary->set_epoch(2);
+  summary->set_train_accuracy(1.5);
+  summary->set_validation_accuracy(0.91);
+  summary->set_best_validation_accuracy(-0.2);
+  summary->set_best_epoch(1);
+  summary->set_epoch_seconds_no_eval(-3);
+  EXPECT_TRUE(seen.Accept(&epoch, ""));
+  EXPECT_FALSE(epoch.epoch_summary().has_train_accuracy());
+  EXPECT_DOUBLE_EQ(epoch.epoch_summary().validation_accuracy(), 0.91);  // a real one stays
+  EXPECT_EQ(epoch.epoch_summary().best_epoch(), 0);
+  EXPECT_EQ(epoch.epoch_summary().epoch_seconds_no_eval(), 0);
+
+  trainer::v1::JobEvent step;
+  step.mutable_step()->set_loss(0.3);
+  step.mutable_step()->set_step_seconds(-1);
+  step.mutable_step()->set_current_allocated_bytes(-5);
+  for (int i = 0; i < 20; ++i)
+    (*step.mutable_step()->mutable_metrics())["m" + std::to_string(i)] = i;
+  (*step.mutable_step()->mutable_metrics())[std::string(60, 'x')] = 1;
+  EXPECT_TRUE(seen.Accept(&step, ""));
+  EXPECT_FALSE(step.step().has_step_seconds());
+  EXPECT_FALSE(step.step().has_current_allocated_bytes());
+  EXPECT_EQ(step.step().metrics().size(), kMaxEventMetrics);
+  EXPECT_EQ(step.step().metrics().count(std::string(60, 'x')), 0u);
+
+  trainer::v1::JobEvent result;
+  result.mutable_final_result()->set_test_accuracy(97.4);  // percent, not a fraction
+  result.mutable_final_result()->set_total_seconds(12);
+  EXPECT_TRUE(seen.Accept(&result, ""));
+  EXPECT_FALSE(result.final_result().has_test_accuracy());
+  EXPECT_EQ(result.final_result().total_seconds(), 12);
+}
+
+}  // namespace
+}  // namespace traind

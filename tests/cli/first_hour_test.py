@@ -321,6 +321,22 @@ class FirstHourTest(unittest.TestCase):
             self.assertGreater(step["step_seconds"], 0, step)
             self.assertAlmostEqual(step["samples_per_second"], 32 / step["step_seconds"], places=6)
 
+    def test_impossible_values_a_program_prints_are_not_stored(self):
+        (self.work / "wild.py").write_text(
+            "print('epoch 1 loss 0.5 acc 150 val_acc 0.8')\n"
+            "print('Test accuracy 197%')\n")
+        job = trainctl("run", "-C", self.work, "--device", "cpu", "--", "python3",
+                       "wild.py").stdout.strip()
+        self.assertEqual(trainctl("wait", job, check=False).returncode, 0)
+        epochs = [json.loads(line) for line in trainctl("export", job, "--format", "jsonl").stdout
+                  .splitlines() if json.loads(line)["kind"] == "epoch"]
+        self.assertEqual(len(epochs), 1, epochs)
+        self.assertNotIn("accuracy", epochs[0])  # 150%: not stored
+        self.assertEqual(epochs[0]["validation_accuracy"], 0.8)
+        shown = trainctl("show", job).stdout
+        self.assertIn("accuracy  best validation 80.00% (epoch 1)", shown)
+        self.assertNotIn("197", shown)
+
     def test_a_value_twice_on_an_axis_is_refused(self):
         result = trainctl("sweep", "-C", self.work, "--device", "cpu", "--param", "lr=1e-3,1e-3",
                           "--", "python3", "train.py", "--lr", "{lr}", check=False)

@@ -1,0 +1,23 @@
+// What no honest job reports, kept out of the store: an accuracy outside 0..1, a negative or
+// non-finite time, negative memory, a program's own metrics past their bounds. A worker, a
+// program's runner and a peer's ranks all send events, and a program prints what it likes
+// ("acc 150" reads as 150%): the supervisor passes every event through here before storing it, so
+// `show`, `list`, reports and the dashboard never show 150% or -3 s. A value dropped is absent
+// (StepMetrics' and EpochSummary's optional fields) or 0 (the fields where 0 means unknown).
+// Pure functions.
+#ifndef TRAIND_COMMON_EVENT_VALUES_H_
+#define TRAIND_COMMON_EVENT_VALUES_H_
+
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+inline constexpr size_t kMaxEventMetrics = 16;     // names in one event's `metrics`
+inline constexpr size_t kMaxEventMetricName = 48;  // characters in each name
+
+// Drops `event`'s impossible values (above); returns how many it dropped.
+int DropImpossibleValues(trainer::v1::JobEvent* event);
+
+}  // namespace traind
+
+#endif  // TRAIND_COMMON_EVENT_VALUES_H_
