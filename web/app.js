@@ -504,7 +504,10 @@ async function renderSweep(page, id) {
     el('div', { class: 'table-wrap' }, el('table', { id: 'report' },
       el('thead', {}, el('tr', {}, ['Config', 'Device', 'Batch', 'Runs', 'Epoch s', 'Samples/s', 'Test acc.', 'Best val.', 'Final loss', 'Speedup', 'Peak memory', 'Jobs', 'Flags'].map((h) => el('th', {}, h)))),
       el('tbody', {}, rows))));
-  await renderRuns(page, id);
+  // The runs table fills its place when its call returns; the curves do not wait for it.
+  const runs = el('div', { id: 'runs-box' });
+  page.append(runs);
+  renderRuns(runs, id);
   const charts = el('div', { class: 'charts' });
   page.append(el('h2', {}, 'Curves (first successful run of each row)'), charts);
   const label = (r) => [r.config, r.device].filter((x) => x).join(' ');

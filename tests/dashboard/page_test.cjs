@@ -40,6 +40,8 @@ function check(condition, message) {
   console.log('ok: ' + message);
 }
 
+let errors = [];  // the page's JavaScript errors, console errors and failed requests
+
 async function main() {
   if (!fs.existsSync(chromium)) {
     console.log('SKIP: no Chromium at ' + chromium + ' (deploy/install-deps.sh installs chromium)');
@@ -66,7 +68,7 @@ async function main() {
 
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
-    const errors = [];
+    errors = [];
     page.on('pageerror', (error) => errors.push('page error: ' + error.message));
     page.on('console', (message) => { if (message.type() === 'error') errors.push('console: ' + message.text()); });
     page.on('response', (response) => { if (response.status() >= 400) errors.push('HTTP ' + response.status() + ' ' + response.url()); });
@@ -144,6 +146,10 @@ async function main() {
     await ownMetrics(page);
 
     check(errors.length === 0, 'no JavaScript error was logged' + (errors.length ? ': ' + errors.join(' | ') : ''));
+  } catch (error) {
+    // What the page itself reported, to tell a slow page from a broken one.
+    if (errors.length) console.error('the page reported: ' + errors.join(' | '));
+    throw error;
   } finally {
     await browser.close();
   }
@@ -180,8 +186,9 @@ async function programSweep(page) {
     const marked = await page.$$eval('#report tbody tr.best', (r) => r.length);
     check(/^Best by test accuracy: train.py param.seed=1 on cpu \(82.25%\)$/.test(best) && marked === 1,
       'the sweep page says which run won and marks its row (' + best + ')');
-    await page.waitForFunction(() => Number(document.querySelector('#sweep-chart').dataset.points) > 0, { timeout: 15000 });
-    await page.waitForFunction(() => Number((document.querySelector('#sweep-accuracy') || { dataset: {} }).dataset.points) > 0, { timeout: 15000 });
+    await page.waitForFunction(() => Number((document.querySelector('#sweep-chart') || { dataset: {} }).dataset.points) > 0, { timeout: 60000 });
+    await page.waitForFunction(() => Number((document.querySelector('#sweep-accuracy') || { dataset: {} }).dataset.points) > 0, { timeout: 60000 });
+    await page.waitForSelector('#runs tbody tr', { timeout: 60000 });
     check(true, 'the sweep page draws each row\'s validation accuracy by epoch');
     const firstSeed = async () => page.$eval('#runs tbody tr', (row) => row.textContent);
     await page.click('#runs th[data-column="param.seed"]');
