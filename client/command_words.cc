@@ -39,14 +39,9 @@ class Scope {
 
   // The named subcommand of the current verb, or nullptr.
   const CLI::App* Subcommand(const std::string& name) const {
-    for (const CLI::App* sub : Subcommands()) {
-      if (sub->check_name(name)) return sub;
-    }
-    return nullptr;
+    return SubcommandNamed(verb(), name);
   }
-  std::vector<const CLI::App*> Subcommands() const {
-    return verb().get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
-  }
+  bool HasSubcommands() const { return !SubcommandNames(verb()).empty(); }
   void Enter(const CLI::App* sub) { chain_.push_back(sub); }
 
   // The option called `name` ("--model" or "-o"), or nullptr.
@@ -100,8 +95,7 @@ absl::Status UnknownOption(const Scope& scope, const std::string& name, bool aft
 }
 
 absl::Status UnknownVerb(const Scope& scope, const std::string& word) {
-  std::vector<std::string> verbs;
-  for (const CLI::App* sub : scope.Subcommands()) verbs.push_back(sub->get_name());
+  const std::vector<std::string> verbs = SubcommandNames(scope.verb());
   const std::string nearest = NearestWord(word, verbs);
   const std::string what =
       scope.AtRoot() ? "command" : absl::StrCat(scope.verb().get_name(), " command");
@@ -112,8 +106,6 @@ absl::Status UnknownVerb(const Scope& scope, const std::string& word) {
           : absl::StrCat("unknown ", what, " '", word, "'; did you mean '", nearest, "'?"));
 }
 
-bool TakesValue(const CLI::Option& option) { return option.get_items_expected_max() > 0; }
-
 // "-1e-3" and "-5" are values (a negative learning rate or priority), not short options.
 bool IsShortOption(const std::string& word) {
   return word.size() >= 2 && word[0] == '-' && word[1] != '-' &&
@@ -122,32 +114,29 @@ bool IsShortOption(const std::string& word) {
 
 }  // namespace
 
-VerbAt FindVerb(const CLI::App& app, const std::vector<std::string>& args) {
-  Scope scope(app);
-  VerbAt found{&app, 1};
-  bool value_next = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& word = args[i];
-    if (word == "--") break;
-    if (value_next) {
-      value_next = false;
-      continue;
-    }
-    if (absl::StartsWith(word, "--") || IsShortOption(word)) {  // as CheckCommandWords reads it
-      const bool is_long = absl::StartsWith(word, "--");
-      const CLI::Option* option =
-          scope.Option(is_long ? word.substr(0, word.find('=')) : word.substr(0, 2));
-      value_next = option != nullptr && TakesValue(*option) &&
-                   (is_long ? word.find('=') == std::string::npos : word.size() == 2);
-      continue;
-    }
-    const CLI::App* sub = scope.Subcommand(word);
-    if (sub == nullptr) break;  // a positional: the verb is named
-    scope.Enter(sub);
-    found = {sub, i + 1};
+const CLI::App* SubcommandNamed(const CLI::App& parent, const std::string& name) {
+  for (const CLI::App* sub : parent.get_subcommands([](const CLI::App*) { return true; })) {
+    if (!sub->get_name().empty() && sub->check_name(name)) return sub;
   }
-  return found;
+  return nullptr;
 }
+
+std::vector<std::string> SubcommandNames(const CLI::App& parent) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : parent.get_subcommands([](const CLI::App*) { return true; })) {
+    if (!sub->get_name().empty()) names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+const CLI::Option* LongOptionNamed(const CLI::App& app, const std::string& flag) {
+  for (const CLI::Option* option : app.get_options()) {
+    if (!option->get_positional() && option->check_lname(flag)) return option;
+  }
+  return nullptr;
+}
+
+bool TakesValue(const CLI::Option& option) { return option.get_items_expected_max() > 0; }
 
 std::string FlagForName(const std::string& word) {
   for (const auto& [flag, names] :
@@ -184,8 +173,9 @@ std::string NearestWord(const std::string& word, const std::vector<std::string>&
   return best;
 }
 
-absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::string>& args) {
+absl::StatusOr<VerbAt> ReadCommandWords(const CLI::App& app, const std::vector<std::string>& args) {
   Scope scope(app);
+  VerbAt named{&app, 1};
   bool value_next = false;  // the word after an option that takes one is its value
   bool after_word = false;  // a positional came before, in the current verb
   for (size_t i = 1; i < args.size(); ++i) {
@@ -214,8 +204,9 @@ absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::strin
     const CLI::App* sub = scope.Subcommand(word);
     if (sub != nullptr) {
       scope.Enter(sub);
+      named = {sub, i + 1};
       after_word = false;
-    } else if (scope.Subcommands().empty()) {
+    } else if (!scope.HasSubcommands()) {
       after_word = true;
     } else if (scope.verb()
                    .get_options([](const CLI::Option* o) { return o->get_positional(); })
@@ -225,7 +216,7 @@ absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::strin
       after_word = true;
     }
   }
-  return absl::OkStatus();
+  return named;
 }
 
 }  // namespace traind

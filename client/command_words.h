@@ -9,14 +9,9 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace traind {
-
-// INVALID_ARGUMENT naming the first unknown verb or option in `args` (args[0] is the program's
-// name) with the nearest known one when there is a near one; OK otherwise. Words after "--" belong
-// to a user's program and are not looked at; neither are option values and positionals.
-absl::Status CheckCommandWords(const CLI::App& app, const std::vector<std::string>& args);
 
 // The verb `args` name (the innermost subcommand, e.g. `context add`'s app) and the index in
 // `args` just after its word; the root app and 1 when no verb is named.
@@ -24,7 +19,19 @@ struct VerbAt {
   const CLI::App* verb;
   size_t after;
 };
-VerbAt FindVerb(const CLI::App& app, const std::vector<std::string>& args);
+
+// The verb `args` (args[0] is the program's name) names, or INVALID_ARGUMENT naming the first
+// unknown verb or option with the nearest known one when there is a near one. Words after "--"
+// belong to a user's program and are not looked at; neither are option values and positionals.
+absl::StatusOr<VerbAt> ReadCommandWords(const CLI::App& app, const std::vector<std::string>& args);
+
+// `parent`'s subcommand called `name` (or an alias), or nullptr; the names of all of them.
+const CLI::App* SubcommandNamed(const CLI::App& parent, const std::string& name);
+std::vector<std::string> SubcommandNames(const CLI::App& parent);
+// `app`'s own option --`flag` (no dashes given), or nullptr.
+const CLI::Option* LongOptionNamed(const CLI::App& app, const std::string& flag);
+// Whether the option takes a value (a switch takes none).
+bool TakesValue(const CLI::Option& option);
 
 // Where a word given for a file names no file but is a model's or dataset's name ("mlp"), the
 // flag it was meant for: " (did you mean --model mlp?)"; "" otherwise.

@@ -22,10 +22,10 @@ class CommandWordsTest : public ::testing::Test {
  protected:
   CommandWordsTest() : ctx_(out_, err_, false), app_(MakeTrainctlApp(ctx_, &exit_code_)) {}
 
-  // The message CheckCommandWords gives `line` (words split at spaces), "" when it passes.
+  // The message ReadCommandWords gives `line` (words split at spaces), "" when it passes.
   std::string Check(const std::string& line) {
     std::vector<std::string> args = absl::StrSplit(line, ' ', absl::SkipEmpty());
-    absl::Status status = CheckCommandWords(*app_, args);
+    absl::Status status = ReadCommandWords(*app_, args).status();
     if (!status.ok()) EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     return std::string(status.message());
   }
@@ -68,6 +68,16 @@ TEST_F(CommandWordsTest, AProgramsOptionsBeforeTheSeparatorAreExplained) {
   EXPECT_EQ(Check("trainctl run python3 train.py --epochs 3"),
             "run: unknown option --epochs; a program's own options go after --, e.g. trainctl run "
             "-- python3 train.py --epochs ...");
+}
+
+TEST_F(CommandWordsTest, TheVerbNamedIsFoundAfterGlobalOptions) {
+  const std::vector<std::string> args = {"trainctl", "-o",  "json",   "context",
+                                         "add",      "lab", "--addr", "h:1"};
+  const absl::StatusOr<VerbAt> named = ReadCommandWords(*app_, args);
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->verb->get_name(), "add");
+  EXPECT_EQ(named->after, 5u);
+  EXPECT_EQ(ReadCommandWords(*app_, {"trainctl", "--version"})->verb, app_.get());
 }
 
 TEST_F(CommandWordsTest, ValidLinesPass) {

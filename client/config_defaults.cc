@@ -10,29 +10,7 @@ namespace traind {
 
 namespace {
 
-const CLI::App* VerbNamed(const CLI::App& app, const std::string& name) {
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (!sub->get_name().empty() && sub->check_name(name)) return sub;
-  }
-  return nullptr;
-}
-
-const CLI::Option* OptionNamed(const CLI::App& verb, const std::string& flag) {
-  for (const CLI::Option* option : verb.get_options()) {
-    if (!option->get_positional() && option->check_lname(flag)) return option;
-  }
-  return nullptr;
-}
-
-std::vector<std::string> Verbs(const CLI::App& app) {
-  std::vector<std::string> names;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (!sub->get_name().empty()) names.push_back(sub->get_name());
-  }
-  return names;
-}
-
-std::vector<std::string> Flags(const CLI::App& verb) {
+std::vector<std::string> LongNames(const CLI::App& verb) {
   std::vector<std::string> names;
   for (const CLI::Option* option : verb.get_options()) {
     for (const std::string& name : option->get_lnames()) names.push_back(name);
@@ -40,29 +18,27 @@ std::vector<std::string> Flags(const CLI::App& verb) {
   return names;
 }
 
-bool IsSwitch(const CLI::Option& option) { return option.get_items_expected_max() == 0; }
-
 }  // namespace
 
 absl::Status CheckConfigDefaults(const CLI::App& app, const std::vector<DefaultFlag>& defaults,
                                  const std::string& path) {
   for (const DefaultFlag& entry : defaults) {
     const std::string at = absl::StrCat(path, ":", entry.line, ": defaults.", entry.verb);
-    const CLI::App* verb = VerbNamed(app, entry.verb);
+    const CLI::App* verb = SubcommandNamed(app, entry.verb);
     if (verb == nullptr) {
-      const std::string near = NearestWord(entry.verb, Verbs(app));
+      const std::string near = NearestWord(entry.verb, SubcommandNames(app));
       return absl::InvalidArgumentError(
           absl::StrCat(at, ": trainctl has no command ", entry.verb,
                        near.empty() ? "" : absl::StrCat(" (did you mean [defaults.", near, "]?)")));
     }
-    const CLI::Option* option = OptionNamed(*verb, entry.flag);
+    const CLI::Option* option = LongOptionNamed(*verb, entry.flag);
     if (option == nullptr || option->get_name() == "--help") {
-      const std::string near = NearestWord(entry.flag, Flags(*verb));
+      const std::string near = NearestWord(entry.flag, LongNames(*verb));
       return absl::InvalidArgumentError(
           absl::StrCat(at, ".", entry.flag, ": ", entry.verb, " has no option --", entry.flag,
                        near.empty() ? "" : absl::StrCat(" (did you mean ", near, "?)")));
     }
-    if (IsSwitch(*option) && entry.kind != DefaultFlag::Kind::kBoolean) {
+    if (!TakesValue(*option) && entry.kind != DefaultFlag::Kind::kBoolean) {
       return absl::InvalidArgumentError(
           absl::StrCat(at, ".", entry.flag, ": --", entry.flag, " is a switch: true or false"));
     }
@@ -70,10 +46,9 @@ absl::Status CheckConfigDefaults(const CLI::App& app, const std::vector<DefaultF
   return absl::OkStatus();
 }
 
-std::vector<std::string> WithConfigDefaults(const CLI::App& app,
+std::vector<std::string> WithConfigDefaults(const CLI::App& app, const VerbAt& named,
                                             const std::vector<DefaultFlag>& defaults,
                                             std::vector<std::string> args) {
-  const VerbAt named = FindVerb(app, args);
   if (named.verb == &app) return args;
   const auto program_at = std::find(args.begin(), args.end(), "--");
   auto given = [&](const CLI::Option& option) {
@@ -85,9 +60,9 @@ std::vector<std::string> WithConfigDefaults(const CLI::App& app,
   std::vector<std::string> inserted;
   for (const DefaultFlag& entry : defaults) {
     if (!named.verb->check_name(entry.verb)) continue;
-    const CLI::Option* option = OptionNamed(*named.verb, entry.flag);
+    const CLI::Option* option = LongOptionNamed(*named.verb, entry.flag);
     if (option == nullptr || given(*option)) continue;
-    if (IsSwitch(*option)) {
+    if (!TakesValue(*option)) {
       if (entry.value == "true") inserted.push_back("--" + entry.flag);
     } else {
       inserted.push_back(absl::StrCat("--", entry.flag, "=", entry.value));

@@ -15,6 +15,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "client/command_words.h"
 #include "connect/config_file.h"
 
 namespace traind {
@@ -24,9 +25,9 @@ namespace traind {
 absl::Status CheckConfigDefaults(const CLI::App& app, const std::vector<DefaultFlag>& defaults,
                                  const std::string& path);
 
-// `args` with the defaults of the verb it names inserted after the verb's word, each one the
-// command line does not give itself.
-std::vector<std::string> WithConfigDefaults(const CLI::App& app,
+// `args` with the defaults of the verb it names (`named`, from ReadCommandWords) inserted after
+// the verb's word, each one the command line does not give itself.
+std::vector<std::string> WithConfigDefaults(const CLI::App& app, const VerbAt& named,
                                             const std::vector<DefaultFlag>& defaults,
                                             std::vector<std::string> args);
 

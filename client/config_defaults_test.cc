@@ -33,7 +33,9 @@ class ConfigDefaultsTest : public ::testing::Test {
   }
   std::string Expanded(const std::vector<DefaultFlag>& defaults,
                        const std::vector<std::string>& args) {
-    return absl::StrJoin(WithConfigDefaults(*app_, defaults, args), " ");
+    absl::StatusOr<VerbAt> named = ReadCommandWords(*app_, args);
+    EXPECT_TRUE(named.ok()) << named.status();
+    return absl::StrJoin(WithConfigDefaults(*app_, *named, defaults, args), " ");
   }
 
   std::ostringstream out_, err_;

@@ -89,9 +89,8 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   int exit_code = kExitOk;
   std::unique_ptr<CLI::App> app = MakeTrainctlApp(ctx, &exit_code);
   // A typo is named as one before CLI11 can read it as something else.
-  if (absl::Status s = CheckCommandWords(*app, args); !s.ok()) {
-    return ctx.UsageError(std::string(s.message()));
-  }
+  const absl::StatusOr<VerbAt> named = ReadCommandWords(*app, args);
+  if (!named.ok()) return ctx.UsageError(std::string(named.status().message()));
   // The config file's [defaults.VERB] flags, as if typed (the command line's own win).
   const std::string& config_path = ctx.options().config_path;
   const absl::StatusOr<ClientConfig> config = LoadClientConfig(config_path);
@@ -99,7 +98,8 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   if (absl::Status s = CheckConfigDefaults(*app, config->defaults, config_path); !s.ok()) {
     return ctx.UsageError(std::string(s.message()));
   }
-  const std::vector<std::string> expanded = WithConfigDefaults(*app, config->defaults, args);
+  const std::vector<std::string> expanded =
+      WithConfigDefaults(*app, *named, config->defaults, args);
 
   std::vector<char*> argv;
   for (const std::string& arg : expanded) argv.push_back(const_cast<char*>(arg.c_str()));
