@@ -123,10 +123,9 @@ constexpr ByteSet kWordSeparators(" \t:=");
 constexpr ByteSet kPunctuation("{}[](),|'\"<");  // read as spaces
 
 // A name a program's own metric may have: a letter, then letters, digits and _ . / - (W&B's
-// "train/grad_norm"), at most MetricLines::kMaxCustomMetricName characters.
+// "train/grad_norm"), at most kMaxEventMetricName characters.
 bool IsCustomMetricName(absl::string_view name) {
-  if (name.empty() || name.size() > MetricLines::kMaxCustomMetricName ||
-      !absl::ascii_isalpha(name.front())) {
+  if (name.empty() || name.size() > kMaxEventMetricName || !absl::ascii_isalpha(name.front())) {
     return false;
   }
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -312,7 +311,7 @@ void MetricLines::AddCustom(google::protobuf::Map<std::string, double>* metrics)
     const auto& [name, value] = fields_.custom[i];
     const bool known =
         std::find(custom_names_.begin(), custom_names_.end(), name) != custom_names_.end();
-    if (!known && custom_names_.size() >= kMaxCustomMetrics) continue;
+    if (!known && custom_names_.size() >= kMaxEventMetrics) continue;
     if (!known) custom_names_.emplace_back(name);
     (*metrics)[std::string(name)] = value;
   }

@@ -21,8 +21,9 @@
 //       [traind] {"epoch": "1/10", "batch": "5/421", "loss": 0.3, "current_allocated_bytes": 5e6}
 // In a dict or JSON line (traind.report's, Hugging Face's), a number under any other name is the
 // program's own metric (`grad_norm`): it goes with the step or epoch the line reports, in
-// StepMetrics.metrics / EpochSummary.metrics. At most kMaxCustomMetrics names a job (the first
-// seen; later ones are dropped), each at most kMaxCustomMetricName characters.
+// StepMetrics.metrics / EpochSummary.metrics: at most kMaxEventMetrics names a job (the first
+// seen; later ones are dropped), each at most kMaxEventMetricName characters (the bounds every
+// event is held to, common/event_values.h).
 // A line it cannot read is not an error: it is only a log line. NaN and infinite values are kept
 // as they are (a loss of NaN is news: the run diverged). Accuracies printed in percent (97.3% or a
 // value above 1) become fractions. Not thread-safe: one reader per job.
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "common/event_values.h"
 #include "script/line_form.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -43,9 +45,6 @@ namespace traind {
 
 class MetricLines {
  public:
-  static constexpr size_t kMaxCustomMetrics = 16;
-  static constexpr size_t kMaxCustomMetricName = 48;
-
   // Whether Read makes an event of a step line, or only counts it (its epoch, its place in the
   // epoch): the runner stores at most a few steps a second, and at 100,000 lines a second
   // building each step's event only to drop it was most of its work. A line counted only that

@@ -79,7 +79,7 @@ TEST(MetricLinesTest, TheBestValidationAccuracyIsTheHighestPrinted) {
 
 // A dict or JSON line's other numbers are the program's own metrics (traind.report(grad_norm=...),
 // Hugging Face's grad_norm), with the step or epoch they came with; a plain line's are not (any
-// print would make curves), and a job has at most kMaxCustomMetrics names.
+// print would make curves), and a job has at most kMaxEventMetrics names.
 TEST(MetricLinesTest, AProgramsOwnMetricsComeWithItsStepsAndEpochs) {
   MetricLines reader;
   std::vector<JobEvent> events =
@@ -109,7 +109,7 @@ TEST(MetricLinesTest, AProgramsOwnMetricsComeWithItsStepsAndEpochs) {
   }
   size_t names = 0;
   for (const JobEvent& event : ReadAll(many, lines)) names += event.step().metrics().size();
-  EXPECT_EQ(names, MetricLines::kMaxCustomMetrics);
+  EXPECT_EQ(names, kMaxEventMetrics);
 }
 
 TEST(MetricLinesTest, TheResNetFakeDataLoopsLines) {
