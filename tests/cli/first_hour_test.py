@@ -10,13 +10,14 @@ test looks waits for a file the test writes. Run:
 import json
 import os
 import pathlib
-import pty
-import select
 import shutil
 import subprocess
+import sys
 import tempfile
-import time
 import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lib"))
+from trainctl_cli import Terminal, show, trainctl, wait_until  # noqa: E402
 
 # A program that prints an epoch line, then waits until the test lets it go on (its `go` file).
 WAITING_PROGRAM = """\
@@ -29,72 +30,9 @@ print("epoch 2 loss 0.5 acc 0.8 val_acc 0.81", flush=True)
 """
 
 
-def trainctl(*args, check=True):
-    result = subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"trainctl {args} exited {result.returncode}: {result.stderr}")
-    return result
-
-
-def show(job_id):
-    return json.loads(trainctl("--output", "json", "show", job_id).stdout)
-
-
-def wait_until(what, predicate, seconds=300):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def sweep_members(sweep_id):
     jobs = json.loads(trainctl("--output", "json", "list", "--sweep", sweep_id).stdout)
     return sorted(jobs.get("jobs", []), key=lambda job: int(job["id"]))
-
-
-class Terminal:
-    """trainctl ARGS in a pseudo-terminal, as typed at a shell prompt."""
-
-    def __init__(self, *args):
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: trainctl on the terminal
-            os.execvp("trainctl", ["trainctl", *map(str, args)])
-        self.screen = b""
-
-    def read_until(self, text, seconds=120):
-        deadline = time.monotonic() + seconds
-        while text.encode() not in self.screen:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared; the terminal shows {self.screen!r}")
-            ready, _, _ = select.select([self.fd], [], [], 0.1)
-            if ready:
-                try:
-                    self.screen += os.read(self.fd, 65536)
-                except OSError:  # the child ended: no more output
-                    break
-        return self.screen.decode(errors="replace")
-
-    def ctrl_c(self):
-        os.write(self.fd, b"\x03")
-
-    def exit_code(self):
-        """trainctl's exit status as a shell reports it (128 + N for signal N), once it ends."""
-        while True:  # read the rest, so that trainctl is never blocked writing to the terminal
-            try:
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.screen += chunk
-        _, status = os.waitpid(self.pid, 0)
-        os.close(self.fd)
-        return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
 class FirstHourTest(unittest.TestCase):
@@ -139,7 +77,7 @@ class FirstHourTest(unittest.TestCase):
         terminal = Terminal("watch", job)
         terminal.read_until("epoch 1")
         terminal.ctrl_c()
-        self.assertEqual(terminal.exit_code(), 130)
+        self.assertEqual(terminal.finish(), 130)
         screen = terminal.screen.decode(errors="replace")
         self.assertIn(f"job {job} keeps running: `trainctl watch {job}` follows it again, "
                       f"`trainctl cancel {job}` stops it", screen)
@@ -156,7 +94,7 @@ class FirstHourTest(unittest.TestCase):
         self.assertTrue(ids, screen)
         job = ids[0]
         terminal.ctrl_c()
-        self.assertEqual(terminal.exit_code(), 130)
+        self.assertEqual(terminal.finish(), 130)
         self.assertIn(f"job {job} keeps running", terminal.screen.decode(errors="replace"))
         self.assertEqual(show(job)["state"], "RUNNING")
         self.assertIn(f"job {job}: stopping", trainctl("cancel", job).stdout)
@@ -172,7 +110,7 @@ class FirstHourTest(unittest.TestCase):
         terminal = Terminal("watch", "--sweep", sweep)
         terminal.read_until(f"sweep {sweep}")
         terminal.ctrl_c()
-        self.assertEqual(terminal.exit_code(), 130)
+        self.assertEqual(terminal.finish(), 130)
         self.assertIn(f"sweep {sweep}'s jobs keep running", terminal.screen.decode(errors="replace"))
 
         cancelled = trainctl("cancel", "--sweep", sweep).stdout

@@ -23,16 +23,10 @@ import torch.nn.functional as F
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "reference"))
 import train_reference  # noqa: E402  (bench/reference's LeNet5 and data loading)
+sys.path.insert(0, str(ROOT / "tests" / "lib"))
+from trainctl_cli import trainctl  # noqa: E402
 
 FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
-
-
-def trainctl(*args, check=True):
-    result = subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"trainctl {args} exited {result.returncode}: {result.stderr}")
-    return result
 
 
 def wait_job(job_id):

@@ -12,6 +12,7 @@ import pathlib
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -24,19 +25,9 @@ HAVE_TORCHVISION = subprocess.run([PYTHON, "-c", "import torchvision"],
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "scripts"
+sys.path.insert(0, str(ROOT / "tests" / "lib"))
+from trainctl_cli import show, trainctl  # noqa: E402
 FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
-
-
-def trainctl(*args, check=True):
-    result = subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, timeout=900)
-    if check and result.returncode != 0:
-        raise AssertionError(f"trainctl {args} exited {result.returncode}: {result.stderr}")
-    return result
-
-
-def show(job_id):
-    return json.loads(trainctl("show", job_id, "--output", "json").stdout)
 
 
 def wait_job(job_id):

@@ -14,92 +14,23 @@ Run: tests/dashboard/with_dashboard.sh build/bin /usr/bin/python3 \\
 Exit 77 (skip) without torch in /usr/bin/python3 or without Chromium.
 """
 import json
-import os
 import pathlib
-import pty
 import re
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lib"))
+from trainctl_cli import Terminal, show, trainctl, wait_until  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
-
-
-def trainctl(*args, check=True):
-    result = subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"trainctl {args} exited {result.returncode}: {result.stderr}")
-    return result
-
-
-def show(job):
-    return json.loads(trainctl("--output", "json", "show", job).stdout)
-
-
-def wait_until(what, predicate, seconds=600):
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def check(condition, message):
     if not condition:
         raise AssertionError("FAILED: " + message)
     print("ok: " + message, flush=True)
-
-
-class Terminal:
-    """One command typed at a shell prompt: its screen, Ctrl-C, its exit status."""
-
-    def __init__(self, *args, cwd=None):
-        # PATH may name the build's bin relatively: resolved before the chdir.
-        program = os.path.abspath(shutil.which(args[0]))
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: never returns into the test
-            try:
-                if cwd:
-                    os.chdir(cwd)
-                os.execv(program, list(map(str, args)))
-            finally:
-                os._exit(127)
-        self.screen = b""
-
-    def read_until(self, text, seconds=300):
-        deadline = time.monotonic() + seconds
-        while text.encode() not in self.screen:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{text!r} never appeared: {self.screen[-2000:]!r}")
-            if select.select([self.fd], [], [], 0.1)[0]:
-                try:
-                    self.screen += os.read(self.fd, 65536)
-                except OSError:
-                    break
-        return self.text()
-
-    def text(self):
-        return self.screen.decode(errors="replace").replace("\r", "")
-
-    def ctrl_c(self):
-        os.write(self.fd, b"\x03")
-
-    def finish(self):
-        while True:
-            try:
-                chunk = os.read(self.fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            self.screen += chunk
-        _, status = os.waitpid(self.pid, 0)
-        os.close(self.fd)
-        return os.waitstatus_to_exitcode(status)
 
 
 # The seed scripts' log lines, unchanged: a batch line and an epoch line.
