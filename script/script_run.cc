@@ -429,7 +429,7 @@ void ScriptRun::SampleMemory(pid_t pid, absl::Time now) {
 }
 
 void ScriptRun::FillMemory(trainer::v1::StepMetrics* step) const {
-  if (step->current_allocated_bytes() != 0 || step->driver_allocated_bytes() != 0) return;
+  if (step->has_current_allocated_bytes() || step->has_driver_allocated_bytes()) return;  // its own
   if (peak_driver_ > 0) {
     // A CUDA job's memory is the GPU's: what the driver holds for it (its CUDA context
     // included). What its caching allocator has handed out is known only inside it
@@ -437,7 +437,7 @@ void ScriptRun::FillMemory(trainer::v1::StepMetrics* step) const {
     // where it cannot: another PID namespace), its resident memory stands in.
     step->set_driver_allocated_bytes(current_driver_);
     step->set_peak_driver_allocated_bytes(peak_driver_);
-  } else {
+  } else if (current_rss_ > 0) {  // before the first reading (once a second) it is unknown, not 0
     step->set_current_allocated_bytes(current_rss_);
     step->set_peak_current_allocated_bytes(peak_rss_);
   }

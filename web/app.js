@@ -90,6 +90,9 @@ function elapsed(job) {
   return end - start;
 }
 
+// What a job trains: its model, or for a program's job the program (as `trainctl list` says).
+function what(spec) { return spec.model || ((spec.script || {}).args || [])[0] || ''; }
+
 function stateBadge(job) { return el('span', { class: 'state ' + job.state }, job.state); }
 
 // Refreshes every `ms` while the view is open.
@@ -217,7 +220,7 @@ function renderQueue(page) {
       el('td', {}, box),
       el('td', {}, el('a', { href: '#/job/' + job.id }, job.id), sweep),
       el('td', {}, stateBadge(job)),
-      el('td', {}, job.spec.model),
+      el('td', {}, what(job.spec)),
       el('td', {}, job.spec.dataset),
       el('td', {}, job.spec.device),
       el('td', {}, progressCell),
@@ -231,7 +234,7 @@ function renderQueue(page) {
     // Leave the table alone while someone types a priority, or the refresh would eat the edit.
     if (document.activeElement && document.activeElement.classList.contains('priority')) return;
     const shown = jobs.filter((job) => !filters.text ||
-      [job.spec.model, job.spec.dataset, job.spec.device, job.owner].join(' ').toLowerCase().includes(filters.text));
+      [what(job.spec), job.spec.dataset, job.spec.device, job.owner].join(' ').toLowerCase().includes(filters.text));
     body.replaceChildren(...shown.map(row));
     if (shown.length === 0) body.append(el('tr', {}, el('td', { colspan: 11, class: 'muted' }, 'No jobs. Submit one: trainctl submit --model lenet5 --epochs 1')));
   }
@@ -314,10 +317,12 @@ function renderJob(page, id) {
     title.replaceChildren('Job ' + job.id + ' ', stateBadge(job));
     const spec = job.spec;
     // A program's job: what it runs, not a model; its epochs and batch size are its own.
-    const what = spec.script ? [['program', [spec.script.interpreter || 'python3'].concat(spec.script.args || []).join(' ')]]
+    // A sweep member's {placeholders} and their values, as `trainctl show` prints them.
+    const params = Object.entries((spec.script || {}).params || {}).map(([name, value]) => '  {' + name + '}=' + value).join('');
+    const runs = spec.script ? [['program', [spec.script.interpreter || 'python3'].concat(spec.script.args || []).join(' ') + params]]
       : [['model', spec.model], ['dataset', spec.dataset], ['epochs', spec.epochs], ['batch size', spec.batchSize]];
     facts.replaceChildren(...[
-      ...what, ['device', spec.device], ['owner', job.owner],
+      ...runs, ['device', spec.device], ['owner', job.owner],
       ['priority', job.priority], ['duration', duration(elapsed(job))],
       ['sweep', job.sweepId !== '0' ? el('a', { href: '#/sweep/' + job.sweepId }, job.sweepId) : '-'],
     ].flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v === undefined ? '' : v)]));

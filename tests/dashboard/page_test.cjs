@@ -207,6 +207,12 @@ async function programSweep(page) {
 
     const member = members[0];
     await page.goto(base + '/#/job/' + member);
+    const program = await page.waitForFunction(() => {
+      const facts = document.querySelector('dl.kv');
+      return facts && facts.textContent.includes('{seed}=') && facts.textContent;
+    }, { timeout: 15000 }).then((handle) => handle.jsonValue());
+    check(/python3 train\.py --seed \{seed\}\s+\{seed\}=[12]/.test(program),
+      'a sweep member\'s page says its program and the value it ran with (' + program + ')');
     const lossPoints = await until('the program\'s loss curve', async () => {
       const n = await page.$eval('#loss-chart', (box) => Number(box.dataset.points)).catch(() => 0);
       return n >= 16 && n;
@@ -351,6 +357,10 @@ async function ownMetrics(page) {
     const legend = await page.$eval('#own-chart', (box) => box.textContent);
     const rows = trainctl('export', job, '--format', 'jsonl').split('\n').map((l) => JSON.parse(l));
     const exported = rows.filter((r) => r.kind === 'step' && r.metrics && r.metrics.grad_norm !== undefined);
+    await page.goto(base + '/#/');
+    const row = await page.waitForSelector(`tr[data-job="${job}"]`, { timeout: 15000 });
+    const queued = await row.evaluate((tr) => tr.children[3].textContent);  // the Model column
+    check(queued.startsWith('train.py'), 'the queue names a program\'s job by its program (' + queued + ')');
     check(points === 8 && legend.includes('grad_norm') && exported.length === 8 && exported[7].metrics.grad_norm === 10,
       `traind.report(grad_norm=...) is a curve on the job page (${points} points) and a value in its export (${exported.length} rows)`);
   });
