@@ -74,7 +74,7 @@ class FirstHourTest(unittest.TestCase):
 
     def test_ctrl_c_in_watch_leaves_the_job_running_and_says_so(self):
         job = self.run_waiting_program()
-        terminal = Terminal("watch", job)
+        terminal = Terminal("trainctl", "watch", job)
         terminal.read_until("epoch 1")
         terminal.ctrl_c()
         self.assertEqual(terminal.finish(), 130)
@@ -86,7 +86,7 @@ class FirstHourTest(unittest.TestCase):
         wait_until(f"job {job} to succeed", lambda: show(job)["state"] == "SUCCEEDED")
 
     def test_ctrl_c_in_run_watch_says_the_job_goes_on(self):
-        terminal = Terminal("run", "-C", self.work, "--device", "cpu", "--watch", "--",
+        terminal = Terminal("trainctl", "run", "-C", self.work, "--device", "cpu", "--watch", "--",
                             "python3", "train.py")
         screen = terminal.read_until("epoch 1")
         # The upload's note comes first (stderr, on the same terminal), then the job's id alone.
@@ -107,7 +107,7 @@ class FirstHourTest(unittest.TestCase):
         self.assertEqual(len(members), 2, members)
         self.assertEqual(sorted(m["spec"]["script"]["params"]["lr"] for m in members), ["1e-2", "1e-3"])
 
-        terminal = Terminal("watch", "--sweep", sweep)
+        terminal = Terminal("trainctl", "watch", "--sweep", sweep)
         terminal.read_until(f"sweep {sweep}")
         terminal.ctrl_c()
         self.assertEqual(terminal.finish(), 130)

@@ -42,8 +42,12 @@ class Terminal:
     Ctrl-C is a keystroke (the line discipline turns it into SIGINT for its process group)."""
 
     def __init__(self, *args, cwd=None):
-        # PATH may name the build's bin relatively: resolved before the chdir.
-        program = os.path.abspath(shutil.which(args[0]))
+        # args[0] is the program ("trainctl"). PATH may name the build's bin relatively: it is
+        # resolved before the chdir.
+        found = shutil.which(args[0])
+        if found is None:
+            raise AssertionError(f"no {args[0]} on PATH")
+        program = os.path.abspath(found)
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: never returns into the test
             try:
