@@ -13,8 +13,13 @@ by side, rounds alternating, medians [min-max] (issue 35's benchmarks):
             traind's peak resident memory before and after.
   resubmit  a 500 MB working directory sent once, then again after a one-file edit: what the
             second run sent.
+  sandbox   what running programs in the bubblewrap sandbox (traind --script-sandbox, docs/
+            security.md) adds to a program's start: two trainds, one sandboxing and one not, a
+            job on each in turn; from the runner's "Running ..." event (the program started) to
+            the program's first line, and from invoking `trainctl run` to that line.
 
-  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit] [--pin-cpu N | --at-once A,B]
+  bench/script_jobs.py [--rounds 5] [--only start,flood,resubmit,sandbox]
+                       [--pin-cpu N | --at-once A,B]
                        [--raw FILE]
 Environment: BUILD_DIR (default build), PYTHON (the interpreter of the program; default
 /usr/bin/python3), TRAIND_FLAGS (more traind flags, e.g. "--worker-nice 0").
@@ -103,13 +108,14 @@ def median_interval(values, confidence=0.95, resamples=10000):
 
 
 class Daemon:
-    def __init__(self, root, cpus=None):
+    def __init__(self, root, cpus=None, flags=()):
         self.state = root / "state"
         self.log = open(root / "traind.log", "w")
         self.process = subprocess.Popen(
             [str(BIN / "traind"), "--state-dir", str(self.state), "--python",
              f"python3={PYTHON}", "--slots", "cpu=1",
-             *os.environ.get("TRAIND_FLAGS", "").split()], stdout=self.log, stderr=subprocess.STDOUT,
+             *os.environ.get("TRAIND_FLAGS", "").split(), *flags], stdout=self.log,
+            stderr=subprocess.STDOUT,
             preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         self.addr = f"unix:{self.state}/traind.sock"
         while self.ctl("devices", check=False).returncode != 0:
@@ -165,6 +171,47 @@ def bench_start(daemon, work, rounds):
     overhead = [t - s for t, s in zip(traind, shell)]
     print(f"start: to the first line: traind {summary(traind)} s, shell {summary(shell)} s; "
           f"traind's overhead {summary(overhead)} s ({rounds} rounds)")
+
+
+def bench_sandbox(work, rounds):
+    directory = work / "sandbox"
+    directory.mkdir()
+    (directory / "first.py").write_text(FIRST_LINE)
+    sides = {}
+    for mode in ("bubblewrap", "none"):
+        root = work / f"daemon-{mode}"
+        root.mkdir()
+        sides[mode] = (Daemon(root, flags=("--script-sandbox", mode)), [], [])
+    try:
+        for round_number in range(rounds):
+            # Alternating which goes first, so that neither always runs on a warmer machine.
+            order = ("bubblewrap", "none") if round_number % 2 == 0 else ("none", "bubblewrap")
+            for mode in order:
+                daemon, from_start, from_run = sides[mode]
+                begin = time.time()
+                job_id = daemon.ctl("run", "-C", directory, "--device", "cpu", "--", "python3",
+                                    "first.py").stdout.strip()
+                events = daemon.wait(job_id)
+                first = float(next(e["log"]["text"] for e in events if "log" in e and
+                                   e["log"]["text"].startswith("T ")).split()[1])
+                running = next(e for e in events if "log" in e and
+                               e["log"]["text"].startswith("Running "))
+                seconds, _, fraction = running["time"].rstrip("Z").partition(".")
+                started = time.mktime(time.strptime(seconds, "%Y-%m-%dT%H:%M:%S")) - time.timezone
+                started += float("0." + fraction) if fraction else 0
+                from_start.append(first - started)
+                from_run.append(first - begin)
+    finally:
+        for daemon, _, _ in sides.values():
+            daemon.stop()
+    _, sandboxed, sandboxed_run = sides["bubblewrap"]
+    _, unconfined, unconfined_run = sides["none"]
+    added = [a - b for a, b in zip(sandboxed, unconfined)]
+    print(f"sandbox: program started to its first line: sandboxed {summary(sandboxed)} s, "
+          f"unconfined {summary(unconfined)} s; the sandbox adds {summary(added)} s "
+          f"(each round's difference); ratio {statistics.median(sandboxed) / statistics.median(unconfined):.2f}")
+    print(f"sandbox: `trainctl run` to the first line: sandboxed {summary(sandboxed_run)} s, "
+          f"unconfined {summary(unconfined_run)} s ({rounds} rounds, alternating)")
 
 
 def read_report(report):
@@ -347,6 +394,8 @@ def main():
                         args.settle_each)
         if "resubmit" in only:
             bench_resubmit(daemon, work, args.megabytes)
+        if "sandbox" in only:
+            bench_sandbox(work, args.rounds)
     finally:
         daemon.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -9,7 +9,7 @@ set -uo pipefail
 bin=$PWD/${BUILD_DIR:-build-cuda}/bin
 w=$(mktemp -d /tmp/two-hosts.XXXXXX)
 trap 'kill $(jobs -p) 2>/dev/null' EXIT
-echo "tok-0123456789abcdef admin admin" >"$w/tokens"; echo "tok-0123456789abcdef" >"$w/token"
+(umask 077; echo "tok-0123456789abcdef admin admin" >"$w/tokens"; echo "tok-0123456789abcdef" >"$w/token")
 CUDA_VISIBLE_DEVICES=1 "$bin/traind" --name b --state-dir "$w/b" --listen 127.0.0.1:50062 \
   --listen "unix:$w/b.sock" --insecure-loopback --token-file "$w/tokens" >"$w/b.log" 2>&1 &
 CUDA_VISIBLE_DEVICES=0 "$bin/traind" --name a --state-dir "$w/a" --listen 127.0.0.1:50061 \

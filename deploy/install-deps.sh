@@ -8,6 +8,7 @@
 # python3-setuptools, python3-wheel: the build makes a wheel of the traind package (build/dist);
 # python3-venv: where it is installed (Debian 12's own Python refuses `pip install` outside a
 # virtual environment: PEP 668's externally-managed-environment; docs/scripts.md).
+# bubblewrap: the sandbox script jobs' programs run in (traind --script-sandbox, docs/security.md).
 # python3-torch, python3-pil: PyTorch itself (on the LibTorch already installed), which the
 # "your model" tests and examples/python/train_my_model.py script models and write data with;
 # python3-torchvision: the example training programs run as script jobs (examples/scripts/, the
@@ -40,7 +41,7 @@ fi
 packages="build-essential cmake pkg-config ccache libtorch-dev libgloo-dev libopenblas0-pthread libgrpc++-dev libprotobuf-dev
 protobuf-compiler protobuf-compiler-grpc libabsl-dev libgtest-dev libsqlite3-dev libcli11-dev
 libyaml-cpp-dev libtomlplusplus-dev zlib1g-dev libstb-dev dataset-fashion-mnist python3-grpcio python3-protobuf python3-torch python3-torchvision python3-pil python3-pip python3-setuptools python3-wheel python3-venv
-openssl libssl-dev iproute2 clang clang-format libclang-rt-14-dev
+openssl libssl-dev iproute2 bubblewrap clang clang-format libclang-rt-14-dev
 libcpp-httplib-dev prometheus-cpp-dev nodejs chromium python3-prometheus-client
 slurm-client slurmctld slurmd munge slurmdbd mariadb-server"
 # Slurm: its client commands are how traind submits jobs with --backend slurm; slurmctld, slurmd

@@ -55,8 +55,9 @@ bool SetHardLimit(int resource, int64_t bytes) {
 
 // In the child, between fork and exec: async-signal-safe calls only. Reports errno on `report`
 // and exits if anything fails.
-[[noreturn]] void BecomeProgram(const ProgramProcess::Options& options, char* const* argv,
-                                char* const* envp, int out, int err, int report, pid_t parent) {
+[[noreturn]] void BecomeProgram(const ProgramProcess::Options& options, const char* path,
+                                char* const* argv, char* const* envp, int out, int err, int report,
+                                pid_t parent) {
   auto fail = [report] { FailInChild(report); };
   // Its own session: a terminal's signals and traind's group's do not reach it, and its group
   // is everything it starts that does not leave on purpose.
@@ -79,7 +80,7 @@ bool SetHardLimit(int resource, int64_t bytes) {
   (void)SetHardLimit(RLIMIT_CORE, 0);  // best effort: no job fails for want of it
   if (options.memory_bytes > 0 && !SetHardLimit(RLIMIT_DATA, options.memory_bytes)) fail();
   if (options.file_size_bytes > 0 && !SetHardLimit(RLIMIT_FSIZE, options.file_size_bytes)) fail();
-  execve(options.path.c_str(), argv, envp);
+  execve(path, argv, envp);
   FailInChild(report);
 }
 
@@ -115,7 +116,15 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
     capacity[i] = size > 0 ? static_cast<size_t>(size) : 4096;
   }
   // Built before fork: the child may only make async-signal-safe calls.
-  const std::vector<char*> argv = Pointers(options.argv);
+  std::vector<std::string> words = options.argv;
+  const std::string& path = options.wrapper.empty() ? options.path : options.wrapper[0];
+  if (!options.wrapper.empty()) {
+    words = options.wrapper;
+    words.push_back(options.path);
+    words.insert(words.end(), options.argv.begin() + std::min<size_t>(1, options.argv.size()),
+                 options.argv.end());
+  }
+  const std::vector<char*> argv = Pointers(words);
   const std::vector<char*> envp = Pointers(options.environment);
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -124,7 +133,8 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
     return Errno("fork");
   }
   if (pid == 0) {
-    BecomeProgram(options, argv.data(), envp.data(), out[1], err[1], report[1], parent);
+    BecomeProgram(options, path.c_str(), argv.data(), envp.data(), out[1], err[1], report[1],
+                  parent);
   }
   close(out[1]), close(err[1]), close(report[1]);
   int error = 0;
@@ -136,11 +146,11 @@ absl::StatusOr<std::unique_ptr<ProgramProcess>> ProgramProcess::Start(const Opti
   if (got == sizeof(error)) {
     waitpid(pid, nullptr, 0);
     close(out[0]), close(err[0]);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot run ", options.path, " in ", options.working_dir, ": ", std::strerror(error)));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot run ", path, " in ", options.working_dir, ": ", std::strerror(error)));
   }
   return std::unique_ptr<ProgramProcess>(
-      new ProgramProcess(pid, out[0], err[0], capacity[0], capacity[1]));
+      new ProgramProcess(pid, !options.wrapper.empty(), out[0], err[0], capacity[0], capacity[1]));
 }
 
 ProgramProcess::~ProgramProcess() {
@@ -208,6 +218,12 @@ ProgramProcess::Exit ProgramProcess::Wait() {
   reaped_ = true;
   if (WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
+  // bubblewrap's 128+N for a program signal N ended (as a shell reports it); a program that
+  // exits with 129..192 itself reads as a signal too, which is rare and said as the shell says it.
+  if (wrapped_ && exit.exit_code > 128 && exit.exit_code <= 128 + 64) {
+    exit.signal = exit.exit_code - 128;
+    exit.exit_code = -1;
+  }
   return exit;
 }
 

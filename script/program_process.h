@@ -39,6 +39,10 @@ class ProgramProcess {
     // size unbounded) in its working copy.
     int64_t memory_bytes = 0;
     int64_t file_size_bytes = 0;
+    // A command the program runs under (script/sandbox.h's bubblewrap, ending in "--"): exec'd
+    // in its place, with `path` and argv[1...] after it. Such a wrapper reports a program killed
+    // by signal N as exit code 128+N, which Wait() reads back as the signal.
+    std::vector<std::string> wrapper;
   };
   // FAILED_PRECONDITION when the program cannot be executed (missing, not executable), with
   // the system's reason.
@@ -81,14 +85,16 @@ class ProgramProcess {
   pid_t pid() const { return pid_; }
 
  private:
-  ProgramProcess(pid_t pid, int stdout_fd, int stderr_fd, size_t stdout_capacity,
+  ProgramProcess(pid_t pid, bool wrapped, int stdout_fd, int stderr_fd, size_t stdout_capacity,
                  size_t stderr_capacity)
       : pid_(pid),
+        wrapped_(wrapped),
         fds_{stdout_fd, stderr_fd},
         capacity_{stdout_capacity, stderr_capacity},
         buffer_(std::max(stdout_capacity, stderr_capacity)) {}
   const pid_t pid_;
-  int fds_[2];  // stdout, stderr; -1 once closed
+  const bool wrapped_;  // Options.wrapper
+  int fds_[2];          // stdout, stderr; -1 once closed
   const size_t capacity_[2];
   std::vector<char> buffer_;  // the larger pipe's worth, so that one read empties either
   bool reaped_ = false;

@@ -25,6 +25,7 @@
 #include "common/status_macros.h"
 #include "script/output_artifacts.h"
 #include "script/read_pacing.h"
+#include "script/sandbox.h"
 #include "script/script_environment.h"
 #include "script/working_copy.h"
 #include "supervise/worker_exit.h"
@@ -76,6 +77,27 @@ void SetVariable(std::vector<std::string>* environment, const std::string& name,
                      [&](const std::string& entry) { return absl::StartsWith(entry, prefix); }),
       environment->end());
   if (!value.empty()) environment->push_back(prefix + value);
+}
+
+// The traind package (python/traind), importable without installing it, and python/site's
+// sitecustomize (stdout flushed every TRAIND_STDOUT_FLUSH_MS instead of line by line): beside the
+// binaries in a build tree (build/python) or an install (lib/traind/python). Where it was found
+// ("" where not).
+std::string AddTraindPackage(std::vector<std::string>* environment) {
+  std::error_code ignored;
+  const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ignored);
+  for (const char* relative : {"../python", "../lib/traind/python"}) {
+    const std::filesystem::path root = (bin.parent_path() / relative).lexically_normal();
+    if (!std::filesystem::is_directory(root / "traind", ignored)) continue;
+    AddPythonPath(environment, root.string());
+    if (std::filesystem::is_regular_file(root / "site" / "sitecustomize.py", ignored)) {
+      AddPythonPath(environment, (root / "site").string());
+      SetVariable(environment, "TRAIND_STDOUT_FLUSH_MS", "50");
+      SetVariable(environment, "PYTHONUNBUFFERED", "");  // the flusher's job now
+    }
+    return root.string();
+  }
+  return "";
 }
 
 absl::Status MakeDirectory(const std::string& path) {
@@ -150,7 +172,6 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   std::vector<std::string> inherited;
   for (char** entry = environ; *entry != nullptr; ++entry) inherited.emplace_back(*entry);
   const char* job_devices = std::getenv("TRAIND_JOB_DEVICES");
-  std::error_code ignored;
   ProgramProcess::Options program;
   program.path = request_.interpreter_path();
   program.argv.push_back(request_.spec().script().interpreter().empty()
@@ -166,28 +187,24 @@ absl::StatusOr<ProgramProcess::Options> ScriptRun::Prepare() {
   program.environment =
       ScriptEnvironment(request_, directories, inherited, job_devices ? job_devices : "");
   if (resumed_) program.environment.push_back("TRAIND_RESUMED=1");
-  // The traind package (python/traind), importable without installing it, and python/site's
-  // sitecustomize (stdout flushed every TRAIND_STDOUT_FLUSH_MS instead of line by line): beside
-  // the binaries in a build tree (build/python) or an install (lib/traind/python).
-  const std::filesystem::path bin = std::filesystem::read_symlink("/proc/self/exe", ignored);
-  for (const char* relative : {"../python", "../lib/traind/python"}) {
-    const std::filesystem::path root = (bin.parent_path() / relative).lexically_normal();
-    if (std::filesystem::is_directory(root / "traind", ignored)) {
-      AddPythonPath(&program.environment, root.string());
-      if (std::filesystem::is_regular_file(root / "site" / "sitecustomize.py", ignored)) {
-        AddPythonPath(&program.environment, (root / "site").string());
-        SetVariable(&program.environment, "TRAIND_STDOUT_FLUSH_MS", "50");
-        SetVariable(&program.environment, "PYTHONUNBUFFERED", "");  // the flusher's job now
-      }
-      break;
-    }
-  }
+  const std::string package_root = AddTraindPackage(&program.environment);
   program.working_dir = working_dir;
   program.nice = options_.program_nice;
   program.memory_bytes =
       Attainable(RLIMIT_DATA, request_.program_limits().memory_bytes(), "--script-memory-limit");
   program.file_size_bytes = Attainable(RLIMIT_FSIZE, request_.program_limits().file_size_bytes(),
                                        "--script-file-size-limit");
+  if (!request_.sandbox().bwrap_path().empty()) {
+    SandboxView view;
+    view.writable = {working_dir, directories.checkpoints, directories.outputs, directories.temp};
+    view.read_only = InterpreterTrees(program.path);
+    if (!package_root.empty()) view.read_only.push_back(package_root);
+    view.working_dir = working_dir;
+    if (const char* home = std::getenv("HOME"); home != nullptr) view.home = home;
+    const char* world_size = std::getenv("WORLD_SIZE");
+    view.share_dev_shm = world_size != nullptr && std::atoi(world_size) > 1;
+    program.wrapper = SandboxCommand(request_.sandbox(), view);
+  }
   return program;
 }
 

@@ -1,12 +1,16 @@
 #include "server/access_control.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/message_bounds.h"
@@ -28,6 +32,19 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+// Tokens are passwords: a token file every user of the machine may read (or write) is refused, as
+// ssh refuses such a key. A device or pipe (/dev/null in tests) is not a file anyone wrote tokens
+// in.
+static absl::Status CheckTokenFileMode(const std::string& token_file) {
+  struct stat info {};
+  if (stat(token_file.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return absl::OkStatus();
+  if ((info.st_mode & (S_IROTH | S_IWOTH)) == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "token-file: %s can be %s by every user of this machine (mode %04o); its tokens are "
+      "passwords: chmod 600 %s",
+      token_file, (info.st_mode & S_IROTH) ? "read" : "written", info.st_mode & 07777, token_file));
+}
+
 absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::string& token_file,
                                                                      Limits limits) {
   std::vector<Token> tokens;
@@ -35,6 +52,8 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
     std::ifstream in(token_file);
     if (!in)
       return absl::InvalidArgumentError(absl::StrCat("token-file: cannot read ", token_file));
+    RETURN_IF_ERROR(CheckTokenFileMode(token_file));
+    std::map<std::string, int> line_of_token;
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
       const std::string trimmed(absl::StripAsciiWhitespace(line));
@@ -77,6 +96,11 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
               "' has another token with a different role; tokens of one name share its role"));
         }
       }
+      if (auto [earlier, added] = line_of_token.emplace(token.secret, number); !added) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("token-file: ", token_file, ":", number, ": the same token as line ",
+                         earlier->second, ": a token names one caller (give each its own token)"));
+      }
       tokens.push_back(std::move(token));
     }
     if (tokens.empty()) {
@@ -84,6 +108,26 @@ absl::StatusOr<std::unique_ptr<AccessControl>> AccessControl::Create(const std::
     }
   }
   return std::unique_ptr<AccessControl>(new AccessControl(std::move(tokens), limits));
+}
+
+absl::Status AccessControl::MayStart(const std::string& owner, bool runs_program) const {
+  if (owner.empty() || owner == "local") return absl::OkStatus();
+  const Token* found = nullptr;
+  for (const Token& token : tokens_) {
+    if (token.owner == owner) found = &token;
+  }
+  if (found == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("not started: '", owner,
+                     "' has no token in traind's --token-file any more (it was queued before)"));
+  }
+  if (runs_program && !found->may_run_code) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "not started: '", owner,
+        "' may no longer run programs on this traind (its token lost the run-code grant after "
+        "the job was queued)"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status NotYours(const Caller& caller, const std::string& what) {

@@ -105,6 +105,11 @@ class AccessControl {
   // A watch slot for `caller`, or RESOURCE_EXHAUSTED at the limit. Null lease: unlimited.
   absl::StatusOr<std::unique_ptr<WatchLease>> AcquireWatch(const Caller& caller);
 
+  // Whether a job `owner` queued may start under the token file traind runs with now: a token
+  // removed, or a run-code grant taken away, since it was queued (and traind restarted) reaches
+  // the jobs still queued. OK, or PERMISSION_DENIED saying what changed. "local" always may.
+  absl::Status MayStart(const std::string& owner, bool runs_program) const;
+
   const Limits& limits() const { return limits_; }
   bool has_tokens() const { return !tokens_.empty(); }
 

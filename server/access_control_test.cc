@@ -23,6 +23,8 @@ std::string WriteTokens(const std::string& text) {
   const std::string path =
       std::filesystem::temp_directory_path() / ("traind-tokens-" + std::to_string(getpid()));
   std::ofstream(path) << text;
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   return path;
 }
 
@@ -47,6 +49,34 @@ TEST(AccessControlTest, BadTokenFilesAreRefusedWithTheLine) {
   EXPECT_NE(AccessControl::Create(path, {}).status().message().find("has no tokens"),
             std::string::npos);
   EXPECT_FALSE(AccessControl::Create("/nonexistent/tokens", {}).ok());
+  std::filesystem::remove(path);
+}
+
+TEST(AccessControlTest, ATokenFileEveryUserMayReadIsRefused) {
+  const std::string path = WriteTokens("0123456789abcdef0123 alice\n");
+  std::filesystem::permissions(path, std::filesystem::perms::others_read,
+                               std::filesystem::perm_options::add);
+  absl::StatusOr<std::unique_ptr<AccessControl>> access = AccessControl::Create(path, {});
+  EXPECT_EQ(access.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(access.status().message().find("can be read by every user of this machine (mode "
+                                           "0604); its tokens are passwords: chmod 600"),
+            std::string::npos)
+      << access.status();
+  // Readable by its group (an operators' group) is the operator's choice.
+  std::filesystem::permissions(
+      path, std::filesystem::perms::group_read | std::filesystem::perms::owner_read);
+  EXPECT_TRUE(AccessControl::Create(path, {}).ok());
+  std::filesystem::remove(path);
+}
+
+TEST(AccessControlTest, OneTokenUnderTwoNamesIsRefused) {
+  const std::string path = WriteTokens(
+      "0123456789abcdef0123 alice\nfedcba9876543210fedc bob\n"
+      "0123456789abcdef0123 mallory admin\n");
+  absl::StatusOr<std::unique_ptr<AccessControl>> access = AccessControl::Create(path, {});
+  EXPECT_EQ(access.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(access.status().message().find(":3: the same token as line 1"), std::string::npos)
+      << access.status();
   std::filesystem::remove(path);
 }
 

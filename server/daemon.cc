@@ -21,6 +21,7 @@
 #include "common/on_path.h"
 #include "common/paths.h"
 #include "common/random_secret.h"
+#include "common/script_spec.h"
 #include "common/status_macros.h"
 #include "server/http/http_sessions.h"
 #include "server/http/prometheus_metrics.h"
@@ -214,6 +215,28 @@ static absl::StatusOr<grpc::SslServerCredentialsOptions> ReadServerTls(
   return ssl;
 }
 
+// A --data-root that is not a directory is a mistake the operator should hear of at start, not
+// as "no such directory" on some user's job later. Roots that are links are followed.
+static absl::Status CheckDataRoots(const std::vector<std::string>& roots) {
+  for (const std::string& root : roots) {
+    std::error_code error;
+    if (!std::filesystem::is_directory(root, error)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data-root: ", root, ": ",
+          std::filesystem::exists(root, error) ? "not a directory" : "no such directory"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What a program must not see of traind's: its state (database, tokens, jobs, uploads) and the
+// files its flags name that hold secrets.
+static std::vector<std::string> PrivatePaths(const DaemonOptions& options) {
+  std::vector<std::string> paths = {options.state_dir, options.token_file, options.tls_key};
+  paths.insert(paths.end(), options.private_files.begin(), options.private_files.end());
+  return paths;
+}
+
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   std::unique_ptr<Daemon> daemon(new Daemon());
   if (options.state_dir.empty()) return absl::InvalidArgumentError("state_dir: required");
@@ -222,12 +245,15 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
     options.listen.push_back("unix:" + options.state_dir + "/traind.sock");
   const bool tls = !options.tls_cert.empty() || !options.tls_key.empty();
   RETURN_IF_ERROR(CheckListeners(options, tls));
+  RETURN_IF_ERROR(CheckDataRoots(options.data_roots));
   std::optional<grpc::SslServerCredentialsOptions> ssl;
   if (tls) {
     ASSIGN_OR_RETURN(ssl, ReadServerTls(options));
   }
   ASSIGN_OR_RETURN(daemon->access_, AccessControl::Create(options.token_file, options.limits));
   daemon->options_ = options;
+  ASSIGN_OR_RETURN(daemon->sandbox_, ChooseSandbox(options.script_sandbox, PrivatePaths(options),
+                                                   DataRoots(options.data_roots)));
   ASSIGN_OR_RETURN(trainer::v1::ListDevicesResponse devices, daemon->OpenState());
   daemon->CreateServices(devices);
   // The dashboard's in-process calls for local browser sessions carry this secret.
@@ -287,6 +313,10 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   scheduling.interpreters = Interpreters(options_.interpreters);
   scheduling.script_memory_bytes = options_.script_memory_bytes;
   scheduling.script_file_size_bytes = options_.script_file_size_bytes;
+  scheduling.script_sandbox = sandbox_.sandbox;
+  scheduling.may_start = [access = access_.get()](const trainer::v1::Job& job) {
+    return access->MayStart(job.owner(), IsScriptJob(job.spec()));
+  };
   // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
   // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
   // admission checks user paths against the data roots alone).

@@ -26,6 +26,7 @@
 #include "server/http/dashboard_server.h"
 #include "server/owned_paths.h"
 #include "server/peer_service.h"
+#include "server/program_sandbox.h"
 #include "server/retention.h"
 #include "server/scheduler.h"
 #include "server/store.h"
@@ -78,6 +79,11 @@ struct DaemonOptions {
   // 0: no limit. traind --script-memory-limit, --script-file-size-limit.
   int64_t script_memory_bytes = 0;
   int64_t script_file_size_bytes = 0;
+  // Where programs run (traind --script-sandbox; server/program_sandbox.h), and files of traind's
+  // own besides its state directory, token file and TLS key that they must not see (the peers'
+  // token file and key, the trainctl configuration naming the contexts peers are reached by).
+  SandboxMode script_sandbox = SandboxMode::kAuto;
+  std::vector<std::string> private_files;
   // HOST:PORT of the dashboard, JSON API and /metrics (server/http/); empty: nothing listens.
   // Plain HTTP on loopback only; with tls_cert/tls_key it is HTTPS and may listen anywhere.
   std::string http;
@@ -95,6 +101,8 @@ class Daemon {
   const std::vector<std::string>& addresses() const { return addresses_; }
   // The dashboard (options.http), or null.
   DashboardServer* dashboard() const { return dashboard_.get(); }
+  // How programs are confined, in a line for traind's start; whether that line is a warning.
+  const SandboxChoice& sandbox() const { return sandbox_; }
 
  private:
   // Start's steps, in order. The state directory (locked), the store and the blobs; returns the
@@ -110,6 +118,7 @@ class Daemon {
   Daemon() = default;
 
   DaemonOptions options_;
+  SandboxChoice sandbox_;
   int lock_fd_ = -1;
   std::unique_ptr<Store> store_;
   std::unique_ptr<BlobStore> blobs_;

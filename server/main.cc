@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "CLI/CLI.hpp"
@@ -50,6 +51,7 @@ struct RawFlags {
   traind::ConnectionOptions peer_connection;
   double host_wait_minutes = 10;
   std::vector<std::string> slots;
+  std::string script_sandbox = "auto";
 };
 
 // A size flag ("16GiB", "512MiB", bytes; common/byte_size.h): the value becomes the number of
@@ -133,6 +135,14 @@ void DeclareFlags(CLI::App& app, traind::DaemonOptions& options, RawFlags& raw) 
                  "SIGXFSZ). 0: no limit")
       ->transform(ByteSize())
       ->capture_default_str();
+  app.add_option("--script-sandbox", raw.script_sandbox,
+                 "Where script jobs' programs run: auto (in a bubblewrap sandbox that shows "
+                 "them their job's folders, the data roots and the system but none of traind's "
+                 "state, tokens or keys, where bubblewrap works; unconfined with a warning where "
+                 "it does not), bubblewrap (that sandbox or traind does not start), none "
+                 "(unconfined). docs/security.md")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "bubblewrap", "none"}));
   app.add_option("--peer", raw.peer_flags,
                  "Another traind this one may run jobs with (--hosts): NAME=HOST:PORT, reached "
                  "with TLS and a token (--peer-tls-ca, --peer-tls-cert, --peer-tls-key, "
@@ -235,6 +245,12 @@ bool ApplyPeerFlags(const RawFlags& raw, traind::DaemonOptions* options) {
   for (const traind::PeerConfig& peer : peers.peers) options->peer_names.push_back(peer.name);
   options->hosts_environment = traind::PeersEnvironment(peers);
   options->host_wait = absl::Seconds(raw.host_wait_minutes * 60);
+  // Secrets a program must not see (server/program_sandbox.h).
+  for (const std::string& file :
+       {raw.peer_connection.token_file, raw.peer_connection.tls_key,
+        std::filesystem::path(peers.config_path).parent_path().string()}) {
+    if (!file.empty()) options->private_files.push_back(file);
+  }
   return true;
 }
 
@@ -270,6 +286,14 @@ int RunUntilStopped(traind::DaemonOptions options) {
     return 1;
   }
   const std::string pid_file = WritePidFile(options.state_dir);
+  const traind::SandboxChoice& sandbox = (*daemon)->sandbox();
+  std::cerr << "traind: " << (sandbox.warn ? "WARNING: " : "") << sandbox.description << "\n";
+  if (geteuid() == 0) {
+    std::cerr
+        << "traind: WARNING: traind runs as root, and so do the programs of callers with "
+           "the run-code grant (without root's capabilities in the sandbox, but owning "
+           "root's files): run it as an ordinary user (deploy/traind.service runs it as yours)\n";
+  }
   std::cerr << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ")
             << " (state in " << options.state_dir << ", pid " << getpid() << " in " << pid_file
             << "; stop it with `trainctl shutdown`; " << traind::BuildVersion() << ")\n";
@@ -308,6 +332,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   options.cancel_grace = absl::Seconds(raw.cancel_grace_seconds);
+  options.script_sandbox = *traind::ParseSandboxMode(raw.script_sandbox);  // checked: IsMember
   if (!ApplyPythonFlags(raw.python_flags, &options) || !ApplyPeerFlags(raw, &options) ||
       !ApplySlotFlags(raw.slots, &options)) {
     return 2;

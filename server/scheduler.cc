@@ -468,7 +468,9 @@ std::vector<Job> Scheduler::Startable(std::vector<Job> queued) {
       continue;
     }
     if (!ready) continue;
-    if (absl::Status feasible = plan_.Feasible(job); !feasible.ok()) {
+    absl::Status feasible = plan_.Feasible(job);
+    if (feasible.ok() && options_.may_start) feasible = options_.may_start(job);
+    if (!feasible.ok()) {
       ended_some |=
           Transition(job.id(), Job::FAILED, std::string(feasible.message()), Job::QUEUED).ok();
       continue;
@@ -624,6 +626,9 @@ absl::StatusOr<trainer::v1::WorkerRequest> Scheduler::RequestFor(const Job& job)
     }
     request.mutable_program_limits()->set_memory_bytes(options_.script_memory_bytes);
     request.mutable_program_limits()->set_file_size_bytes(options_.script_file_size_bytes);
+    if (!options_.script_sandbox.bwrap_path().empty()) {
+      *request.mutable_sandbox() = options_.script_sandbox;
+    }
   }
   // Checked again where the worker opens them: a path may have changed since submit.
   for (const std::string& root : options_.worker_data_roots) request.add_data_roots(root);

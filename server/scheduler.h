@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +41,7 @@
 #include "supervise/rank_group.h"
 #include "supervise/worker_process.h"
 #include "trainer/v1/trainer.pb.h"
+#include "trainer/v1/worker.pb.h"
 
 namespace traind {
 
@@ -74,6 +76,12 @@ class Scheduler {
     // --script-memory-limit, --script-file-size-limit); 0: no limit.
     int64_t script_memory_bytes = 0;
     int64_t script_file_size_bytes = 0;
+    // How a script job's program is confined (WorkerRequest.sandbox; traind --script-sandbox,
+    // server/program_sandbox.h); bwrap_path empty: not at all.
+    trainer::v1::ProgramSandbox script_sandbox;
+    // Whether a queued job may still start (its owner's grants as they are now:
+    // AccessControl::MayStart); an error fails it with that message. Unset: every job may.
+    std::function<absl::Status(const trainer::v1::Job&)> may_start;
     // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
     int worker_nice = 10;
     // WorkerRequest.data_roots of every job: the data roots and the blob directory, beneath

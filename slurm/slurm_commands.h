@@ -10,20 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/run_command.h"
 
 namespace traind {
-
-struct CommandResult {
-  int exit_code = -1;  // -1: ended by a signal
-  std::string out;     // its standard output
-  std::string err;     // its standard error
-};
-// Runs argv[0] (looked up on PATH) and collects its output; DEADLINE_EXCEEDED (the child killed)
-// after `timeout`, CANCELLED (killed too) once `*stop` is true, NOT_FOUND when it cannot be
-// started.
-absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         absl::Duration timeout = absl::Seconds(30),
-                                         const std::atomic<bool>* stop = nullptr);
 
 // The job id in `sbatch --parsable`'s output ("1234" or "1234;cluster").
 absl::StatusOr<int64_t> ParseSbatchJobId(const std::string& out);

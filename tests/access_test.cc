@@ -10,12 +10,15 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/beneath.h"
 #include "common/paths.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
+#include "tests/daemon_fixture.h"
 #include "trainer/v1/peers.grpc.pb.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 
@@ -46,11 +49,19 @@ class AccessTest : public ::testing::Test {
     std::filesystem::remove_all(state_dir_);
     std::filesystem::create_directories(state_dir_);
     token_file_ = state_dir_ + "/tokens";
-    std::ofstream(token_file_) << "# name and role\n"
-                               << kAlice << " alice\n"
-                               << kBob << " bob user\n"
-                               << kRoot << " root admin\n"
-                               << kCarol << " carol user,run-code\n";
+    WriteTokenFile(token_file_,
+                   absl::StrCat("# name and role\n", kAlice, " alice\n", kBob, " bob user\n", kRoot,
+                                " root admin\n", kCarol, " carol user,run-code\n"));
+    StartDaemon();
+    // Jobs stay queued: these tests are about who may touch them, not about training.
+    trainer::v1::SetQueueStateRequest pause;
+    pause.set_action(trainer::v1::SetQueueStateRequest::PAUSE);
+    trainer::v1::QueueState state;
+    grpc::ClientContext context;
+    ASSERT_TRUE(local_->SetQueueState(&context, pause, &state).ok());
+  }
+  // A traind on the fixture's state directory and token file (again, after a restart).
+  void StartDaemon() {
     DaemonOptions options;
     options.state_dir = state_dir_ + "/state";
     options.worker_path = TRAIND_WORKER_PATH;
@@ -64,12 +75,6 @@ class AccessTest : public ::testing::Test {
         grpc::CreateChannel(daemon_->addresses()[0], grpc::InsecureChannelCredentials()));
     tcp_ = trainer::v1::Trainer::NewStub(
         grpc::CreateChannel(daemon_->addresses()[1], grpc::InsecureChannelCredentials()));
-    // Jobs stay queued: these tests are about who may touch them, not about training.
-    trainer::v1::SetQueueStateRequest pause;
-    pause.set_action(trainer::v1::SetQueueStateRequest::PAUSE);
-    trainer::v1::QueueState state;
-    grpc::ClientContext context;
-    ASSERT_TRUE(local_->SetQueueState(&context, pause, &state).ok());
   }
   void TearDown() override {
     local_.reset();
@@ -734,6 +739,48 @@ TEST_F(AccessTest, RunningAProgramNeedsTheRunCodeGrantOverRawGrpc) {
     EXPECT_NE(status.error_message().find(c.message), std::string::npos)
         << status.error_message() << " (expected: " << c.message << ")";
   }
+}
+
+// A grant taken away reaches what its owner queued: traind restarted with a token file where
+// carol may no longer run programs and bob has no token fails their queued jobs, saying why,
+// and runs nothing of theirs; the local owner's job is not touched.
+TEST_F(AccessTest, AGrantTakenAwayReachesJobsAlreadyQueued) {
+  const std::string carols = UploadSource(*tcp_, As(kCarol), "print('carol')\n");
+  Job job;
+  ASSERT_TRUE(tcp_->SubmitJob(As(kCarol).get(), ScriptJob(carols), &job).ok());
+  const int64_t program = job.id();
+  const int64_t bobs = SubmitAs(kBob);
+  const int64_t alices = SubmitAs(kAlice);
+  daemon_.reset();
+  WriteTokenFile(token_file_, absl::StrCat(kAlice, " alice\n", kCarol, " carol user\n"));
+  StartDaemon();
+  trainer::v1::SetQueueStateRequest resume;
+  resume.set_action(trainer::v1::SetQueueStateRequest::RESUME);
+  trainer::v1::QueueState state;
+  grpc::ClientContext context;
+  ASSERT_TRUE(local_->SetQueueState(&context, resume, &state).ok());
+  auto ended = [&](int64_t id) {
+    for (;;) {
+      trainer::v1::GetJobRequest request;
+      request.set_id(id);
+      Job got;
+      grpc::ClientContext get;
+      EXPECT_TRUE(local_->GetJob(&get, request, &got).ok());
+      if (got.state() != Job::QUEUED && got.state() != Job::RUNNING) return got;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  };
+  const Job carols_job = ended(program);
+  EXPECT_EQ(carols_job.state(), Job::FAILED);
+  EXPECT_NE(carols_job.result().error().find("'carol' may no longer run programs"),
+            std::string::npos)
+      << carols_job.result().error();
+  const Job bobs_job = ended(bobs);
+  EXPECT_EQ(bobs_job.state(), Job::FAILED);
+  EXPECT_NE(bobs_job.result().error().find("'bob' has no token in traind's --token-file any more"),
+            std::string::npos)
+      << bobs_job.result().error();
+  EXPECT_EQ(ended(alices).state(), Job::SUCCEEDED);  // a token still held: it trains
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -127,6 +128,12 @@ std::string Header(std::initializer_list<uint32_t> dims) {
   return h;
 }
 }  // namespace
+
+void WriteTokenFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+}
 
 std::string WriteTinyIdxDataset(const std::string& dir, int images, bool truncate_train_images) {
   std::filesystem::create_directories(dir);

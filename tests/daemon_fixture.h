@@ -56,6 +56,10 @@ class DaemonTest : public ::testing::Test {
 };
 
 // A directory of small IDX files (gzip'd), written by the test: `corrupt` truncates one.
+// A token file for traind --token-file: `text`, readable by its owner only (traind refuses one
+// every user may read).
+void WriteTokenFile(const std::string& path, const std::string& text);
+
 std::string WriteTinyIdxDataset(const std::string& dir, int images, bool truncate_train_images);
 
 }  // namespace traind

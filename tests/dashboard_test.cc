@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/paths.h"
 #include "common/sha256.h"
@@ -29,7 +30,7 @@ class DashboardTest : public DaemonTest {
     http_ = "127.0.0.1:0";
     limits_.max_watchers = 2;
     const std::string tokens = "/tmp/traind-dashboard-tokens-" + std::to_string(getpid());
-    std::ofstream(tokens) << kUser << " carol user\n" << kAdmin << " dave admin\n";
+    WriteTokenFile(tokens, absl::StrCat(kUser, " carol user\n", kAdmin, " dave admin\n"));
     token_file_ = tokens;
     DaemonTest::SetUp();
     ASSERT_NE(daemon_->dashboard(), nullptr);

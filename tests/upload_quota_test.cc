@@ -16,12 +16,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
 #include "server/daemon.h"
+#include "tests/daemon_fixture.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 
 namespace traind {
@@ -134,7 +136,7 @@ class UploadQuotaTest : public ::testing::Test {
     if (state_dir_.size() > 80) state_dir_.resize(80);
     std::filesystem::remove_all(state_dir_);
     std::filesystem::create_directories(state_dir_);
-    std::ofstream(state_dir_ + "/tokens") << kAlice << " alice\n" << kBob << " bob user\n";
+    WriteTokenFile(state_dir_ + "/tokens", absl::StrCat(kAlice, " alice\n", kBob, " bob user\n"));
   }
   void TearDown() override {
     local_.reset();

@@ -58,6 +58,12 @@ def pid_gone(pid):
         return True
 
 
+def host_pids(marker):
+    """The machine's pids of the processes whose command line holds `marker`."""
+    found = subprocess.run(["pgrep", "-f", marker], stdout=subprocess.PIPE, text=True).stdout
+    return [int(pid) for pid in found.split()]
+
+
 class ScriptJobsTest(unittest.TestCase):
     def setUp(self):
         self.work = pathlib.Path(tempfile.mkdtemp(prefix="script_jobs_test.", dir="/tmp"))
@@ -147,22 +153,22 @@ class ScriptJobsTest(unittest.TestCase):
         self.assertIn("Traceback: something broke", job["result"]["error"])
 
     def test_cancel_kills_the_program_and_its_children(self):
-        ready = self.work / "ready"
-        self.workdir({"spawn.py": f"""
+        marker = f"spawn-{self.work.name}"
+        self.workdir({"spawn.py": """
             import os, time
             child = os.fork()
             if child == 0:
                 time.sleep(3600)
                 os._exit(0)
-            with open({str(ready)!r} + ".tmp", "w") as f:
-                f.write(f"{{os.getpid()}} {{child}}")
-            os.rename({str(ready)!r} + ".tmp", {str(ready)!r})
+            print("ready", flush=True)
             time.sleep(3600)
             """})
-        job_id = self.run_job("python3", "spawn.py", flags=("--device", "cpu"))
-        while not ready.exists():
+        job_id = self.run_job("python3", "spawn.py", marker, flags=("--device", "cpu"))
+        while "ready" not in logs(job_id):
             time.sleep(0.05)
-        pids = [int(p) for p in ready.read_text().split()]
+        # Found by their command line: in a sandbox a program's own pids are its namespace's.
+        pids = host_pids(marker)
+        self.assertGreaterEqual(len(pids), 2, "the program and its child")
         trainctl("cancel", job_id)
         wait_state(job_id, "CANCELLED")
         for pid in pids:
@@ -424,10 +430,7 @@ class ResumeAfterKillTest(PrivateDaemonTest):
     PROGRAM = """
         import os, sys, time
         import traind
-        release, pid_file = sys.argv[1], sys.argv[2]
-        with open(pid_file + ".tmp", "w") as f:
-            f.write(str(os.getpid()))
-        os.replace(pid_file + ".tmp", pid_file)
+        release = sys.argv[1]
         state = traind.load_checkpoint()
         start = state["epoch"] + 1 if state else 1
         if state:
@@ -448,18 +451,20 @@ class ResumeAfterKillTest(PrivateDaemonTest):
         work = self.root / "work"
         work.mkdir()
         (work / "resumable.py").write_text(textwrap.dedent(self.PROGRAM))
-        release, pid_file = self.root / "release", self.root / "pid"
+        release = self.root / "release"  # under a data root: the program sees it appear
         self.start_traind()
         job_id = self.ctl("run", "-C", work, "--device", "cpu", "--", "python3", "resumable.py",
-                          release, pid_file).stdout.strip()
+                          release).stdout.strip()
         # Wait for the state: epoch 2's summary stored (the program then waits for `release`).
         while not any(e.get("epochSummary", {}).get("epoch") == 2 for e in self.stored(job_id)):
             time.sleep(0.05)
-        first_pid = int(pid_file.read_text())
+        first_pids = host_pids(f"resumable.py {release}")
+        self.assertTrue(first_pids)
         os.kill(self.daemon.pid, signal.SIGKILL)
         self.daemon.wait()
-        while not pid_gone(first_pid):  # told to stop (SIGTERM): it saves and exits
-            time.sleep(0.05)
+        for pid in first_pids:  # told to stop (SIGTERM): it saves and exits
+            while not pid_gone(pid):
+                time.sleep(0.05)
         release.touch()
         self.start_traind()
         self.ctl("watch", job_id, "--output", "json", check=False)
@@ -472,6 +477,122 @@ class ResumeAfterKillTest(PrivateDaemonTest):
         epochs = [e["epochSummary"]["epoch"] for e in self.stored(job_id) if "epochSummary" in e]
         self.assertEqual(epochs, [1, 2, 3, 4])  # nothing trained twice
         self.assertAlmostEqual(job["result"]["testAccuracy"], 0.9)
+
+
+def bubblewrap_problem():
+    """Why this machine cannot make a bubblewrap sandbox, or None when it can."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap is not installed (apt-get install bubblewrap)"
+    probe = subprocess.run([bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc",
+                            "--dev", "/dev", "true"], stderr=subprocess.PIPE, text=True)
+    return None if probe.returncode == 0 else f"bubblewrap cannot make a sandbox here: {probe.stderr}"
+
+
+class ProgramSandboxTest(PrivateDaemonTest):
+    """A program with the run-code grant cannot read traind's token file, TLS key, database or
+    another job's folder (traind --script-sandbox, docs/security.md), and without the sandbox it
+    can: the table in docs/security.md, both columns."""
+
+    PROBE = """
+        import json, os, sys
+        seen = {}
+        for path in sys.argv[1:]:
+            try:
+                with open(path, "rb") as f:  # its start, in printable words
+                    text = f.read(64).decode(errors="replace")
+                    seen[path] = "".join(c if c.isalnum() or c in " -" else "." for c in text)
+            except OSError as e:
+                seen[path] = type(e).__name__
+        print("SEEN " + json.dumps(seen), flush=True)
+        with open("mine.txt", "w") as f:  # its working copy stays writable
+            f.write("mine")
+        with open(os.path.join(os.environ["TRAIND_OUTPUT_DIR"], "out.txt"), "w") as f:
+            f.write("an artifact")
+        """
+
+    def setUp(self):
+        super().setUp()
+        self.secrets = self.root / "secrets"
+        self.secrets.mkdir()
+        self.tokens = self.secrets / "tokens"
+        self.tokens.write_text("s3cret-token-of-traind alice user,run-code\n")
+        self.tokens.chmod(0o600)
+        self.key, self.cert = self.secrets / "key.pem", self.secrets / "cert.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", self.key, "-out",
+                        self.cert, "-subj", "/CN=localhost", "-days", "1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.work = self.root / "work"
+        self.work.mkdir()
+        (self.work / "probe.py").write_text(textwrap.dedent(self.PROBE))
+
+    def run_probe(self, *paths):
+        job_id = self.ctl("run", "-C", self.work, "--device", "cpu", "--", "python3", "probe.py",
+                          *paths).stdout.strip()
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        line = next(line for line in self.ctl("logs", job_id).stdout.splitlines()
+                    if line.startswith("SEEN "))
+        return job_id, json.loads(line[5:])
+
+    def traind_files(self, other_job):
+        state = self.root / "state" / "traind"
+        return [self.tokens, self.key, state / "traind.db",
+                state / "jobs" / other_job / "work" / "mine.txt"]
+
+    def test_a_sandboxed_program_cannot_read_traind_s_secrets_or_another_job(self):
+        problem = bubblewrap_problem()
+        if problem:
+            self.skipTest(problem)
+        self.start_traind("--token-file", self.tokens, "--tls-cert", self.cert, "--tls-key",
+                          self.key, "--script-sandbox", "bubblewrap")
+        first, _ = self.run_probe()
+        files = [str(path) for path in self.traind_files(first)]
+        second, seen = self.run_probe(*files)
+        token, key, database, other_job = files
+        self.assertEqual(seen[token], "PermissionError", "the token file is unreadable")
+        self.assertEqual(seen[key], "PermissionError", "the TLS key is unreadable")
+        self.assertEqual(seen[database], "FileNotFoundError", "traind's state is not there")
+        self.assertEqual(seen[other_job], "FileNotFoundError", "nor another job's folder")
+        # Its own folders work as before: the working copy, and its outputs become artifacts.
+        self.assertIn("out.txt", self.ctl("artifacts", second).stdout)
+
+    def test_without_the_sandbox_a_program_reads_them(self):
+        self.start_traind("--token-file", self.tokens, "--tls-cert", self.cert, "--tls-key",
+                          self.key, "--script-sandbox", "none")
+        first, _ = self.run_probe()
+        files = [str(path) for path in self.traind_files(first)]
+        _, seen = self.run_probe(*files)
+        self.assertIn("s3cret-token-of-traind", seen[files[0]])
+        self.assertIn("PRIVATE KEY", seen[files[1]])
+        self.assertEqual(seen[files[3]], "mine")
+
+    def test_traind_says_at_start_where_programs_run(self):
+        traind = shutil.which("traind")
+        # Without bubblewrap on PATH: `bubblewrap` refuses to start, `auto` warns.
+        env = dict(self.env, PATH="/nonexistent")
+        refused = subprocess.run([traind, "--script-sandbox", "bubblewrap"], env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertIn("--script-sandbox bubblewrap: cannot make a sandbox here: bubblewrap (bwrap) "
+                      "is not installed", refused.stderr)
+        log = self.root / "traind.log"
+        with open(log, "w") as err:
+            self.daemon = subprocess.Popen([traind], env=env, stdout=subprocess.DEVNULL,
+                                           stderr=err)
+        while "listening on" not in log.read_text():
+            self.assertIsNone(self.daemon.poll(), log.read_text())
+            time.sleep(0.05)
+        self.assertIn("WARNING: programs (script jobs) run UNCONFINED", log.read_text())
+
+    def test_a_data_root_that_does_not_exist_is_refused_at_start(self):
+        result = subprocess.run(["traind", "--data-root", str(self.root / "no-such")],
+                                env=self.env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"data-root: {self.root / 'no-such'}: no such directory", result.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,30 @@
+// A command run as a child process and waited for, its output collected: argv only, never a
+// shell, so nothing a user gives can become a command. Slurm's tools (sbatch, squeue, ...) and
+// traind's probe of bubblewrap run this way.
+#ifndef TRAIND_COMMON_RUN_COMMAND_H_
+#define TRAIND_COMMON_RUN_COMMAND_H_
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace traind {
+
+struct CommandResult {
+  int exit_code = -1;  // -1: ended by a signal
+  std::string out;     // its standard output
+  std::string err;     // its standard error
+};
+// Runs argv[0] (looked up on PATH) and collects its output; DEADLINE_EXCEEDED (the child killed)
+// after `timeout`, CANCELLED (killed too) once `*stop` is true, NOT_FOUND when it cannot be
+// started.
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         absl::Duration timeout = absl::Seconds(30),
+                                         const std::atomic<bool>* stop = nullptr);
+
+}  // namespace traind
+
+#endif  // TRAIND_COMMON_RUN_COMMAND_H_
