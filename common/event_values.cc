@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -98,7 +99,38 @@ int CleanResult(trainer::v1::FinalResult* result) {
   return dropped;
 }
 
+std::string FormatMiB(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
 }  // namespace
+
+bool BoundEventSize(trainer::v1::JobEvent* event) {
+  bool changed = false;
+  if (event->has_evaluation()) {
+    trainer::v1::Evaluation* evaluation = event->mutable_evaluation();
+    const int64_t classes = evaluation->classes();
+    if (evaluation->confusion_size() > 0 && (classes > static_cast<int64_t>(kMaxConfusionClasses) ||
+                                             evaluation->confusion_size() != classes * classes)) {
+      evaluation->clear_confusion();
+      changed = true;
+    }
+  }
+  const size_t bytes = event->ByteSizeLong();
+  if (bytes <= kMaxEventBytes) return changed;
+  const google::protobuf::FieldDescriptor* kind = event->GetReflection()->GetOneofFieldDescriptor(
+      *event, event->GetDescriptor()->FindOneofByName("kind"));
+  trainer::v1::JobEvent warning;
+  *warning.mutable_time() = event->time();
+  warning.mutable_log()->set_severity(trainer::v1::LogLine::WARNING);
+  warning.mutable_log()->set_text(
+      std::string("an event (") + (kind != nullptr ? kind->name() : "unknown") + ") of " +
+      FormatMiB(bytes) + " was not stored: larger than " + FormatMiB(kMaxEventBytes));
+  *event = std::move(warning);
+  return true;
+}
 
 int DropImpossibleValues(trainer::v1::JobEvent* event) {
   if (event->has_step()) return CleanStep(event->mutable_step());

@@ -127,9 +127,17 @@ absl::StatusOr<TrainTest> ReadCsvFile(int fd, const std::string& label_column, b
   std::vector<float> targets;
   std::vector<int64_t> classes;
   bool integers = true;
-  for (const std::string& text : label_text) {
+  for (size_t i = 0; i < label_text.size() && integers; ++i) {
     int64_t value = 0;
-    integers = integers && absl::SimpleAtoi(text, &value) && value >= 0;
+    integers = absl::SimpleAtoi(label_text[i], &value);
+    // A whole number below 0 is no class index, and no class name either: taken for a name it
+    // would silently become a class of its own.
+    if (integers && value < 0 && !regression) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data_file: label ", value, " in data row ", i + 1,
+          " is not a class: class labels are whole numbers from 0 (or names, e.g. 'cat'; numeric "
+          "targets need loss mse)"));
+    }
   }
   if (regression) {
     for (size_t i = 0; i < label_text.size(); ++i) {

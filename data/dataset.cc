@@ -218,11 +218,30 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
   if (regression) {
     data.num_classes = data.train.labels[0].numel();
   } else if (from_file) {
-    data.num_classes =
-        1 + std::max(data.train.labels.max().item<int64_t>(),
-                     data.test.size() > 0 ? data.test.labels.max().item<int64_t>() : 0);
+    ASSIGN_OR_RETURN(data.num_classes, CountClasses(full_train.labels, data.test.labels));
   }
   return data;
+}
+
+absl::StatusOr<int64_t> CountClasses(const torch::Tensor& train_labels,
+                                     const torch::Tensor& test_labels) {
+  const torch::Tensor labels = torch::cat({train_labels.reshape(-1), test_labels.reshape(-1)});
+  if (labels.numel() == 0) return 0;
+  const int64_t largest = labels.max().item<int64_t>();
+  const int64_t classes = largest + 1;
+  if (classes > kMaxClasses) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data_file: its largest label is ", largest, ", so ", classes,
+                     " classes; a job trains at most ", kMaxClasses,
+                     " (labels are class indices 0..K-1; numeric targets need loss mse)"));
+  }
+  const int64_t present = std::get<0>(at::_unique(labels)).numel();
+  if (classes > 10 && present * 2 < classes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data_file: only ", present, " of its ", classes, " classes (0..", largest,
+        ") appear in its labels: labels are class indices numbered from 0 without gaps"));
+  }
+  return classes;
 }
 
 int64_t PreparedBytes(const Dataset& data, const trainer::v1::JobSpec& spec, int64_t size) {

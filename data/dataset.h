@@ -55,6 +55,15 @@ absl::StatusOr<Dataset> ReadDataset(const trainer::v1::JobSpec& spec, int64_t si
                                     const std::string& data_path = "",
                                     const std::vector<std::string>& data_roots = {});
 
+// The most classes a job trains from a data file (its labels 0..K-1): past it the model's last
+// layer and the evaluation's per-class figures grow without a bound, and such labels are a
+// mistake (ids, regression targets).
+inline constexpr int64_t kMaxClasses = 10000;
+// K of a data file's class labels (1 + the largest): INVALID_ARGUMENT "data_file: ..." when K is
+// over kMaxClasses, or when fewer than half of 0..K-1 appear (K > 10): ids, not classes.
+absl::StatusOr<int64_t> CountClasses(const torch::Tensor& train_labels,
+                                     const torch::Tensor& test_labels);
+
 // The bytes every split will take once PrepareImages has made its images floats of `size` x `size`.
 int64_t PreparedBytes(const Dataset& data, const trainer::v1::JobSpec& spec, int64_t size);
 

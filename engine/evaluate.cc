@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/event_values.h"
 #include "engine/mixed_precision.h"
 
 namespace traind {
@@ -121,11 +122,16 @@ Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch
   int64_t correct = 0;
   double loss_sum = 0;
   Evaluation result;
-  if (with_confusion && loss == LossKind::kCrossEntropy) {
-    result.confusion = torch::zeros({num_classes, num_classes}, torch::kInt64);
+  const bool per_class = with_confusion && loss == LossKind::kCrossEntropy;
+  if (per_class) {
+    result.class_samples = torch::zeros({num_classes}, torch::kInt64);
+    result.class_correct = torch::zeros({num_classes}, torch::kInt64);
+    if (num_classes <= static_cast<int64_t>(kMaxConfusionClasses)) {
+      result.confusion = torch::zeros({num_classes, num_classes}, torch::kInt64);
+    }
   }
-  // Not on MPS (see above), nor when a confusion matrix is wanted.
-  const bool sum_on_device = !device.is_mps() && !result.confusion.defined();
+  // Not on MPS (see above), nor when figures per class are wanted.
+  const bool sum_on_device = !device.is_mps() && !per_class;
   if (sum_on_device) {
     // With shard threads each takes whole evaluation batches, the same ones as without: the same
     // predictions, and the sums added in shard order.
@@ -155,7 +161,11 @@ Evaluation Evaluate(torch::nn::AnyModule& model, const Split& split, const torch
                    if (loss != LossKind::kCrossEntropy) return;
                    const torch::Tensor predicted = output.argmax(1).to(torch::kCPU);
                    const torch::Tensor truth = target.to(torch::kCPU);
-                   correct += predicted.eq(truth).sum().item<int64_t>();
+                   const torch::Tensor right = predicted.eq(truth);
+                   correct += right.sum().item<int64_t>();
+                   if (!per_class) return;
+                   result.class_samples.index_add_(0, truth, torch::ones_like(truth));
+                   result.class_correct.index_add_(0, truth, right.to(torch::kInt64));
                    if (result.confusion.defined()) {
                      result.confusion.view(-1).index_add_(0, truth * num_classes + predicted,
                                                           torch::ones_like(truth));

@@ -19,7 +19,11 @@ namespace traind {
 struct Evaluation {
   double accuracy = 0;  // fraction of correct predictions (cross-entropy jobs; 0 for mse)
   double loss = 0;      // mean loss over the split
-  // Per class (cross-entropy): confusion[true][predicted] counts, when asked for.
+  // Per class (cross-entropy), when asked for: each true class's samples and correct predictions
+  // [K]; and confusion[true][predicted] counts [K, K] for at most kMaxConfusionClasses classes
+  // (common/event_values.h: beyond, the matrix is too large to keep; undefined then).
+  torch::Tensor class_samples;
+  torch::Tensor class_correct;
   torch::Tensor confusion;
 };
 

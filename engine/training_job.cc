@@ -285,17 +285,21 @@ absl::Status JobRun::EvaluateOnly(Dataset& data) {
   evaluation->set_loss(test.loss);
   evaluation->set_samples(data.test.size());
   evaluation->set_weights(init.Describe());
-  if (test.confusion.defined()) {
-    const int64_t classes = test.confusion.size(0);
+  if (test.class_samples.defined()) {
+    const int64_t classes = test.class_samples.size(0);
     evaluation->set_classes(static_cast<int32_t>(classes));
-    const torch::Tensor confusion = test.confusion.contiguous();
-    const int64_t* counts = confusion.data_ptr<int64_t>();
-    for (int64_t i = 0; i < classes * classes; ++i) evaluation->add_confusion(counts[i]);
+    const torch::Tensor samples = test.class_samples.contiguous();
+    const torch::Tensor correct = test.class_correct.contiguous();
     for (int64_t c = 0; c < classes; ++c) {
-      const int64_t samples = confusion[c].sum().item<int64_t>();
-      evaluation->add_class_samples(samples);
+      const int64_t n = samples.data_ptr<int64_t>()[c];
+      evaluation->add_class_samples(n);
       evaluation->add_class_accuracy(
-          samples == 0 ? 0.0 : static_cast<double>(counts[c * classes + c]) / samples);
+          n == 0 ? 0.0 : static_cast<double>(correct.data_ptr<int64_t>()[c]) / n);
+    }
+    if (test.confusion.defined()) {
+      const torch::Tensor confusion = test.confusion.contiguous();
+      const int64_t* counts = confusion.data_ptr<int64_t>();
+      for (int64_t i = 0; i < classes * classes; ++i) evaluation->add_confusion(counts[i]);
     }
   }
   report_.Emit(std::move(event));

@@ -19,10 +19,12 @@ bool OutputBudget::HasRoom(absl::Time now) {
   return tokens_ >= 1;
 }
 
-bool OutputBudget::Admit(absl::Time now) {
+bool OutputBudget::Admit(absl::Time now, double cost) {
   Refill(now);
-  if (tokens_ >= 1) {
-    tokens_ -= 1;
+  // A cost above the burst could never be paid: it is paid from a full bucket instead.
+  cost = std::min(cost, burst_);
+  if (tokens_ >= cost) {
+    tokens_ -= cost;
     return true;
   }
   ++dropped_since_note_;

@@ -21,8 +21,9 @@ class OutputBudget {
   OutputBudget(std::string what, double burst, double per_second)
       : what_(std::move(what)), burst_(burst), per_second_(per_second), tokens_(burst) {}
 
-  // Whether one more may be stored at `now`; if so, it is counted as stored, if not as dropped.
-  bool Admit(absl::Time now);
+  // Whether one more, costing `cost` of the budget (a long line costs as several short ones),
+  // may be stored at `now`; if so, it is counted as stored, if not as dropped.
+  bool Admit(absl::Time now, double cost = 1);
   // Whether Admit(now) would say yes; counts nothing.
   bool HasRoom(absl::Time now);
   // "traind: 12345 lines of output not stored since ... (over 50 a second)" when some were

@@ -114,8 +114,8 @@ std::vector<std::string> SandboxCommand(const trainer::v1::ProgramSandbox& sandb
 std::vector<std::string> InterpreterTrees(const std::string& interpreter_path) {
   std::vector<std::string> trees;
   std::error_code error;
-  for (const fs::path& path : {fs::path(interpreter_path).lexically_normal(),
-                               fs::canonical(interpreter_path, error)}) {
+  for (const fs::path& path :
+       {fs::path(interpreter_path).lexically_normal(), fs::canonical(interpreter_path, error)}) {
     if (path.empty() || Within(path.string(), "/usr")) continue;
     fs::path tree = path.parent_path();
     if (tree.filename() == "bin") tree = tree.parent_path();  // a prefix: bin/, lib/, ...

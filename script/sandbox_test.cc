@@ -112,8 +112,8 @@ class RealSandboxTest : public SandboxCommandTest {
     SandboxCommandTest::SetUp();
     const std::string bwrap = FindOnPath("bwrap");
     if (bwrap.empty()) GTEST_SKIP() << "bubblewrap is not installed (apt-get install bubblewrap)";
-    absl::StatusOr<CommandResult> probe = RunCommand(
-        {bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"});
+    absl::StatusOr<CommandResult> probe = RunCommand({bwrap, "--unshare-pid", "--ro-bind", "/", "/",
+                                                      "--proc", "/proc", "--dev", "/dev", "true"});
     if (!probe.ok() || probe->exit_code != 0) {
       GTEST_SKIP() << "bubblewrap cannot make a sandbox here: "
                    << (probe.ok() ? probe->err : probe.status().ToString());
@@ -151,10 +151,10 @@ TEST_F(RealSandboxTest, TraindsFilesAreUnreadableAndTheJobsFolderIsWritable) {
   std::filesystem::create_directories(root_ + "/state/jobs/8/work");
   std::ofstream(root_ + "/state/jobs/8/work/theirs.txt") << "another job's";
   std::ofstream(root_ + "/data/train.csv") << "x,y\n";
-  const auto [out, exit] =
-      Run("cat " + root_ + "/tokens 2>/dev/null || echo denied; ls " + root_ + "/state; ls " + root_ + "/state/jobs; " +
-          "cat " + root_ + "/data/train.csv; echo made > mine.txt && cat mine.txt; " +
-          "(echo x > " + root_ + "/data/new.txt) 2>/dev/null || echo read-only");
+  const auto [out, exit] = Run(
+      "cat " + root_ + "/tokens 2>/dev/null || echo denied; ls " + root_ + "/state; ls " + root_ +
+      "/state/jobs; " + "cat " + root_ + "/data/train.csv; echo made > mine.txt && cat mine.txt; " +
+      "(echo x > " + root_ + "/data/new.txt) 2>/dev/null || echo read-only");
   EXPECT_EQ(exit.exit_code, 0) << out;
   EXPECT_EQ(out, "denied\njobs\n7\nx,y\nmade\nread-only\n");  // no store, no job 8
   EXPECT_TRUE(std::filesystem::exists(root_ + "/state/jobs/7/work/mine.txt"));
@@ -174,8 +174,9 @@ TEST_F(RealSandboxTest, AProgramKilledByASignalIsReportedSo) {
 
 TEST_F(RealSandboxTest, WhatLeftTheProgramsGroupDiesWithIt) {
   const std::string pid_file = root_ + "/state/jobs/7/work/escaped.pid";
-  const auto [out, exit] = Run("setsid sh -c 'echo $$ > escaped.pid; sleep 600' & "
-                               "while [ ! -s escaped.pid ]; do sleep 0.01; done");
+  const auto [out, exit] =
+      Run("setsid sh -c 'echo $$ > escaped.pid; sleep 600' & "
+          "while [ ! -s escaped.pid ]; do sleep 0.01; done");
   EXPECT_EQ(exit.exit_code, 0);
   // Its pid is the sandbox's: find the escaped sleeper on the machine by its command line.
   absl::StatusOr<CommandResult> left = RunCommand({"pgrep", "-f", "^sleep 600$"});

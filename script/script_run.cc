@@ -48,6 +48,8 @@ constexpr absl::Duration kBusyEventsEvery = absl::Milliseconds(250);
 // The program's whole output is kept in the job's directory up to this much; the store keeps what
 // OutputBudget admits.
 constexpr int64_t kOutputLogBytes = 64 << 20;
+// A stored line of output costs the log budget one for each this many bytes (at least one).
+constexpr double kLogLineUnit = 256;
 
 void Stamp(JobEvent* event) {
   const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -338,7 +340,10 @@ void ScriptRun::HandleLine(ProgramProcess::Stream stream, absl::string_view line
     if (stderr_tail_.size() < kStderrTailLines) stderr_tail_.emplace_back();
     stderr_tail_[stderr_lines_seen_++ % kStderrTailLines].assign(line.data(), line.size());
   }
-  if (log_budget_.Admit(now)) Log(std::string(line));
+  // Bytes count as well as lines: a line of 16 KiB costs as much as 64 short ones, so a program
+  // printing long lines fills the store no faster than one printing short ones.
+  const double cost = std::max(1.0, static_cast<double>(line.size()) / kLogLineUnit);
+  if (log_budget_.Admit(now, cost)) Log(std::string(line));
   const int64_t summaries_before = metrics_.summaries_read();
   const int64_t steps_before = metrics_.steps_read();
   // A step the budget would drop is only counted: making its event would be wasted work.

@@ -106,6 +106,8 @@ class ScriptRun {
   OutputLines stdout_lines_;
   OutputLines stderr_lines_;
   MetricLines metrics_;
+  // Lines of up to 256 bytes; a longer one costs one for each 256 (script_run.cc kLogLineUnit):
+  // at most 12.8 KB a second of output reaches the store, however long its lines.
   OutputBudget log_budget_{"lines of output", 2000, 50};
   OutputBudget step_budget_{"step metrics", 200, 10};
   // The last lines of stderr, for a failure's message: a ring whose strings keep their

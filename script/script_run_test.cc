@@ -286,6 +286,28 @@ while True:
       << result->final_result().stopped().reason();
 }
 
+// Space nobody counted: 16 KiB lines, 2,000 of them, all arrived at once. The line budget alone
+// stored all 2,000 (its burst): 32 MB. A long line costs as many short ones as its 256-byte
+// pieces, so at most the burst's worth of bytes (2,000 x 256) is stored at once.
+TEST_F(ScriptRunTest, LongLinesCostTheirBytesInTheBudget) {
+  AddFile("long.py", R"(import sys
+line = "x" * 16384 + "\n"
+for i in range(2000):
+    sys.stdout.write(line)
+)");
+  const WorkerProcess::Exit exit = Run({"long.py"});
+  EXPECT_EQ(exit.exit_code, kWorkerSucceeded) << exit.Describe();
+  size_t stored = 0;
+  for (const std::string& line : Logs(trainer::v1::LogLine::INFO)) {
+    if (absl::StartsWith(line, "xxxx")) stored += line.size();
+  }
+  EXPECT_GT(stored, 0u);
+  EXPECT_LE(stored, 2000u * 256 + 2 * 16384) << "bytes of long lines stored";
+  const std::vector<std::string> warnings = Logs(trainer::v1::LogLine::WARNING);
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_TRUE(absl::StrContains(warnings.back(), "lines of output not stored")) << warnings.back();
+}
+
 TEST_F(ScriptRunTest, AFloodIsStoredWithinItsBudgetAndSaysWhatWasDropped) {
   AddFile("flood.py", R"(import sys
 sys.stdout.buffer.write(b"\x1b[31mred\x1b[0m caf\xe9 \xff\n")

@@ -54,7 +54,22 @@ absl::StatusOr<std::unique_ptr<BlobStore>> BlobStore::Open(const std::string& di
       closedir(leftovers);
     }
   }
-  return std::unique_ptr<BlobStore>(new BlobStore(dir));
+  std::unique_ptr<BlobStore> store(new BlobStore(dir));
+  store->IndexOwners();
+  return store;
+}
+
+void BlobStore::IndexOwners() {
+  absl::MutexLock lock(&describe_mu_);
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir((dir_ + "/sha256").c_str()), closedir);
+  if (!dir) return;
+  while (const dirent* entry = readdir(dir.get())) {
+    const std::string name = entry->d_name;
+    if (name.size() != 64 + 5 || name.compare(64, 5, ".blob") != 0) continue;
+    absl::StatusOr<trainer::v1::Blob> blob = Get("sha256:" + name.substr(0, 64));
+    if (!blob.ok()) continue;
+    for (const std::string& owner : blob->owners()) bytes_by_owner_[owner] += blob->size_bytes();
+  }
 }
 
 std::string BlobStore::PathOf(const std::string& digest) const {
@@ -100,6 +115,7 @@ absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::st
   for (const std::string& o : blob->owners()) {
     if (o != owner) others.push_back(o);
   }
+  if (IsBlobOwner(*blob, owner)) bytes_by_owner_[owner] -= blob->size_bytes();
   if (others.empty()) {
     RETURN_IF_ERROR(Remove(digest));
     return true;
@@ -111,16 +127,9 @@ absl::StatusOr<bool> BlobStore::Release(const std::string& digest, const std::st
 }
 
 int64_t BlobStore::BytesOwnedBy(const std::string& owner) const {
-  int64_t bytes = 0;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir((dir_ + "/sha256").c_str()), closedir);
-  if (!dir) return 0;
-  while (const dirent* entry = readdir(dir.get())) {
-    const std::string name = entry->d_name;
-    if (name.size() != 64 + 5 || name.compare(64, 5, ".blob") != 0) continue;
-    absl::StatusOr<trainer::v1::Blob> blob = Get("sha256:" + name.substr(0, 64));
-    if (blob.ok() && IsBlobOwner(*blob, owner)) bytes += blob->size_bytes();
-  }
-  return bytes;
+  absl::MutexLock lock(&describe_mu_);
+  const auto found = bytes_by_owner_.find(owner);
+  return found == bytes_by_owner_.end() ? 0 : found->second;
 }
 
 absl::Status BlobStore::Remove(const std::string& digest) {
@@ -227,7 +236,9 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
   blob.add_owners(owner_);
   // One description writer at a time, so two owners uploading the same content both stay in it.
   absl::MutexLock lock(&store_->describe_mu_);
+  bool owned_before = false;
   if (absl::StatusOr<trainer::v1::Blob> stored = store_->Get(header_.digest()); stored.ok()) {
+    owned_before = IsBlobOwner(*stored, owner_);
     blob.set_owner(stored->owner().empty() ? owner_ : stored->owner());
     blob.clear_owners();
     *blob.mutable_owners() = stored->owners();
@@ -241,6 +252,7 @@ absl::StatusOr<trainer::v1::Blob> BlobStore::Upload::Commit(const std::string& d
       CommitDurably(temp_path_, path, IfPresent::kReplace, "the content of " + blob.digest());
   if (!moved.ok()) return absl::InternalError(absl::StrCat("upload: ", moved.message()));
   committed_ = true;
+  if (!owned_before) store_->bytes_by_owner_[owner_] += blob.size_bytes();
   return blob;
 }
 

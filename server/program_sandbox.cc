@@ -54,8 +54,8 @@ absl::StatusOr<SandboxMode> ParseSandboxMode(std::string_view text) {
   if (text == "auto") return SandboxMode::kAuto;
   if (text == "bubblewrap") return SandboxMode::kBubblewrap;
   if (text == "none") return SandboxMode::kNone;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--script-sandbox: '", std::string(text), "' is not one of auto, bubblewrap, none"));
+  return absl::InvalidArgumentError(absl::StrCat("--script-sandbox: '", std::string(text),
+                                                 "' is not one of auto, bubblewrap, none"));
 }
 
 absl::StatusOr<SandboxChoice> ChooseSandbox(SandboxMode mode, std::vector<std::string> hidden,
@@ -86,9 +86,9 @@ absl::StatusOr<SandboxChoice> ChooseSandbox(SandboxMode mode, std::vector<std::s
   choice.sandbox.set_bwrap_path(bwrap);
   for (std::string& path : BothForms(read_only)) choice.sandbox.add_read_only(std::move(path));
   for (std::string& path : BothForms(hidden)) choice.sandbox.add_hidden(std::move(path));
-  choice.description = absl::StrCat(
-      "programs (script jobs) run in a bubblewrap sandbox (", bwrap,
-      "): their job's folders, the data roots and the system, none of traind's state");
+  choice.description =
+      absl::StrCat("programs (script jobs) run in a bubblewrap sandbox (", bwrap,
+                   "): their job's folders, the data roots and the system, none of traind's state");
   return choice;
 }
 

@@ -71,9 +71,9 @@ absl::Status QuotaLedger::Reservation::ReserveBytes(
     if (bytes > quota - held) {  // held + bytes > quota, without overflow for any announced size
       return absl::ResourceExhaustedError(absl::StrCat(
           "storage quota: '", owner_, "' holds ", stored.total(), " bytes (uploads ",
-          stored.uploads, ", job files ", stored.job_files, ") and has ", in_flight,
-          " more in flight in ", Uploads(account.uploads - 1), " besides this one; ", bytes,
-          " more would exceed the ", quota,
+          stored.uploads, ", job files ", stored.job_files, ", job events ", stored.events,
+          ") and has ", in_flight, " more in flight in ", Uploads(account.uploads - 1),
+          " besides this one; ", bytes, " more would exceed the ", quota,
           " bytes of traind --max-storage-per-token; wait for those uploads to end, or "
           "trainctl delete finished jobs to free space"));
     }

@@ -47,7 +47,8 @@ TEST(QuotaLedgerTest, UploadsInFlightCountAgainstTheStorageQuota) {
     EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
   }
   EXPECT_EQ(refused[0].message(),
-            "storage quota: 'alice' holds 0 bytes (uploads 0, job files 0) and has 900 more in "
+            "storage quota: 'alice' holds 0 bytes (uploads 0, job files 0, job events 0) and has "
+            "900 more in "
             "flight in 3 uploads besides this one; 300 more would exceed the 1000 bytes of traind "
             "--max-storage-per-token; wait for those uploads to end, or trainctl delete finished "
             "jobs to free space");

@@ -93,8 +93,33 @@ class Store {
   // NOT_FOUND names the id.
   absl::StatusOr<trainer::v1::Job> GetJob(int64_t job_id);
 
-  // Ids of the jobs `owner` submitted (any state).
-  absl::StatusOr<std::vector<int64_t>> JobIdsOwnedBy(const std::string& owner);
+  // What a job holds on the daemon besides the blobs it uses: its folder's bytes (0 before it
+  // ever ran; -1 from when it runs until measured after it ended: `ended` says whether it has),
+  // and its stored events' bytes.
+  struct DiskUse {
+    int64_t file_bytes = -1;
+    int64_t event_bytes = 0;
+    bool ended = false;
+  };
+  // For each of `job_ids` that exists. One indexed read per job: no folder is walked.
+  absl::StatusOr<std::map<int64_t, DiskUse>> DiskUseOf(const std::vector<int64_t>& job_ids);
+  // A job's folder's bytes, kept once it has ended (a job that runs again is measured again).
+  absl::Status SetFileBytes(int64_t job_id, int64_t bytes);
+  // Everything `owner`'s jobs hold: what their rows say, and the jobs whose folders are not
+  // measured (running, or ended since), which the caller walks. Costs O(owner's jobs) in the
+  // index, not a walk of their folders.
+  struct OwnerDiskUse {
+    int64_t measured_file_bytes = 0;
+    int64_t event_bytes = 0;
+    struct Unmeasured {
+      int64_t job_id;
+      bool ended;
+    };
+    std::vector<Unmeasured> unmeasured;
+  };
+  absl::StatusOr<OwnerDiskUse> DiskUseOfOwner(const std::string& owner);
+  // Pages freed (deleted events) that Compact has not given back yet.
+  absl::StatusOr<int64_t> FreePages();
 
   // Removes a finished job and its events in one transaction. FAILED_PRECONDITION for a job that
   // is not finished, belongs to a sweep, or (unless `force`) that a queued or running job needs

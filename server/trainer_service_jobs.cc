@@ -12,6 +12,7 @@
 #include "server/job_files.h"
 #include "server/job_fold.h"
 #include "server/list_pages.h"
+#include "server/storage_quota.h"
 #include "server/trainer_service.h"
 #include "server/trainer_service_offload.h"
 #include "server/watch_reactor.h"
@@ -23,6 +24,9 @@ using trainer::v1::Job;
 namespace {
 constexpr int kDefaultEventPage = 1000;
 constexpr int kMaxEventPage = 10000;
+// A deleted job's freed pages go back in batches of 8 MiB (retention's), up to 1 GiB per delete.
+constexpr int kCompactPages = 2048;
+constexpr int kCompactBatches = 128;
 
 // A WatchJob refused before it starts (authentication, limits).
 class RejectedWatch : public grpc::ServerWriteReactor<trainer::v1::JobEvent> {
@@ -96,7 +100,7 @@ grpc::ServerUnaryReactor* TrainerService::GetJob(grpc::CallbackServerContext* co
   return Offload(context, "GetJob", request,
                  [this, request, response](const Caller& caller) -> absl::Status {
                    ASSIGN_OR_RETURN(*response, admission_->OwnJob(caller, request->id()));
-                   response->set_disk_bytes(JobDiskBytes(files_.jobs_dir, response->id()));
+                   FillDiskBytes(*store_, files_.jobs_dir, {response});
                    return absl::OkStatus();
                  });
 }
@@ -119,9 +123,11 @@ absl::Status TrainerService::List(const trainer::v1::ListJobsRequest& request, c
   ASSIGN_OR_RETURN(std::vector<Job> jobs, store_->ListJobs(filter, before_id, page_size + 1));
   const bool more = static_cast<int>(jobs.size()) > page_size;
   if (more) jobs.resize(page_size);
+  std::vector<Job*> listed;
+  for (Job& job : jobs) listed.push_back(&job);
+  FillDiskBytes(*store_, files_.jobs_dir, listed);
   size_t reply_bytes = 0;
   for (Job& job : jobs) {
-    job.set_disk_bytes(JobDiskBytes(files_.jobs_dir, job.id()));
     // The page ends early rather than outgrow what any client accepts by default.
     reply_bytes += job.ByteSizeLong() + 8;
     if (response->jobs_size() > 0 && reply_bytes > kMaxReplyBytes) break;
@@ -227,8 +233,9 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
       context, "DeleteJob", request, response,
       [this](const trainer::v1::DeleteJobRequest* request, trainer::v1::DeleteJobResponse* response,
              const Caller& caller) -> absl::Status {
-        ASSIGN_OR_RETURN(const Job job, admission_->OwnJob(caller, request->id()));
-        const int64_t bytes = JobDiskBytes(files_.jobs_dir, request->id());
+        ASSIGN_OR_RETURN(Job job, admission_->OwnJob(caller, request->id()));
+        FillDiskBytes(*store_, files_.jobs_dir, {&job});
+        const int64_t bytes = job.disk_bytes();  // its files and its events
         ASSIGN_OR_RETURN(std::vector<std::string> unused,
                          store_->DeleteJob(request->id(), request->force()));
         // The job is gone from the store (committed); its files follow. A crash in between leaves
@@ -244,6 +251,13 @@ grpc::ServerUnaryReactor* TrainerService::DeleteJob(grpc::CallbackServerContext*
           response->add_removed_blobs(digest);
         }
         response->set_freed_bytes(freed);
+        // Its events' pages back to the file system, a batch at a time so that other calls
+        // interleave (the database and its WAL shrink as retention's do).
+        for (int batch = 0; batch < kCompactBatches; ++batch) {
+          absl::StatusOr<int64_t> free_pages = store_->FreePages();
+          if (!free_pages.ok() || *free_pages == 0) break;
+          RETURN_IF_ERROR(store_->Compact(kCompactPages));
+        }
         return absl::OkStatus();
       });
 }

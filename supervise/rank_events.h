@@ -20,6 +20,7 @@ class RankEvents {
   bool Accept(trainer::v1::JobEvent* event, const std::string& who) {
     if (event->has_state_change()) return false;
     DropImpossibleValues(event);
+    BoundEventSize(event);
     if (event->has_final_result() || event->has_bench()) got_result_ = true;
     if (event->has_log() && event->log().severity() == trainer::v1::LogLine::ERROR) {
       if (!who.empty()) event->mutable_log()->set_text(who + event->log().text());

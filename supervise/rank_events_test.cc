@@ -91,5 +91,41 @@ TEST(RankEventsTest, ImpossibleValuesAreDroppedBeforeTheyAreStored) {
   EXPECT_EQ(result.final_result().total_seconds(), 12);
 }
 
+// A size that grows with user input stays within the store's bounds: an evaluation of 2,043
+// classes keeps its per-class figures but not its 4.2 million-count confusion matrix, and any
+// event still too large becomes a warning that says what it was.
+TEST(RankEventsTest, AnEventTooLargeForAnyClientIsBoundedBeforeItIsStored) {
+  RankEvents seen;
+  JobEvent evaluation;
+  auto* e = evaluation.mutable_evaluation();
+  e->set_classes(2043);
+  for (int c = 0; c < 2043; ++c) {
+    e->add_class_accuracy(0.5);
+    e->add_class_samples(2);
+  }
+  for (int i = 0; i < 2043 * 2043; ++i) e->add_confusion(i % 3);
+  EXPECT_TRUE(seen.Accept(&evaluation, ""));
+  EXPECT_EQ(evaluation.evaluation().confusion_size(), 0);
+  EXPECT_EQ(evaluation.evaluation().class_accuracy_size(), 2043);
+  EXPECT_LT(evaluation.ByteSizeLong(), kMaxEventBytes);
+
+  JobEvent small;  // 10 classes: the matrix stays
+  small.mutable_evaluation()->set_classes(10);
+  for (int i = 0; i < 100; ++i) small.mutable_evaluation()->add_confusion(1);
+  EXPECT_TRUE(seen.Accept(&small, ""));
+  EXPECT_EQ(small.evaluation().confusion_size(), 100);
+
+  JobEvent huge;
+  huge.mutable_time()->set_seconds(42);
+  huge.mutable_evaluation()->set_classes(10);
+  for (int i = 0; i < 300000; ++i) huge.mutable_evaluation()->add_class_accuracy(0.5);
+  EXPECT_TRUE(seen.Accept(&huge, ""));
+  ASSERT_TRUE(huge.has_log());
+  EXPECT_EQ(huge.log().severity(), LogLine::WARNING);
+  EXPECT_EQ(huge.log().text(),
+            "an event (evaluation) of 2.3 MiB was not stored: larger than 1.0 MiB");
+  EXPECT_EQ(huge.time().seconds(), 42);
+}
+
 }  // namespace
 }  // namespace traind

@@ -28,6 +28,7 @@ void DaemonTest::SetUp() {
   state_dir_ = "/tmp/traind-test-" + std::to_string(getpid()) + "-" + info->name();
   if (state_dir_.size() > 80) state_dir_.resize(80);
   std::filesystem::remove_all(state_dir_);
+  std::filesystem::create_directories(state_dir_);  // a data root (below) exists before traind
   StartDaemon();
 }
 

@@ -269,8 +269,9 @@ TEST_F(UploadQuotaTest, UploadsInFlightCountAgainstTheStorageQuota) {
   // Stored now, and counted as stored (once): 100 more fit, 101 do not.
   const grpc::Status over = Upload(tcp_.get(), kAlice, std::string(101, 'z'));
   EXPECT_EQ(over.error_code(), StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_NE(over.error_message().find("'alice' holds 900 bytes (uploads 900, job files 0) and "
-                                      "has 0 more in flight"),
+  EXPECT_NE(over.error_message().find(
+                "'alice' holds 900 bytes (uploads 900, job files 0, job events 0) and "
+                "has 0 more in flight"),
             std::string::npos)
       << over.error_message();
   const grpc::Status fits = Upload(tcp_.get(), kAlice, std::string(100, 'z'));

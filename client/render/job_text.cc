@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
+#include "common/event_values.h"
 #include "common/job_result.h"
 #include "common/job_spec.h"
 #include "common/log_format.h"
@@ -254,13 +255,21 @@ std::string DescribeEvaluation(const trainer::v1::Evaluation& e, const std::stri
       TerminalSafe(e.weights()), TerminalSafe(dataset), e.samples(), e.accuracy() * 100, e.loss());
   const int classes = e.classes();
   if (classes == 0) return out;
+  constexpr int kLargestMatrixShown = 20;
+  const int listed = std::min({classes, e.class_accuracy_size(), e.class_samples_size()});
   out += "  per class ";
-  for (int c = 0; c < classes; ++c) {
+  for (int c = 0; c < std::min(listed, kLargestMatrixShown); ++c) {
     absl::StrAppendFormat(&out, "%s%d: %.1f%% of %d", c == 0 ? "" : ", ", c,
                           e.class_accuracy(c) * 100, e.class_samples(c));
   }
+  if (listed > kLargestMatrixShown) {
+    absl::StrAppendFormat(&out, ", ... (%d classes in all: -o json has each)", listed);
+  }
   out += "\n";
-  constexpr int kLargestMatrixShown = 20;
+  if (e.confusion_size() == 0) {
+    return out + absl::StrFormat("  confusion not kept: %d classes (it is kept for at most %d)\n",
+                                 classes, kMaxConfusionClasses);
+  }
   if (classes > kLargestMatrixShown || e.confusion_size() != classes * classes) {
     return out + "  confusion (in -o json: confusion[true * classes + predicted])\n";
   }

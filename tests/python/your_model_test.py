@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT / "bench" / "reference"))
 import train_reference  # noqa: E402  (bench/reference's LeNet5 and data loading)
 sys.path.insert(0, str(ROOT / "tests" / "lib"))
 from trainctl_cli import trainctl  # noqa: E402
+sys.path.insert(0, str(ROOT / os.environ.get("BUILD_DIR", "build") / "python"))
+from traind.client import Client, pb  # noqa: E402  (gRPC's defaults: replies of at most 4 MiB)
 
 FASHION = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
 
@@ -341,6 +343,63 @@ class YourModelTest(unittest.TestCase):
             trainctl("cancel", queued)
         finally:
             trainctl("resume")
+
+    def tensors(self, name, x, y, tx, ty):
+        path = self.work / name
+        torch.save({"train_x": x, "train_y": y, "test_x": tx, "test_y": ty}, str(path))
+        return path
+
+    def test_many_classes_stay_readable_by_any_client(self):
+        # 2,043 classes: the evaluation's confusion matrix alone was 4.2 MB, and the job it was
+        # stored in could be read by no client with gRPC's default 4 MiB limit (nor the dashboard).
+        classes = 2043
+        x = torch.randn(classes * 2, 8)
+        y = torch.arange(classes).repeat(2)
+        data = self.tensors("many.pt", x, y, x[:classes], y[:classes])
+        model = self.script(Mlp(8, classes), "many-classes.pt")
+        job_id = self.submit("--model-file", model, "--dataset", "tensors", "--data-file", data,
+                             "--upload", "--epochs", "1").stdout.strip()
+        self.assertEqual(wait_job(job_id)["state"], "SUCCEEDED")
+        evaluation = json.loads(trainctl("evaluate", job_id, "final", "--output", "json").stdout)
+        self.assertEqual(evaluation["classes"], classes)
+        self.assertEqual(len(evaluation["classAccuracy"]), classes)
+        self.assertEqual(evaluation.get("confusion", []), [])  # not kept for 2,043 classes
+        table = trainctl("evaluate", job_id, "final").stdout
+        self.assertIn("confusion not kept: 2043 classes (it is kept for at most 100)", table)
+        self.assertIn("(2043 classes in all: -o json has each)", table)
+        with Client() as client:
+            jobs = client.list()
+            for job in jobs:
+                shown = client.show(job.id)
+                self.assertLess(shown.ByteSize(), 1 << 20, f"job {job.id}")
+                events = client.stub.ListJobEvents(pb.ListJobEventsRequest(id=job.id))
+                self.assertTrue(events.events, f"job {job.id}")
+
+    def test_labels_that_are_not_classes_are_refused(self):
+        features = torch.randn(40, 4)
+        ids = torch.tensor([0, 1, 2, 5000] * 10)  # ids, not classes 0..K-1
+        job = wait_job(self.submit("--model", "mlp", "--dataset", "tensors", "--data-file",
+                                   self.tensors("ids.pt", features, ids, features, ids),
+                                   "--upload").stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("data_file: only 4 of its 5001 classes (0..5000) appear in its labels: labels "
+                      "are class indices numbered from 0 without gaps", job["result"]["error"])
+        many = torch.arange(20001)
+        job = wait_job(self.submit("--model", "mlp", "--dataset", "tensors", "--data-file",
+                                   self.tensors("huge.pt", torch.randn(20001, 4), many,
+                                                torch.randn(2, 4), many[:2]),
+                                   "--upload").stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("data_file: its largest label is 20000, so 20001 classes; a job trains at "
+                      "most 10000", job["result"]["error"])
+        table = self.work / "negative.csv"
+        table.write_text("a,b,label\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(30)) +
+                         "5,5,-1\n")
+        job = wait_job(self.submit("--model", "mlp", "--dataset", "csv", "--data-file", table,
+                                   "--upload").stdout.strip())
+        self.assertEqual(job["state"], "FAILED")
+        self.assertIn("data_file: label -1 in data row 31 is not a class: class labels are whole "
+                      "numbers from 0", job["result"]["error"])
 
     def test_bad_inputs_are_refused_clearly_and_lose_nothing(self):
         before = self.submit("--model", "mlp", "--dataset", "fashion-mnist", "--limit-train",
