@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "common/output_budget.h"
 #include "gtest/gtest.h"
-#include "script/output_budget.h"
 
 namespace traind {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/output_budget.h"
 #include "script/gpu_process_memory.h"
 #include "script/metric_lines.h"
-#include "script/output_budget.h"
 #include "script/output_lines.h"
 #include "script/program_process.h"
 #include "supervise/event_pipe.h"

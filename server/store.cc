@@ -92,15 +92,43 @@ CREATE INDEX jobs_by_end ON jobs(end_seconds) WHERE end_seconds > 0;
     R"sql(
 ALTER TABLE sweeps ADD COLUMN complete INTEGER NOT NULL DEFAULT 1;
 )sql",
-    // 7 -> 8: what each job holds, so that a quota check or a listing reads a row instead of
+    // 7 -> 8: what each job holds, so that a quota check or a listing reads rows instead of
     // walking folders: its folder's bytes (0 for a new job, -1 from when it runs until it is
     // measured after it ended), and the bytes of its stored events (its log lines and metrics
-    // count like its files).
+    // count like its files); each owner's sums, kept by triggers, so that a quota check reads
+    // one row however many jobs the owner has; and a token's listing in id order without
+    // sorting all its jobs.
     R"sql(
 ALTER TABLE jobs ADD COLUMN file_bytes INTEGER NOT NULL DEFAULT -1;
 ALTER TABLE jobs ADD COLUMN event_bytes INTEGER NOT NULL DEFAULT 0;
 UPDATE jobs SET event_bytes =
   (SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM events WHERE events.job_id = jobs.id);
+CREATE INDEX jobs_by_owner_and_id ON jobs(owner, id);
+CREATE INDEX jobs_unmeasured ON jobs(owner) WHERE file_bytes < 0;
+CREATE TABLE owner_bytes (
+  owner TEXT PRIMARY KEY,
+  file_bytes INTEGER NOT NULL DEFAULT 0,
+  event_bytes INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+INSERT INTO owner_bytes(owner, file_bytes, event_bytes)
+  SELECT owner, SUM(MAX(file_bytes, 0)), SUM(event_bytes) FROM jobs GROUP BY owner;
+CREATE TRIGGER owner_bytes_insert AFTER INSERT ON jobs BEGIN
+  INSERT OR IGNORE INTO owner_bytes(owner) VALUES(NEW.owner);
+  UPDATE owner_bytes SET file_bytes = file_bytes + MAX(NEW.file_bytes, 0),
+                         event_bytes = event_bytes + NEW.event_bytes
+    WHERE owner = NEW.owner;
+END;
+CREATE TRIGGER owner_bytes_update AFTER UPDATE OF file_bytes, event_bytes ON jobs BEGIN
+  UPDATE owner_bytes
+    SET file_bytes = file_bytes - MAX(OLD.file_bytes, 0) + MAX(NEW.file_bytes, 0),
+        event_bytes = event_bytes - OLD.event_bytes + NEW.event_bytes
+    WHERE owner = NEW.owner;
+END;
+CREATE TRIGGER owner_bytes_delete AFTER DELETE ON jobs BEGIN
+  UPDATE owner_bytes SET file_bytes = file_bytes - MAX(OLD.file_bytes, 0),
+                         event_bytes = event_bytes - OLD.event_bytes
+    WHERE owner = OLD.owner;
+END;
 )sql",
 };
 
@@ -811,14 +839,16 @@ absl::StatusOr<Store::OwnerDiskUse> Store::DiskUseOfOwner(const std::string& own
   FairMutexLock lock(&mu_);
   OwnerDiskUse use;
   {
-    Statement sums(db_,
-                   "SELECT COALESCE(SUM(CASE WHEN file_bytes >= 0 THEN file_bytes END), 0), "
-                   "COALESCE(SUM(event_bytes), 0) FROM jobs WHERE owner = ?");
-    RETURN_IF_ERROR(sums.status("sum an owner's bytes"));
+    Statement sums(db_, "SELECT file_bytes, event_bytes FROM owner_bytes WHERE owner = ?");
+    RETURN_IF_ERROR(sums.status("an owner's bytes"));
     sums.BindText(1, owner);
-    if (sums.Step() != SQLITE_ROW) return SqliteError(db_, "sum an owner's bytes");
-    use.measured_file_bytes = sums.Int(0);
-    use.event_bytes = sums.Int(1);
+    const int rc = sums.Step();
+    if (rc == SQLITE_ROW) {
+      use.measured_file_bytes = sums.Int(0);
+      use.event_bytes = sums.Int(1);
+    } else if (rc != SQLITE_DONE) {
+      return SqliteError(db_, "an owner's bytes");
+    }
   }
   Statement select(db_, "SELECT id, end_seconds > 0 FROM jobs WHERE owner = ? AND file_bytes < 0");
   RETURN_IF_ERROR(select.status("an owner's unmeasured jobs"));

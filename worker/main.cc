@@ -18,9 +18,11 @@
 #include <cstring>
 #include <iostream>
 
+#include "absl/synchronization/mutex.h"
 #include "engine/device.h"
 #include "engine/device_rehearsal.h"
 #include "engine/training_job.h"
+#include "models/script_prints.h"
 #include "models/scripted_model.h"
 #include "supervise/event_pipe.h"
 #include "supervise/worker_exit.h"
@@ -93,13 +95,25 @@ int main(int argc, char**) {
                                                   : traind::kWorkerJobFailed;
   }
 
+  // One writer at a time: the job's events and what its TorchScript model prints (from any of
+  // its shard threads) share the pipe.
+  absl::Mutex pipe_mu;
+  const auto emit = [&pipe, &pipe_mu, &signals](const trainer::v1::JobEvent& event) {
+    absl::MutexLock lock(&pipe_mu);
+    // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
+    if (!pipe.Write(event)) signals.stop.store(true);
+  };
+  traind::SendScriptPrintsTo([&emit](const std::string& line, bool is_note) {
+    trainer::v1::JobEvent event;
+    event.mutable_log()->set_severity(is_note ? trainer::v1::LogLine::WARNING
+                                              : trainer::v1::LogLine::INFO);
+    event.mutable_log()->set_text(line);
+    emit(event);
+  });
   const absl::Status status = traind::RunTrainingJob(
-      request,
-      [&pipe, &signals](trainer::v1::JobEvent event) {
-        // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
-        if (!pipe.Write(event)) signals.stop.store(true);
-      },
-      signals.stop, &signals.suspend);
+      request, [&emit](trainer::v1::JobEvent event) { emit(event); }, signals.stop,
+      &signals.suspend);
+  traind::FlushScriptPrintNote();
   // Done: its result is written (each event is one write(2), nothing is buffered). The events
   // end here, not when the process does: the daemon marks a job SUCCEEDED at the end of its
   // events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address space

@@ -66,6 +66,18 @@ class Mlp(nn.Module):
         return self.layers(x)
 
 
+class Chatty(nn.Module):
+    """Prints in its forward pass, as a model being debugged does."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print("chatty forward on a batch of", x.size(0))
+        return self.fc(x)
+
+
 class YourModelTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -374,6 +386,15 @@ class YourModelTest(unittest.TestCase):
                 self.assertLess(shown.ByteSize(), 1 << 20, f"job {job.id}")
                 events = client.stub.ListJobEvents(pb.ListJobEventsRequest(id=job.id))
                 self.assertTrue(events.events, f"job {job.id}")
+
+    def test_what_a_torchscript_model_prints_is_in_the_job_s_log(self):
+        x = torch.randn(300, 4)
+        y = torch.arange(300) % 3
+        job_id = self.submit("--model-file", self.script(Chatty(), "chatty.pt"), "--dataset",
+                             "tensors", "--data-file", self.tensors("chatty-data.pt", x, y, x, y),
+                             "--upload", "--epochs", "1", "--batch-size", "100").stdout.strip()
+        self.assertEqual(wait_job(job_id)["state"], "SUCCEEDED")
+        self.assertIn("chatty forward on a batch of 100", trainctl("logs", job_id).stdout)
 
     def test_labels_that_are_not_classes_are_refused(self):
         features = torch.randn(40, 4)

@@ -1,4 +1,4 @@
-#include "script/output_budget.h"
+#include "common/output_budget.h"
 
 #include <algorithm>
 

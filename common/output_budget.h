@@ -4,8 +4,8 @@
 // stored, and Note() says so now and then, so `trainctl logs` shows that lines were dropped and
 // how many. The program itself is never slowed: its output is read as fast as it comes.
 // Not thread-safe.
-#ifndef TRAIND_SCRIPT_OUTPUT_BUDGET_H_
-#define TRAIND_SCRIPT_OUTPUT_BUDGET_H_
+#ifndef TRAIND_COMMON_OUTPUT_BUDGET_H_
+#define TRAIND_COMMON_OUTPUT_BUDGET_H_
 
 #include <cstdint>
 #include <optional>
@@ -47,4 +47,4 @@ class OutputBudget {
 
 }  // namespace traind
 
-#endif  // TRAIND_SCRIPT_OUTPUT_BUDGET_H_
+#endif  // TRAIND_COMMON_OUTPUT_BUDGET_H_
