@@ -278,6 +278,12 @@ absl::StatusOr<trainer::v1::ListDevicesResponse> Daemon::OpenState() {
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceProbe> probe, DeviceProbe::Start(options_.worker_path));
   RETURN_IF_ERROR(PreparePrivateDir(options_.state_dir));
   ASSIGN_OR_RETURN(lock_fd_, LockStateDir(options_.state_dir));
+  disk_reserve_ = std::make_unique<DiskReserve>(options_.state_dir + "/reserve");
+  if (!disk_reserve_->Restore()) {
+    std::cerr << "traind: WARNING: no room for " << DiskReserve::kDefaultBytes / (1 << 20)
+              << " MiB of reserve in " << options_.state_dir
+              << ": if this disk fills, a job's end may wait until there is room\n";
+  }
   ASSIGN_OR_RETURN(store_, Store::Open(options_.state_dir + "/traind.db"));
   ASSIGN_OR_RETURN(blobs_, BlobStore::Open(options_.state_dir + "/blobs"));
   // Before any worker starts: a dataset copy a killed worker was writing.
@@ -314,6 +320,7 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   scheduling.script_memory_bytes = options_.script_memory_bytes;
   scheduling.script_file_size_bytes = options_.script_file_size_bytes;
   scheduling.script_sandbox = sandbox_.sandbox;
+  scheduling.disk_reserve = disk_reserve_.get();
   scheduling.may_start = [access = access_.get()](const trainer::v1::Job& job) {
     return access->MayStart(job.owner(), IsScriptJob(job.spec()));
   };

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "server/access_control.h"
 #include "server/admission.h"
+#include "server/disk_reserve.h"
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/http/dashboard_server.h"
@@ -120,6 +121,7 @@ class Daemon {
   DaemonOptions options_;
   SandboxChoice sandbox_;
   int lock_fd_ = -1;
+  std::unique_ptr<DiskReserve> disk_reserve_;  // space for jobs' ends when the disk fills
   std::unique_ptr<Store> store_;
   std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<EventHub> hub_;

@@ -271,12 +271,20 @@ std::optional<std::string> Scheduler::ResumeAfterCrash(const Job& job, const std
   // fault of the machine or of one process (the OOM killer, kill -9): start the job's workers
   // again from (rank 0's) checkpoint, as a killed daemon's jobs do, a few times at most.
   if (exit.signal == 0) return std::nullopt;
-  if (access((job_dir + "/checkpoint.pt").c_str(), F_OK) != 0) return std::nullopt;
+  // A built-in job's checkpoint, or what a program saved in TRAIND_CHECKPOINT_DIR (its runner,
+  // traind-script, killed: the program died with it and starts again where it saved).
+  std::error_code error;
+  const bool checkpointed =
+      IsScriptJob(job.spec())
+          ? !std::filesystem::is_empty(job_dir + "/checkpoints", error) && !error
+          : access((job_dir + "/checkpoint.pt").c_str(), F_OK) == 0;
+  if (!checkpointed) return std::nullopt;
   absl::MutexLock lock(&mu_);
   int& restarts = crash_restarts_[job.id()];
   if (restarts >= kMaxCrashRestarts) return std::nullopt;
   ++restarts;
-  return absl::StrCat("worker killed by signal ", exit.signal, " (", strsignal(exit.signal), "); ",
+  return absl::StrCat(IsScriptJob(job.spec()) ? "the program's runner" : "worker",
+                      " killed by signal ", exit.signal, " (", strsignal(exit.signal), "); ",
                       ranks > 1 ? "every rank restarts" : "the job restarts",
                       " from the last checkpoint (restart ", restarts, " of ", kMaxCrashRestarts,
                       ")");
@@ -552,6 +560,10 @@ void Scheduler::Loop() {
       if (shutting_down_) return;
       wake_ = false;
       ExpireReservations();
+      // Given back when the disk filled: taken again once there is room.
+      if (options_.disk_reserve != nullptr && !options_.disk_reserve->held()) {
+        options_.disk_reserve->Restore();
+      }
       for (auto it = running_.begin(); it != running_.end();) {
         if (it->second->done) {
           finished.push_back(std::move(it->second->thread));
@@ -649,7 +661,7 @@ void Scheduler::Supervise(Running* running) {
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started =
       request.ok() ? StartRanks(*request, running->devices) : request.status();
   if (!started.ok()) {
-    (void)Transition(job.id(), Job::FAILED, std::string(started.status().message()));
+    (void)EndDurably(job.id(), Job::FAILED, std::string(started.status().message()));
     finish();
     return;
   }
@@ -759,6 +771,25 @@ void Scheduler::StoreEvents(int64_t job_id, std::vector<JobEvent>* burst) {
   burst->clear();
 }
 
+absl::Status Scheduler::EndDurably(int64_t job_id, Job::State state, const std::string& reason) {
+  absl::Status stored = Transition(job_id, state, reason);
+  for (int attempt = 0; absl::IsResourceExhausted(stored); ++attempt) {
+    if (attempt == 0) {
+      const bool released = options_.disk_reserve != nullptr && options_.disk_reserve->Release();
+      std::cerr << "traind: job " << job_id << ": the disk holding traind's state is full ("
+                << stored.message() << ")"
+                << (released ? "; gave back its reserve to store the job's end"
+                             : "; storing the job's end again every second until there is room")
+                << "\n";
+    } else {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), absl::Seconds(1))) return stored;
+    }
+    stored = Transition(job_id, state, reason);
+  }
+  return stored;
+}
+
 void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const RankGroup& ranks,
                               const RanksEnded& ended, Running* running) {
   const int failed_rank = ranks.failed_rank();
@@ -777,33 +808,34 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
   const std::string& reported_error = ended.events.first_error();
   if (ended.succeeded_at_end_of_events.has_value()) {
     recorded = *ended.succeeded_at_end_of_events;
+    if (absl::IsResourceExhausted(recorded)) recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
     if (failed_rank >= 0) {  // the result stands; say what happened after it
       std::cerr << "traind: job " << job.id() << ": the worker ended with " << exit.Describe()
                 << " after its result\n";
     }
   } else if (failed_rank < 0 && ended.events.got_result()) {
-    recorded = Transition(job.id(), Job::SUCCEEDED, "");
+    recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
   } else if (cancelled) {
-    recorded = Transition(job.id(), Job::CANCELLED, "cancelled by request");
+    recorded = EndDurably(job.id(), Job::CANCELLED, "cancelled by request");
   } else if (timed_out) {
-    recorded = Transition(
+    recorded = EndDurably(
         job.id(), Job::FAILED,
         absl::StrCat("stopped: it reached its time limit (--time ", job.spec().time_limit(), ")"));
   } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
-    recorded = Transition(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
+    recorded = EndDurably(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
   } else if (std::optional<std::string> resume = ResumeAfterCrash(job, job_dir, exit, ranks.size());
              resume.has_value()) {
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
-    recorded = Transition(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
+    recorded = EndDurably(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
   } else if ((exit.exit_code == kWorkerHostsUnavailable || exit.exit_code == kWorkerHostLost) &&
              !job.spec().hosts().empty()) {
     recorded = WaitForHosts(job, reported_error.empty() ? exit.Describe() : reported_error,
                             /*afresh=*/exit.exit_code == kWorkerHostLost);
   } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
-    recorded = Transition(job.id(), Job::FAILED, reported_error);
+    recorded = EndDurably(job.id(), Job::FAILED, reported_error);
   } else {
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
-    recorded = Transition(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
+    recorded = EndDurably(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
   }
   if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";
   if (exit.exit_code != kWorkerHostsUnavailable && exit.exit_code != kWorkerHostLost) {

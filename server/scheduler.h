@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "server/blob_store.h"
 #include "server/device_plan.h"
+#include "server/disk_reserve.h"
 #include "server/event_hub.h"
 #include "server/store.h"
 #include "supervise/rank_events.h"
@@ -82,6 +83,9 @@ class Scheduler {
     // Whether a queued job may still start (its owner's grants as they are now:
     // AccessControl::MayStart); an error fails it with that message. Unset: every job may.
     std::function<absl::Status(const trainer::v1::Job&)> may_start;
+    // Space kept for a job's end when the disk holding the store fills (server/disk_reserve.h);
+    // null: none.
+    DiskReserve* disk_reserve = nullptr;
     // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
     int worker_nice = 10;
     // WorkerRequest.data_roots of every job: the data roots and the blob directory, beneath
@@ -210,6 +214,10 @@ class Scheduler {
   absl::Status WaitForHosts(const trainer::v1::Job& job, const std::string& why, bool afresh);
   // Drops reservations whose lease ran out unclaimed.
   void ExpireReservations() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Transition to a job's end that a full disk cannot lose: gives back the disk reserve and
+  // tries again, then every second until it is stored or traind stops.
+  absl::Status EndDurably(int64_t job_id, trainer::v1::Job::State state, const std::string& reason)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
 

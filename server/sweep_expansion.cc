@@ -4,6 +4,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/message_bounds.h"
 #include "common/spec_fields.h"
 #include "common/spec_ranges.h"
 #include "common/status_macros.h"
@@ -78,6 +79,12 @@ absl::StatusOr<std::vector<JobSpec>> ExpandSweep(const trainer::v1::SweepSpec& s
       JobSpec probe;
       RETURN_IF_ERROR(SetSpecField(&probe, axis.field(), value));
       RETURN_IF_ERROR(CheckSpecFieldRange(probe, field));
+      // A value is bounded as the field it sets is (an axis value may be a path, 4096 bytes; a
+      // name may not): the member must pass what the same job submitted alone passes.
+      if (absl::Status bounded = CheckMessageBounds(probe); !bounded.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("axes: a value of '", field, "': ", bounded.message()));
+      }
     }
   }
   RETURN_IF_ERROR(CheckNoRepeatedMember(spec));

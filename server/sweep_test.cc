@@ -202,6 +202,26 @@ TEST(SweepExpansionTest, ValuesAreHeldToTheFieldsRanges) {
   EXPECT_EQ(ExpandSweep(spec).status().message(), "limit_test: must be 0 to 2147483647, got -1");
 }
 
+// An axis value may be a path (4096 bytes), but the field it sets keeps its own bound: a 4,000-byte
+// name or model was stored in every member before.
+TEST(SweepExpansionTest, ValuesAreHeldToTheFieldsLengths) {
+  for (const char* field : {"name", "model", "optimizer", "time_limit"}) {
+    SweepSpec spec = Grid();
+    auto* axis = spec.add_axes();
+    axis->set_field(field);
+    axis->add_values(std::string(4000, 'n'));
+    const absl::Status expanded = ExpandSweep(spec).status();
+    EXPECT_EQ(expanded.code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(expanded.message().find("at most 256 bytes, got 4000"), std::string::npos)
+        << field << ": " << expanded;
+  }
+  SweepSpec paths = Grid();
+  auto* dirs = paths.add_axes();
+  dirs->set_field("data_dir");
+  dirs->add_values("/data/" + std::string(3000, 'd'));  // a path may be this long
+  EXPECT_TRUE(ExpandSweep(paths).ok()) << ExpandSweep(paths).status();
+}
+
 // Every field of the range table that an axis can set is checked there: a value just outside
 // each range is refused with that field's message.
 TEST(SweepExpansionTest, EveryRangedFieldIsCheckedOnAnAxis) {

@@ -478,6 +478,37 @@ class ResumeAfterKillTest(PrivateDaemonTest):
         self.assertEqual(epochs, [1, 2, 3, 4])  # nothing trained twice
         self.assertAlmostEqual(job["result"]["testAccuracy"], 0.9)
 
+    def test_a_checkpointing_program_resumes_after_its_runner_is_killed(self):
+        # traind-script killed (the OOM killer, kill -9): the program dies with it, and the job
+        # resumes from the program's own checkpoint as a built-in job resumes from its own.
+        work = self.root / "work"
+        work.mkdir()
+        (work / "resumable.py").write_text(textwrap.dedent(self.PROGRAM))
+        release = self.root / "release"
+        self.start_traind()
+        job_id = self.ctl("run", "-C", work, "--device", "cpu", "--", "python3", "resumable.py",
+                          release).stdout.strip()
+        while not any(e.get("epochSummary", {}).get("epoch") == 2 for e in self.stored(job_id)):
+            time.sleep(0.05)
+        program = host_pids(f"resumable.py {release}")
+        runner = subprocess.run(["pgrep", "-P", str(self.daemon.pid), "-f", "traind-script"],
+                                stdout=subprocess.PIPE, text=True).stdout.split()
+        self.assertEqual(len(runner), 1, runner)
+        os.kill(int(runner[0]), signal.SIGKILL)
+        for pid in program:  # nothing of the program outlives its runner
+            while not pid_gone(pid):
+                time.sleep(0.05)
+        release.touch()
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        stored = self.stored(job_id)
+        texts = [e["log"]["text"] for e in stored if "log" in e]
+        reasons = [e["stateChange"].get("reason", "") for e in stored if "stateChange" in e]
+        self.assertTrue(any("the program's runner killed by signal 9" in r for r in reasons),
+                        reasons)
+        self.assertIn("Resumed from epoch 2", texts)
+
 
 def bubblewrap_problem():
     """Why this machine cannot make a bubblewrap sandbox, or None when it can."""

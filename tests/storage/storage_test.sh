@@ -64,5 +64,52 @@ expect 1 "traind refuses to start on a read-only state directory, saying why" "t
   "$bin/traind" --state-dir "$state"
 mount -o remount,rw "$disk"
 
+# A program that fills the disk holding traind's state (its job's outputs are there): its end is
+# still stored (traind gives back its reserve for it), so the job does not stay RUNNING; it can
+# be deleted, which frees the space; and the next job runs, with the reserve taken again.
+if [ -x /usr/bin/python3 ]; then
+  big=$work/big
+  mkdir "$big"
+  if mount -t tmpfs -o size=64m tmpfs "$big"; then
+    state=$big/state
+    export TRAINCTL_ADDR=unix:$state/traind.sock
+    "$bin/traind" --state-dir "$state" --python python3=/usr/bin/python3 \
+      >>"$work/traind.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 1 100); do "$bin/trainctl" devices >/dev/null 2>&1 && break; sleep 0.1; done
+    [ -f "$state/reserve" ] && pass "traind keeps a reserve in its state directory" \
+      || fail "no reserve in $state"
+    mkdir "$work/fill"
+    cat >"$work/fill/fill.py" <<'PY'
+import os
+block = b"x" * (1 << 20)
+with open(os.path.join(os.environ["TRAIND_OUTPUT_DIR"], "fill.bin"), "wb") as f:
+    try:
+        while True:
+            f.write(block)
+            f.flush()
+    except OSError as e:
+        print("the disk is full:", e, flush=True)
+PY
+    job=$("$bin/trainctl" run -C "$work/fill" --device cpu -- python3 fill.py)
+    expect 0 "a program that fills the disk still ends: its end is stored" "" -- \
+      "$bin/trainctl" wait "$job" --timeout 120
+    expect 0 "the job is not left RUNNING" "SUCCEEDED|FAILED" -- "$bin/trainctl" show "$job"
+    grep -q "the disk holding traind's state is full" "$work/traind.log" \
+      && pass "traind says the disk was full" || fail "traind's log does not say the disk was full"
+    expect 0 "the job that filled the disk can be deleted" "" -- "$bin/trainctl" delete "$job"
+    for _ in $(seq 1 100); do [ -f "$state/reserve" ] && break; sleep 0.1; done
+    [ -f "$state/reserve" ] && pass "the reserve is taken again once there is room" \
+      || fail "the reserve was not taken again"
+    printf 'print("after the flood")\n' >"$work/fill/after.py"
+    job=$("$bin/trainctl" run -C "$work/fill" --device cpu -- python3 after.py)
+    expect 0 "the next job runs" "" -- "$bin/trainctl" wait "$job" --timeout 120
+    kill "$pid"; wait "$pid"; pid=
+    umount "$big"
+  else
+    fail "cannot mount a second tmpfs"
+  fi
+fi
+
 echo "$failures failure(s)"
 [ "$failures" = 0 ]
