@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace traind {
 
@@ -68,6 +69,54 @@ class LineReader {
   char* buffer_ = nullptr;
   size_t capacity_ = 0;
 };
+
+// Loss mse: each label a finite number.
+absl::StatusOr<std::vector<float>> NumericTargets(const std::vector<std::string>& label_text) {
+  std::vector<float> targets;
+  for (size_t i = 0; i < label_text.size(); ++i) {
+    float value = 0;
+    if (!absl::SimpleAtof(label_text[i], &value) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data_file: label '", label_text[i].substr(0, 40), "' in data row ", i + 1,
+                       " is not a number (loss mse needs numeric targets)"));
+    }
+    targets.push_back(value);
+  }
+  return targets;
+}
+
+// Classification: whole numbers from 0 as they are, or names numbered in sorted order (as
+// ImageFolder numbers its folders).
+absl::StatusOr<std::vector<int64_t>> ClassIndices(const std::vector<std::string>& label_text) {
+  bool integers = true;
+  for (size_t i = 0; i < label_text.size() && integers; ++i) {
+    int64_t value = 0;
+    integers = absl::SimpleAtoi(label_text[i], &value);
+    // A whole number below 0 is no class index, and no class name either: taken for a name it
+    // would silently become a class of its own.
+    if (integers && value < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data_file: label ", value, " in data row ", i + 1,
+          " is not a class: class labels are whole numbers from 0 (or names, e.g. 'cat'; numeric "
+          "targets need loss mse)"));
+    }
+  }
+  std::vector<int64_t> classes;
+  if (integers) {
+    for (const std::string& text : label_text) {
+      int64_t value = 0;
+      (void)absl::SimpleAtoi(text, &value);
+      classes.push_back(value);
+    }
+    return classes;
+  }
+  std::map<std::string, int64_t> index;
+  for (const std::string& text : label_text) index.emplace(text, 0);
+  int64_t next = 0;
+  for (auto& [name, i] : index) i = next++;
+  for (const std::string& text : label_text) classes.push_back(index[text]);
+  return classes;
+}
 
 }  // namespace
 
@@ -126,41 +175,10 @@ absl::StatusOr<TrainTest> ReadCsvFile(int fd, const std::string& label_column, b
 
   std::vector<float> targets;
   std::vector<int64_t> classes;
-  bool integers = true;
-  for (size_t i = 0; i < label_text.size() && integers; ++i) {
-    int64_t value = 0;
-    integers = absl::SimpleAtoi(label_text[i], &value);
-    // A whole number below 0 is no class index, and no class name either: taken for a name it
-    // would silently become a class of its own.
-    if (integers && value < 0 && !regression) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data_file: label ", value, " in data row ", i + 1,
-          " is not a class: class labels are whole numbers from 0 (or names, e.g. 'cat'; numeric "
-          "targets need loss mse)"));
-    }
-  }
   if (regression) {
-    for (size_t i = 0; i < label_text.size(); ++i) {
-      float value = 0;
-      if (!absl::SimpleAtof(label_text[i], &value) || !std::isfinite(value)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("data_file: label '", label_text[i].substr(0, 40), "' in data row ", i + 1,
-                         " is not a number (loss mse needs numeric targets)"));
-      }
-      targets.push_back(value);
-    }
-  } else if (integers) {
-    for (const std::string& text : label_text) {
-      int64_t value = 0;
-      (void)absl::SimpleAtoi(text, &value);
-      classes.push_back(value);
-    }
-  } else {  // class names: indices in sorted order, as ImageFolder numbers its folders
-    std::map<std::string, int64_t> index;
-    for (const std::string& text : label_text) index.emplace(text, 0);
-    int64_t next = 0;
-    for (auto& [name, i] : index) i = next++;
-    for (const std::string& text : label_text) classes.push_back(index[text]);
+    ASSIGN_OR_RETURN(targets, NumericTargets(label_text));
+  } else {
+    ASSIGN_OR_RETURN(classes, ClassIndices(label_text));
   }
 
   torch::Tensor x = torch::from_blob(features.data(), {rows, columns - 1}, torch::kFloat32).clone();

@@ -31,6 +31,45 @@
 #include "worker/heap_retention.h"
 #include "worker/priority.h"
 
+namespace {
+
+// Trains `request`'s job, its events (and what its TorchScript model prints) on `pipe`.
+absl::Status RunJob(const trainer::v1::WorkerRequest& request, traind::EventPipeWriter& pipe,
+                    traind::StopFlags& signals) {
+  // One writer at a time: the job's events and what its TorchScript model prints (from any of
+  // its shard threads) share the pipe.
+  absl::Mutex pipe_mu;
+  const auto emit = [&pipe, &pipe_mu, &signals](const trainer::v1::JobEvent& event) {
+    absl::MutexLock lock(&pipe_mu);
+    // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
+    if (!pipe.Write(event)) signals.stop.store(true);
+  };
+  traind::SendScriptPrintsTo([&emit](const std::string& line, bool is_note) {
+    trainer::v1::JobEvent event;
+    event.mutable_log()->set_severity(is_note ? trainer::v1::LogLine::WARNING
+                                              : trainer::v1::LogLine::INFO);
+    event.mutable_log()->set_text(line);
+    emit(event);
+  });
+  const absl::Status status = traind::RunTrainingJob(
+      request, [&emit](trainer::v1::JobEvent event) { emit(event); }, signals.stop,
+      &signals.suspend);
+  traind::FlushScriptPrintNote();
+  traind::SendScriptPrintsTo({});  // `emit` ends with this call
+  // Done: its result is written (each event is one write(2), nothing is buffered). The events
+  // end here, not when the process does: the daemon marks a job SUCCEEDED at the end of its
+  // events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address space
+  // first, its files after). Skip the teardown a one-job process does not need (the device
+  // context, the allocator's caches, LibTorch's static destructors).
+  if (status.ok()) {
+    pipe.Close();
+    _exit(traind::kWorkerSucceeded);
+  }
+  return status;
+}
+
+}  // namespace
+
 int main(int argc, char**) {
   // First: the threads started later inherit it (worker/priority.h).
   if (absl::Status lowered = traind::LowerPriorityFromEnvironment(); !lowered.ok()) {
@@ -95,34 +134,7 @@ int main(int argc, char**) {
                                                   : traind::kWorkerJobFailed;
   }
 
-  // One writer at a time: the job's events and what its TorchScript model prints (from any of
-  // its shard threads) share the pipe.
-  absl::Mutex pipe_mu;
-  const auto emit = [&pipe, &pipe_mu, &signals](const trainer::v1::JobEvent& event) {
-    absl::MutexLock lock(&pipe_mu);
-    // The daemon is gone (its end of the pipe closed): stop rather than train for nobody.
-    if (!pipe.Write(event)) signals.stop.store(true);
-  };
-  traind::SendScriptPrintsTo([&emit](const std::string& line, bool is_note) {
-    trainer::v1::JobEvent event;
-    event.mutable_log()->set_severity(is_note ? trainer::v1::LogLine::WARNING
-                                              : trainer::v1::LogLine::INFO);
-    event.mutable_log()->set_text(line);
-    emit(event);
-  });
-  const absl::Status status = traind::RunTrainingJob(
-      request, [&emit](trainer::v1::JobEvent event) { emit(event); }, signals.stop,
-      &signals.suspend);
-  traind::FlushScriptPrintNote();
-  // Done: its result is written (each event is one write(2), nothing is buffered). The events
-  // end here, not when the process does: the daemon marks a job SUCCEEDED at the end of its
-  // events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address space
-  // first, its files after). Skip the teardown a one-job process does not need (the device
-  // context, the allocator's caches, LibTorch's static destructors).
-  if (status.ok()) {
-    pipe.Close();
-    _exit(traind::kWorkerSucceeded);
-  }
+  const absl::Status status = RunJob(request, pipe, signals);
   if (absl::IsCancelled(status)) return traind::kWorkerStopped;
 
   trainer::v1::JobEvent error;
