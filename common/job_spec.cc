@@ -510,6 +510,18 @@ absl::Status ValidateBlobDigest(const char* field, const std::string& digest) {
 }
 
 absl::Status ValidateJobSpec(const JobSpec& spec) {
+  // A stored job is sent whole (GetJob, a page of ListJobs): with its spec at most this size it
+  // fits the 4 MiB any gRPC client accepts by default, its result and events beside it.
+  if (const size_t bytes = spec.ByteSizeLong(); bytes > kMaxSpecBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: at most ", kMaxSpecBytes,
+                     " bytes (a job is sent whole to every client that reads "
+                     "it), got ",
+                     bytes,
+                     IsScriptJob(spec) ? ": fewer files in the working directory, or "
+                                         "shorter names"
+                                       : ""));
+  }
   // Every number first, each against its range (common/spec_ranges.cc): the rules below may
   // then rely on them.
   RETURN_IF_ERROR(CheckSpecRanges(spec));

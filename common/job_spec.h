@@ -38,6 +38,8 @@ void ApplyDefaults(trainer::v1::JobSpec* spec);
 // 2000000"); options the chosen optimizer or benchmark kind would ignore (momentum with adam,
 // benchmark.steps with matmul) are refused, not dropped.
 absl::Status ValidateJobSpec(const trainer::v1::JobSpec& spec);
+// The largest spec a job may have (3 MiB): ValidateJobSpec refuses more.
+inline constexpr size_t kMaxSpecBytes = 3 << 20;
 
 // "cpu", "mps", "cuda" or "cuda:N". Availability is the daemon's business.
 absl::Status ValidateDeviceName(const std::string& device);

@@ -32,6 +32,21 @@ TEST(JobSpecTest, DefaultsAreTheReferenceScripts) {
   EXPECT_TRUE(ValidateJobSpec(spec).ok());
 }
 
+// A job is sent whole to whoever reads it: a spec that would not fit a default client's 4 MiB
+// reply (20,000 files of long names in a program's working directory) is refused at submit.
+TEST(JobSpecTest, ASpecTooLargeToReadBackIsRefused) {
+  JobSpec spec;
+  spec.mutable_script()->add_args("train.py");
+  for (int i = 0; i < 20000; ++i) {
+    trainer::v1::ScriptFile* file = spec.mutable_script()->add_files();
+    file->set_path("data/" + std::string(200, 'f') + std::to_string(i) + ".txt");
+    file->set_digest("sha256:" + std::string(64, '0'));
+  }
+  const absl::Status status = ValidateJobSpec(spec);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message().rfind("spec: at most 3145728 bytes", 0), 0u) << status;
+}
+
 // "fp32" is accepted as "no autocast" (so a sweep can put it on an amp axis beside bf16) and
 // stored as the default, the empty amp.
 TEST(JobSpecTest, AmpFp32IsNoAutocast) {

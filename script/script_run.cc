@@ -511,7 +511,18 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
       absl::StrAppend(&why, " (", limits_, ")");
     }
     if (!stderr_tail_.empty()) {
-      absl::StrAppend(&why, "; the last lines of its stderr:\n", absl::StrJoin(StderrTail(), "\n"));
+      const std::vector<std::string> tail = StderrTail();
+      absl::StrAppend(&why, "; the last lines of its stderr:\n", absl::StrJoin(tail, "\n"));
+      // A path it could read before its sandbox (a home folder) is not there now: say where.
+      const bool missing = std::any_of(tail.begin(), tail.end(), [](const std::string& line) {
+        return absl::StrContains(line, "No such file or directory");
+      });
+      if (missing && !request_.sandbox().bwrap_path().empty()) {
+        absl::StrAppend(&why,
+                        "\n(the program runs in a sandbox that holds its working directory, the "
+                        "data roots and the system, nothing else: a folder of data elsewhere needs "
+                        "traind --data-root FOLDER; docs/security.md)");
+      }
     }
     return Fail(why);
   }

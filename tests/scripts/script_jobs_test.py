@@ -510,6 +510,36 @@ class ResumeAfterKillTest(PrivateDaemonTest):
         self.assertIn("Resumed from epoch 2", texts)
 
 
+class StoredOutputSpaceTest(PrivateDaemonTest):
+    """A program's stored output is counted in its job's disk figure (and its owner's quota), and
+    deleting the job gives the database's space back to the file system (its WAL too)."""
+
+    def test_long_lines_are_counted_and_deleting_the_job_gives_the_space_back(self):
+        self.start_traind()
+        work = self.root / "work"
+        work.mkdir()
+        (work / "long.py").write_text("import sys\nfor i in range(2000):\n"
+                                      "    sys.stdout.write('x' * 16384 + '\\n')\n")
+        job_id = self.ctl("run", "-C", work, "--device", "cpu", "--", "python3",
+                          "long.py").stdout.strip()
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        self.assertEqual(job["state"], "SUCCEEDED", job)
+        stored = sum(len(e["log"]["text"]) for e in self.stored(job_id) if "log" in e)
+        self.assertGreater(stored, 100000)
+        self.assertGreaterEqual(int(job["diskBytes"]), stored)  # its events are in its figure
+        self.assertLess(stored, 2 << 20, "a long line costs its bytes in the output budget")
+        database = self.root / "state" / "traind" / "traind.db"
+
+        def on_disk():
+            wal = pathlib.Path(str(database) + "-wal")
+            return database.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+        before = on_disk()
+        self.ctl("delete", job_id)
+        self.assertLess(on_disk(), before - stored // 2)
+
+
 def bubblewrap_problem():
     """Why this machine cannot make a bubblewrap sandbox, or None when it can."""
     bwrap = shutil.which("bwrap")
@@ -589,6 +619,24 @@ class ProgramSandboxTest(PrivateDaemonTest):
         self.assertEqual(seen[other_job], "FileNotFoundError", "nor another job's folder")
         # Its own folders work as before: the working copy, and its outputs become artifacts.
         self.assertIn("out.txt", self.ctl("artifacts", second).stdout)
+
+    def test_data_outside_the_data_roots_is_not_there_and_the_failure_says_why(self):
+        problem = bubblewrap_problem()
+        if problem:
+            self.skipTest(problem)
+        elsewhere = pathlib.Path(tempfile.mkdtemp(prefix="traind-elsewhere.", dir="/var/tmp"))
+        self.addCleanup(shutil.rmtree, elsewhere, True)
+        (elsewhere / "data.csv").write_text("x,y\n1,2\n")
+        (self.work / "reads.py").write_text(f"open({str(elsewhere / 'data.csv')!r}).read()\n")
+        self.start_traind("--script-sandbox", "bubblewrap")
+        job_id = self.ctl("run", "-C", self.work, "--device", "cpu", "--", "python3",
+                          "reads.py").stdout.strip()
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        self.assertEqual(job["state"], "FAILED", job)
+        self.assertIn("No such file or directory", job["result"]["error"])
+        self.assertIn("a folder of data elsewhere needs traind --data-root FOLDER",
+                      job["result"]["error"])
 
     def test_without_the_sandbox_a_program_reads_them(self):
         self.start_traind("--token-file", self.tokens, "--tls-cert", self.cert, "--tls-key",
