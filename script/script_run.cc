@@ -21,6 +21,7 @@
 #include "common/artifact_names.h"
 #include "common/log_format.h"
 #include "common/proc_file.h"
+#include "common/program_pid_file.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
 #include "script/output_artifacts.h"
@@ -230,6 +231,7 @@ int ScriptRun::Run() {
   if (!program.ok()) {
     return Fail(absl::StrCat("cannot start the program: ", program.status().message()));
   }
+  WriteProgramPidFile(request_.job_dir(), options_.rank, (*program)->pid());
   if (resumed_) {
     std::error_code error;
     const bool checkpointed =
@@ -243,7 +245,9 @@ int ScriptRun::Run() {
   Log(absl::StrCat("Running ", absl::StrJoin(options->argv, " "), " on ",
                    request_.spec().device().empty() ? "cpu" : request_.spec().device(), " (pid ",
                    (*program)->pid(), ", ", request_.script_sources_size(),
-                   " files in its working directory", limits_.empty() ? "" : "; ", limits_, ")"));
+                   " files in its working directory",
+                   request_.sandbox().bwrap_path().empty() ? "" : "; in a bubblewrap sandbox",
+                   limits_.empty() ? "" : "; ", limits_, ")"));
   if (absl::StartsWith(request_.spec().device(), "cuda")) {
     absl::StatusOr<std::unique_ptr<GpuProcessMemory>> gpu_memory = GpuProcessMemory::Open();
     if (gpu_memory.ok()) {
@@ -498,6 +502,7 @@ void ScriptRun::KeepOutputs() {
 }
 
 int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
+  RemoveProgramPidFile(request_.job_dir(), options_.rank);  // it has ended, and its group with it
   if (output_log_fd_ >= 0) close(output_log_fd_);
   KeepOutputs();
   const bool stopped_early = !stopped_reason_.empty();

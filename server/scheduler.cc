@@ -13,6 +13,7 @@
 #include "common/durable_file.h"
 #include "common/free_port.h"
 #include "common/job_spec.h"
+#include "common/program_pid_file.h"
 #include "common/random_secret.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
@@ -803,6 +804,10 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
     cancelled = running->cancel_requested;
     shutting_down = shutting_down_;
     timed_out = running->timed_out;
+  }
+  // A runner killed (the OOM killer, kill -9) leaves what its program started; end it now.
+  if (IsScriptJob(job.spec()) && KillLeftoverPrograms(job_dir, ranks.size()) > 0) {
+    std::cerr << "traind: job " << job.id() << ": killed what its program left running\n";
   }
   absl::Status recorded;
   const std::string& reported_error = ended.events.first_error();

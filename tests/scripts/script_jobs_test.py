@@ -509,6 +509,38 @@ class ResumeAfterKillTest(PrivateDaemonTest):
                         reasons)
         self.assertIn("Resumed from epoch 2", texts)
 
+    def test_unconfined_what_the_program_started_dies_with_its_killed_runner(self):
+        # Without the sandbox's PID namespace, the program's own death (PR_SET_PDEATHSIG) left
+        # its children running; traind now ends the group its runner noted.
+        work = self.root / "work"
+        work.mkdir()
+        (work / "spawn.py").write_text(textwrap.dedent("""
+            import os, time
+            if os.fork() == 0:
+                time.sleep(3600)
+                os._exit(0)
+            print("ready", flush=True)
+            time.sleep(3600)
+            """))
+        marker = f"spawn.py {self.root.name}"
+        self.start_traind("--script-sandbox", "none")
+        job_id = self.ctl("run", "-C", work, "--device", "cpu", "--", "python3", "spawn.py",
+                          self.root.name).stdout.strip()
+        while not any(e.get("log", {}).get("text") == "ready" for e in self.stored(job_id)):
+            time.sleep(0.05)
+        program = host_pids(marker)
+        self.assertEqual(len(program), 2, program)  # the program and its child
+        runner = subprocess.run(["pgrep", "-P", str(self.daemon.pid), "-f", "traind-script"],
+                                stdout=subprocess.PIPE, text=True).stdout.split()
+        self.assertEqual(len(runner), 1, runner)
+        os.kill(int(runner[0]), signal.SIGKILL)
+        for pid in program:
+            while not pid_gone(pid):
+                time.sleep(0.05)
+        self.ctl("watch", job_id, "--output", "json", check=False)
+        job = json.loads(self.ctl("show", job_id, "--output", "json").stdout)
+        self.assertEqual(job["state"], "FAILED", job)  # no checkpoint: it does not start again
+
 
 class StoredOutputSpaceTest(PrivateDaemonTest):
     """A program's stored output is counted in its job's disk figure (and its owner's quota), and
