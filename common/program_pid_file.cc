@@ -15,13 +15,13 @@
 namespace traind {
 
 std::string ProgramPidFile(const std::string& job_dir, int rank) {
-  return rank == 0 ? job_dir + "/program.pid" : absl::StrCat(job_dir, "/program-rank", rank, ".pid");
+  return rank == 0 ? job_dir + "/program.pid"
+                   : absl::StrCat(job_dir, "/program-rank", rank, ".pid");
 }
 
 void WriteProgramPidFile(const std::string& job_dir, int rank, pid_t pid) {
   const std::string path = ProgramPidFile(job_dir, rank);
-  const int fd =
-      open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return;
   const std::string text = absl::StrCat(pid, "\n");
   (void)!write(fd, text.data(), text.size());

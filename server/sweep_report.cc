@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -196,8 +197,14 @@ void AddLossCurve(const JobTrace& trace, ReportRow* row) {
   std::map<int32_t, int> steps_in_epoch;
   for (const auto& m : trace.steps) ++steps_in_epoch[m.epoch()];
   std::map<int32_t, int> seen_in_epoch;
-  for (const auto& m : trace.steps) {
+  // An hour of a program's steps is 36,000 points: every stride-th, and the last, are enough for
+  // a chart, and keep a sweep of many rows within one reply.
+  const size_t count = trace.steps.size();
+  const size_t stride = (count + kMaxLossCurvePoints - 2) / (kMaxLossCurvePoints - 1);
+  for (size_t i = 0; i < count; ++i) {
+    const auto& m = trace.steps[i];
     const int place = ++seen_in_epoch[m.epoch()];
+    if (stride > 1 && i % stride != 0 && i + 1 != count) continue;
     const double within = m.batches_per_epoch() > 0
                               ? static_cast<double>(m.batch()) / m.batches_per_epoch()
                               : static_cast<double>(place) / steps_in_epoch[m.epoch()];
@@ -364,6 +371,36 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     Compare(spec, probe, baseline, options, row);
   }
   return report;
+}
+
+void BoundReportSize(trainer::v1::SweepReport* report, size_t max_bytes) {
+  if (report->ByteSizeLong() <= max_bytes) return;
+  const int count = report->rows_size();
+  size_t bytes = report->ByteSizeLong();
+  for (const trainer::v1::ReportRow& row : report->rows()) bytes -= row.ByteSizeLong() + 4;
+  // The best and the baseline first (they are what the report is read for), then the others in
+  // order while they fit; the rows kept stay in the report's order.
+  std::vector<bool> keep(count, false);
+  for (const bool wanted : {true, false}) {
+    for (int i = 0; i < count; ++i) {
+      const trainer::v1::ReportRow& row = report->rows(i);
+      if ((row.best() || row.is_baseline()) != wanted) continue;
+      const size_t size = row.ByteSizeLong() + 4;
+      if (wanted || bytes + size <= max_bytes) {
+        bytes += size;
+        keep[i] = true;
+      }
+    }
+  }
+  google::protobuf::RepeatedPtrField<trainer::v1::ReportRow> kept;
+  for (int i = 0; i < count; ++i) {
+    if (keep[i]) {
+      kept.Add()->Swap(report->mutable_rows(i));
+    } else {
+      report->set_rows_not_shown(report->rows_not_shown() + 1);
+    }
+  }
+  report->mutable_rows()->Swap(&kept);
 }
 
 }  // namespace traind

@@ -44,6 +44,13 @@ struct JobTrace {
 // naming an unknown field.
 absl::Status ParseBaseline(const std::string& text, SweepReportOptions* options);
 
+// A row's loss curve has at most this many points (its run's steps, evenly thinned).
+inline constexpr size_t kMaxLossCurvePoints = 256;
+
+// Keeps `report` within `max_bytes` (a reply any client accepts): rows after the budget is spent
+// are left out (the best and the baseline rows never) and counted in rows_not_shown.
+void BoundReportSize(trainer::v1::SweepReport* report, size_t max_bytes);
+
 trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
                                           const std::vector<trainer::v1::Job>& jobs,
                                           const std::map<int64_t, JobTrace>& traces,

@@ -335,6 +335,53 @@ TEST(SweepReportTest, MediansSpeedupsAndFlags) {
   EXPECT_NE(mlp_gpu.flags(0).find("boom"), std::string::npos);
 }
 
+// An hour of a program's steps (36,000) is a curve of at most kMaxLossCurvePoints, its last step
+// kept; and a report of rows too large for one reply leaves rows out, never the best or the
+// baseline, and says how many (a sweep of 20 such rows was 8 MB before).
+TEST(SweepReportTest, AReportFitsOneReplyAndKeepsItsBestAndBaselineRows) {
+  trainer::v1::Sweep sweep;
+  sweep.set_id(9);
+  *sweep.mutable_spec() = Grid();
+  sweep.mutable_spec()->mutable_axes()->RemoveLast();
+  std::map<int64_t, JobTrace> traces;
+  for (int i = 1; i <= 36000; ++i) {
+    trainer::v1::StepMetrics m;
+    m.set_epoch(1 + i / 3600);
+    m.set_batch(i % 3600 + 1);
+    m.set_batches_per_epoch(3600);
+    m.set_loss(1.0 / i);
+    traces[1].steps.push_back(m);
+  }
+  auto thinned =
+      BuildSweepReport(sweep, {Finished(1, "lenet5", "cpu", 5, 0.8)}, traces, SweepReportOptions{});
+  ASSERT_EQ(thinned.rows_size(), 1);
+  EXPECT_LE(thinned.rows(0).loss_curve_size(), static_cast<int>(kMaxLossCurvePoints));
+  EXPECT_GE(thinned.rows(0).loss_curve_size(), static_cast<int>(kMaxLossCurvePoints) - 2);
+  EXPECT_DOUBLE_EQ(thinned.rows(0).loss_curve().rbegin()->loss(), 1.0 / 36000);
+
+  trainer::v1::SweepReport report;
+  for (int i = 0; i < 100; ++i) {
+    trainer::v1::ReportRow* row = report.add_rows();
+    row->add_job_ids(i + 1);
+    row->set_options(std::string(50000, 'o'));
+    row->set_is_baseline(i == 3);
+    row->set_best(i == 70);
+  }
+  BoundReportSize(&report, 3 << 20);
+  EXPECT_LE(report.ByteSizeLong(), size_t{3} << 20);
+  EXPECT_EQ(report.rows_size() + report.rows_not_shown(), 100);
+  EXPECT_GT(report.rows_not_shown(), 0);
+  bool best = false, baseline = false;
+  int64_t previous = 0;
+  for (const trainer::v1::ReportRow& row : report.rows()) {
+    best |= row.best();
+    baseline |= row.is_baseline();
+    EXPECT_GT(row.job_ids(0), previous);  // the report's order
+    previous = row.job_ids(0);
+  }
+  EXPECT_TRUE(best && baseline);
+}
+
 // A job can report steps but no epoch time (a program that prints no epoch summary): its row
 // still has the loss and the curve; only the rate needs a time. Steps that do not know their
 // epoch's batch count are placed by their order in the epoch.

@@ -112,6 +112,7 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
           absl::StrAppend(out, v.empty() ? "(default)" : v);
         })));
   }
+  BoundReportSize(response, kMaxReplyBytes);
   return absl::OkStatus();
 }
 

@@ -508,7 +508,9 @@ async function renderSweep(page, id) {
       ' (' + (report.bestBy === 'final loss' ? winner.finalLoss.toFixed(4) : percent(report.bestBy === 'test accuracy' ? winner.testAccuracy : winner.bestValidationAccuracy)) + ')') : '',
     el('div', { class: 'table-wrap' }, el('table', { id: 'report' },
       el('thead', {}, el('tr', {}, ['Config', 'Device', 'Batch', 'Runs', 'Epoch s', 'Samples/s', 'Test acc.', 'Best val.', 'Final loss', 'Speedup', 'Peak memory', 'Jobs', 'Flags'].map((h) => el('th', {}, h)))),
-      el('tbody', {}, rows))));
+      el('tbody', {}, rows))),
+    report.rowsNotShown ? el('p', { class: 'muted', id: 'rows-not-shown' }, report.rowsNotShown +
+      ' more rows not shown (a report is kept under 3 MiB): trainctl export --sweep ' + id + ' has every job') : '');
   // The runs table fills its place when its call returns; the curves do not wait for it.
   const runs = el('div', { id: 'runs-box' });
   page.append(runs);

@@ -146,6 +146,17 @@ TEST(ReportTableTest, HeaderAndFormattedCells) {
   EXPECT_EQ(lines[6], "Best by test accuracy: lenet5 threads=2 on cpu, 98.74% (jobs 1, 2, 3)");
 }
 
+TEST(ReportTableTest, RowsLeftOutOfALargeReportAreCountedUnderTheTable) {
+  trainer::v1::SweepReport report = MakeReport();
+  report.set_rows_not_shown(12);
+  const std::vector<std::string> lines = Lines(ReportTable(report));
+  ASSERT_EQ(lines.size(), 8u);
+  EXPECT_EQ(lines[6],
+            "12 more rows not shown (a report is kept under 3 MiB): trainctl export --sweep 12 "
+            "has every job");
+  EXPECT_TRUE(absl::StrContains(ReportMarkdown(report), "12 more rows not shown"));
+}
+
 TEST(ReportTableTest, ColumnsAreAligned) {
   const std::vector<std::string> lines = Lines(ReportTable(MakeReport()));
   ASSERT_EQ(lines.size(), 7u);

@@ -227,6 +227,14 @@ std::string BestLine(const SweepReport& report) {
   return "";
 }
 
+std::string RowsNotShownLine(const SweepReport& report) {
+  if (report.rows_not_shown() == 0) return "";
+  return absl::StrFormat(
+      "%d more rows not shown (a report is kept under 3 MiB): trainctl export --sweep %d has "
+      "every job\n",
+      report.rows_not_shown(), report.sweep_id());
+}
+
 std::string ReportBaseline(const SweepReport& report) {
   if (!report.baseline_device().empty() || report.baseline().empty())
     return report.baseline_device();
@@ -265,7 +273,7 @@ std::string ReportTable(const SweepReport& report) {
   }
   std::string out = absl::StrCat(Caption(report), "\n");
   for (const auto& cells : lines) AppendAlignedLine(cells, widths, &out);
-  return out + BestLine(report);
+  return out + RowsNotShownLine(report) + BestLine(report);
 }
 
 std::string ReportMarkdown(const SweepReport& report) {
@@ -275,8 +283,10 @@ std::string ReportMarkdown(const SweepReport& report) {
   for (const ReportRow& row : report.rows()) {
     absl::StrAppend(&out, MarkdownLine(Cells(row, report.baseline_device())));
   }
-  const std::string best = BestLine(report);
-  return best.empty() ? out : absl::StrCat(out, "\n", MarkdownCell(best), "\n");
+  for (const std::string& note : {RowsNotShownLine(report), BestLine(report)}) {
+    if (!note.empty()) absl::StrAppend(&out, "\n", MarkdownCell(note), "\n");
+  }
+  return out;
 }
 
 std::string ReportCsv(const SweepReport& report) {

@@ -22,6 +22,9 @@ std::string ReportMarkdown(const trainer::v1::SweepReport& report);
 // "Best by best validation accuracy: param.lr=1e-1 on cpu, 91.00% (jobs 3)": the row that won
 // (SweepReport.best_by), or "" when none did. The table marks it with "* ".
 std::string BestLine(const trainer::v1::SweepReport& report);
+// "12 more rows not shown ...: trainctl export --sweep 3 has every job" when the report left rows
+// out (SweepReport.rows_not_shown); "" otherwise.
+std::string RowsNotShownLine(const trainer::v1::SweepReport& report);
 
 std::string ReportBaseline(const trainer::v1::SweepReport& report);
 
