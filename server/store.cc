@@ -577,17 +577,21 @@ absl::StatusOr<std::vector<Store::SweepWithStates>> Store::ListSweeps(int64_t be
     sweeps.push_back(std::move(row));
   }
   if (rc != SQLITE_DONE) return SqliteError(db_, "list sweeps");
+  return sweeps;
+}
+
+absl::StatusOr<std::map<Job::State, int>> Store::CountSweepMembers(int64_t sweep_id) {
+  FairMutexLock lock(&mu_);
   Statement count(db_, "SELECT state, COUNT(*) FROM jobs WHERE sweep_id = ? GROUP BY state");
   RETURN_IF_ERROR(count.status("count a sweep's members"));
-  for (SweepWithStates& row : sweeps) {
-    count.Reset();
-    count.Bind(1, row.sweep.id());
-    while ((rc = count.Step()) == SQLITE_ROW) {
-      row.members[static_cast<Job::State>(count.Int(0))] = static_cast<int>(count.Int(1));
-    }
-    if (rc != SQLITE_DONE) return SqliteError(db_, "count a sweep's members");
+  count.Bind(1, sweep_id);
+  std::map<Job::State, int> members;
+  int rc;
+  while ((rc = count.Step()) == SQLITE_ROW) {
+    members[static_cast<Job::State>(count.Int(0))] = static_cast<int>(count.Int(1));
   }
-  return sweeps;
+  if (rc != SQLITE_DONE) return SqliteError(db_, "count a sweep's members");
+  return members;
 }
 
 absl::StatusOr<std::vector<Job>> Store::QueuedJobs() {

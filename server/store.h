@@ -62,8 +62,11 @@ class Store {
     std::map<trainer::v1::Job::State, int> members;
   };
   // Complete sweeps with an id below `before_id` (0: from the newest), newest first, at most
-  // `limit`: one read of the sweeps' rows, then one indexed count per sweep.
+  // `limit`: one read of the sweeps' rows; `members` left empty (CountSweepMembers fills it for
+  // those the caller keeps: a user's listing does not count other owners' sweeps).
   absl::StatusOr<std::vector<SweepWithStates>> ListSweeps(int64_t before_id, int limit);
+  // How many of a sweep's members are in each state: one indexed count.
+  absl::StatusOr<std::map<trainer::v1::Job::State, int>> CountSweepMembers(int64_t sweep_id);
 
   // Every QUEUED job the scheduler may start (not a member of a sweep still being inserted),
   // highest priority first, then oldest first. Read in pages, so a long queue does not hold the

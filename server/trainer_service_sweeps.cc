@@ -161,7 +161,7 @@ absl::Status TrainerService::Sweeps(const trainer::v1::ListSweepsRequest& reques
   while (scanned < kMaxScanned) {
     ASSIGN_OR_RETURN(std::vector<Store::SweepWithStates> rows,
                      store_->ListSweeps(before_id, kReadPage));
-    for (const Store::SweepWithStates& row : rows) {
+    for (Store::SweepWithStates& row : rows) {
       ++scanned;
       before_id = row.sweep.id();
       if (!request.name().empty() && row.sweep.spec().name() != request.name()) continue;
@@ -174,6 +174,7 @@ absl::Status TrainerService::Sweeps(const trainer::v1::ListSweepsRequest& reques
         response->set_next_page_token(absl::StrCat(response->sweeps().rbegin()->id()));
         return absl::OkStatus();
       }
+      ASSIGN_OR_RETURN(row.members, store_->CountSweepMembers(row.sweep.id()));  // kept ones only
       *response->add_sweeps() = Summarise(row);
       reply_bytes += response->sweeps().rbegin()->ByteSizeLong() + 8;
     }
