@@ -410,12 +410,12 @@ absl::Status Daemon::StartDashboard(const trainer::v1::ListDevicesResponse& devi
   // Bodies are read before the caller is known: at most 1 MiB (a JSON sweep of a few thousand
   // configurations), or less with a smaller --max-request-bytes.
   http.max_request_bytes = std::min(options_.max_request_bytes, 1 << 20);
-  ASSIGN_OR_RETURN(
-      dashboard_,
-      DashboardServer::Start(http, server_->InProcessChannel(grpc::ChannelArguments()),
-                             access_.get(), local_session_secret,
-                             std::make_unique<PrometheusMetrics>(store_.get(), scheduler_.get(),
-                                                                 devices, options_.state_dir)));
+  ASSIGN_OR_RETURN(dashboard_,
+                   DashboardServer::Start(
+                       http, server_->InProcessChannel(grpc::ChannelArguments()), access_.get(),
+                       local_session_secret,
+                       std::make_unique<PrometheusMetrics>(store_.get(), scheduler_.get(), devices,
+                                                           options_.state_dir, &hub_->latency())));
   return absl::OkStatus();
 }
 

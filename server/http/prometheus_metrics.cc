@@ -24,6 +24,34 @@ int64_t FileBytes(const std::string& path) {
   return stat(path.c_str(), &info) == 0 ? static_cast<int64_t>(info.st_size) : 0;
 }
 
+// How long a step event took from the worker's stamp to each point of its way (received from the
+// pipe, stored, read by a watcher, written to it) since traind started: p50, p99 and the largest,
+// as gauges in seconds (the histogram's bucket edges), and how many events each point saw.
+void AddEventLatency(const EventLatency& latency, prometheus::Registry& registry) {
+  auto& seconds = prometheus::BuildGauge()
+                      .Name("traind_event_latency_seconds")
+                      .Help(
+                          "Step events' latency from the worker's stamp to each point since "
+                          "start: quantile 0.5, 0.99 and 1 (the largest)")
+                      .Register(registry);
+  auto& events = prometheus::BuildCounter()
+                     .Name("traind_events_total")
+                     .Help("Step events that reached each point since start")
+                     .Register(registry);
+  const std::pair<EventLatency::Point, const char*> points[] = {
+      {EventLatency::kReceived, "received"},
+      {EventLatency::kStored, "stored"},
+      {EventLatency::kWatcherRead, "watcher_read"},
+      {EventLatency::kWriteDone, "write_done"}};
+  for (const auto& [point, name] : points) {
+    const EventLatency::Quantiles q = latency.Of(point);
+    seconds.Add({{"point", name}, {"quantile", "0.5"}}).Set(q.p50_ms / 1000);
+    seconds.Add({{"point", name}, {"quantile", "0.99"}}).Set(q.p99_ms / 1000);
+    seconds.Add({{"point", name}, {"quantile", "1"}}).Set(q.max_ms / 1000);
+    events.Add({{"point", name}}).Increment(static_cast<double>(q.count));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> PrometheusMetrics::Render() const {
@@ -119,6 +147,7 @@ absl::StatusOr<std::string> PrometheusMetrics::Render() const {
   store_bytes.Add({{"file", "db"}}).Set(FileBytes(state_dir_ + "/traind.db"));
   store_bytes.Add({{"file", "wal"}}).Set(FileBytes(state_dir_ + "/traind.db-wal"));
 
+  if (latency_ != nullptr) AddEventLatency(*latency_, registry);
   return prometheus::TextSerializer().Serialize(registry.Collect());
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/event_latency.h"
 #include "server/scheduler.h"
 #include "server/store.h"
 #include "trainer/v1/trainer.pb.h"
@@ -24,12 +25,14 @@ namespace traind {
 
 class PrometheusMetrics {
  public:
+  // `latency`: the event hub's (server/event_latency.h); null: none exported.
   PrometheusMetrics(Store* store, Scheduler* scheduler, trainer::v1::ListDevicesResponse devices,
-                    std::string state_dir)
+                    std::string state_dir, const EventLatency* latency = nullptr)
       : store_(store),
         scheduler_(scheduler),
         devices_(std::move(devices)),
-        state_dir_(std::move(state_dir)) {}
+        state_dir_(std::move(state_dir)),
+        latency_(latency) {}
 
   // The exposition text (Content-Type: text/plain; version=0.0.4).
   absl::StatusOr<std::string> Render() const;
@@ -39,6 +42,7 @@ class PrometheusMetrics {
   Scheduler* const scheduler_;
   const trainer::v1::ListDevicesResponse devices_;
   const std::string state_dir_;
+  const EventLatency* const latency_;
 };
 
 }  // namespace traind
