@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "client/command_words.h"
 #include "client/commands/commands.h"
+#include "client/completion.h"
 #include "client/config_defaults.h"
 #include "client/context.h"
 #include "client/exit_codes.h"
@@ -52,7 +53,7 @@ std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
 
   // Before any verb runs: a bad context or unreadable TLS/token file is a usage error.
   app.parse_complete_callback([&app, &ctx] {
-    if (app.got_subcommand("context")) return;
+    if (app.got_subcommand("context") || app.got_subcommand("completion")) return;
     if (absl::Status status = ctx.ResolveConnection(); !status.ok()) {
       throw CLI::ValidationError(std::string(status.message()));
     }
@@ -80,6 +81,7 @@ std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
   AddPriorityCommand(app, ctx, exit_code);
   AddExportCommand(app, ctx, exit_code);
   AddContextCommand(app, ctx, exit_code);
+  AddCompletionCommands(app, ctx, exit_code);
   return owned;
 }
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""`trainctl completion bash` driven through bash itself: the script is sourced, COMP_WORDS and
+COMP_CWORD are set as bash sets them for a line typed so far, and its function's COMPREPLY is
+what a user's Tab would offer. Verbs, flags, model names and job ids (from a real traind:
+tests/python/with_daemon.sh starts one). Run:
+  tests/python/with_daemon.sh build/bin /usr/bin/python3 tests/cli/completion_test.py
+"""
+import pathlib
+import shlex
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "lib"))
+from trainctl_cli import trainctl  # noqa: E402
+
+
+def tab(line):
+    """What Tab offers after `line` (a trailing space: a new word)."""
+    words = line.split(" ")
+    script = (f"source <(trainctl completion bash)\n"
+              f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)})\n"
+              f"COMP_CWORD={len(words) - 1}\n"
+              "_trainctl\n"
+              'printf "%s\\n" "${COMPREPLY[@]}"\n')
+    out = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True)
+    return [w for w in out.stdout.split("\n") if w]
+
+
+class CompletionTest(unittest.TestCase):
+    def test_verbs_and_subcommands(self):
+        self.assertEqual(tab("trainctl sh"), ["show", "shutdown"])
+        self.assertIn("submit", tab("trainctl "))
+        self.assertNotIn("__complete", tab("trainctl "))
+        self.assertEqual(tab("trainctl context a"), ["add"])
+
+    def test_flags_and_their_values(self):
+        self.assertIn("--model", tab("trainctl submit --mod"))
+        self.assertIn("--epochs", tab("trainctl submit --e"))
+        self.assertIn("--addr", tab("trainctl submit --ad"))  # the global ones too
+        self.assertEqual(tab("trainctl submit --model lene"), ["lenet5"])
+        self.assertIn("fashion-mnist", tab("trainctl submit --model mlp --dataset "))
+        self.assertEqual(tab("trainctl submit --device c"), ["cpu", "cuda"])
+
+    def test_job_ids_where_a_verb_takes_one(self):
+        job = trainctl("submit", "--model", "mlp", "--dataset", "fake", "--epochs", "1",
+                       "--device", "cpu").stdout.strip()
+        self.assertIn(job, tab("trainctl show "))
+        self.assertIn(job, tab("trainctl logs "))
+        self.assertNotIn(job, tab("trainctl submit "))  # submit takes no job id
+
+    def test_other_shells_and_a_wrong_one(self):
+        self.assertIn("bashcompinit", trainctl("completion", "zsh").stdout)
+        self.assertIn("complete -c trainctl", trainctl("completion", "fish").stdout)
+        wrong = trainctl("completion", "tcsh", check=False)
+        self.assertEqual(wrong.returncode, 2, wrong.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
