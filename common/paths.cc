@@ -3,9 +3,11 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -60,6 +62,22 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::vector<std::string> AsGivenAndResolved(const std::vector<std::string>& paths) {
+  std::vector<std::string> both;
+  auto add = [&](std::string path) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();  // "/data/" names "/data"
+    if (std::find(both.begin(), both.end(), path) == both.end()) both.push_back(std::move(path));
+  };
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    std::error_code error;
+    add(std::filesystem::absolute(path, error).lexically_normal().string());
+    const std::filesystem::path canonical = std::filesystem::canonical(path, error);
+    if (!error) add(canonical.string());
+  }
+  return both;
 }
 
 }  // namespace traind

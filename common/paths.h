@@ -3,6 +3,7 @@
 #define TRAIND_COMMON_PATHS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -18,6 +19,11 @@ std::string DefaultAddress(const std::string& state_dir);
 std::string DefaultFashionMnistDir();
 // Turns "unix:/p", "/p" or "host:port" into a gRPC target.
 std::string ToGrpcTarget(const std::string& address);
+
+// Each path absolute as given (lexically normal, no trailing '/') and, where it exists, as its
+// links resolve; without repeats, empty ones dropped. A root checked against both forms holds a
+// path whichever form it is named by (data roots, a sandbox's binds).
+std::vector<std::string> AsGivenAndResolved(const std::vector<std::string>& paths);
 
 // A small file's whole text (certificates, tokens, job files), or INVALID_ARGUMENT
 // "cannot read 'PATH': <reason>" for the caller to prefix with what the file is for.

@@ -123,21 +123,7 @@ class DeviceProbe {
 // directory", not "outside the roots".
 std::vector<std::string> DataRoots(std::vector<std::string> roots) {
   roots.push_back(DefaultFashionMnistDir());
-  std::vector<std::string> both;
-  auto add = [&](const std::string& root) {
-    if (std::find(both.begin(), both.end(), root) == both.end()) both.push_back(root);
-  };
-  for (const std::string& root : roots) {
-    if (root.empty()) continue;
-    std::error_code error;
-    add(std::filesystem::absolute(root, error).lexically_normal().string());
-    const auto canonical = std::filesystem::canonical(root, error);
-    if (!error) add(canonical.string());
-  }
-  for (std::string& root : both) {
-    while (root.size() > 1 && root.back() == '/') root.pop_back();  // "/data/" names "/data"
-  }
-  return both;
+  return AsGivenAndResolved(roots);
 }
 
 }  // namespace

@@ -1,35 +1,14 @@
 #include "server/program_sandbox.h"
 
-#include <unistd.h>
-
-#include <algorithm>
-#include <filesystem>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/on_path.h"
+#include "common/paths.h"
 #include "common/run_command.h"
 
 namespace traind {
 
 namespace {
-
-// Each path as given and as resolved (a link in it leads elsewhere, and the sandbox sees the
-// target), absolute, without repeats; empty ones dropped.
-std::vector<std::string> BothForms(const std::vector<std::string>& paths) {
-  std::vector<std::string> both;
-  auto add = [&](const std::string& path) {
-    if (std::find(both.begin(), both.end(), path) == both.end()) both.push_back(path);
-  };
-  for (const std::string& path : paths) {
-    if (path.empty()) continue;
-    std::error_code error;
-    add(std::filesystem::absolute(path, error).lexically_normal().string());
-    const std::filesystem::path canonical = std::filesystem::canonical(path, error);
-    if (!error) add(canonical.string());
-  }
-  return both;
-}
 
 // Runs bubblewrap with what a program's sandbox needs of the kernel (a mount namespace, a PID
 // namespace and its /proc, a /dev): OK, or why not in bubblewrap's words ("No permissions to
@@ -84,8 +63,9 @@ absl::StatusOr<SandboxChoice> ChooseSandbox(SandboxMode mode, std::vector<std::s
     return choice;
   }
   choice.sandbox.set_bwrap_path(bwrap);
-  for (std::string& path : BothForms(read_only)) choice.sandbox.add_read_only(std::move(path));
-  for (std::string& path : BothForms(hidden)) choice.sandbox.add_hidden(std::move(path));
+  for (std::string& path : AsGivenAndResolved(read_only))
+    choice.sandbox.add_read_only(std::move(path));
+  for (std::string& path : AsGivenAndResolved(hidden)) choice.sandbox.add_hidden(std::move(path));
   choice.description =
       absl::StrCat("programs (script jobs) run in a bubblewrap sandbox (", bwrap,
                    "): their job's folders, the data roots and the system, none of traind's state");

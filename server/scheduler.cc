@@ -561,10 +561,6 @@ void Scheduler::Loop() {
       if (shutting_down_) return;
       wake_ = false;
       ExpireReservations();
-      // Given back when the disk filled: taken again once there is room.
-      if (options_.disk_reserve != nullptr && !options_.disk_reserve->held()) {
-        options_.disk_reserve->Restore();
-      }
       for (auto it = running_.begin(); it != running_.end();) {
         if (it->second->done) {
           finished.push_back(std::move(it->second->thread));
@@ -576,6 +572,11 @@ void Scheduler::Loop() {
       paused = paused_;
     }
     for (std::thread& t : finished) t.join();
+    // Given back when the disk filled: taken again once there is room. Outside the lock: making
+    // it writes up to 32 MiB where the file system cannot allocate without writing.
+    if (options_.disk_reserve != nullptr && !options_.disk_reserve->held()) {
+      options_.disk_reserve->Restore();
+    }
     // The queue is read, and its dependencies resolved, without the scheduler's lock: with
     // thousands queued that takes tens of milliseconds that Cancel, SetPaused and a finishing
     // job's supervisor should not wait behind. Only placing and claiming hold it.
