@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "common/nearest_word.h"
 
 namespace traind {
 
@@ -36,10 +37,6 @@ bool TakesValue(const CLI::Option& option);
 // Where a word given for a file names no file but is a model's or dataset's name ("mlp"), the
 // flag it was meant for: " (did you mean --model mlp?)"; "" otherwise.
 std::string FlagForName(const std::string& word);
-
-// The known word nearest to `word` (edit distance, or a longer word it begins), or "" when none
-// is near enough to be the one meant.
-std::string NearestWord(const std::string& word, const std::vector<std::string>& known);
 
 }  // namespace traind
 

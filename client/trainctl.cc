@@ -10,10 +10,44 @@
 #include "client/context.h"
 #include "client/exit_codes.h"
 #include "common/build_version.h"
+#include "common/man_page.h"
 #include "common/paths.h"
 #include "connect/config_file.h"
 
 namespace traind {
+
+namespace {
+
+ManPageText TrainctlManPageText() {
+  ManPageText text;
+  text.name = "trainctl";
+  text.section = 1;
+  text.version = BuildVersion();
+  text.summary = "submit, follow and inspect training jobs on traind";
+  text.description =
+      "trainctl talks to traind(8) over gRPC: on this machine through its Unix socket, on "
+      "another over TLS with a bearer token (a context, see trainctl context). It submits "
+      "training, benchmark and script jobs and sweeps, follows them live (watch), and reads "
+      "their results, logs, reports and artifacts.\n\n"
+      "Exit status: 0 on success; 1 when a job it waited for failed or was cancelled; 2 for a "
+      "usage error (a one-line message says what is wrong); 3 when traind cannot be reached.\n\n"
+      "Defaults for any verb's flags can live in the config file as [defaults.VERB] tables "
+      "(FLAG = VALUE); the command line overrides them.";
+  text.files =
+      "~/.config/trainctl/config.toml\tContexts and [defaults.VERB] flags ($TRAINCTL_CONFIG).\n"
+      "~/.local/state/traind/traind.sock\tThe local traind's socket (--addr).\n";
+  text.see_also = "traind(8)";
+  return text;
+}
+
+// `trainctl __man-page`: trainctl(1), from the same tables as --help (deploy/package.sh).
+void AddManPageCommand(CLI::App& app, Context& ctx) {
+  CLI::App* man = app.add_subcommand("__man-page", "");
+  man->group("");  // hidden: the package's build step's
+  man->callback([&ctx, &app] { ctx.out() << ManPage(app, TrainctlManPageText()); });
+}
+
+}  // namespace
 
 std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
   GlobalOptions& options = ctx.options();
@@ -53,7 +87,10 @@ std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
 
   // Before any verb runs: a bad context or unreadable TLS/token file is a usage error.
   app.parse_complete_callback([&app, &ctx] {
-    if (app.got_subcommand("context") || app.got_subcommand("completion")) return;
+    if (app.got_subcommand("context") || app.got_subcommand("completion") ||
+        app.got_subcommand("__man-page")) {
+      return;
+    }
     if (absl::Status status = ctx.ResolveConnection(); !status.ok()) {
       throw CLI::ValidationError(std::string(status.message()));
     }
@@ -82,6 +119,7 @@ std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
   AddExportCommand(app, ctx, exit_code);
   AddContextCommand(app, ctx, exit_code);
   AddCompletionCommands(app, ctx, exit_code);
+  AddManPageCommand(app, ctx);
   return owned;
 }
 

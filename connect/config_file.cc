@@ -75,32 +75,13 @@ absl::Status LoadDefaults(const std::string& path, const toml::table& root,
       entry.verb = std::string(verb.str());
       entry.flag = std::string(flag.str());
       entry.line = static_cast<int>(value.source().begin.line);
-      const std::string where = absl::StrCat("defaults.", entry.verb, ".", entry.flag);
-      if (auto s = value.value_exact<std::string>()) {
-        entry.value = *s;
-      } else if (auto i = value.value_exact<int64_t>()) {
-        entry.value = absl::StrCat(*i);
-        entry.kind = DefaultFlag::Kind::kInteger;
-      } else if (auto d = value.value_exact<double>()) {
-        entry.value = absl::StrCat(*d);
-        entry.kind = DefaultFlag::Kind::kFloat;
-      } else if (auto b = value.value_exact<bool>()) {
-        entry.value = *b ? "true" : "false";
-        entry.kind = DefaultFlag::Kind::kBoolean;
-      } else if (const toml::array* items = value.as_array()) {
-        std::vector<std::string> texts;
-        for (const toml::node& item : *items) {
-          if (auto text = item.value<std::string>()) {
-            texts.push_back(*text);
-          } else {
-            return at(item, absl::StrCat(where, ": a list's items are strings or numbers"));
-          }
-        }
-        entry.value = absl::StrJoin(texts, ",");
-        entry.kind = DefaultFlag::Kind::kArray;
-      } else {
-        return at(value, absl::StrCat(where, ": a string, number, boolean or list"));
+      absl::StatusOr<TomlText> text = ValueAsText(value);
+      if (!text.ok()) {
+        return at(value, absl::StrCat("defaults.", entry.verb, ".", entry.flag, ": ",
+                                      text.status().message()));
       }
+      entry.kind = text->kind;
+      entry.value = absl::StrJoin(text->items, ",");
       defaults->push_back(std::move(entry));
     }
   }

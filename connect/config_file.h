@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "connect/toml_value.h"
 
 namespace traind {
 
@@ -36,7 +37,8 @@ struct DefaultFlag {
   std::string verb;   // "submit"
   std::string flag;   // "device" (the option --device)
   std::string value;  // as text: "cpu", "3", "true", "1e-3,1e-2"
-  enum class Kind { kString, kInteger, kFloat, kBoolean, kArray } kind = Kind::kString;
+  using Kind = TomlKind;
+  Kind kind = Kind::kString;
   int line = 0;  // in the file, for messages
 };
 
