@@ -30,14 +30,17 @@ install(FILES ${generated}/completions/trainctl DESTINATION share/bash-completio
 install(FILES ${generated}/completions/_trainctl DESTINATION share/zsh/vendor-completions)
 install(FILES ${generated}/completions/trainctl.fish DESTINATION share/fish/vendor_completions.d)
 set(debian ${PROJECT_SOURCE_DIR}/deploy/debian)
-install(FILES ${debian}/traind.service DESTINATION lib/systemd/system)
-install(FILES ${debian}/traind-user.service DESTINATION lib/systemd/user RENAME traind.service)
+if(NOT APPLE)
+  install(FILES ${debian}/traind.service DESTINATION lib/systemd/system)
+  install(FILES ${debian}/traind-user.service DESTINATION lib/systemd/user RENAME traind.service)
+endif()
 # Python's wheel of the client (script/CMakeLists.txt), for `pip install` in a venv.
 install(DIRECTORY ${CMAKE_BINARY_DIR}/dist/ DESTINATION share/traind/python FILES_MATCHING
         PATTERN "traind-*.whl")
-# The config file: under /etc whatever the prefix (a conffile: an upgrade keeps the admin's edits).
-install(FILES ${debian}/traind.toml DESTINATION /etc/traind PERMISSIONS OWNER_READ OWNER_WRITE
-        GROUP_READ WORLD_READ)
+# The system service's config file, as shipped: the package's postinst copies it to
+# /etc/traind/traind.toml where there is none, so an upgrade keeps the admin's edits and purge
+# removes it (an install rule into /etc would also write there on `cmake --install --prefix ~/.local`).
+install(FILES ${debian}/traind.toml DESTINATION share/traind)
 
 # The package. Its version: TRAIND_PACKAGE_VERSION (deploy/package.sh passes one that grows with
 # every commit, so a newer build upgrades an older one).
@@ -61,6 +64,6 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bubblewrap, dataset-fashion-mnist, python3")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-grpcio, python3-protobuf, slurm-client")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${debian}/postinst ${debian}/prerm ${debian}/postrm ${debian}/conffiles)
+    ${debian}/postinst ${debian}/prerm ${debian}/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)
 include(CPack)

@@ -5,7 +5,7 @@
 # TRAIND_SANITIZE_INTEGRATION=1 adds tests/ to it (the sanitized daemon with build/'s worker).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deploy/install-deps.sh
+deploy/install-deps.sh --for test
 # Formatting and function sizes first: seconds, and they fail before an hour of building does.
 checks=0
 deploy/check-format.sh || checks=1
