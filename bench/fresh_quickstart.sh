@@ -33,6 +33,13 @@ for run in $(seq 1 "$runs"); do
     : >"$root/etc/apt/sources.list"
   fi
   cp /etc/resolv.conf "$root/etc/resolv.conf"
+  # This host's own extra certificate authorities (a TLS-inspecting proxy's, which its npm trusts
+  # through NODE_EXTRA_CA_CERTS), so npm in the root reaches the registry as npm here does.
+  extra_ca=""
+  if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+    cat /usr/local/share/ca-certificates/*.crt >"$root/root/extra-ca.crt"
+    extra_ca=NODE_EXTRA_CA_CERTS=/root/extra-ca.crt
+  fi
   log=/var/tmp/fresh_quickstart-$run.log
   status=0
   unshare --mount --pid --fork --propagation private bash -c '
@@ -42,9 +49,9 @@ for run in $(seq 1 "$runs"); do
     mount --rbind /dev "$root/dev"
     mount -t tmpfs tmpfs "$root/dev/shm"
     mount -t tmpfs tmpfs "$root/tmp"
-    chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 $2 \
       TRAIND_HTTP=127.0.0.1:0 bash -c "cd /root/traind && deploy/quickstart.sh"
-  ' fresh "$root" >"$log" 2>&1 || status=$?
+  ' fresh "$root" "$extra_ca" >"$log" 2>&1 || status=$?
   echo "run $run (exit $status): $(grep '^Timings:' "$log" || echo 'no Timings line; see '"$log")"
   rm -rf --one-file-system "$work"
 done

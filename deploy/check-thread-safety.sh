@@ -28,20 +28,26 @@ def sees_annotations(path, stack=()):
         if os.path.exists(os.path.join(root, name)))
     seen[path] = found
     return found
+# A unity build's entry (CMAKE_UNITY_BUILD) compiles several sources through one generated file
+# that includes them: each is checked on its own, with that entry's flags.
+unity_member = re.compile(r'^#include "([^"]+\.cc)"', re.M)
 for entry in entries:
-    source = entry['file']
-    relative = os.path.relpath(source, root)
-    if relative.split('/')[0] not in ('engine', 'models', 'data', 'worker') or not source.endswith('.cc'):
-        continue
-    if not sees_annotations(source): continue
-    args = shlex.split(entry['command'])[1:]
-    kept, skip = [], False
-    for a in args:
-        if skip: skip = False; continue
-        if a in ('-o', '-include', '-c'): skip = a != '-c'; continue
-        if a.startswith('-Winvalid-pch') or a.startswith('-O'): continue
-        kept.append(a)
-    print(shlex.join(['clang++', *kept, '-fsyntax-only', '-Wthread-safety', '-Werror=thread-safety', '-Wno-unknown-warning-option']))
+    members = [entry['file']]
+    if '/Unity/unity_' in entry['file']:
+        members = unity_member.findall(open(entry['file']).read())
+    for source in members:
+        relative = os.path.relpath(source, root)
+        if relative.split('/')[0] not in ('engine', 'models', 'data', 'worker') or not source.endswith('.cc'):
+            continue
+        if not sees_annotations(source): continue
+        args = shlex.split(entry['command'])[1:]
+        kept, skip = [], False
+        for a in args:
+            if skip: skip = False; continue
+            if a in ('-o', '-include', '-c'): skip = a != '-c'; continue
+            if a.startswith('-Winvalid-pch') or a.startswith('-O'): continue
+            kept.append(source if a == entry['file'] else a)
+        print(shlex.join(['clang++', *kept, '-fsyntax-only', '-Wthread-safety', '-Werror=thread-safety', '-Wno-unknown-warning-option']))
 PY
 count=$(wc -l < "$commands")
 echo "check-thread-safety: clang -Wthread-safety over $count LibTorch sources that see lock annotations"

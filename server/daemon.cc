@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/durable_file.h"
+#include "common/log_priority.h"
 #include "common/loopback.h"
 #include "common/on_path.h"
 #include "common/paths.h"
@@ -266,9 +267,10 @@ absl::StatusOr<trainer::v1::ListDevicesResponse> Daemon::OpenState() {
   ASSIGN_OR_RETURN(lock_fd_, LockStateDir(options_.state_dir));
   disk_reserve_ = std::make_unique<DiskReserve>(options_.state_dir + "/reserve");
   if (!disk_reserve_->Restore()) {
-    std::cerr << "traind: WARNING: no room for " << DiskReserve::kDefaultBytes / (1 << 20)
-              << " MiB of reserve in " << options_.state_dir
-              << ": if this disk fills, a job's end may wait until there is room\n";
+    LogAt(LogPriority::kWarning)
+        << "traind: WARNING: no room for " << DiskReserve::kDefaultBytes / (1 << 20)
+        << " MiB of reserve in " << options_.state_dir
+        << ": if this disk fills, a job's end may wait until there is room\n";
   }
   ASSIGN_OR_RETURN(store_, Store::Open(options_.state_dir + "/traind.db"));
   ASSIGN_OR_RETURN(blobs_, BlobStore::Open(options_.state_dir + "/blobs"));
@@ -417,7 +419,7 @@ void Daemon::Shutdown() {
   executor_.reset();  // runs what is left: every reactor finishes
   if (hub_) {
     // How fast events reached watchers over this daemon's life (docs/benchmarks-history.md, soak).
-    std::cerr << hub_->latency().Summary("traind: ");
+    std::cerr << hub_->latency().Summary(PriorityPrefix(LogPriority::kInfo) + "traind: ");
   }
   for (const BoundSocket& socket : sockets_) RemoveBoundSocket(socket);
   shut_down_.Notify();

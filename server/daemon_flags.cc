@@ -9,6 +9,7 @@
 #include "common/build_version.h"
 #include "common/byte_size.h"
 #include "common/job_spec.h"
+#include "common/log_priority.h"
 #include "common/paths.h"
 #include "common/script_spec.h"
 #include "connect/config_file.h"
@@ -85,17 +86,17 @@ bool ApplyPeerFlags(const RawFlags& raw, DaemonOptions* options) {
   for (const std::string& flag : raw.peer_flags) {
     absl::StatusOr<PeerConfig> peer = ParsePeerFlag(flag, raw.peer_connection);
     if (!peer.ok()) {
-      std::cerr << "traind: " << peer.status().message() << "\n";
+      LogAt(LogPriority::kError) << "traind: " << peer.status().message() << "\n";
       return false;
     }
     peers.peers.push_back(*std::move(peer));
   }
   if (absl::Status name = ValidateHostName("name", peers.self); !name.ok()) {
-    std::cerr << "traind: " << name.message() << " (--name NAME)\n";
+    LogAt(LogPriority::kError) << "traind: " << name.message() << " (--name NAME)\n";
     return false;
   }
   if (absl::Status checked = CheckPeers(peers); !checked.ok()) {
-    std::cerr << "traind: " << checked.message() << "\n";
+    LogAt(LogPriority::kError) << "traind: " << checked.message() << "\n";
     return false;
   }
   options->host_name = peers.self;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/build_version.h"
+#include "common/log_priority.h"
 #include "common/man_page.h"
 #include "common/paths.h"
 #include "server/daemon.h"
@@ -52,33 +53,38 @@ int RunUntilStopped(traind::DaemonOptions options) {
   options.shutdown_hook = [] { kill(getpid(), SIGTERM); };
   auto daemon = traind::Daemon::Start(options);
   if (!daemon.ok()) {
-    std::cerr << "traind: " << daemon.status().message() << "\n";
+    traind::LogAt(traind::LogPriority::kError) << "traind: " << daemon.status().message() << "\n";
     return 1;
   }
   const std::string pid_file = WritePidFile(options.state_dir);
   const traind::SandboxChoice& sandbox = (*daemon)->sandbox();
-  std::cerr << "traind: " << (sandbox.warn ? "WARNING: " : "") << sandbox.description << "\n";
+  traind::LogAt(sandbox.warn ? traind::LogPriority::kWarning : traind::LogPriority::kInfo)
+      << "traind: " << (sandbox.warn ? "WARNING: " : "") << sandbox.description << "\n";
   if (geteuid() == 0) {
-    std::cerr
+    traind::LogAt(traind::LogPriority::kWarning)
         << "traind: WARNING: traind runs as root, and so do the programs of callers with "
            "the run-code grant (without root's capabilities in the sandbox, but owning "
            "root's files): run it as an ordinary user (deploy/traind.service runs it as yours)\n";
   }
-  std::cerr << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ")
-            << " (state in " << options.state_dir << ", pid " << getpid() << " in " << pid_file
-            << "; stop it with `trainctl shutdown`; " << traind::BuildVersion() << ")\n";
+  traind::LogAt(traind::LogPriority::kNotice)
+      << "traind: listening on " << absl::StrJoin((*daemon)->addresses(), ", ") << " (state in "
+      << options.state_dir << ", pid " << getpid() << " in " << pid_file
+      << "; stop it with `trainctl shutdown`; " << traind::BuildVersion() << ")\n";
   if (traind::DashboardServer* dashboard = (*daemon)->dashboard()) {
     // The link works once (it becomes a cookie); <state-dir>/http.token stays valid for scripts.
-    std::cerr << "traind: dashboard: " << dashboard->NewLoginUrl() << "\n"
-              << "traind: dashboard API token (curl -H \"Authorization: Bearer $(cat "
-              << options.state_dir << "/http.token)\" " << dashboard->url() << "/metrics)\n";
+    traind::LogAt(traind::LogPriority::kNotice)
+        << "traind: dashboard: " << dashboard->NewLoginUrl() << "\n";
+    traind::LogAt(traind::LogPriority::kInfo)
+        << "traind: dashboard API token (curl -H \"Authorization: Bearer $(cat "
+        << options.state_dir << "/http.token)\" " << dashboard->url() << "/metrics)\n";
   }
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  std::cerr << "traind: " << strsignal(signal_number) << ": shutting down\n";
+  traind::LogAt(traind::LogPriority::kNotice)
+      << "traind: " << strsignal(signal_number) << ": shutting down\n";
   (*daemon)->Shutdown();
   RemovePidFile(pid_file);
-  std::cerr << "traind: stopped\n";
+  traind::LogAt(traind::LogPriority::kNotice) << "traind: stopped\n";
   return 0;
 }
 
@@ -138,7 +144,7 @@ int Configure(int argc, char** argv, traind::DaemonOptions& options, bool* start
   absl::StatusOr<std::vector<traind::SettingSource>> settings =
       config.ok() ? traind::ApplyDaemonConfig(app, *config) : config.status();
   if (!settings.ok()) {
-    std::cerr << "traind: " << settings.status().message() << "\n";
+    traind::LogAt(traind::LogPriority::kError) << "traind: " << settings.status().message() << "\n";
     return 2;
   }
   if (!traind::ApplyRawFlags(raw, &options)) return 2;

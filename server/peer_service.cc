@@ -15,6 +15,7 @@
 #include "common/durable_file.h"
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
+#include "common/log_priority.h"
 #include "common/write_all.h"
 #include "supervise/torchrun.h"
 #include "supervise/worker_exit.h"
@@ -336,13 +337,14 @@ grpc::Status PeerService::RunRanks(grpc::ServerContext* context,
     Forget(request->reservation_id());
     return ToGrpcStatus(workers.status());
   }
-  std::cerr << "traind: running ranks " << request->first_rank() << " to "
-            << request->first_rank() + session->ranks - 1 << " of " << session->what << " on "
-            << absl::StrJoin(*devices, ", ") << "\n";
+  LogAt(LogPriority::kInfo) << "traind: running ranks " << request->first_rank() << " to "
+                            << request->first_rank() + session->ranks - 1 << " of " << session->what
+                            << " on " << absl::StrJoin(*devices, ", ") << "\n";
   RankGroup ranks(*std::move(workers));
   const bool stopped = PumpRanks(context, writer, ranks, request->first_rank());
-  std::cerr << "traind: ranks of " << session->what << " ended"
-            << (stopped ? " (stopped: the coordinator cancelled or went away)" : "") << "\n";
+  LogAt(LogPriority::kInfo) << "traind: ranks of " << session->what << " ended"
+                            << (stopped ? " (stopped: the coordinator cancelled or went away)" : "")
+                            << "\n";
   Forget(request->reservation_id());
   return grpc::Status::OK;
 }

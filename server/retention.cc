@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/log_priority.h"
 #include "common/status_macros.h"
 #include "server/job_files.h"
 
@@ -34,11 +35,12 @@ void Retention::Loop() {
   while (true) {
     absl::StatusOr<Pruned> pruned = PruneOnce(absl::Now());
     if (!pruned.ok()) {
-      std::cerr << "traind: retention: " << pruned.status() << "\n";
+      LogAt(LogPriority::kError) << "traind: retention: " << pruned.status() << "\n";
     } else if (pruned->jobs + pruned->sweeps > 0) {
-      std::cerr << "traind: retention: deleted " << pruned->jobs << " jobs (" << pruned->sweeps
-                << " whole sweeps) that ended over " << absl::FormatDuration(options_.keep)
-                << " ago, and " << pruned->blobs << " uploads nothing used any more\n";
+      LogAt(LogPriority::kInfo) << "traind: retention: deleted " << pruned->jobs << " jobs ("
+                                << pruned->sweeps << " whole sweeps) that ended over "
+                                << absl::FormatDuration(options_.keep) << " ago, and "
+                                << pruned->blobs << " uploads nothing used any more\n";
     }
     absl::MutexLock lock(&mu_);
     if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.every)) return;

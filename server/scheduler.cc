@@ -13,6 +13,7 @@
 #include "common/durable_file.h"
 #include "common/free_port.h"
 #include "common/job_spec.h"
+#include "common/log_priority.h"
 #include "common/program_pid_file.h"
 #include "common/random_secret.h"
 #include "common/script_spec.h"
@@ -159,7 +160,8 @@ void Scheduler::KeepWorkersWarm() {
     absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =
         WorkerProcess::Spawn(options_.worker_path, environment);
     if (!spawned.ok()) {
-      std::cerr << "traind: cannot keep a worker warm: " << spawned.status() << "\n";
+      LogAt(LogPriority::kWarning)
+          << "traind: cannot keep a worker warm: " << spawned.status() << "\n";
       return;  // jobs start their own and say why that fails
     }
     warm_.push_back(std::move(*spawned));
@@ -342,8 +344,8 @@ absl::StatusOr<Scheduler::PeerReservation> Scheduler::ReserveForPeer(
   }
   PeerReservation reservation{RandomSecret().substr(0, 16), *devices};
   reservations_[reservation.id] = Reserved{*std::move(devices), absl::Now() + lease, false, what};
-  std::cerr << "traind: holding " << absl::StrJoin(reservation.devices, ", ") << " for " << what
-            << "\n";
+  LogAt(LogPriority::kInfo) << "traind: holding " << absl::StrJoin(reservation.devices, ", ")
+                            << " for " << what << "\n";
   return reservation;
 }
 
@@ -368,8 +370,8 @@ void Scheduler::ReleaseReservation(const std::string& id) {
   absl::MutexLock lock(&mu_);
   auto it = reservations_.find(id);
   if (it == reservations_.end()) return;
-  std::cerr << "traind: released " << absl::StrJoin(it->second.devices, ", ") << " held for "
-            << it->second.what << "\n";
+  LogAt(LogPriority::kInfo) << "traind: released " << absl::StrJoin(it->second.devices, ", ")
+                            << " held for " << it->second.what << "\n";
   reservations_.erase(it);
   wake_ = true;
 }
@@ -378,8 +380,9 @@ void Scheduler::ExpireReservations() {
   const absl::Time now = absl::Now();
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     if (!it->second.claimed && it->second.expires < now) {
-      std::cerr << "traind: released " << absl::StrJoin(it->second.devices, ", ") << " held for "
-                << it->second.what << ": not claimed within its lease\n";
+      LogAt(LogPriority::kInfo) << "traind: released " << absl::StrJoin(it->second.devices, ", ")
+                                << " held for " << it->second.what
+                                << ": not claimed within its lease\n";
       it = reservations_.erase(it);
       wake_ = true;
     } else {
@@ -531,7 +534,8 @@ void Scheduler::StartEligible(const std::vector<Job>& startable) {
     if (absl::Status claimed = Transition(job.id(), Job::RUNNING, "", Job::QUEUED); !claimed.ok()) {
       // FAILED_PRECONDITION: cancelled, or re-prioritised, since the queue was read.
       if (claimed.code() != absl::StatusCode::kFailedPrecondition) {
-        std::cerr << "traind: cannot start job " << job.id() << ": " << claimed << "\n";
+        LogAt(LogPriority::kError)
+            << "traind: cannot start job " << job.id() << ": " << claimed << "\n";
       }
       continue;
     }
@@ -586,7 +590,7 @@ void Scheduler::Loop() {
       if (queued.ok()) {
         startable = Startable(*std::move(queued));
       } else {
-        std::cerr << "traind: scheduler: " << queued.status() << "\n";
+        LogAt(LogPriority::kError) << "traind: scheduler: " << queued.status() << "\n";
       }
     }
     absl::MutexLock lock(&mu_);
@@ -762,10 +766,11 @@ void Scheduler::StoreEvents(int64_t job_id, std::vector<JobEvent>* burst) {
         first_refusal = one.status();
       }
     }
-    std::cerr << "traind: job " << job_id << ": cannot store " << burst->size()
-              << " events at once (" << stored_at_once << "); one by one, " << refused
-              << " of them were refused too" << (refused > 0 ? ", the first: " : "")
-              << (refused > 0 ? first_refusal.ToString() : "") << "\n";
+    LogAt(LogPriority::kError) << "traind: job " << job_id << ": cannot store " << burst->size()
+                               << " events at once (" << stored_at_once << "); one by one, "
+                               << refused << " of them were refused too"
+                               << (refused > 0 ? ", the first: " : "")
+                               << (refused > 0 ? first_refusal.ToString() : "") << "\n";
   }
   for (const JobEvent& event : stored_at_once.ok() ? *burst : stored_one_by_one) {
     if (event.has_step()) hub_->latency().Record(EventLatency::kStored, event.time());
@@ -778,11 +783,12 @@ absl::Status Scheduler::EndDurably(int64_t job_id, Job::State state, const std::
   for (int attempt = 0; absl::IsResourceExhausted(stored); ++attempt) {
     if (attempt == 0) {
       const bool released = options_.disk_reserve != nullptr && options_.disk_reserve->Release();
-      std::cerr << "traind: job " << job_id << ": the disk holding traind's state is full ("
-                << stored.message() << ")"
-                << (released ? "; gave back its reserve to store the job's end"
-                             : "; storing the job's end again every second until there is room")
-                << "\n";
+      LogAt(LogPriority::kError)
+          << "traind: job " << job_id << ": the disk holding traind's state is full ("
+          << stored.message() << ")"
+          << (released ? "; gave back its reserve to store the job's end"
+                       : "; storing the job's end again every second until there is room")
+          << "\n";
     } else {
       absl::MutexLock lock(&mu_);
       if (mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), absl::Seconds(1))) return stored;
@@ -808,7 +814,8 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
   }
   // A runner killed (the OOM killer, kill -9) leaves what its program started; end it now.
   if (IsScriptJob(job.spec()) && KillLeftoverPrograms(job_dir, ranks.size()) > 0) {
-    std::cerr << "traind: job " << job.id() << ": killed what its program left running\n";
+    LogAt(LogPriority::kWarning) << "traind: job " << job.id()
+                                 << ": killed what its program left running\n";
   }
   absl::Status recorded;
   const std::string& reported_error = ended.events.first_error();
@@ -816,8 +823,8 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
     recorded = *ended.succeeded_at_end_of_events;
     if (absl::IsResourceExhausted(recorded)) recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
     if (failed_rank >= 0) {  // the result stands; say what happened after it
-      std::cerr << "traind: job " << job.id() << ": the worker ended with " << exit.Describe()
-                << " after its result\n";
+      LogAt(LogPriority::kWarning) << "traind: job " << job.id() << ": the worker ended with "
+                                   << exit.Describe() << " after its result\n";
     }
   } else if (failed_rank < 0 && ended.events.got_result()) {
     recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
@@ -843,7 +850,8 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
     worker_crashes_.fetch_add(1, std::memory_order_relaxed);
     recorded = EndDurably(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
   }
-  if (!recorded.ok()) std::cerr << "traind: job " << job.id() << ": " << recorded << "\n";
+  if (!recorded.ok())
+    LogAt(LogPriority::kError) << "traind: job " << job.id() << ": " << recorded << "\n";
   if (exit.exit_code != kWorkerHostsUnavailable && exit.exit_code != kWorkerHostLost) {
     absl::MutexLock lock(&mu_);
     host_waits_.erase(job.id());

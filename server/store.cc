@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/log_priority.h"
 #include "common/status_macros.h"
 #include "server/job_fold.h"
 
@@ -275,8 +276,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const std::string& path) {
       // giving pages back rather than refuse to start.
       if (absl::Status converted = store->Exec("PRAGMA auto_vacuum=INCREMENTAL"); converted.ok()) {
         if (absl::Status vacuumed = store->Exec("VACUUM"); !vacuumed.ok()) {
-          std::cerr << "traind: " << path << ": cannot convert to incremental vacuum ("
-                    << vacuumed.message() << "); retention will not shrink the file\n";
+          LogAt(LogPriority::kWarning)
+              << "traind: " << path << ": cannot convert to incremental vacuum ("
+              << vacuumed.message() << "); retention will not shrink the file\n";
         }
       }
     }
@@ -534,9 +536,10 @@ absl::Status Store::RemoveIncompleteSweepsLocked() {
       mu_.AssertHeld();
       return RemoveSweepRowsLocked(id);
     }));
-    std::cerr << "traind: removed sweep " << id
-              << ", which the previous run was still inserting when it stopped (its submitter "
-                 "was never told of it)\n";
+    LogAt(LogPriority::kInfo)
+        << "traind: removed sweep " << id
+        << ", which the previous run was still inserting when it stopped (its submitter "
+           "was never told of it)\n";
   }
   return absl::OkStatus();
 }

@@ -146,6 +146,25 @@ class DaemonConfigTest(unittest.TestCase):
                              f"traind: {self.config}: cannot read: Permission denied\n")
         self.assertFalse(self.state.exists())
 
+    def test_lines_carry_their_priority_where_journald_reads_them(self):
+        """Under systemd, stderr is journald's stream, named by JOURNAL_STREAM=DEVICE:INODE; a
+        leading <N> is then the line's priority (journalctl -p). Elsewhere lines stay plain."""
+        self.write("warm-worker = 1\n")
+        err_path = self.dir / "stderr"
+        with open(err_path, "w") as err:
+            info = os.fstat(err.fileno())
+            env = dict(self.env, JOURNAL_STREAM=f"{info.st_dev}:{info.st_ino}")
+            code = subprocess.run([str(BIN / "traind"), "--config", str(self.config)], env=env,
+                                  stderr=err, timeout=60).returncode
+        self.assertEqual(code, 2)
+        self.assertTrue(err_path.read_text().startswith(f"<3>traind: {self.config}:1: warm-worker"),
+                        err_path.read_text())
+        # The variable names another stream: plain lines.
+        refused = subprocess.run([str(BIN / "traind"), "--config", str(self.config)],
+                                 env=dict(self.env, JOURNAL_STREAM="1:2"), capture_output=True,
+                                 text=True, timeout=60)
+        self.assertTrue(refused.stderr.startswith("traind: "), refused.stderr)
+
     def test_man_page_comes_from_the_flag_table(self):
         page = self.traind("--man-page")
         self.assertEqual(page.returncode, 0, page.stderr)
