@@ -24,8 +24,22 @@ _trainctl() {
 complete -o default -F _trainctl trainctl
 )";
 
-constexpr char kZshHead[] = R"(# trainctl completion for zsh: source <(trainctl completion zsh)
-autoload -U +X bashcompinit && bashcompinit
+// zsh's own completion system: `source <(trainctl completion zsh)` after compinit defines it, and
+// the same text as _trainctl in a directory of $fpath (the Debian package's vendor-completions)
+// is autoloaded by it.
+constexpr char kZsh[] = R"(#compdef trainctl
+# trainctl completion for zsh: source <(trainctl completion zsh) in ~/.zshrc after compinit, or
+# this text as _trainctl in a directory of $fpath.
+_trainctl() {
+  local -a candidates
+  candidates=("${(@f)$(trainctl __complete -- "${(@)words[2,CURRENT]}" 2>/dev/null)}")
+  compadd -Q -- "${(@)candidates:#}"
+}
+if [[ "${funcstack[1]}" == _trainctl ]]; then
+  _trainctl "$@"
+else
+  compdef _trainctl trainctl
+fi
 )";
 
 constexpr char kFish[] =
@@ -73,7 +87,7 @@ std::vector<std::string> LongOptions(const CLI::App& app) {
 }  // namespace
 
 std::string CompletionScript(const std::string& shell) {
-  if (shell == "zsh") return absl::StrCat(kZshHead, kBash);
+  if (shell == "zsh") return kZsh;
   if (shell == "fish") return kFish;
   return kBash;
 }

@@ -404,8 +404,9 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
         JobEvent request;
         request.mutable_cancel_requested();
         absl::Status recorded = Record(job_id, std::move(request), Job::RUNNING).status();
-        // FAILED_PRECONDITION: it ended just now (Supervise records the end before `done`).
-        if (absl::IsFailedPrecondition(recorded)) return store_->GetJob(job_id);
+        // FAILED_PRECONDITION: it ended just now (Supervise records the end before `done`), or
+        // went back to the queue: answered as if the cancel had come a moment later.
+        if (absl::IsFailedPrecondition(recorded)) return CancelEndedOrRequeuedLocked(job_id);
         RETURN_IF_ERROR(recorded);
         running.cancel_requested = true;
         running.kill_deadline = absl::Now() + options_.cancel_grace;
@@ -415,15 +416,25 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       return store_->GetJob(job_id);
     }
     // Under mu_ the loop cannot start this job meanwhile: it claims jobs holding mu_.
-    if (job.state() == Job::QUEUED) {
-      RETURN_IF_ERROR(Transition(job_id, Job::CANCELLED, "cancelled while queued", Job::QUEUED));
-      host_waits_.erase(job_id);  // if it was waiting for its hosts
-      wake_ = true;               // jobs waiting for this one must hear of it
-      return store_->GetJob(job_id);
-    }
+    if (job.state() == Job::QUEUED) return CancelQueuedLocked(job_id);
   }
   return absl::FailedPreconditionError(
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
+}
+
+absl::StatusOr<Job> Scheduler::CancelQueuedLocked(int64_t job_id) {
+  RETURN_IF_ERROR(Transition(job_id, Job::CANCELLED, "cancelled while queued", Job::QUEUED));
+  host_waits_.erase(job_id);  // if it was waiting for its hosts
+  wake_ = true;               // jobs waiting for this one must hear of it
+  return store_->GetJob(job_id);
+}
+
+absl::StatusOr<Job> Scheduler::CancelEndedOrRequeuedLocked(int64_t job_id) {
+  ASSIGN_OR_RETURN(Job now, store_->GetJob(job_id));
+  if (now.state() == Job::QUEUED) return CancelQueuedLocked(job_id);
+  // Never "cancelled" for a job that succeeded: the caller learns it ended first.
+  return absl::FailedPreconditionError(
+      absl::StrCat("job ", job_id, " is already ", Job::State_Name(now.state())));
 }
 
 std::vector<HeldDevices> Scheduler::Holding() const {

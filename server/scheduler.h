@@ -220,6 +220,12 @@ class Scheduler {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Transition(int64_t job_id, trainer::v1::Job::State state, const std::string& reason,
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
+  // Cancel's two ends: a queued job, and a running one whose end (or return to the queue) won
+  // the race with the cancel's record.
+  absl::StatusOr<trainer::v1::Job> CancelQueuedLocked(int64_t job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<trainer::v1::Job> CancelEndedOrRequeuedLocked(int64_t job_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Store* const store_;
   EventHub* const hub_;

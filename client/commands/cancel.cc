@@ -30,8 +30,10 @@ int CancelJobs(Context& ctx, const std::vector<int64_t>& ids) {
       ctx.PrintJson(job, /*one_line=*/true);
     } else if (job.state() == trainer::v1::Job::RUNNING) {
       ctx.out() << "job " << id << ": stopping (it was running)\n";
-    } else {
+    } else if (job.state() == trainer::v1::Job::CANCELLED) {
       ctx.out() << "job " << id << ": cancelled\n";
+    } else {
+      ctx.out() << "job " << id << ": " << trainer::v1::Job::State_Name(job.state()) << "\n";
     }
   }
   return worst;

@@ -5,10 +5,17 @@ what a user's Tab would offer. Verbs, flags, model names and job ids (from a rea
 tests/python/with_daemon.sh starts one). Run:
   tests/python/with_daemon.sh build/bin /usr/bin/python3 tests/cli/completion_test.py
 """
+import os
 import pathlib
+import pty
+import select
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "lib"))
@@ -25,6 +32,40 @@ def tab(line):
               'printf "%s\\n" "${COMPREPLY[@]}"\n')
     out = subprocess.run(["bash", "-c", script], check=True, capture_output=True, text=True)
     return [w for w in out.stdout.split("\n") if w]
+
+
+def zsh_tab(setup, line):
+    """What zsh's completion shows after `setup` and `line` + Tab, in an interactive zsh on a pty."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp("zsh", ["zsh", "-f", "-i"])
+
+    def read_for(seconds):
+        out, end = b"", time.time() + seconds
+        while time.time() < end:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    break
+        return out.decode(errors="replace")
+
+    def read_until(marker):
+        out = ""
+        for _ in range(100):  # 10 s at most: zsh answers in milliseconds
+            out += read_for(0.1)
+            if marker in out:
+                return out
+        return out
+
+    os.write(fd, (setup + "; print READY\n").encode())
+    read_until("READY\r\n")
+    os.write(fd, (line + "\t").encode())
+    shown = read_for(1.5)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    return shown
 
 
 class CompletionTest(unittest.TestCase):
@@ -50,10 +91,22 @@ class CompletionTest(unittest.TestCase):
         self.assertNotIn(job, tab("trainctl submit "))  # submit takes no job id
 
     def test_other_shells_and_a_wrong_one(self):
-        self.assertIn("bashcompinit", trainctl("completion", "zsh").stdout)
+        self.assertTrue(trainctl("completion", "zsh").stdout.startswith("#compdef trainctl\n"))
         self.assertIn("complete -c trainctl", trainctl("completion", "fish").stdout)
         wrong = trainctl("completion", "tcsh", check=False)
         self.assertEqual(wrong.returncode, 2, wrong.stderr)
+
+
+    @unittest.skipIf(shutil.which("zsh") is None, "zsh is not installed")
+    def test_zsh_sourced_and_from_fpath(self):
+        with tempfile.TemporaryDirectory() as fpath:
+            pathlib.Path(fpath, "_trainctl").write_text(trainctl("completion", "zsh").stdout)
+            compinit = "PS1='> '; autoload -U compinit; compinit -u"
+            sourced = zsh_tab(f"{compinit}; source <(trainctl completion zsh)", "trainctl sh")
+            self.assertRegex(sourced, r"show +shutdown")
+            from_fpath = zsh_tab(f"fpath=({fpath} $fpath); {compinit}",
+                                 "trainctl submit --model lene")
+            self.assertIn("trainctl submit --model lenet5", from_fpath)
 
 
 if __name__ == "__main__":
