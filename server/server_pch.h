@@ -1,6 +1,6 @@
 // Precompiled header of traind's library: gRPC, the API's generated messages and Abseil's
 // synchronisation are in nearly every file, and parsing them once per file was most of its cold
-// build (docs/benchmarks.md#quick-start).
+// build (docs/benchmarks-history.md, "Install: quick start").
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/statusor.h"
