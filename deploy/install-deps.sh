@@ -71,9 +71,9 @@ python="$python python3-torch python3-torchvision python3-pil"
 
 # --- test: what deploy/test.sh adds (it also installs python, slurm, browser and package) ---
 # GoogleTest; clang and its sanitizer runtimes: the ASan/UBSan build and the fuzz targets;
-# clang-format: the format check; iproute2: tests/remote/ puts traind in network namespaces; zsh:
-# the completion test drives zsh's own completion.
-test="libgtest-dev clang clang-format libclang-rt-14-dev iproute2 zsh"
+# clang-format: the format check; iproute2: tests/remote/ puts traind in network namespaces; zsh and
+# fish: the completion test drives their own completion.
+test="libgtest-dev clang clang-format libclang-rt-14-dev iproute2 zsh fish"
 
 # --- slurm: traind --backend slurm, and tests/slurm/'s private one-node Slurm ---
 # slurm-client: sbatch, squeue, scancel (how traind submits); slurmctld, slurmd and munge: the

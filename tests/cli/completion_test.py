@@ -109,5 +109,16 @@ class CompletionTest(unittest.TestCase):
             self.assertIn("trainctl submit --model lenet5", from_fpath)
 
 
+    @unittest.skipIf(shutil.which("fish") is None, "fish is not installed")
+    def test_fish(self):
+        def fish_tab(line):
+            script = f'trainctl completion fish | source; complete -C "{line}"'
+            out = subprocess.run(["fish", "--no-config", "-c", script], check=True,
+                                 capture_output=True, text=True, timeout=60)
+            return out.stdout.split()
+        self.assertEqual(fish_tab("trainctl sh"), ["show", "shutdown"])
+        self.assertEqual(fish_tab("trainctl submit --model lene"), ["lenet5"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
