@@ -4,7 +4,7 @@
 # tensors), same model, data, batch size, optimizer, seed and threads. Alternates the three for
 # each round so machine noise hits all of them alike. Prints a markdown table.
 #   bench/epoch_time.sh [ROUNDS] [MODELS...]     e.g. bench/epoch_time.sh 3 lenet5 mlp
-# Needs build/bin (deploy/build.sh) and Python PyTorch (deploy/install-deps.sh --with-bench).
+# Needs build/bin (deploy/build.sh) and Python PyTorch (deploy/install-deps.sh --for python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh

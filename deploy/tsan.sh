@@ -10,7 +10,7 @@
 # deb.debian.org, checked against the .dsc's SHA-256 sums) with -fsanitize=thread, under Debian's
 # library names, into build-tsan/absl/lib, which the TSan binaries find first through their RPATH. gRPC's own code stays uninstrumented: tests/tsan/suppressions.txt lists what that
 # makes TSan misreport, each with its reason.
-#   usage: deploy/tsan.sh            (after deploy/install-deps.sh; TRAIND_BUILD_JOBS=2)
+#   usage: deploy/tsan.sh            (after deploy/install-deps.sh --for test; TRAIND_BUILD_JOBS=2)
 #          TRAIND_TSAN_INTEGRATION=1 deploy/tsan.sh   adds tests/: the TSan daemon and trainctl
 #                                    with build/'s worker (build it first: deploy/build.sh)
 set -euo pipefail
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=${TRAIND_BUILD_JOBS:-2}
 start=$(date +%s)
-command -v clang++ >/dev/null || { echo "tsan.sh: clang++ not found (deploy/install-deps.sh installs it)" >&2; exit 2; }
+command -v clang++ >/dev/null || { echo "tsan.sh: clang++ not found (deploy/install-deps.sh --for test installs it)" >&2; exit 2; }
 
 # 1. Abseil, as Debian builds it, with TSan.
 version=$(dpkg-query -W -f='${Version}' libabsl-dev)  # e.g. 20220623.1-1+deb12u2

@@ -18,7 +18,7 @@ import urllib.request
 try:
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:
-    print("SKIP: python3-prometheus-client is not installed (deploy/install-deps.sh installs it)")
+    print("SKIP: python3-prometheus-client is not installed (deploy/install-deps.sh --for browser installs it)")
     sys.exit(77)
 
 BASE = os.environ["TRAIND_DASHBOARD_URL"]

@@ -10,7 +10,7 @@ bin=$1
 shift
 py=${TRAIND_TEST_PYTHON:-/usr/bin/python3}
 if ! "$py" -c 'import torch' 2>/dev/null; then
-  echo "SKIP: $py has no torch (deploy/install-deps.sh installs python3-torch)"
+  echo "SKIP: $py has no torch (deploy/install-deps.sh --for python installs python3-torch)"
   exit 77
 fi
 state=$(mktemp -d /tmp/traind-python-test.XXXXXX)

@@ -139,7 +139,7 @@ if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
     on_laptop env TRAIND_PYTHON_PACKAGE="$package" /usr/bin/python3 "$src/examples/python/submit_and_watch.py" \
     "${tls[@]}" --token-file "$work/wrong-token" --model mlp --epochs 1
 else
-  fail "the Python example: /usr/bin/python3 lacks grpc (deploy/install-deps.sh installs python3-grpcio)"
+  fail "the Python example: /usr/bin/python3 lacks grpc (deploy/install-deps.sh --for python installs python3-grpcio)"
 fi
 
 echo "$failures failure(s)"

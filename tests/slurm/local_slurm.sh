@@ -11,7 +11,7 @@ local_slurm_start() {
   SKIP_REASON=""
   for program in munged slurmctld slurmd sbatch squeue scancel scontrol; do
     if ! command -v "$program" > /dev/null; then
-      SKIP_REASON="$program not installed (deploy/install-deps.sh installs slurm-wlm and munge)"
+      SKIP_REASON="$program not installed (deploy/install-deps.sh --for slurm installs Slurm and munge)"
       return 1
     fi
   done
