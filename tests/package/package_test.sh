@@ -35,6 +35,9 @@ root=$work/root
 cache=${TRAIND_PACKAGE_TEST_CACHE:-/var/cache/traind-package-test}
 mirror=${TRAIND_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mkdir -p "$cache/apt-archives" "$root"
+# One run at a time uses the cache (apt locks its archive directory; a second run would fail on it).
+exec 9>"$cache/run.lock"
+flock 9
 
 log "making two packages of this build: 0.1.0+test1 and the upgrade 0.1.0+test2"
 for version in 0.1.0+test1 0.1.0+test2; do
