@@ -20,6 +20,7 @@
 #include "common/status_macros.h"
 #include "common/time_limit.h"
 #include "server/job_fold.h"
+#include "server/job_outcome.h"
 #include "supervise/rank_events.h"
 #include "supervise/torchrun.h"
 #include "supervise/worker_exit.h"
@@ -268,29 +269,13 @@ std::map<std::string, std::vector<int64_t>> Scheduler::RunningJobsByDevice() {
   return jobs;
 }
 
-std::optional<std::string> Scheduler::ResumeAfterCrash(const Job& job, const std::string& job_dir,
-                                                       const WorkerProcess::Exit& exit, int ranks) {
-  // A worker that was killed or crashed (not one that reported an error of the job's own) is a
-  // fault of the machine or of one process (the OOM killer, kill -9): start the job's workers
-  // again from (rank 0's) checkpoint, as a killed daemon's jobs do, a few times at most.
-  if (exit.signal == 0) return std::nullopt;
-  // A built-in job's checkpoint, or what a program saved in TRAIND_CHECKPOINT_DIR (its runner,
-  // traind-script, killed: the program died with it and starts again where it saved).
+// A built-in job's checkpoint, or what a program saved in TRAIND_CHECKPOINT_DIR (its runner,
+// traind-script, killed: the program died with it and starts again where it saved).
+static bool HasCheckpoint(const Job& job, const std::string& job_dir) {
   std::error_code error;
-  const bool checkpointed =
-      IsScriptJob(job.spec())
-          ? !std::filesystem::is_empty(job_dir + "/checkpoints", error) && !error
-          : access((job_dir + "/checkpoint.pt").c_str(), F_OK) == 0;
-  if (!checkpointed) return std::nullopt;
-  absl::MutexLock lock(&mu_);
-  int& restarts = crash_restarts_[job.id()];
-  if (restarts >= kMaxCrashRestarts) return std::nullopt;
-  ++restarts;
-  return absl::StrCat(IsScriptJob(job.spec()) ? "the program's runner" : "worker",
-                      " killed by signal ", exit.signal, " (", strsignal(exit.signal), "); ",
-                      ranks > 1 ? "every rank restarts" : "the job restarts",
-                      " from the last checkpoint (restart ", restarts, " of ", kMaxCrashRestarts,
-                      ")");
+  return IsScriptJob(job.spec())
+             ? !std::filesystem::is_empty(job_dir + "/checkpoints", error) && !error
+             : access((job_dir + "/checkpoint.pt").c_str(), F_OK) == 0;
 }
 
 absl::Status Scheduler::WaitForHosts(const Job& job, const std::string& why, bool afresh) {
@@ -811,59 +796,56 @@ absl::Status Scheduler::EndDurably(int64_t job_id, Job::State state, const std::
 
 void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const RankGroup& ranks,
                               const RanksEnded& ended, Running* running) {
-  const int failed_rank = ranks.failed_rank();
-  const WorkerProcess::Exit exit = *ranks.exit(failed_rank >= 0 ? failed_rank : 0);
-  const std::string who =
-      ranks.size() > 1 && failed_rank >= 0 ? absl::StrCat("rank ", failed_rank, ": ") : "";
-  bool cancelled, shutting_down, timed_out;
+  OutcomeFacts facts;
+  facts.failed_rank = ranks.failed_rank();
+  facts.exit = *ranks.exit(facts.failed_rank >= 0 ? facts.failed_rank : 0);
+  facts.ranks = ranks.size();
+  facts.result_stored = ended.succeeded_at_end_of_events.has_value();
+  facts.got_result = ended.events.got_result();
+  facts.script_job = IsScriptJob(job.spec());
+  facts.checkpointed = facts.exit.signal != 0 && HasCheckpoint(job, job_dir);
+  facts.on_hosts = !job.spec().hosts().empty();
+  facts.reported_error = ended.events.first_error();
+  facts.time_limit = job.spec().time_limit();
   {
     absl::MutexLock lock(&mu_);
     running->workers.clear();
-    cancelled = running->cancel_requested;
-    shutting_down = shutting_down_;
-    timed_out = running->timed_out;
+    facts.cancelled = running->cancel_requested;
+    facts.shutting_down = shutting_down_;
+    facts.timed_out = running->timed_out;
+    facts.crash_restarts = crash_restarts_[job.id()];
   }
   // A runner killed (the OOM killer, kill -9) leaves what its program started; end it now.
-  if (IsScriptJob(job.spec()) && KillLeftoverPrograms(job_dir, ranks.size()) > 0) {
+  if (facts.script_job && KillLeftoverPrograms(job_dir, ranks.size()) > 0) {
     LogAt(LogPriority::kWarning) << "traind: job " << job.id()
                                  << ": killed what its program left running\n";
   }
+  const Outcome outcome = DecideOutcome(facts);
+  if (outcome.counts_as_crash) worker_crashes_.fetch_add(1, std::memory_order_relaxed);
   absl::Status recorded;
-  const std::string& reported_error = ended.events.first_error();
-  if (ended.succeeded_at_end_of_events.has_value()) {
-    recorded = *ended.succeeded_at_end_of_events;
-    if (absl::IsResourceExhausted(recorded)) recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
-    if (failed_rank >= 0) {  // the result stands; say what happened after it
-      LogAt(LogPriority::kWarning) << "traind: job " << job.id() << ": the worker ended with "
-                                   << exit.Describe() << " after its result\n";
+  switch (outcome.kind) {
+    case Outcome::Kind::kResultStored:
+      recorded = *ended.succeeded_at_end_of_events;
+      if (absl::IsResourceExhausted(recorded)) recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
+      if (facts.failed_rank >= 0) {  // the result stands; say what happened after it
+        LogAt(LogPriority::kWarning) << "traind: job " << job.id() << ": the worker ended with "
+                                     << facts.exit.Describe() << " after its result\n";
+      }
+      break;
+    case Outcome::Kind::kWaitForHosts:
+      recorded = WaitForHosts(job, outcome.reason, outcome.hosts_afresh);
+      break;
+    case Outcome::Kind::kResumeAfterCrash: {
+      absl::MutexLock lock(&mu_);
+      ++crash_restarts_[job.id()];
     }
-  } else if (failed_rank < 0 && ended.events.got_result()) {
-    recorded = EndDurably(job.id(), Job::SUCCEEDED, "");
-  } else if (cancelled) {
-    recorded = EndDurably(job.id(), Job::CANCELLED, "cancelled by request");
-  } else if (timed_out) {
-    recorded = EndDurably(
-        job.id(), Job::FAILED,
-        absl::StrCat("stopped: it reached its time limit (--time ", job.spec().time_limit(), ")"));
-  } else if (shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
-    recorded = EndDurably(job.id(), Job::QUEUED, "re-queued: the daemon is shutting down");
-  } else if (std::optional<std::string> resume = ResumeAfterCrash(job, job_dir, exit, ranks.size());
-             resume.has_value()) {
-    worker_crashes_.fetch_add(1, std::memory_order_relaxed);
-    recorded = EndDurably(job.id(), Job::QUEUED, absl::StrCat(who, *resume));
-  } else if ((exit.exit_code == kWorkerHostsUnavailable || exit.exit_code == kWorkerHostLost) &&
-             !job.spec().hosts().empty()) {
-    recorded = WaitForHosts(job, reported_error.empty() ? exit.Describe() : reported_error,
-                            /*afresh=*/exit.exit_code == kWorkerHostLost);
-  } else if (exit.exit_code == kWorkerJobFailed && !reported_error.empty()) {
-    recorded = EndDurably(job.id(), Job::FAILED, reported_error);
-  } else {
-    worker_crashes_.fetch_add(1, std::memory_order_relaxed);
-    recorded = EndDurably(job.id(), Job::FAILED, absl::StrCat(who, exit.Describe()));
+      [[fallthrough]];
+    default:
+      recorded = EndDurably(job.id(), outcome.state, outcome.reason);
   }
   if (!recorded.ok())
     LogAt(LogPriority::kError) << "traind: job " << job.id() << ": " << recorded << "\n";
-  if (exit.exit_code != kWorkerHostsUnavailable && exit.exit_code != kWorkerHostLost) {
+  if (facts.exit.exit_code != kWorkerHostsUnavailable && facts.exit.exit_code != kWorkerHostLost) {
     absl::MutexLock lock(&mu_);
     host_waits_.erase(job.id());
   }

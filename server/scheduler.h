@@ -200,13 +200,6 @@ class Scheduler {
   // with torchrun's environment.
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
-  // When a worker (or a rank of a data-parallel job) died of a signal and the job (rank 0) left a
-  // checkpoint: the reason to re-queue the job with (at most kMaxCrashRestarts times per job and
-  // daemon).
-  std::optional<std::string> ResumeAfterCrash(const trainer::v1::Job& job,
-                                              const std::string& job_dir,
-                                              const WorkerProcess::Exit& exit, int ranks);
-  static constexpr int kMaxCrashRestarts = 3;
   // A job on several hosts whose launcher found a host unable to take it (or lost one): re-queued
   // to try again shortly (and resume from its checkpoint), until options_.host_wait has passed
   // since the first such attempt; then it fails with `why`.
@@ -240,7 +233,8 @@ class Scheduler {
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
-  std::map<int64_t, int> crash_restarts_ ABSL_GUARDED_BY(mu_);  // by job id
+  // Restarts after a kill, by job id (server/job_outcome.h: at most kMaxCrashRestarts).
+  std::map<int64_t, int> crash_restarts_ ABSL_GUARDED_BY(mu_);
   struct Reserved {
     std::vector<std::string> devices;
     absl::Time expires;
