@@ -38,6 +38,16 @@ std::string DefaultCacheDir() {
   return HomeDir() + "/.cache/trainctl";
 }
 
+std::string UserConfigFile(const char* override_variable, const std::string& relative) {
+  if (const char* path = std::getenv(override_variable); path != nullptr && *path != '\0') {
+    return path;
+  }
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/" + relative;
+  }
+  return HomeDir() + "/.config/" + relative;
+}
+
 std::string DefaultAddress(const std::string& state_dir) {
   return "unix:" + state_dir + "/traind.sock";
 }

@@ -13,6 +13,10 @@ namespace traind {
 std::string DefaultStateDir();
 // trainctl's cache (digests of uploaded files): $XDG_CACHE_HOME/trainctl, else ~/.cache/trainctl.
 std::string DefaultCacheDir();
+// A user's config file: $OVERRIDE_VARIABLE when set, else $XDG_CONFIG_HOME/RELATIVE (an absolute
+// XDG_CONFIG_HOME only, as the XDG spec says), else ~/.config/RELATIVE. trainctl's
+// ("TRAINCTL_CONFIG", "trainctl/config.toml") and traind's ("TRAIND_CONFIG", "traind/traind.toml").
+std::string UserConfigFile(const char* override_variable, const std::string& relative);
 // unix:<state dir>/traind.sock
 std::string DefaultAddress(const std::string& state_dir);
 // $FASHION_MNIST_DIR when set (hosts without the Debian package), else the package's directory.

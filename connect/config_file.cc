@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/durable_file.h"
+#include "common/paths.h"
 #include "common/status_macros.h"
 
 namespace traind {
@@ -41,14 +42,7 @@ const ContextEntry* ClientConfig::Find(const std::string& name) const {
 }
 
 std::string DefaultConfigPath() {
-  if (const char* path = std::getenv("TRAINCTL_CONFIG"); path != nullptr && *path != '\0') {
-    return path;
-  }
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg == '/') {
-    return absl::StrCat(xdg, "/trainctl/config.toml");
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home != nullptr ? home : ".", "/.config/trainctl/config.toml");
+  return UserConfigFile("TRAINCTL_CONFIG", "trainctl/config.toml");
 }
 
 namespace {

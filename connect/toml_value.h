@@ -8,11 +8,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "connect/toml_kind.h"
 #include "toml++/toml.h"
 
 namespace traind {
-
-enum class TomlKind { kString, kInteger, kFloat, kBoolean, kArray };
 
 struct TomlText {
   TomlKind kind = TomlKind::kString;
@@ -23,8 +22,6 @@ struct TomlText {
 // "a string, number, boolean or list" (INVALID_ARGUMENT, without a location: the caller knows the
 // key and line) for a table, a date or a nested list.
 absl::StatusOr<TomlText> ValueAsText(const toml::node& value);
-
-const char* TomlKindName(TomlKind kind);  // "a string", "an integer", ...
 
 }  // namespace traind
 

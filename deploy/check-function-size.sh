@@ -11,7 +11,6 @@ cd "$(dirname "$0")/.."
 limit=100
 # "FILE:FIRST LINE OF THE DEFINITION" of the flag tables that may be longer.
 tables=(
-  "server/daemon_flags.cc:void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {"
   "client/spec_flags.cc:const std::vector<SpecFlagInfo>& SpecFlagTable() {"
 )
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/nearest_word.h"
+#include "common/paths.h"
 #include "connect/toml_value.h"
 
 namespace traind {
@@ -55,12 +56,12 @@ absl::Status Refuse(const std::string& at, const std::string& what) {
 
 // The kind of value a key needs, before the option's own validators see its text.
 absl::Status CheckKind(const CLI::Option& option, const ConfigEntry& entry, const std::string& at) {
+  const std::string kind = TomlKindName(entry.kind);
   if (!TakesValue(option)) {
-    if (entry.kind == TomlKindName(TomlKind::kBoolean)) return absl::OkStatus();
-    return Refuse(at,
-                  absl::StrCat("--", entry.key, " is a switch: true or false, not ", entry.kind));
+    if (entry.kind == TomlKind::kBoolean) return absl::OkStatus();
+    return Refuse(at, absl::StrCat("--", entry.key, " is a switch: true or false, not ", kind));
   }
-  if (entry.is_list) {
+  if (entry.kind == TomlKind::kArray) {
     if (TakesList(option)) return absl::OkStatus();
     return Refuse(at, "takes one value, not a list");
   }
@@ -68,27 +69,24 @@ absl::Status CheckKind(const CLI::Option& option, const ConfigEntry& entry, cons
   const bool numeric = IsNumeric(option);
   const bool size = absl::EndsWith(type, "SIZE");
   std::string expected;
-  if (entry.kind == TomlKindName(TomlKind::kBoolean)) {
+  if (entry.kind == TomlKind::kBoolean) {
     expected = numeric ? "a number" : "a string";
-  } else if (numeric && !size && entry.kind == TomlKindName(TomlKind::kString)) {
+  } else if (numeric && !size && entry.kind == TomlKind::kString) {
     expected = "a number";
-  } else if (!numeric && entry.kind != TomlKindName(TomlKind::kString)) {
+  } else if (!numeric && entry.kind != TomlKind::kString) {
     expected = "a string (in quotes)";
-  } else if (absl::StartsWith(type, "INT") && entry.kind == TomlKindName(TomlKind::kFloat)) {
+  } else if (absl::StartsWith(type, "INT") && entry.kind == TomlKind::kFloat) {
     expected = "an integer";
   }
   if (expected.empty()) return absl::OkStatus();
-  return Refuse(at, absl::StrCat("expected ", expected, ", not ", entry.kind, " (",
+  return Refuse(at, absl::StrCat("expected ", expected, ", not ", kind, " (",
                                  absl::StrJoin(entry.items, ", "), ")"));
 }
 
-// CLI11's message without the option's name (the caller names the key) and without its
-// 309-digit bound for "any positive number".
+// CLI11's message without the option's name: the caller names the key.
 std::string TidyMessage(std::string message, const std::string& key) {
   const std::string prefix = "--" + key + ": ";
   if (absl::StartsWith(message, prefix)) message = message.substr(prefix.size());
-  const size_t range = message.find(" not in range 0.000000 to 1797693");
-  if (range != std::string::npos) message = message.substr(0, range) + " is below 0";
   return message;
 }
 
@@ -158,8 +156,7 @@ absl::StatusOr<std::vector<ConfigEntry>> ParseEntries(const std::string& path,
     absl::StatusOr<TomlText> parsed = ValueAsText(value);
     if (!parsed.ok()) return Refuse(at, std::string(parsed.status().message()));
     entry.items = std::move(parsed->items);
-    entry.is_list = parsed->kind == TomlKind::kArray;
-    entry.kind = TomlKindName(parsed->kind);
+    entry.kind = parsed->kind;
     entries.push_back(std::move(entry));
   }
   std::sort(entries.begin(), entries.end(),
@@ -190,14 +187,7 @@ std::string TomlItem(const CLI::Option& option, const std::string& item) {
 }  // namespace
 
 std::string DefaultDaemonConfigPath() {
-  if (const char* path = std::getenv("TRAIND_CONFIG"); path != nullptr && *path != '\0') {
-    return path;
-  }
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg == '/') {
-    return absl::StrCat(xdg, "/traind/traind.toml");
-  }
-  const char* home = std::getenv("HOME");
-  return absl::StrCat(home != nullptr ? home : ".", "/.config/traind/traind.toml");
+  return UserConfigFile("TRAIND_CONFIG", "traind/traind.toml");
 }
 
 absl::StatusOr<DaemonConfig> ReadDaemonConfig(const std::string& path, bool must_exist) {
@@ -268,7 +258,8 @@ absl::StatusOr<std::vector<SettingSource>> ApplyDaemonConfig(CLI::App& app,
   return settings;
 }
 
-std::string RenderSettings(const std::vector<SettingSource>& settings, const DaemonConfig& config) {
+std::string RenderSettings(const std::vector<SettingSource>& settings, const DaemonConfig& config,
+                           const std::map<std::string, std::string>& unset_meanings) {
   std::string out = absl::StrCat(
       "# What traind starts with: the command line, then ",
       config.path.empty() ? absl::StrCat("no config file (", config.none_because, ")")
@@ -280,6 +271,9 @@ std::string RenderSettings(const std::vector<SettingSource>& settings, const Dae
     std::string line;
     if (setting.items.empty()) {
       line = absl::StrCat("# ", key, " is not set");
+      if (auto it = unset_meanings.find(key); it != unset_meanings.end()) {
+        absl::StrAppend(&line, ": ", it->second);
+      }
     } else if (TakesList(*setting.option)) {
       std::vector<std::string> items;
       for (const std::string& item : setting.items)

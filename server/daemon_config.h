@@ -14,19 +14,20 @@
 #ifndef TRAIND_SERVER_DAEMON_CONFIG_H_
 #define TRAIND_SERVER_DAEMON_CONFIG_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
+#include "connect/toml_kind.h"
 
 namespace traind {
 
 struct ConfigEntry {
-  std::string key;                 // "state-dir"
-  std::vector<std::string> items;  // its value as flag text: one item, or a list's items
-  bool is_list = false;
-  std::string kind;  // "a string", "an integer", "a number", "true or false", "a list"
+  std::string key;                    // "state-dir"
+  std::vector<std::string> items;     // its value as flag text: one item, or a list's items
+  TomlKind kind = TomlKind::kString;  // kArray: a list
   int line = 0;
 };
 
@@ -59,8 +60,10 @@ struct SettingSource {
 absl::StatusOr<std::vector<SettingSource>> ApplyDaemonConfig(CLI::App& app,
                                                              const DaemonConfig& config);
 
-// --print-config: the settings as a config file would give them, each with its source.
-std::string RenderSettings(const std::vector<SettingSource>& settings, const DaemonConfig& config);
+// --print-config: the settings as a config file would give them, each with its source; an unset
+// key with what traind does then, where `unset_meanings` says (daemon_flags.h).
+std::string RenderSettings(const std::vector<SettingSource>& settings, const DaemonConfig& config,
+                           const std::map<std::string, std::string>& unset_meanings = {});
 
 }  // namespace traind
 

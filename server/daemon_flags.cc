@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/build_version.h"
 #include "common/byte_size.h"
 #include "common/job_spec.h"
@@ -18,25 +19,27 @@ namespace traind {
 
 namespace {
 
-// A number a flag needs above 0 (CLI11's PositiveNumber says "not in range 0.000000 to 1.8e308").
-CLI::Validator AboveZero() {
+// A number a flag needs at or above `bound` (above it where `strictly`), with a message that says
+// so (CLI11's PositiveNumber says "not in range 0.000000 to 1.8e308").
+CLI::Validator AtLeast(double bound, bool strictly) {
+  const std::string need =
+      absl::StrCat("must be ", strictly ? "above " : "", bound, strictly ? "" : " or more");
   return CLI::Validator(
-      [](std::string& value) -> std::string {
+      [bound, strictly, need](std::string& value) -> std::string {
         double number = 0;
         if (!absl::SimpleAtod(value, &number)) return "'" + value + "' is not a number";
-        return number > 0 ? "" : "must be above 0, got " + value;
+        const bool within = strictly ? number > bound : number >= bound;
+        return within ? "" : need + ", got " + value;
       },
-      "POSITIVE");
+      strictly ? "POSITIVE" : "NONNEGATIVE");
 }
+CLI::Validator AboveZero() { return AtLeast(0, /*strictly=*/true); }
+CLI::Validator ZeroOrMore() { return AtLeast(0, /*strictly=*/false); }
 
-CLI::Validator ZeroOrMore() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        double number = 0;
-        if (!absl::SimpleAtod(value, &number)) return "'" + value + "' is not a number";
-        return number >= 0 ? "" : "must be 0 or more, got " + value;
-      },
-      "NONNEGATIVE");
+// A file the flag names, which must exist (a certificate, a key, a token file).
+void AddExistingFile(CLI::App& app, const std::string& name, std::string& target,
+                     const std::string& help) {
+  app.add_option(name, target, help)->check(CLI::ExistingFile);
 }
 
 // A size flag ("16GiB", "512MiB", bytes; common/byte_size.h): the value becomes the number of
@@ -138,17 +141,24 @@ void ApplySlotFlags(const std::vector<std::string>& slots, DaemonOptions* option
 
 }  // namespace
 
-void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
+namespace {
+
+// How to read the configuration, or what to print instead of starting.
+void DeclareStartFlags(CLI::App& app, RawFlags& raw) {
   app.set_version_flag("--version", std::string("traind, ") + BuildVersion());
   app.add_option("--config", raw.config_path,
                  "Read flags from this TOML file (KEY = VALUE, each key a flag without its dashes; "
                  "the command line overrides it). Default: $TRAIND_CONFIG, else "
                  "~/.config/traind/traind.toml where it exists; the system service reads "
-                 "/etc/traind/traind.toml. docs/config.md");
+                 "/etc/traind/traind.toml. docs/install.md");
   app.add_flag("--print-config", raw.print_config,
                "Print the settings traind would start with, each with where it came from (the "
                "command line, the config file and its line, or the default), and exit");
   app.add_flag("--man-page", raw.man_page, "Print traind's man page (roff) and exit")->group("");
+}
+
+// Where traind keeps its state and whom it serves, how.
+void DeclareServingFlags(CLI::App& app, DaemonOptions& options) {
   app.add_option("--state-dir", options.state_dir, "Jobs, events and the socket live here")
       ->capture_default_str();
   app.add_option("--listen", options.listen,
@@ -161,18 +171,18 @@ void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
                "Accept JobSpec.debug (crash a worker on purpose): for tests only");
   app.add_flag("--insecure-loopback", options.allow_insecure_tcp,
                "Allow plaintext TCP listeners on loopback addresses (tests, local tools)");
-  app.add_option("--tls-cert", options.tls_cert,
-                 "Server certificate (PEM) for TCP listeners; deploy/make-certs.sh makes one")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tls-key", options.tls_key, "Private key (PEM) of --tls-cert")
-      ->check(CLI::ExistingFile);
-  app.add_option("--tls-client-ca", options.tls_client_ca,
-                 "Require client certificates signed by this CA (PEM)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--token-file", options.token_file,
-                 "Bearer tokens for TCP callers, one per line (TOKEN [NAME]); the Unix socket "
-                 "needs none")
-      ->check(CLI::ExistingFile);
+  AddExistingFile(app, "--tls-cert", options.tls_cert,
+                  "Server certificate (PEM) for TCP listeners; deploy/make-certs.sh makes one");
+  AddExistingFile(app, "--tls-key", options.tls_key, "Private key (PEM) of --tls-cert");
+  AddExistingFile(app, "--tls-client-ca", options.tls_client_ca,
+                  "Require client certificates signed by this CA (PEM)");
+  AddExistingFile(app, "--token-file", options.token_file,
+                  "Bearer tokens for TCP callers, one per line (TOKEN [NAME]); the Unix socket "
+                  "needs none");
+}
+
+// What one token may hold and ask.
+void DeclareLimitFlags(CLI::App& app, DaemonOptions& options) {
   app.add_option("--max-queued-per-token", options.limits.max_queued_jobs,
                  "Queued jobs one token may have at once")
       ->capture_default_str()
@@ -197,11 +207,10 @@ void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
   app.add_option("--max-request-bytes", options.max_request_bytes, "Largest request accepted")
       ->capture_default_str()
       ->check(CLI::Range(1024, 1 << 30));
-  app.add_option("--slurm-address", options.slurm_address,
-                 "Host name Slurm's nodes reach this machine at, for jobs submitted with "
-                 "--backend slurm (default: this machine's name)");
-  app.add_option("--name", raw.host_name,
-                 "This traind's name in a job's --hosts (default: this machine's host name)");
+}
+
+// Script jobs' interpreters and bounds.
+void DeclareScriptFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
   app.add_option("--python", raw.python_flags,
                  "An interpreter script jobs may run (trainctl run -- NAME train.py): NAME=PATH, "
                  "e.g. --python python3=/usr/bin/python3 --python venv=/opt/venv/bin/python. "
@@ -227,28 +236,38 @@ void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
                  "(unconfined). docs/security.md")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bubblewrap", "none"}));
+}
+
+// This traind among others: its name, Slurm's address for it, its peers (--hosts).
+void DeclareHostFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
+  app.add_option("--slurm-address", options.slurm_address,
+                 "Host name Slurm's nodes reach this machine at, for jobs submitted with "
+                 "--backend slurm (default: this machine's name)");
+  app.add_option("--name", raw.host_name,
+                 "This traind's name in a job's --hosts (default: this machine's host name)");
   app.add_option("--peer", raw.peer_flags,
                  "Another traind this one may run jobs with (--hosts): NAME=HOST:PORT, reached "
                  "with TLS and a token (--peer-tls-ca, --peer-tls-cert, --peer-tls-key, "
                  "--peer-token-file; an admin token there), or NAME=context:CONTEXT, a trainctl "
                  "context that names all of those. Repeatable");
-  app.add_option("--peer-tls-ca", raw.peer_connection.tls_ca,
-                 "CA (PEM) that signed the peers' certificates")
-      ->check(CLI::ExistingFile);
-  app.add_option("--peer-tls-cert", raw.peer_connection.tls_cert,
-                 "Client certificate (PEM) for peers that ask for one")
-      ->check(CLI::ExistingFile);
-  app.add_option("--peer-tls-key", raw.peer_connection.tls_key,
-                 "Private key (PEM) of --peer-tls-cert")
-      ->check(CLI::ExistingFile);
-  app.add_option("--peer-token-file", raw.peer_connection.token_file,
-                 "Bearer token (one line) the peers accept, with the admin role there")
-      ->check(CLI::ExistingFile);
+  AddExistingFile(app, "--peer-tls-ca", raw.peer_connection.tls_ca,
+                  "CA (PEM) that signed the peers' certificates");
+  AddExistingFile(app, "--peer-tls-cert", raw.peer_connection.tls_cert,
+                  "Client certificate (PEM) for peers that ask for one");
+  AddExistingFile(app, "--peer-tls-key", raw.peer_connection.tls_key,
+                  "Private key (PEM) of --peer-tls-cert");
+  AddExistingFile(app, "--peer-token-file", raw.peer_connection.token_file,
+                  "Bearer token (one line) the peers accept, with the admin role there");
   app.add_option("--host-wait", raw.host_wait_minutes,
                  "Minutes a job on several hosts waits for a host that is busy, unreachable or "
                  "gone before it fails (it retries meanwhile, resuming from its checkpoint)")
       ->capture_default_str()
       ->check(ZeroOrMore());
+}
+
+// Its workers and jobs: the worker's path, cancelling, checkpoints, retention, the dashboard,
+// slots.
+void DeclareWorkerFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
   app.add_option("--worker", options.worker_path, "Path of traind-worker")
       ->default_str(DefaultWorkerPath());
   app.add_option("--cancel-grace", raw.cancel_grace_seconds,
@@ -285,6 +304,31 @@ void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
   app.add_option("--slots", raw.slots,
                  "Jobs at once on a device, e.g. --slots cpu=2 (repeatable; default 1 per device)")
       ->check(SlotFlag());
+}
+
+}  // namespace
+
+void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
+  DeclareStartFlags(app, raw);
+  DeclareServingFlags(app, options);
+  DeclareLimitFlags(app, options);
+  DeclareScriptFlags(app, options, raw);
+  DeclareHostFlags(app, options, raw);
+  DeclareWorkerFlags(app, options, raw);
+}
+
+const std::map<std::string, std::string>& UnsetFlagMeanings() {
+  static const auto* meanings = new std::map<std::string, std::string>{
+      {"listen", "unix:<state-dir>/traind.sock"},
+      {"data-root", "the Fashion-MNIST directory only"},
+      {"python", "python3=/usr/bin/python3 where it exists"},
+      {"slurm-address", "this machine's name"},
+      {"name", "this machine's host name"},
+      {"http", "no dashboard"},
+      {"slots", "1 job at a time per device"},
+      {"token-file", "no TCP callers (the Unix socket needs no token)"},
+  };
+  return *meanings;
 }
 
 bool ApplyRawFlags(const RawFlags& raw, DaemonOptions* options) {

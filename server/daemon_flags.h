@@ -3,6 +3,7 @@
 #ifndef TRAIND_SERVER_DAEMON_FLAGS_H_
 #define TRAIND_SERVER_DAEMON_FLAGS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct RawFlags {
 
 // Declares every flag of traind on `app`, each bound to `options` or `raw`.
 void DeclareFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw);
+
+// What traind does for a flag left unset, where that is more than nothing: {"listen",
+// "unix:<state-dir>/traind.sock"}. --print-config says it beside the unset key.
+const std::map<std::string, std::string>& UnsetFlagMeanings();
 
 // The flags in `raw` checked into `options`: false (and why on stderr) for a bad one.
 bool ApplyRawFlags(const RawFlags& raw, DaemonOptions* options);

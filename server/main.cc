@@ -149,7 +149,7 @@ int Configure(int argc, char** argv, traind::DaemonOptions& options, bool* start
   }
   if (!traind::ApplyRawFlags(raw, &options)) return 2;
   if (raw.print_config) {
-    std::cout << traind::RenderSettings(*settings, *config);
+    std::cout << traind::RenderSettings(*settings, *config, traind::UnsetFlagMeanings());
     return 0;
   }
   *start = true;

@@ -813,7 +813,9 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
     facts.cancelled = running->cancel_requested;
     facts.shutting_down = shutting_down_;
     facts.timed_out = running->timed_out;
-    facts.crash_restarts = crash_restarts_[job.id()];
+    // find, not []: an entry only for the jobs that did restart.
+    const auto restarts = crash_restarts_.find(job.id());
+    facts.crash_restarts = restarts == crash_restarts_.end() ? 0 : restarts->second;
   }
   // A runner killed (the OOM killer, kill -9) leaves what its program started; end it now.
   if (facts.script_job && KillLeftoverPrograms(job_dir, ranks.size()) > 0) {

@@ -85,6 +85,7 @@ class DaemonConfigTest(unittest.TestCase):
         self.assertRegex(lines["warm-workers"], r"= 1 +# command line$")
         self.assertRegex(lines["data-root"], rf'= \["/srv/a", "/srv/b"\] +# {self.config}:4$')
         self.assertRegex(lines["checkpoint-minutes"], r"= 10 +# default$")
+        self.assertIn("# listen is not set: unix:<state-dir>/traind.sock", shown.stdout)
         self.assertFalse(self.state.exists(), "--print-config created the state directory")
 
     def test_the_default_file_is_read_where_it_exists(self):
