@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/build_version.h"
 #include "common/byte_size.h"
+#include "common/cli_checks.h"
 #include "common/job_spec.h"
 #include "common/log_priority.h"
 #include "common/paths.h"
@@ -19,22 +20,8 @@ namespace traind {
 
 namespace {
 
-// A number a flag needs at or above `bound` (above it where `strictly`), with a message that says
-// so (CLI11's PositiveNumber says "not in range 0.000000 to 1.8e308").
-CLI::Validator AtLeast(double bound, bool strictly) {
-  const std::string need =
-      absl::StrCat("must be ", strictly ? "above " : "", bound, strictly ? "" : " or more");
-  return CLI::Validator(
-      [bound, strictly, need](std::string& value) -> std::string {
-        double number = 0;
-        if (!absl::SimpleAtod(value, &number)) return "'" + value + "' is not a number";
-        const bool within = strictly ? number > bound : number >= bound;
-        return within ? "" : need + ", got " + value;
-      },
-      strictly ? "POSITIVE" : "NONNEGATIVE");
-}
-CLI::Validator AboveZero() { return AtLeast(0, /*strictly=*/true); }
-CLI::Validator ZeroOrMore() { return AtLeast(0, /*strictly=*/false); }
+CLI::Validator AboveZero() { return NumberAtLeast(0, /*strictly=*/true); }
+CLI::Validator ZeroOrMore() { return NumberAtLeast(0, /*strictly=*/false); }
 
 // A file the flag names, which must exist (a certificate, a key, a token file).
 void AddExistingFile(CLI::App& app, const std::string& name, std::string& target,

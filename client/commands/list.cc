@@ -1,10 +1,10 @@
 // trainctl list [--state S]... [--limit N | --all]: jobs, newest first.
 #include "absl/strings/ascii.h"
-#include "client/cli_checks.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/render/job_text.h"
 #include "client/rpc.h"
+#include "common/cli_checks.h"
 
 namespace traind {
 

@@ -9,6 +9,7 @@
 #include "client/exit_codes.h"
 #include "client/render/event_renderer.h"
 #include "client/stored_events.h"
+#include "common/cli_checks.h"
 #include "common/log_format.h"
 
 namespace traind {
@@ -65,7 +66,7 @@ void AddLogsCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("id", flags->job_id, "Job id")->required();
   cmd->add_flag("--follow,-f", flags->follow, "Keep printing until the job ends");
   cmd->add_option("--tail,-n", flags->tail, "Only the last N lines (then --follow's new ones)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberAtLeast(0, /*strictly=*/false));
   cmd->footer(
       "Examples:\n"
       "  trainctl logs 12\n"

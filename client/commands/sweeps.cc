@@ -7,6 +7,7 @@
 #include "client/exit_codes.h"
 #include "client/render/job_text.h"
 #include "client/rpc.h"
+#include "common/cli_checks.h"
 #include "common/terminal_text.h"
 
 namespace traind {
@@ -76,7 +77,7 @@ void AddSweepsCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "sweeps", "List sweeps, newest first: what their members differ in, how far they got");
   cmd->add_option("--name", flags->name, "Only the sweeps of this name");
   cmd->add_option("--limit,-n", flags->limit, "At most N sweeps")
-      ->check(CLI::PositiveNumber)
+      ->check(AtLeast(1))
       ->capture_default_str();
   cmd->add_flag("--all", flags->all, "Every sweep");
   cmd->footer(

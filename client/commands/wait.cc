@@ -13,6 +13,7 @@
 #include "client/interrupt_notice.h"
 #include "client/rpc.h"
 #include "client/sweep_members.h"
+#include "common/cli_checks.h"
 #include "common/log_format.h"
 
 namespace traind {
@@ -108,7 +109,7 @@ void AddWaitCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option("--sweep", flags->sweep, "Every member of this sweep (its id or name) instead");
   cmd->add_option("--timeout", flags->timeout_seconds,
                   "Give up after this many seconds (exit 4; the jobs go on)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberAtLeast(0, /*strictly=*/false));
   cmd->footer(
       "Examples:\n"
       "  trainctl wait 12 13 && echo both succeeded\n"

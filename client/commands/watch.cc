@@ -8,12 +8,12 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "client/cli_checks.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/interrupt_notice.h"
 #include "client/render/event_renderer.h"
 #include "client/rpc.h"
+#include "common/cli_checks.h"
 #include "common/log_format.h"
 
 namespace traind {
