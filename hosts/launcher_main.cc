@@ -37,8 +37,8 @@
 #include "hosts/remote_host.h"
 #include "supervise/rank_events.h"
 #include "supervise/rank_group.h"
+#include "supervise/rank_launch.h"
 #include "supervise/shared_event_pipe.h"
-#include "supervise/torchrun.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_process.h"
 #include "supervise/worker_side.h"
@@ -209,19 +209,19 @@ class Launcher {
   absl::StatusOr<std::vector<std::unique_ptr<traind::WorkerProcess>>> StartLocalRanks(
       const trainer::v1::WorkerRequest& request, int world, const std::string& master_addr,
       int port) {
-    const std::string worker_path =
-        (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
-    std::vector<std::unique_ptr<traind::WorkerProcess>> locals;
-    for (int i = 0; i < static_cast<int>(local_devices_.size()); ++i) {
-      trainer::v1::WorkerRequest placed = request;
-      placed.mutable_spec()->set_device(local_devices_[i]);
-      absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> worker = traind::WorkerProcess::Start(
-          worker_path, placed, traind::TorchrunEnvironment({i, i, world, master_addr, port}));
-      if (!worker.ok()) {  // the ones started are killed and reaped with `locals`
-        return absl::InternalError(absl::StrCat("rank ", i, ": ", worker.status().message()));
-      }
-      locals.push_back(*std::move(worker));
-    }
+    // Beside this program; the ranks inherit its environment (what traind gives every worker).
+    traind::RankLaunch launch;
+    launch.program =
+        traind::JobPrograms::In(std::filesystem::read_symlink("/proc/self/exe").parent_path())
+            .worker;
+    launch.request = request;
+    launch.devices = local_devices_;
+    launch.world_size = world;
+    launch.master_addr = master_addr;
+    launch.master_port = port;
+    absl::StatusOr<std::vector<std::unique_ptr<traind::WorkerProcess>>> locals =
+        traind::StartRanks(launch);
+    if (!locals.ok()) return absl::InternalError(locals.status().message());
     return locals;
   }
 

@@ -136,21 +136,6 @@ std::string DefaultWorkerPath() {
   return (self.parent_path() / "traind-worker").string();
 }
 
-// traind-slurm, installed beside traind-worker.
-static std::string SlurmLauncherPath(const std::string& worker_path) {
-  return (std::filesystem::path(worker_path).parent_path() / "traind-slurm").string();
-}
-
-// traind-hosts, installed beside traind-worker.
-static std::string HostsLauncherPath(const std::string& worker_path) {
-  return (std::filesystem::path(worker_path).parent_path() / "traind-hosts").string();
-}
-
-// traind-script, installed beside traind-worker.
-static std::string ScriptRunnerPath(const std::string& worker_path) {
-  return (std::filesystem::path(worker_path).parent_path() / "traind-script").string();
-}
-
 // The interpreters script jobs may name: the operator's (--python), else Debian's python3, which
 // has PyTorch (python3-torch), when it is installed.
 static std::map<std::string, std::string> Interpreters(
@@ -285,39 +270,47 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
       [hub = hub_.get()](int64_t job_id, int64_t seq) { hub->Publish(job_id, seq); });
   executor_ = std::make_unique<Executor>(options_.executor_threads);
   const std::vector<std::string> data_roots = DataRoots(options_.data_roots);
+  const JobPrograms programs = JobPrograms::Beside(options_.worker_path);
+  // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
+  // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
+  // admission checks user paths against the data roots alone).
+  WorkerRequestOptions requests;
+  requests.blobs = blobs_.get();
+  requests.interpreters = Interpreters(options_.interpreters);
+  requests.script_memory_bytes = options_.script_memory_bytes;
+  requests.script_file_size_bytes = options_.script_file_size_bytes;
+  requests.script_sandbox = sandbox_.sandbox;
+  requests.data_roots = data_roots;
+  requests.data_roots.push_back(
+      std::filesystem::absolute(options_.state_dir + "/blobs").lexically_normal().string());
+  requests.checkpoint_interval_seconds = options_.checkpoint_minutes * 60;
+  requests.jobs_dir = options_.state_dir + "/jobs";
   Scheduler::Options scheduling;
-  scheduling.worker_path = options_.worker_path;
-  scheduling.jobs_dir = options_.state_dir + "/jobs";
-  scheduling.cache_dir = options_.state_dir + "/cache";
-  scheduling.cancel_grace = options_.cancel_grace;
-  scheduling.slots = options_.slots;
-  scheduling.checkpoint_interval_seconds = options_.checkpoint_minutes * 60;
-  scheduling.blobs = blobs_.get();
-  scheduling.warm_workers = options_.warm_workers;
   for (const auto& device : devices.devices()) {
     if (absl::StartsWith(device.name(), "cuda:")) scheduling.gpus.push_back(device.name());
   }
-  scheduling.slurm_launcher_path = SlurmLauncherPath(options_.worker_path);
-  scheduling.slurm_address = options_.slurm_address;
-  scheduling.hosts_launcher_path = HostsLauncherPath(options_.worker_path);
-  scheduling.hosts_environment = options_.hosts_environment;
+  ProcessLauncher::Options launching;
+  launching.programs = programs;
+  const auto cpu_slots = options_.slots.find("cpu");
+  launching.worker_environment = WorkerEnvironment(
+      options_.state_dir + "/cache", cpu_slots == options_.slots.end() ? 1 : cpu_slots->second,
+      options_.worker_nice);
+  launching.warm_workers = options_.warm_workers;
+  if (!scheduling.gpus.empty()) launching.prepare_device = scheduling.gpus[0];
+  launching.slurm_address = options_.slurm_address;
+  launching.hosts_environment = options_.hosts_environment;
+  // The scheduler is made below, before the loop can take a warm worker.
+  launching.on_warm_taken = [this] { scheduler_->Wake(); };
+  launcher_ = std::make_unique<ProcessLauncher>(std::move(launching));
+  scheduling.launcher = launcher_.get();
+  scheduling.requests = requests;
+  scheduling.cancel_grace = options_.cancel_grace;
+  scheduling.slots = options_.slots;
   scheduling.host_wait = options_.host_wait;
-  scheduling.worker_nice = options_.worker_nice;
-  scheduling.script_runner_path = ScriptRunnerPath(options_.worker_path);
-  scheduling.interpreters = Interpreters(options_.interpreters);
-  scheduling.script_memory_bytes = options_.script_memory_bytes;
-  scheduling.script_file_size_bytes = options_.script_file_size_bytes;
-  scheduling.script_sandbox = sandbox_.sandbox;
   scheduling.disk_reserve = disk_reserve_.get();
   scheduling.may_start = [access = access_.get()](const trainer::v1::Job& job) {
     return access->MayStart(job.owner(), IsScriptJob(job.spec()));
   };
-  // Workers open a job's data beneath these: the roots, and the blob directory, where an uploaded
-  // data_file's data_path points (traind's own, written under a digest; no user names a path in it,
-  // admission checks user paths against the data roots alone).
-  scheduling.worker_data_roots = data_roots;
-  scheduling.worker_data_roots.push_back(
-      std::filesystem::absolute(options_.state_dir + "/blobs").lexically_normal().string());
   scheduler_ = std::make_unique<Scheduler>(store_.get(), hub_.get(), std::move(scheduling));
   Admission::Options admitting;
   admitting.devices = devices;
@@ -325,7 +318,7 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   admitting.jobs_dir = options_.state_dir + "/jobs";
   admitting.enable_fault_injection = options_.enable_fault_injection;
   admitting.slurm_available = OnPath("sbatch") && OnPath("squeue") && OnPath("scancel") &&
-                              access(SlurmLauncherPath(options_.worker_path).c_str(), X_OK) == 0;
+                              access(programs.slurm_launcher.c_str(), X_OK) == 0;
   admitting.host_name = options_.host_name;
   admitting.peer_names = options_.peer_names;
   admitting.interpreters = Interpreters(options_.interpreters);
@@ -337,8 +330,9 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   service_->set_shutdown_hook(options_.shutdown_hook);
   peer_service_ = std::make_unique<PeerService>(
       scheduler_.get(), access_.get(), admission_.get(),
-      PeerService::Options{options_.worker_path, options_.state_dir + "/peer-jobs",
-                           options_.max_upload_bytes, options_.cancel_grace});
+      PeerService::Options{programs.worker, launcher_->worker_environment(), requests,
+                           options_.state_dir + "/peer-jobs", options_.max_upload_bytes,
+                           options_.cancel_grace});
 }
 
 absl::Status Daemon::Listen(const std::optional<grpc::SslServerCredentialsOptions>& ssl) {

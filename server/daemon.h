@@ -25,6 +25,7 @@
 #include "server/event_hub.h"
 #include "server/executor.h"
 #include "server/http/dashboard_server.h"
+#include "server/job_launcher.h"
 #include "server/owned_paths.h"
 #include "server/peer_service.h"
 #include "server/program_sandbox.h"
@@ -126,6 +127,7 @@ class Daemon {
   std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<ProcessLauncher> launcher_;  // outlives the scheduler, which uses it
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<Admission> admission_;

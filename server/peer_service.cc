@@ -17,7 +17,7 @@
 #include "common/job_spec.h"
 #include "common/log_priority.h"
 #include "common/write_all.h"
-#include "supervise/torchrun.h"
+#include "supervise/rank_launch.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_process.h"
 
@@ -354,31 +354,19 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> PeerService::StartRa
     const std::vector<std::string>& devices, const std::string& master_addr) {
   std::error_code error;
   std::filesystem::create_directories(session.dir, error);
-  std::vector<std::unique_ptr<WorkerProcess>> workers;
-  for (int i = 0; i < session.ranks; ++i) {
-    trainer::v1::WorkerRequest worker_request;
-    worker_request.set_job_id(session.job_id);
-    *worker_request.mutable_spec() = session.spec;
-    worker_request.mutable_spec()->set_device(devices[i]);
-    worker_request.set_job_dir(session.dir);
-    worker_request.set_data_path(session.spec.data_file());
-    for (const std::string& root : scheduler_->WorkerDataRoots()) {
-      worker_request.add_data_roots(root);  // this host's roots, not the coordinator's
-    }
-    const int rank = request.first_rank() + i;
-    std::vector<std::string> environment = scheduler_->WorkerEnvironment();
-    for (std::string& variable :
-         TorchrunEnvironment({rank, i, request.world_size(), master_addr, request.master_port()})) {
-      environment.push_back(std::move(variable));
-    }
-    absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
-        WorkerProcess::Start(options_.worker_path, worker_request, environment);
-    if (!worker.ok()) {  // the ones started are killed and reaped with `workers`
-      return absl::InternalError(absl::StrCat("rank ", rank, ": ", worker.status().message()));
-    }
-    workers.push_back(*std::move(worker));
-  }
-  return workers;
+  trainer::v1::Job job;
+  job.set_id(session.job_id);  // the coordinator's id
+  *job.mutable_spec() = session.spec;
+  RankLaunch launch;
+  launch.program = options_.worker_path;
+  launch.request = BuildWorkerRequest(job, session.dir, options_.requests);
+  launch.devices = devices;
+  launch.first_rank = request.first_rank();
+  launch.world_size = request.world_size();
+  launch.master_addr = master_addr;
+  launch.master_port = request.master_port();
+  launch.environment = options_.worker_environment;
+  return traind::StartRanks(launch);
 }
 
 bool PeerService::PumpRanks(grpc::ServerContext* context, grpc::ServerWriter<RankReport>* writer,

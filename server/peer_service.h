@@ -20,6 +20,7 @@
 #include "server/access_control.h"
 #include "server/admission.h"
 #include "server/scheduler.h"
+#include "server/worker_request.h"
 #include "supervise/rank_group.h"
 #include "trainer/v1/peers.grpc.pb.h"
 
@@ -28,7 +29,11 @@ namespace traind {
 class PeerService final : public trainer::v1::Peers::Service {
  public:
   struct Options {
-    std::string worker_path;           // traind-worker
+    std::string worker_path;  // traind-worker
+    // What every worker of this traind gets in its environment (server/job_launcher.h), and this
+    // host's side of a rank's request (its blob store, data roots, ...).
+    std::vector<std::string> worker_environment;
+    WorkerRequestOptions requests;
     std::string peer_jobs_dir;         // <state-dir>/peer-jobs: one directory per reservation
     int64_t max_checkpoint_bytes = 0;  // traind --max-upload-bytes
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL for its ranks

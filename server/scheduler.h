@@ -12,9 +12,11 @@
 //   has one (kMaxCrashRestarts times); without one the job fails.
 //   Cancel: a queued job ends at once; a running one gets SIGTERM, then SIGKILL after
 //   `cancel_grace`.
-//   Warm workers: `warm_workers` traind-worker processes are kept started and waiting, so a job
-//   starts without LibTorch's second of start-up; the loop thread spawns them (it outlives them,
-//   which the worker's parent-death signal needs) and a job's supervisor takes one.
+//   Rooms: which job starts next and where is server/placement.h's policy; how its processes
+//   start (program, each rank's request and environment, warm workers) the launcher's
+//   (server/job_launcher.h, supervise/rank_launch.h); what an ended run means
+//   server/job_outcome.h's decision. The scheduler keeps the queue, reservations and the running
+//   jobs, and stores what they report.
 // Thread-safe. One loop thread plus one supervising thread per running job.
 #ifndef TRAIND_SERVER_SCHEDULER_H_
 #define TRAIND_SERVER_SCHEDULER_H_
@@ -33,11 +35,12 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/blob_store.h"
 #include "server/device_plan.h"
 #include "server/disk_reserve.h"
 #include "server/event_hub.h"
+#include "server/job_launcher.h"
 #include "server/store.h"
+#include "server/worker_request.h"
 #include "supervise/rank_events.h"
 #include "supervise/rank_group.h"
 #include "supervise/worker_process.h"
@@ -49,59 +52,28 @@ namespace traind {
 class Scheduler {
  public:
   struct Options {
-    std::string worker_path;  // traind-worker
-    std::string jobs_dir;     // each job gets <jobs_dir>/<id>/
-    // Decompressed copies of datasets, shared by the workers (TRAIND_CACHE_DIR); empty: none.
-    std::string cache_dir;
+    // Starts a job's processes once it is placed (ProcessLauncher; a fake in tests). Not owned;
+    // outlives the scheduler.
+    JobLauncher* launcher = nullptr;
+    // This host's side of every job's WorkerRequest; requests.jobs_dir: each job gets
+    // <jobs_dir>/<id>/.
+    WorkerRequestOptions requests;
     absl::Duration cancel_grace = absl::Seconds(10);  // SIGTERM -> SIGKILL
     std::map<std::string, int> slots;                 // per device; absent: 1
-    double checkpoint_interval_seconds = 600;         // WorkerRequest's; 0: spec only
-    const BlobStore* blobs = nullptr;                 // where model_file / data_file digests live
-    int warm_workers = 1;                             // started ahead of need; 0: none
     std::vector<std::string> gpus;                    // this machine's: "cuda:0", ...
-    // Slurm jobs (backend slurm): traind-slurm, started in a worker's place, one per job; and
-    // the host name its tasks reach this machine at (empty: this machine's name).
-    std::string slurm_launcher_path;
-    std::string slurm_address;
-    // Jobs on several traind hosts (JobSpec.hosts): traind-hosts, started in a worker's place,
-    // one per job, with this environment (the peers it may reach, hosts/peer_config.h); how
-    // long such a job waits for a host that cannot take it (busy, unreachable) before it fails.
-    std::string hosts_launcher_path;
-    std::vector<std::string> hosts_environment;
+    // How long a job on several hosts (JobSpec.hosts) waits for a host that cannot take it
+    // (busy, unreachable) before it fails.
     absl::Duration host_wait = absl::Minutes(10);
-    // Script jobs (JobSpec.script): traind-script, started in a worker's place, one per rank; and
-    // the interpreters they may name (traind --python NAME=PATH).
-    std::string script_runner_path;
-    std::map<std::string, std::string> interpreters;
-    // What each process of a script job's program may use (WorkerRequest.program_limits; traind
-    // --script-memory-limit, --script-file-size-limit); 0: no limit.
-    int64_t script_memory_bytes = 0;
-    int64_t script_file_size_bytes = 0;
-    // How a script job's program is confined (WorkerRequest.sandbox; traind --script-sandbox,
-    // server/program_sandbox.h); bwrap_path empty: not at all.
-    trainer::v1::ProgramSandbox script_sandbox;
     // Whether a queued job may still start (its owner's grants as they are now:
     // AccessControl::MayStart); an error fails it with that message. Unset: every job may.
     std::function<absl::Status(const trainer::v1::Job&)> may_start;
     // Space kept for a job's end when the disk holding the store fills (server/disk_reserve.h);
     // null: none.
     DiskReserve* disk_reserve = nullptr;
-    // How far below traind's own priority workers run (nice increment, 0-19; worker/priority.h).
-    int worker_nice = 10;
-    // WorkerRequest.data_roots of every job: the data roots and the blob directory, beneath
-    // which workers open a job's data; empty: workers read data unconfined (tests only).
-    std::vector<std::string> worker_data_roots;
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
 
-  // What every worker this traind starts gets in its environment besides traind's own
-  // (TRAIND_CACHE_DIR, TRAIND_CPU_SLOTS, TRAIND_WORKER_NICE): local jobs, the ranks traind-hosts
-  // starts here (they inherit its environment) and PeerService's ranks.
-  std::vector<std::string> WorkerEnvironment() const;
-  // What every worker this traind starts may read a job's data beneath (WorkerRequest.data_roots),
-  // for the same three kinds of worker.
-  const std::vector<std::string>& WorkerDataRoots() const { return options_.worker_data_roots; }
   // Marks jobs left RUNNING by a previous daemon as QUEUED again, then starts the loop.
   absl::Status Start();
   // Something changed (a job was queued, a setting changed): look again.
@@ -164,16 +136,17 @@ class Scheduler {
   // machine has; ends those whose dependency failed or that can never run here. Without mu_.
   std::vector<trainer::v1::Job> Startable(std::vector<trainer::v1::Job> queued)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // Starts those of `startable` that have room now, in order. Holds mu_.
+  // Starts those of `startable` that have room now, in order (PlaceReady). Holds mu_.
   void StartEligible(const std::vector<trainer::v1::Job>& startable)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What a running job holds, for DevicePlan.
-  static HeldDevices HeldBy(const Running& running);
+  // Claims `job` (QUEUED -> RUNNING) and starts its supervisor; false when it was cancelled or
+  // re-prioritised since the queue was read.
+  bool Claim(const trainer::v1::Job& job, const std::vector<std::string>& devices)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the running jobs hold, then what peers' reservations hold (whole devices).
   std::vector<HeldDevices> Holding() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Supervise(Running* running);
-  // Supervise's steps. The request for `job`'s workers (its directory created).
-  absl::StatusOr<trainer::v1::WorkerRequest> RequestFor(const trainer::v1::Job& job) const;
+  // Supervise's steps.
   void LogStartedRanks(int64_t job_id, const std::vector<std::unique_ptr<WorkerProcess>>& workers,
                        const std::vector<std::string>& devices);
   // What a job's ranks reported, and the SUCCEEDED recorded as the last events ended (if it was).
@@ -191,15 +164,6 @@ class Scheduler {
   // crash with a checkpoint, hosts to wait for) or failed with the reason.
   void RecordOutcome(const trainer::v1::Job& job, const std::string& job_dir,
                      const RankGroup& ranks, const RanksEnded& ended, Running* running);
-  // Spawns warm workers up to options_.warm_workers (the loop thread only).
-  void KeepWorkersWarm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A started worker with `request` sent: a warm one when one is alive, else a new one.
-  absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorker(
-      const trainer::v1::WorkerRequest& request);
-  // The job's workers: one (warm when possible), or one per rank of a data-parallel job, each
-  // with torchrun's environment.
-  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> StartRanks(
-      const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
   // A job on several hosts whose launcher found a host unable to take it (or lost one): re-queued
   // to try again shortly (and resume from its checkpoint), until options_.host_wait has passed
   // since the first such attempt; then it fails with `why`.
@@ -232,7 +196,6 @@ class Scheduler {
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::map<int64_t, std::unique_ptr<Running>> running_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
   // Restarts after a kill, by job id (server/job_outcome.h: at most kMaxCrashRestarts).
   std::map<int64_t, int> crash_restarts_ ABSL_GUARDED_BY(mu_);
   struct Reserved {

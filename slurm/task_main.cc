@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "supervise/rank_group.h"
+#include "supervise/rank_launch.h"
 #include "supervise/torchrun.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_process.h"
@@ -64,11 +65,9 @@ std::optional<trainer::v1::WorkerRequest> JoinJob(trainer::v1::SlurmTasks::Stub&
 
 // Runs the worker as this job's one rank here, streaming its events to the launcher as they come
 // and then how it ended; returns the worker's exit status (128 + N for signal N).
-int RunAndReport(trainer::v1::SlurmTasks::Stub& stub, const std::string& secret, int rank,
-                 const trainer::v1::WorkerRequest& request,
-                 const std::vector<std::string>& environment, const traind::StopFlags& signals) {
-  const std::string worker_path =
-      (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "traind-worker").string();
+int RunAndReport(trainer::v1::SlurmTasks::Stub& stub, const std::string& secret,
+                 const traind::RankLaunch& launch, const traind::StopFlags& signals) {
+  const int rank = launch.first_rank;
   grpc::ClientContext context;
   context.AddMetadata("authorization", "Bearer " + secret);
   trainer::v1::TaskReportAck ack;
@@ -77,23 +76,21 @@ int RunAndReport(trainer::v1::SlurmTasks::Stub& stub, const std::string& secret,
   trainer::v1::TaskReport report;
   report.set_rank(rank);
 
-  absl::StatusOr<std::unique_ptr<traind::WorkerProcess>> started =
-      traind::WorkerProcess::Start(worker_path, request, environment);
+  absl::StatusOr<std::vector<std::unique_ptr<traind::WorkerProcess>>> started =
+      traind::StartRanks(launch);
   if (!started.ok()) {
     char host[256] = {};
     gethostname(host, sizeof(host) - 1);
     report.mutable_exit()->set_exit_code(traind::kWorkerJobFailed);
-    report.mutable_exit()->set_stderr_tail(
-        absl::StrCat("cannot start ", worker_path, " on ", host, ": ", started.status().message()));
+    report.mutable_exit()->set_stderr_tail(absl::StrCat("cannot start ", launch.program, " on ",
+                                                        host, ": ", started.status().message()));
     reports->Write(report);
     reports->WritesDone();
     (void)reports->Finish();
     return traind::kWorkerJobFailed;
   }
   // One rank here: RankGroup's pump and rules, as every other place that runs ranks.
-  std::vector<std::unique_ptr<traind::WorkerProcess>> one;
-  one.push_back(*std::move(started));
-  traind::RankGroup worker(std::move(one));
+  traind::RankGroup worker(*std::move(started));
   bool stopping = false;
   bool launcher_gone = false;
   traind::RankGroup::Callbacks callbacks;
@@ -150,7 +147,14 @@ int main() {
   if (request->spec().device() == "cuda") {
     request->mutable_spec()->set_device(absl::StrCat("cuda:", local_rank));
   }
-  std::vector<std::string> environment;
+  traind::RankLaunch launch;
+  launch.program =
+      traind::JobPrograms::In(std::filesystem::read_symlink("/proc/self/exe").parent_path()).worker;
+  launch.request = *request;
+  launch.devices = {request->spec().device()};
+  launch.first_rank = rank;
+  launch.first_local_rank = local_rank;
+  launch.world_size = tasks;
   if (tasks > 1) {
     const char* master_addr = std::getenv("MASTER_ADDR");
     const char* slurm_job = std::getenv("SLURM_JOB_ID");
@@ -159,8 +163,8 @@ int main() {
         !absl::SimpleAtoi(slurm_job, &slurm_job_id)) {
       return Usage("MASTER_ADDR or SLURM_JOB_ID is not set (the batch script and srun set them)");
     }
-    environment = traind::TorchrunEnvironment(
-        {rank, local_rank, tasks, master_addr, traind::RendezvousPort(slurm_job_id)});
+    launch.master_addr = master_addr;
+    launch.master_port = traind::RendezvousPort(slurm_job_id);
   }
-  return RunAndReport(*stub, secret, rank, *request, environment, signals);
+  return RunAndReport(*stub, secret, launch, signals);
 }

@@ -3,7 +3,8 @@
 // "signal" (a line on stderr, then SIGKILL from itself: the OOM killer's way), "hang" (ignores
 // SIGTERM and waits forever: only SIGKILL ends it), "stopped" (exits kWorkerStopped, as a worker
 // that was asked to stop), "stop-on-term" (waits for SIGTERM, then exits kWorkerStopped, as a
-// worker told to stop does), "burst" (600 more log events "event N" at once, then exit 0). Like
+// worker told to stop does), "burst" (600 more log events "event N" at once, then exit 0),
+// "result" (a final result with test accuracy 0.5, then exit 0: a job that succeeded). Like
 // every worker it checks that the process that started it is still its parent (StopWithParent), and
 // exits kWorkerStopped without a word if not.
 #include <signal.h>
@@ -57,6 +58,10 @@ int main() {
       event.mutable_log()->set_text("event " + std::to_string(n));
       pipe.Write(event);
     }
+  }
+  if (mode == "result") {
+    event.mutable_final_result()->set_test_accuracy(0.5);
+    pipe.Write(event);
   }
   pipe.Close();
   return mode == "stopped" ? traind::kWorkerStopped : traind::kWorkerSucceeded;

@@ -1,0 +1,45 @@
+// ProgramMemory: a running program's memory as traind samples it from outside, once a second: its
+// resident memory (/proc), and for a CUDA job what the driver holds for its processes (NVML).
+// Steps the program did not give memory figures to (traind.report does) get these, and the
+// result its peaks. Not thread-safe: traind-script's one thread drives it.
+#ifndef TRAIND_SCRIPT_PROGRAM_MEMORY_H_
+#define TRAIND_SCRIPT_PROGRAM_MEMORY_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "script/gpu_process_memory.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+class ProgramMemory {
+ public:
+  // Samples GPU memory too (NVML); an error says why it cannot, and only resident memory is
+  // sampled.
+  absl::Status WatchGpu();
+  // At most once a second: `pid` is the program, its session's leader (ProgramProcess starts it
+  // with setsid).
+  void Sample(pid_t pid, absl::Time now);
+  // Fills the memory of a step that gave none of its own.
+  void Fill(trainer::v1::StepMetrics* step) const;
+  // The peaks, into a result that may hold the program's own (the larger stays).
+  void AddPeaks(trainer::v1::FinalResult* result) const;
+
+ private:
+  // Null for other devices than CUDA or where NVML is missing.
+  std::unique_ptr<GpuProcessMemory> gpu_memory_;
+  int64_t current_rss_ = 0;
+  int64_t peak_rss_ = 0;
+  int64_t current_driver_ = 0;
+  int64_t peak_driver_ = 0;
+  absl::Time next_sample_ = absl::InfinitePast();
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SCRIPT_PROGRAM_MEMORY_H_

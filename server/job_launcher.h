@@ -1,0 +1,91 @@
+// JobLauncher: starts a job's processes on this machine once the scheduler has placed it; the
+// scheduler holds one and tests give it a fake (server/scheduler_test.cc). ProcessLauncher is
+// traind's: it keeps `warm_workers` traind-worker processes started and waiting (a job of one
+// built-in rank takes one and skips LibTorch's second of start-up), and otherwise starts the
+// program supervise/rank_launch.h says runs the job.
+// Thread-safe: Launch may be called from any job's supervising thread; KeepWarm only from one
+// thread that outlives the workers it spawns (a worker's parent-death signal follows the thread
+// that spawned it: the scheduler's loop).
+#ifndef TRAIND_SERVER_JOB_LAUNCHER_H_
+#define TRAIND_SERVER_JOB_LAUNCHER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "supervise/rank_launch.h"
+#include "supervise/worker_process.h"
+#include "trainer/v1/worker.pb.h"
+
+namespace traind {
+
+class JobLauncher {
+ public:
+  virtual ~JobLauncher() = default;
+  // The job's processes: one per rank on `devices` (one device per rank, DevicePlan's choice),
+  // or one that stands for every rank (a Slurm job, a job on several hosts).
+  virtual absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Launch(
+      const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) = 0;
+  // Starts waiting workers up to the pool's size, replacing any that died.
+  virtual void KeepWarm() {}
+  // Kills and reaps the waiting workers; none are started after.
+  virtual void DropWarm() {}
+};
+
+// What every worker this traind starts gets in its environment besides traind's own: local
+// jobs' ranks, the ranks traind-hosts starts here (they inherit its environment) and PeerService's.
+//   cache_dir: decompressed copies of datasets, shared by the workers (TRAIND_CACHE_DIR); "": none
+//   cpu_slots: jobs the CPU lane runs at once, whose threads share the cores (TRAIND_CPU_SLOTS)
+//   nice: how far below traind's own priority workers run (TRAIND_WORKER_NICE, worker/priority.h)
+std::vector<std::string> WorkerEnvironment(const std::string& cache_dir, int cpu_slots, int nice);
+
+class ProcessLauncher final : public JobLauncher {
+ public:
+  struct Options {
+    JobPrograms programs;
+    std::vector<std::string> worker_environment;  // WorkerEnvironment(...)
+    int warm_workers = 1;                         // kept started ahead of need; 0: none
+    // A GPU whose CUDA context the waiting workers create ahead ("cuda:0"); "": none.
+    std::string prepare_device;
+    // The host name a Slurm job's tasks reach this machine at (TRAIND_SLURM_ADDRESS; empty: this
+    // machine's name).
+    std::string slurm_address;
+    // The peers a job on several hosts may reach (hosts/peer_config.h), for traind-hosts.
+    std::vector<std::string> hosts_environment;
+    // Called when a warm worker is taken, so that its replacement is started soon
+    // (Scheduler::Wake).
+    std::function<void()> on_warm_taken;
+  };
+  explicit ProcessLauncher(Options options);
+  ~ProcessLauncher() override;  // DropWarm
+
+  absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Launch(
+      const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) override;
+  void KeepWarm() override;
+  void DropWarm() override;
+
+  const std::vector<std::string>& worker_environment() const { return options_.worker_environment; }
+  const JobPrograms& programs() const { return options_.programs; }
+
+ private:
+  // A started worker with `request` sent: a warm one when one is alive, else a new one.
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorker(
+      const trainer::v1::WorkerRequest& request);
+  // The one process that stands for every rank of a Slurm job or a job on several hosts.
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> StartJobLauncher(
+      const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
+
+  const Options options_;
+  absl::Mutex mu_;
+  bool dropped_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_JOB_LAUNCHER_H_
