@@ -182,6 +182,18 @@ absl::Status ParseSweepFile(const std::string& text, trainer::v1::SweepSpec* spe
       root.remove("grid");
       root["axes"] = axes;
     }
+    // `search: {params: {lr: "loguniform:1e-4:1e-1"}}` likewise, for SearchSpec's params.
+    if (root["search"] && root["search"].IsMap() && root["search"]["params"] &&
+        root["search"]["params"].IsMap()) {
+      YAML::Node params(YAML::NodeType::Sequence);
+      for (const auto& kv : root["search"]["params"]) {
+        YAML::Node param;
+        param["field"] = kv.first.as<std::string>();
+        param["distribution"] = kv.second.as<std::string>();
+        params.push_back(param);
+      }
+      root["search"]["params"] = params;
+    }
     YAML::Emitter emitter;
     emitter << YAML::DoubleQuoted << root;  // quoted: values reach SweepAxis as strings
     RETURN_IF_ERROR(YamlToJson(emitter.c_str(), &json));

@@ -68,4 +68,14 @@ grpc::Status ResolveSweep(trainer::v1::Trainer::Stub& stub, const std::string& i
   return grpc::Status::OK;
 }
 
+grpc::Status SweepGrows(trainer::v1::Trainer::Stub& stub, int64_t sweep_id, bool* grows) {
+  trainer::v1::GetSweepRequest request;
+  request.set_id(sweep_id);
+  trainer::v1::Sweep sweep;
+  auto call = UnaryCall();
+  const grpc::Status status = stub.GetSweep(call.get(), request, &sweep);
+  *grows = status.ok() && sweep.spec().has_search() && !sweep.search_done();
+  return status;
+}
+
 }  // namespace traind

@@ -21,6 +21,10 @@ grpc::Status ListSweepMembers(trainer::v1::Trainer::Stub& stub, int64_t sweep_id
                               const std::vector<trainer::v1::Job::State>& states,
                               std::vector<trainer::v1::Job>* members);
 
+// Whether sweep `sweep_id` may still get members: a search that has not ended (its members are
+// added as it proposes them). A plain sweep's members are all there from the start.
+grpc::Status SweepGrows(trainer::v1::Trainer::Stub& stub, int64_t sweep_id, bool* grows);
+
 // The sweep `id_or_name` names: an id as it is, or the one sweep of that name the caller may see
 // (NOT_FOUND when none is; INVALID_ARGUMENT listing the ids when several are).
 grpc::Status ResolveSweep(trainer::v1::Trainer::Stub& stub, const std::string& id_or_name,

@@ -14,8 +14,12 @@ std::vector<std::string> VaryingFields(const trainer::v1::SweepSpec& spec) {
     const std::string name = CanonicalSpecField(axis.field());
     if (name != "model" && name != "device" && axis.values_size() > 1) fields.push_back(name);
   }
-  // Fields set by explicit configurations vary too.
+  // Fields set by explicit configurations vary too, and those a search draws.
   std::set<std::string> seen(fields.begin(), fields.end());
+  for (const auto& param : spec.search().params()) {
+    const std::string name = CanonicalSpecField(param.field());
+    if (name != "model" && name != "device" && seen.insert(name).second) fields.push_back(name);
+  }
   for (const auto& config : spec.configs()) {
     std::vector<const google::protobuf::FieldDescriptor*> set;
     config.GetReflection()->ListFields(config, &set);
@@ -45,6 +49,14 @@ std::string AxesText(const trainer::v1::SweepSpec& spec, size_t max_size) {
   for (const auto& axis : spec.axes()) {
     parts.push_back(
         absl::StrCat(CanonicalSpecField(axis.field()), "=", absl::StrJoin(axis.values(), ",")));
+  }
+  for (const auto& param : spec.search().params()) {
+    parts.push_back(absl::StrCat(CanonicalSpecField(param.field()), "=", param.distribution()));
+  }
+  if (spec.has_search()) {
+    parts.push_back(absl::StrCat(spec.search().method(), " search of ", spec.search().trials(),
+                                 " trials", spec.search().early_stop().empty() ? "" : ", ",
+                                 spec.search().early_stop()));
   }
   if (spec.configs_size() > 0) parts.push_back(absl::StrCat(spec.configs_size(), " configs"));
   if (spec.repeat() > 1) parts.push_back(absl::StrCat("repeat ", spec.repeat()));

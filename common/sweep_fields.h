@@ -12,15 +12,16 @@
 namespace traind {
 
 // The fields a sweep's members differ in, besides model and device (their own columns
-// everywhere): its axes with two or more values, then the fields its explicit configurations
-// set, each once, canonical names ("learning_rate", "param.lr").
+// everywhere): its axes with two or more values, then the fields a search draws, then the fields
+// its explicit configurations set, each once, canonical names ("learning_rate", "param.lr").
 std::vector<std::string> VaryingFields(const trainer::v1::SweepSpec& spec);
 
 // "learning_rate=0.01 param.seed=2": `member`'s values of `fields` ("" when none is set).
 std::string MemberLabel(const trainer::v1::JobSpec& member, const std::vector<std::string>& fields);
 
-// "param.lr=1e-3,1e-1 device=cpu,cuda": every axis and its values, model and device included,
-// for a list of sweeps; at most `max_size` characters (then ending "...").
+// "param.lr=1e-3,1e-1 device=cpu,cuda": every axis and its values, model and device included (a
+// search's: "learning_rate=loguniform:1e-4:1e-1 random search of 48 trials, asha"), for a list
+// of sweeps; at most `max_size` characters (then ending "...").
 std::string AxesText(const trainer::v1::SweepSpec& spec, size_t max_size);
 
 }  // namespace traind

@@ -355,7 +355,7 @@ absl::Status JobRun::Train(Dataset& data, int64_t batch_size, const std::string&
       LoopParts{spec_, device_, data, batch_size, loss_, model, *optimizer, step,
                 graph != nullptr ? *graph : static_cast<StepRunner&>(step), shards.get(), dp_.get(),
                 request_.job_dir(), request_.checkpoint_interval_seconds(), stop_, suspend_,
-                report_, phase_, start},
+                request_.pause_after_epoch(), report_, phase_, start},
       progress);
   return loop.Run();
 }

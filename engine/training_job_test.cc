@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -10,6 +12,7 @@
 #include "common/paths.h"
 #include "common/temp_dir_for_tests.h"
 #include "engine/cuda_graph_step.h"
+#include "engine/training_loop.h"
 #include "gtest/gtest.h"
 
 namespace traind {
@@ -175,6 +178,73 @@ TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) 
   }
   EXPECT_EQ(first_batch, 9) << "continues at batch 7 (the first step reported is 9: every 3rd)";
   EXPECT_EQ(FinalAccuracy(run.second), FinalAccuracy(whole));
+}
+
+// What a run's epochs and result were, to the bit: each epoch's train loss and validation
+// accuracy, then the test accuracy.
+std::vector<double> Trajectory(const std::vector<JobEvent>& events) {
+  std::vector<double> values;
+  for (const JobEvent& e : events) {
+    if (e.has_epoch_summary()) {
+      values.push_back(e.epoch_summary().epoch());
+      values.push_back(e.epoch_summary().train_loss());
+      values.push_back(e.epoch_summary().validation_accuracy());
+    }
+    if (e.has_final_result()) values.push_back(e.final_result().test_accuracy());
+  }
+  return values;
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+}
+
+// A search's trial paused at its rung (after epoch 1 of 3) and promoted: the second run trains
+// epochs 2 and 3 only, and ends with the weights, curve and result of a run never paused, under
+// a schedule that spans all three epochs and with the augmentation's generator restored.
+TEST(TrainingJobTest, ATrialPausedAtItsRungResumesToTheWeightsOfAnUninterruptedRun) {
+  JobSpec spec = SmallSpec("lenet5");
+  spec.set_epochs(3);
+  spec.set_threads(1);  // bitwise-repeatable on the CPU
+  spec.set_random_crop_padding(2);
+  spec.set_lr_schedule("onecycle");
+  spec.set_label_smoothing(0.1);
+  std::atomic<bool> stop{false};
+  TempDirForTests whole_dir;
+  trainer::v1::WorkerRequest whole = Request(spec);
+  whole.set_job_dir(whole_dir.path());
+  std::vector<JobEvent> whole_events;
+  ASSERT_TRUE(RunTrainingJob(
+                  whole, [&](JobEvent e) { whole_events.push_back(std::move(e)); }, stop)
+                  .ok());
+
+  TempDirForTests trial_dir;
+  trainer::v1::WorkerRequest trial = Request(spec);
+  trial.set_job_dir(trial_dir.path());
+  trial.set_pause_after_epoch(1);
+  std::vector<JobEvent> paused_events, resumed_events;
+  const absl::Status paused = RunTrainingJob(
+      trial, [&](JobEvent e) { paused_events.push_back(std::move(e)); }, stop);
+  EXPECT_TRUE(IsPausedAtRung(paused)) << paused;
+  EXPECT_TRUE(HasLogStartingWith(paused_events, "Paused after epoch 1 of 3"));
+  trial.set_pause_after_epoch(0);  // promoted to the last rung: to the end
+  ASSERT_TRUE(RunTrainingJob(
+                  trial, [&](JobEvent e) { resumed_events.push_back(std::move(e)); }, stop)
+                  .ok());
+  EXPECT_TRUE(HasLogStartingWith(resumed_events, "Resumed from the checkpoint after epoch 1"));
+  int first_epoch = 0;
+  for (const JobEvent& e : resumed_events) {
+    if (e.has_step() && first_epoch == 0) first_epoch = e.step().epoch();
+  }
+  EXPECT_EQ(first_epoch, 2) << "epoch 1 is not trained again";
+  std::vector<JobEvent> both = paused_events;
+  both.insert(both.end(), resumed_events.begin(), resumed_events.end());
+  EXPECT_EQ(Trajectory(both), Trajectory(whole_events));
+  const std::string final_weights = FileBytes(whole_dir.path() + "/final.pt");
+  ASSERT_FALSE(final_weights.empty());
+  EXPECT_TRUE(final_weights == FileBytes(trial_dir.path() + "/final.pt"))
+      << "the final weights differ from an uninterrupted run's";
 }
 
 // The same for a job whose step is a CUDA graph, under a schedule: the graph updates the

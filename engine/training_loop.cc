@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/sha256.h"
@@ -21,8 +22,21 @@ using trainer::v1::JobEvent;
 
 // Data parallel: how often the ranks agree on stopping and checkpointing.
 constexpr int64_t kCoordinateEvery = 8;
+// The payload that marks PausedAtRung's status (a code alone could be any ABORTED).
+constexpr char kPausedPayload[] = "traind.dev/paused-at-rung";
 
 }  // namespace
+
+absl::Status PausedAtRung(int epoch) {
+  absl::Status status =
+      absl::AbortedError(absl::StrCat("paused after epoch ", epoch, " (its search's rung)"));
+  status.SetPayload(kPausedPayload, absl::Cord(absl::StrCat(epoch)));
+  return status;
+}
+
+bool IsPausedAtRung(const absl::Status& status) {
+  return status.GetPayload(kPausedPayload).has_value();
+}
 
 absl::StatusOr<int64_t> BatchesPerEpoch(int64_t images, int64_t batch_size, int world) {
   const int64_t batches = images / (batch_size * world);
@@ -66,6 +80,13 @@ absl::Status TrainingLoop::Run() {
 absl::Status TrainingLoop::TrainAndTest() {
   train_start_ = ClockMinus(progress_.train_seconds);
   last_checkpoint_ = Clock::now();
+  // Its pause's checkpoint, and traind stopped before it heard of the pause: paused still.
+  if (parts_.pause_after_epoch > 0 && resumed_from_.epoch == parts_.pause_after_epoch + 1 &&
+      resumed_from_.batch == 0 && parts_.pause_after_epoch < spec_.epochs()) {
+    parts_.report.Log(absl::StrCat("Paused after epoch ", parts_.pause_after_epoch, " of ",
+                                   spec_.epochs(), " (its checkpoint was already there)"));
+    return PausedAtRung(parts_.pause_after_epoch);
+  }
   for (int epoch = resumed_from_.epoch; epoch <= spec_.epochs(); ++epoch) {
     RETURN_IF_ERROR(TrainEpoch(epoch));
     if (stopped_) {
@@ -73,8 +94,25 @@ absl::Status TrainingLoop::TrainAndTest() {
                                      stopped_->reason()));
       break;
     }
+    if (epoch == parts_.pause_after_epoch && epoch < spec_.epochs()) return Pause(epoch);
   }
   return Test();
+}
+
+absl::Status TrainingLoop::Pause(int epoch) {
+  if (!checkpoints_) {
+    return absl::FailedPreconditionError("cannot pause a job with no directory for its checkpoint");
+  }
+  // As CheckpointAfterEpoch writes one: the next run starts at the next epoch's first batch.
+  progress_.epoch = epoch + 1;
+  progress_.train_seconds = TrainSeconds();
+  progress_.batch = 0;
+  progress_.loss_sum = 0;
+  progress_.epoch_seconds = 0;
+  RETURN_IF_ERROR(SaveCheckpoint(""));
+  parts_.report.Log(absl::StrCat("Paused after epoch ", epoch, " of ", spec_.epochs(),
+                                 ": its search's rung; it resumes here if the search promotes it"));
+  return PausedAtRung(epoch);
 }
 
 absl::Status TrainingLoop::TrainEpoch(int epoch) {
@@ -204,7 +242,9 @@ absl::Status TrainingLoop::FinishEpoch(int epoch, double epoch_seconds,
   summary->set_train_loss(MeanOverRanks(loss_sum.item<double>()) / batches_);
   summary->set_learning_rate(learning_rate_);
   RETURN_IF_ERROR(CheckLossIsFinite(summary->train_loss(), epoch, batches_ - 1));
-  if (epoch % spec_.eval_every() == 0 || epoch == spec_.epochs()) {
+  // A search's rung is judged on its epoch's evaluation, whatever eval_every says.
+  if (epoch % spec_.eval_every() == 0 || epoch == spec_.epochs() ||
+      epoch == parts_.pause_after_epoch) {
     RETURN_IF_ERROR(Evaluate(epoch, summary));
   }
   summary->set_best_validation_accuracy(

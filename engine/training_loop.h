@@ -48,6 +48,8 @@ struct LoopParts {
   double checkpoint_interval;  // seconds between mid-epoch checkpoints; 0: none
   const std::atomic<bool>& stop;
   const std::atomic<bool>* suspend;  // set with stop: checkpoint first (nullptr: never)
+  // A search's trial: after this epoch, checkpoint and pause (PausedAtRung); 0: train to the end.
+  int pause_after_epoch;
   JobReport& report;
   const char** phase;  // what the job is doing, for an out-of-memory error caught outside
   std::chrono::steady_clock::time_point started;  // the job's start, for the result's total
@@ -58,6 +60,11 @@ struct LoopParts {
 // INVALID_ARGUMENT when not even one global batch fits in `images`.
 absl::StatusOr<int64_t> BatchesPerEpoch(int64_t images, int64_t batch_size, int world);
 
+// How a run that paused at its rung ends (the worker exits kWorkerPaused), and whether a status
+// is that.
+absl::Status PausedAtRung(int epoch);
+bool IsPausedAtRung(const absl::Status& status);
+
 class TrainingLoop {
  public:
   // `resumed_from` is the checkpoint's Progress (a fresh one for a new job). BatchesPerEpoch must
@@ -65,7 +72,8 @@ class TrainingLoop {
   TrainingLoop(LoopParts parts, Progress resumed_from);
 
   // Trains the remaining epochs, tests, keeps the final weights and reports the final result.
-  // CANCELLED when stopped (after a checkpoint when suspended).
+  // CANCELLED when stopped (after a checkpoint when suspended); PausedAtRung after
+  // pause_after_epoch's epoch (its checkpoint written).
   absl::Status Run();
 
  private:
@@ -94,6 +102,8 @@ class TrainingLoop {
   absl::Status Evaluate(int epoch, trainer::v1::EpochSummary* summary);
   void ApplyStopRules(int epoch, const trainer::v1::EpochSummary& summary);
   absl::Status TrainAndTest();
+  // The end of a search trial's rung: a checkpoint at the epoch's end, then PausedAtRung.
+  absl::Status Pause(int epoch);
   absl::Status KeepArtifact(const std::string& name, int epoch, const Evaluation* validation);
   // Emits an event for each artifact written since the last call; with `wait`, after waiting for
   // the one being written.

@@ -234,6 +234,7 @@ absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(DaemonOptions options) {
   RETURN_IF_ERROR(daemon->Listen(ssl));
   if (!options.http.empty()) RETURN_IF_ERROR(daemon->StartDashboard(devices, local_session_secret));
   RETURN_IF_ERROR(daemon->scheduler_->Start());
+  daemon->searches_->Start();
   if (options.retain_finished_days > 0) {
     daemon->retention_ = std::make_unique<Retention>(
         daemon->store_.get(), daemon->blobs_.get(),
@@ -311,7 +312,17 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   scheduling.may_start = [access = access_.get()](const trainer::v1::Job& job) {
     return access->MayStart(job.owner(), IsScriptJob(job.spec()));
   };
+  // A trial of a search that paused or ended: the search decides what comes next.
+  scheduling.on_job_ended = [this] {
+    if (searches_) searches_->Wake();
+  };
   scheduler_ = std::make_unique<Scheduler>(store_.get(), hub_.get(), std::move(scheduling));
+  searches_ = std::make_unique<SearchDriver>(
+      store_.get(),
+      SearchDriver::Options{[scheduler = scheduler_.get()](const trainer::v1::JobSpec& spec) {
+                              return scheduler->Lanes(spec);
+                            },
+                            [scheduler = scheduler_.get()] { scheduler->Wake(); }});
   Admission::Options admitting;
   admitting.devices = devices;
   admitting.data_roots = data_roots;
@@ -328,6 +339,7 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
       TrainerService::Files{blobs_.get(), options_.state_dir + "/jobs", options_.worker_path,
                             options_.max_upload_bytes, options_.max_storage_per_token});
   service_->set_shutdown_hook(options_.shutdown_hook);
+  service_->set_search_driver(searches_.get());
   peer_service_ = std::make_unique<PeerService>(
       scheduler_.get(), access_.get(), admission_.get(),
       PeerService::Options{programs.worker, launcher_->worker_environment(), requests,
@@ -408,7 +420,8 @@ void Daemon::Shutdown() {
   // cancelled after a short grace), then the queue.
   if (dashboard_) dashboard_->Stop();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  retention_.reset();  // a pass in progress ends after its batch
+  retention_.reset();                // a pass in progress ends after its batch
+  if (searches_) searches_->Stop();  // before the queue: it queues trials
   if (scheduler_) scheduler_->Shutdown();
   executor_.reset();  // runs what is left: every reactor finishes
   if (hub_) {

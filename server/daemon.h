@@ -31,6 +31,7 @@
 #include "server/program_sandbox.h"
 #include "server/retention.h"
 #include "server/scheduler.h"
+#include "server/search_driver.h"
 #include "server/store.h"
 #include "server/trainer_service.h"
 
@@ -129,6 +130,7 @@ class Daemon {
   std::unique_ptr<Executor> executor_;
   std::unique_ptr<ProcessLauncher> launcher_;  // outlives the scheduler, which uses it
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<SearchDriver> searches_;  // after the scheduler, whose Wake it calls
   std::unique_ptr<AccessControl> access_;
   std::unique_ptr<Admission> admission_;
   std::unique_ptr<TrainerService> service_;

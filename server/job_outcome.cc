@@ -44,6 +44,10 @@ Outcome DecideOutcome(const OutcomeFacts& facts) {
     return {Kind::kTimedOut, Job::FAILED,
             absl::StrCat("stopped: it reached its time limit (--time ", facts.time_limit, ")")};
   }
+  if (exit.exit_code == kWorkerPaused) {
+    return {Kind::kPaused, Job::PAUSED,
+            facts.reported_error.empty() ? "paused at its search's rung" : facts.reported_error};
+  }
   if (facts.shutting_down && (exit.exit_code == kWorkerStopped || exit.signal != 0)) {
     return {Kind::kRequeuedByShutdown, Job::QUEUED, "re-queued: the daemon is shutting down"};
   }

@@ -1,8 +1,9 @@
 // The scheduler's outcome room: what a job's end means, decided from what is known once its
 // workers have exited (did it store a result, was it cancelled, timed out, stopped by traind's
-// shutdown, killed with a checkpoint to resume from, left waiting for hosts, failed by its own
-// error, or crashed). Pure: no store, no locks, no processes. Scheduler::RecordOutcome gathers the
-// facts, asks DecideOutcome and applies the verdict (docs/architecture.md).
+// shutdown, paused at a search's rung, killed with a checkpoint to resume from, left waiting for
+// hosts, failed by its own error, or crashed). Pure: no store, no locks, no processes.
+// Scheduler::RecordOutcome gathers the facts, asks DecideOutcome and applies the verdict
+// (docs/architecture.md).
 #ifndef TRAIND_SERVER_JOB_OUTCOME_H_
 #define TRAIND_SERVER_JOB_OUTCOME_H_
 
@@ -39,6 +40,7 @@ struct Outcome {
     kSucceeded,
     kCancelled,
     kTimedOut,            // FAILED
+    kPaused,              // PAUSED: a search's trial at its rung (the search resumes or ends it)
     kRequeuedByShutdown,  // QUEUED: resumes from its checkpoint when traind starts again
     kResumeAfterCrash,    // QUEUED: a kill with a checkpoint; counts one crash restart
     kWaitForHosts,        // Scheduler::WaitForHosts decides (re-queued, or FAILED after long)

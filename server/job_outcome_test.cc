@@ -67,6 +67,21 @@ TEST(JobOutcomeTest, CancelThenTimeLimitThenShutdown) {
   EXPECT_EQ(DecideOutcome(failed).kind, Kind::kFailedByJob);
 }
 
+// A search's trial that paused at its rung waits for the search; a cancel or time limit that came
+// while it ran still wins.
+TEST(JobOutcomeTest, ATrialPausedAtItsRungIsPausedUnlessCancelled) {
+  OutcomeFacts paused = Exited(kWorkerPaused);
+  paused.failed_rank = 0;
+  Outcome outcome = DecideOutcome(paused);
+  EXPECT_EQ(outcome.kind, Kind::kPaused);
+  EXPECT_EQ(outcome.state, Job::PAUSED);
+  EXPECT_FALSE(outcome.counts_as_crash);
+  paused.shutting_down = true;  // it had paused already: the shutdown changes nothing
+  EXPECT_EQ(DecideOutcome(paused).kind, Kind::kPaused);
+  paused.cancelled = true;
+  EXPECT_EQ(DecideOutcome(paused).kind, Kind::kCancelled);
+}
+
 TEST(JobOutcomeTest, AKilledWorkerResumesFromItsCheckpointAFewTimes) {
   OutcomeFacts facts = Killed(SIGKILL);
   facts.checkpointed = true;

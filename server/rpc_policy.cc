@@ -14,6 +14,7 @@ const std::vector<RpcPolicy>& RpcPolicies() {
       {"RetryJob", RpcScope::kOwnResources},
       {"SubmitSweep", RpcScope::kOwnResources},
       {"GetSweep", RpcScope::kOwnResources},
+      {"CancelSweep", RpcScope::kOwnResources},
       {"ListSweeps", RpcScope::kOwnResources},  // a user token lists its own sweeps only
       {"GetSweepReport", RpcScope::kOwnResources},
       {"SetQueueState", RpcScope::kAdminToChange},  // GET for all; PAUSE, RESUME, DRAIN: admins

@@ -153,25 +153,40 @@ absl::StatusOr<Job> Scheduler::Cancel(int64_t job_id) {
       return store_->GetJob(job_id);
     }
     // Under mu_ the loop cannot start this job meanwhile: it claims jobs holding mu_.
-    if (job.state() == Job::QUEUED) return CancelQueuedLocked(job_id);
+    if (job.state() == Job::QUEUED || job.state() == Job::PAUSED) {
+      return CancelQueuedLocked(job_id, job.state());
+    }
   }
   return absl::FailedPreconditionError(
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(job.state())));
 }
 
-absl::StatusOr<Job> Scheduler::CancelQueuedLocked(int64_t job_id) {
-  RETURN_IF_ERROR(Transition(job_id, Job::CANCELLED, "cancelled while queued", Job::QUEUED));
+absl::StatusOr<Job> Scheduler::CancelQueuedLocked(int64_t job_id, Job::State state) {
+  RETURN_IF_ERROR(Transition(
+      job_id, Job::CANCELLED,
+      state == Job::PAUSED ? "cancelled while paused" : "cancelled while queued", state));
   host_waits_.erase(job_id);  // if it was waiting for its hosts
   wake_ = true;               // jobs waiting for this one must hear of it
+  if (options_.on_job_ended) options_.on_job_ended();
   return store_->GetJob(job_id);
 }
 
 absl::StatusOr<Job> Scheduler::CancelEndedOrRequeuedLocked(int64_t job_id) {
   ASSIGN_OR_RETURN(Job now, store_->GetJob(job_id));
-  if (now.state() == Job::QUEUED) return CancelQueuedLocked(job_id);
+  if (now.state() == Job::QUEUED || now.state() == Job::PAUSED) {
+    return CancelQueuedLocked(job_id, now.state());
+  }
   // Never "cancelled" for a job that succeeded: the caller learns it ended first.
   return absl::FailedPreconditionError(
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(now.state())));
+}
+
+int Scheduler::Lanes(const trainer::v1::JobSpec& spec) const {
+  if (RankCount(spec) > 1 || IsSlurmJob(spec) || !spec.hosts().empty()) return 1;
+  if (spec.device() != "cuda") return plan_.SlotsOf(spec.device().empty() ? "cpu" : spec.device());
+  int lanes = 0;
+  for (const std::string& gpu : options_.gpus) lanes += plan_.SlotsOf(gpu);
+  return std::max(1, lanes);
 }
 
 std::vector<HeldDevices> Scheduler::Holding() const {

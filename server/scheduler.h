@@ -70,6 +70,9 @@ class Scheduler {
     // Space kept for a job's end when the disk holding the store fills (server/disk_reserve.h);
     // null: none.
     DiskReserve* disk_reserve = nullptr;
+    // Called when a job ended, paused or went back to the queue, or a waiting one was cancelled
+    // (SearchDriver::Wake: a search's trial may have reported). Unset: nothing.
+    std::function<void()> on_job_ended;
   };
   Scheduler(Store* store, EventHub* hub, Options options);
   ~Scheduler();  // calls Shutdown
@@ -78,8 +81,9 @@ class Scheduler {
   absl::Status Start();
   // Something changed (a job was queued, a setting changed): look again.
   void Wake();
-  // The job as it is after the request (CANCELLED at once for a queued job; still RUNNING, with
-  // the worker told to stop, for a running one). FAILED_PRECONDITION when already finished.
+  // The job as it is after the request (CANCELLED at once for a queued or paused job; still
+  // RUNNING, with the worker told to stop, for a running one). FAILED_PRECONDITION when already
+  // finished.
   absl::StatusOr<trainer::v1::Job> Cancel(int64_t job_id);
   // Persists the paused flag; returns the queue's state.
   absl::StatusOr<trainer::v1::QueueState> SetPaused(bool paused);
@@ -87,6 +91,10 @@ class Scheduler {
   // Stops starting jobs; running jobs' workers are stopped and the jobs re-queued, to run again
   // when the daemon next starts.
   void Shutdown();
+
+  // How many jobs like `spec` run at once on this machine: its device's slots (every GPU's, for a
+  // job on any one GPU); 1 for a job that takes its devices whole.
+  int Lanes(const trainer::v1::JobSpec& spec) const;
 
   // The jobs running now, by the device each rank of theirs holds ("cpu", "cuda:0").
   std::map<std::string, std::vector<int64_t>> RunningJobsByDevice();
@@ -179,7 +187,7 @@ class Scheduler {
                           std::optional<trainer::v1::Job::State> expected = std::nullopt);
   // Cancel's two ends: a queued job, and a running one whose end (or return to the queue) won
   // the race with the cancel's record.
-  absl::StatusOr<trainer::v1::Job> CancelQueuedLocked(int64_t job_id)
+  absl::StatusOr<trainer::v1::Job> CancelQueuedLocked(int64_t job_id, trainer::v1::Job::State state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<trainer::v1::Job> CancelEndedOrRequeuedLocked(int64_t job_id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

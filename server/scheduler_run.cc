@@ -230,6 +230,7 @@ void Scheduler::RecordOutcome(const Job& job, const std::string& job_dir, const 
     absl::MutexLock lock(&mu_);
     host_waits_.erase(job.id());
   }
+  if (options_.on_job_ended) options_.on_job_ended();
 }
 
 }  // namespace traind

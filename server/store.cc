@@ -137,6 +137,23 @@ CREATE TRIGGER owner_bytes_delete AFTER DELETE ON jobs BEGIN
     WHERE owner = OLD.owner;
 END;
 )sql",
+    // 8 -> 9: searches (SweepSpec.search): the searcher's state (search/asha.h's text) beside
+    // its sweep, and each trial proposed: its job and what was drawn for it, so that a restarted
+    // traind proposes none of them again.
+    R"sql(
+CREATE TABLE searches (
+  sweep_id INTEGER PRIMARY KEY,
+  state TEXT NOT NULL,
+  done INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE search_trials (
+  sweep_id INTEGER NOT NULL,
+  trial INTEGER NOT NULL,
+  job_id INTEGER NOT NULL,
+  params TEXT NOT NULL,
+  PRIMARY KEY (sweep_id, trial)
+) WITHOUT ROWID;
+)sql",
 };
 
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);

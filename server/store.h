@@ -75,6 +75,44 @@ class Store {
   // How many jobs QueuedJobs would return.
   absl::StatusOr<int64_t> CountQueued();
 
+  // Searches (SweepSpec.search; server/search_driver.h). A search is a complete sweep whose
+  // members (trials) are added as they are proposed, each in one transaction with the searcher's
+  // new state, so that after a crash the state and the trials agree.
+  struct SearchRecord {
+    int64_t sweep_id = 0;
+    std::string owner;
+    trainer::v1::SweepSpec spec;
+    std::string state;  // the searcher's (search/asha.h SerializeAshaState)
+    bool done = false;
+    struct Trial {
+      int64_t trial = 0;
+      int64_t job_id = 0;
+      std::string params;  // "field=value" lines
+    };
+    std::vector<Trial> trials;  // in trial order
+  };
+  // The sweep (no member yet) and its search's first state.
+  absl::StatusOr<trainer::v1::Sweep> CreateSearch(const trainer::v1::SweepSpec& spec,
+                                                  const std::string& owner,
+                                                  const std::string& state);
+  // Trial `trials.size()` of the search: `member` queued as a member of its sweep, with the
+  // searcher's state after proposing it. FAILED_PRECONDITION once the search is done (cancelled).
+  absl::StatusOr<trainer::v1::Job> AddSearchTrial(int64_t sweep_id, trainer::v1::Job member,
+                                                  const std::string& params,
+                                                  const std::string& state);
+  absl::StatusOr<SearchRecord> GetSearch(int64_t sweep_id);
+  // The searches not done, oldest first.
+  absl::StatusOr<std::vector<int64_t>> UnfinishedSearches();
+  absl::Status SaveSearchState(int64_t sweep_id, const std::string& state, bool done);
+  // The search proposes nothing more (cancelled); its state stays as it was. OK if it was done.
+  absl::Status EndSearch(int64_t sweep_id);
+  // A paused trial moves on with the searcher's new state, in one transaction: QUEUED again to
+  // pause after `pause_after_epoch` (0: train to the end), or SUCCEEDED (the search is over and
+  // it was not promoted). FAILED_PRECONDITION when the job is not PAUSED (cancelled meanwhile).
+  absl::Status MoveTrial(int64_t sweep_id, int64_t job_id, trainer::v1::Job::State to,
+                         int pause_after_epoch, const std::string& reason,
+                         const std::string& state);
+
   // Small persistent daemon settings ("" when unset).
   absl::StatusOr<std::string> GetSetting(const std::string& key);
   absl::Status SetSetting(const std::string& key, const std::string& value);
@@ -178,6 +216,9 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FAILED_PRECONDITION once the search is done: nothing more of it may change.
+  absl::Status SaveSearchStateLocked(int64_t sweep_id, const std::string& state, bool done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `work` (returning a StatusOr) in one transaction: committed if it succeeds, rolled back
   // if it or the commit fails.
   template <typename Work>

@@ -122,6 +122,8 @@ absl::Status Store::RemoveSweepRowsLocked(int64_t sweep_id) {
       "DELETE FROM job_blobs WHERE job_id IN (SELECT id FROM jobs WHERE sweep_id = ?)",
       "DELETE FROM jobs WHERE sweep_id = ?",
       "DELETE FROM sweeps WHERE id = ?",
+      "DELETE FROM searches WHERE sweep_id = ?",
+      "DELETE FROM search_trials WHERE sweep_id = ?",
   };
   for (const char* sql : kRemove) {
     Statement remove(db_, sql);
@@ -165,6 +167,20 @@ absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
   trainer::v1::Sweep sweep;
   if (!sweep.ParseFromString(select.Blob(0))) {
     return absl::DataLossError(absl::StrCat("sweep ", sweep_id, ": stored record is corrupt"));
+  }
+  if (sweep.spec().has_search()) {
+    // A search's members are added as they are proposed (AddSearchTrial): its record does not
+    // list them, its trials do.
+    Statement trials(db_, "SELECT job_id FROM search_trials WHERE sweep_id = ? ORDER BY trial");
+    RETURN_IF_ERROR(trials.status("read trials"));
+    trials.Bind(1, sweep_id);
+    int step;
+    while ((step = trials.Step()) == SQLITE_ROW) sweep.add_job_ids(trials.Int(0));
+    if (step != SQLITE_DONE) return SqliteError(db_, "read trials");
+    Statement done(db_, "SELECT done FROM searches WHERE sweep_id = ?");
+    RETURN_IF_ERROR(done.status("read search"));
+    done.Bind(1, sweep_id);
+    if (done.Step() == SQLITE_ROW) sweep.set_search_done(done.Int(0) != 0);
   }
   return sweep;
 }
@@ -225,10 +241,14 @@ absl::StatusOr<std::vector<std::string>> Store::DeleteSweep(int64_t sweep_id,
       RETURN_IF_ERROR(DeleteJobLocked(job, &unused));
       if (deleted_jobs != nullptr) deleted_jobs->push_back(job.id());
     }
-    Statement remove(db_, "DELETE FROM sweeps WHERE id = ?");
-    RETURN_IF_ERROR(remove.status("delete sweep"));
-    remove.Bind(1, sweep_id);
-    if (remove.Step() != SQLITE_DONE) return SqliteError(db_, "delete sweep");
+    for (const char* sql :
+         {"DELETE FROM sweeps WHERE id = ?", "DELETE FROM searches WHERE sweep_id = ?",
+          "DELETE FROM search_trials WHERE sweep_id = ?"}) {
+      Statement remove(db_, sql);
+      RETURN_IF_ERROR(remove.status("delete sweep"));
+      remove.Bind(1, sweep_id);
+      if (remove.Step() != SQLITE_DONE) return SqliteError(db_, "delete sweep");
+    }
     return unused;
   });
 }

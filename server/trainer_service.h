@@ -18,6 +18,7 @@
 #include "server/executor.h"
 #include "server/quota_ledger.h"
 #include "server/scheduler.h"
+#include "server/search_driver.h"
 #include "server/store.h"
 #include "trainer/v1/trainer.grpc.pb.h"
 
@@ -81,6 +82,9 @@ class TrainerService final : public TrainerServiceBase {
   grpc::ServerUnaryReactor* ListSweeps(grpc::CallbackServerContext* context,
                                        const trainer::v1::ListSweepsRequest* request,
                                        trainer::v1::ListSweepsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelSweep(grpc::CallbackServerContext* context,
+                                        const trainer::v1::CancelSweepRequest* request,
+                                        trainer::v1::Sweep* response) override;
   grpc::ServerUnaryReactor* GetSweepReport(grpc::CallbackServerContext* context,
                                            const trainer::v1::GetSweepReportRequest* request,
                                            trainer::v1::SweepReport* response) override;
@@ -105,6 +109,8 @@ class TrainerService final : public TrainerServiceBase {
   // What the Shutdown RPC does (traind: raise SIGTERM, which its main thread waits for). Unset:
   // the RPC is refused (a daemon embedded in another program, e.g. a test).
   void set_shutdown_hook(std::function<void()> hook) { shutdown_hook_ = std::move(hook); }
+  // Runs the searches SubmitSweep creates (SweepSpec.search). Unset: they are refused.
+  void set_search_driver(SearchDriver* searches) { searches_ = searches; }
   grpc::ServerUnaryReactor* ListArtifacts(grpc::CallbackServerContext* context,
                                           const trainer::v1::ListArtifactsRequest* request,
                                           trainer::v1::ListArtifactsResponse* response) override;
@@ -128,6 +134,10 @@ class TrainerService final : public TrainerServiceBase {
                       trainer::v1::Job* response);
   absl::Status Retry(const trainer::v1::RetryJobRequest& request, const Caller& caller,
                      trainer::v1::Job* response);
+  // A search's sweep (SweepSpec.search): checked, its base prepared as a job's is, stored with
+  // no member; the search driver proposes them.
+  absl::Status CreateSearch(const trainer::v1::SubmitSweepRequest& request, const Caller& caller,
+                            trainer::v1::Sweep* response);
   absl::Status CreateSweep(const trainer::v1::SubmitSweepRequest& request, const Caller& caller,
                            trainer::v1::Sweep* response);
   // The queued-jobs limit that applies to `caller` (0: none).
@@ -151,6 +161,7 @@ class TrainerService final : public TrainerServiceBase {
   // and --max-uploads-per-token hold while uploads are in progress (quota_ledger.h).
   QuotaLedger uploads_;
   std::function<void()> shutdown_hook_;  // set before the server starts
+  SearchDriver* searches_ = nullptr;     // set before the server starts
 };
 
 }  // namespace traind

@@ -11,7 +11,10 @@
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
 #include "common/sweep_fields.h"
+#include "search/asha.h"
 #include "server/list_pages.h"
+#include "server/search_plan.h"
+#include "server/search_report.h"
 #include "server/sweep_expansion.h"
 #include "server/sweep_report.h"
 #include "server/trainer_service.h"
@@ -22,8 +25,34 @@ namespace traind {
 using trainer::v1::Job;
 using trainer::v1::JobSpec;
 
+absl::Status TrainerService::CreateSearch(const trainer::v1::SubmitSweepRequest& request,
+                                          const Caller& caller, trainer::v1::Sweep* response) {
+  if (searches_ == nullptr) return absl::UnimplementedError("this traind runs no searches");
+  trainer::v1::SweepSpec spec = request.spec();
+  ASSIGN_OR_RETURN(const SearchPlan plan, PlanSearch(spec));
+  // Every value a trial may draw is admitted now, as a job's would be: a trial never fails on a
+  // rule the search could have been refused by.
+  for (const auto& [field, distribution] : plan.space.params) {
+    for (const std::string& value : DistributionExtremes(distribution)) {
+      JobSpec probe = spec.base();
+      RETURN_IF_ERROR(SetSpecField(&probe, field, value));
+      absl::StatusOr<JobSpec> prepared = admission_->PrepareSpec(probe, caller);
+      if (!prepared.ok()) {
+        return absl::Status(
+            prepared.status().code(),
+            absl::StrCat("search.params: ", field, "=", value, ": ", prepared.status().message()));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(*spec.mutable_base(), admission_->PrepareSpec(spec.base(), caller));
+  ASSIGN_OR_RETURN(*response, store_->CreateSearch(spec, caller.owner, SerializeAshaState({})));
+  searches_->Wake();
+  return absl::OkStatus();
+}
+
 absl::Status TrainerService::CreateSweep(const trainer::v1::SubmitSweepRequest& request,
                                          const Caller& caller, trainer::v1::Sweep* response) {
+  if (request.spec().has_search()) return CreateSearch(request, caller, response);
   ASSIGN_OR_RETURN(std::vector<JobSpec> specs, ExpandSweep(request.spec()));
   std::vector<Job> members;
   const bool exclusive = request.spec().has_exclusive() ? request.spec().exclusive() : true;
@@ -98,6 +127,10 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   }
   options.time_to_accuracy = request.time_to_accuracy();
   *response = BuildSweepReport(sweep, jobs, traces, options);
+  if (sweep.spec().has_search()) {
+    ASSIGN_OR_RETURN(const Store::SearchRecord search, store_->GetSearch(sweep.id()));
+    ASSIGN_OR_RETURN(*response->mutable_search(), BuildSearchReport(search));
+  }
   // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
   // baseline of a sweep without cpu members has no baseline row either, and that is fine.)
   const auto& rows = response->rows();
@@ -206,6 +239,27 @@ grpc::ServerUnaryReactor* TrainerService::GetSweep(grpc::CallbackServerContext* 
                                                    trainer::v1::Sweep* response) {
   return Offload(context, "GetSweep", request,
                  [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(*response, admission_->OwnSweep(caller, request->id()));
+                   return absl::OkStatus();
+                 });
+}
+
+grpc::ServerUnaryReactor* TrainerService::CancelSweep(
+    grpc::CallbackServerContext* context, const trainer::v1::CancelSweepRequest* request,
+    trainer::v1::Sweep* response) {
+  return Offload(context, "CancelSweep", request,
+                 [this, request, response](const Caller& caller) -> absl::Status {
+                   ASSIGN_OR_RETURN(const trainer::v1::Sweep sweep,
+                                    admission_->OwnSweep(caller, request->id()));
+                   // First the search: it would propose a trial for each one cancelled.
+                   if (sweep.spec().has_search()) RETURN_IF_ERROR(store_->EndSearch(sweep.id()));
+                   for (int64_t id : sweep.job_ids()) {
+                     absl::StatusOr<Job> cancelled = scheduler_->Cancel(id);
+                     // FAILED_PRECONDITION: it had ended.
+                     if (!cancelled.ok() && !absl::IsFailedPrecondition(cancelled.status())) {
+                       return cancelled.status();
+                     }
+                   }
                    ASSIGN_OR_RETURN(*response, admission_->OwnSweep(caller, request->id()));
                    return absl::OkStatus();
                  });

@@ -63,6 +63,7 @@ trainer::v1::WorkerRequest BuildWorkerRequest(const trainer::v1::Job& job,
   for (const std::string& root : options.data_roots) request.add_data_roots(root);
   request.set_checkpoint_interval_seconds(options.checkpoint_interval_seconds);
   request.set_exclusive(job.exclusive());
+  request.set_pause_after_epoch(job.pause_after_epoch());
   return request;
 }
 

@@ -16,6 +16,9 @@ enum WorkerExit : int {
   // traind-hosts only: a host went away while the job ran (its error was written first); as 4,
   // but the wait for the hosts starts afresh (the job did run since it last waited).
   kWorkerHostLost = 5,
+  // A search's trial paused at its rung (WorkerRequest.pause_after_epoch), its checkpoint
+  // written: traind marks the job PAUSED, and the search resumes it or ends it.
+  kWorkerPaused = 6,
 };
 
 }  // namespace traind

@@ -170,6 +170,12 @@ class AccessTest : public ::testing::Test {
       trainer::v1::Sweep sweep;
       return tcp_->GetSweep(context.get(), request, &sweep);
     }
+    if (method == "CancelSweep") {
+      trainer::v1::CancelSweepRequest request;
+      request.set_id(id);
+      trainer::v1::Sweep sweep;
+      return tcp_->CancelSweep(context.get(), request, &sweep);
+    }
     if (method == "ListSweeps") {
       trainer::v1::ListSweepsResponse response;
       return tcp_->ListSweeps(context.get(), {}, &response);

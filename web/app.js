@@ -168,7 +168,7 @@ function renderQueue(page) {
   const selected = new Set();
   const filters = { state: '', text: '' };
   const stateSelect = el('select', { 'aria-label': 'state', onchange: (e) => { filters.state = e.target.value; refresh(); } },
-    ['', 'QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELLED'].map((s) => el('option', { value: s }, s || 'all states')));
+    ['', 'QUEUED', 'RUNNING', 'PAUSED', 'SUCCEEDED', 'FAILED', 'CANCELLED'].map((s) => el('option', { value: s }, s || 'all states')));
   const textFilter = el('input', { type: 'search', placeholder: 'model, dataset, device, owner', oninput: (e) => { filters.text = e.target.value.toLowerCase(); draw(); } });
   const queueLabel = el('span', { class: 'muted' });
   const pauseButton = el('button', { type: 'button', id: 'pause' });

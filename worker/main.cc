@@ -22,6 +22,7 @@
 #include "engine/device.h"
 #include "engine/device_rehearsal.h"
 #include "engine/training_job.h"
+#include "engine/training_loop.h"
 #include "models/script_prints.h"
 #include "models/scripted_model.h"
 #include "supervise/event_pipe.h"
@@ -136,6 +137,7 @@ int main(int argc, char**) {
 
   const absl::Status status = RunJob(request, pipe, signals);
   if (absl::IsCancelled(status)) return traind::kWorkerStopped;
+  if (traind::IsPausedAtRung(status)) return traind::kWorkerPaused;
 
   trainer::v1::JobEvent error;
   error.mutable_log()->set_severity(trainer::v1::LogLine::ERROR);

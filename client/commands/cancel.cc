@@ -48,17 +48,44 @@ int RunCancel(Context& ctx, const CancelFlags& flags) {
   if (int code = SweepId(ctx, flags.sweep, &sweep_id); code != kExitOk) return code;
   std::vector<trainer::v1::Job> members;
   if (grpc::Status status = ListSweepMembers(
-          ctx.stub(), sweep_id, {trainer::v1::Job::QUEUED, trainer::v1::Job::RUNNING}, &members);
+          ctx.stub(), sweep_id,
+          {trainer::v1::Job::QUEUED, trainer::v1::Job::RUNNING, trainer::v1::Job::PAUSED},
+          &members);
       !status.ok()) {
     return ctx.Fail(status);
   }
-  if (members.empty()) {
+  trainer::v1::GetSweepRequest get;
+  get.set_id(sweep_id);
+  trainer::v1::Sweep sweep;
+  auto read = UnaryCall();
+  if (grpc::Status status = ctx.stub().GetSweep(read.get(), get, &sweep); !status.ok()) {
+    return ctx.Fail(status);
+  }
+  const bool search_goes_on = sweep.spec().has_search() && !sweep.search_done();
+  if (members.empty() && !search_goes_on) {
     ctx.err() << "sweep " << sweep_id << ": every member had already ended\n";
     return kExitOk;
   }
-  std::vector<int64_t> ids;
-  for (const trainer::v1::Job& job : members) ids.push_back(job.id());
-  return CancelJobs(ctx, ids);
+  // The daemon cancels the sweep as one: a search stops proposing trials first.
+  trainer::v1::CancelSweepRequest request;
+  request.set_id(sweep_id);
+  auto call = UnaryCall();
+  const grpc::Status cancelled = ctx.stub().CancelSweep(call.get(), request, &sweep);
+  if (cancelled.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    // A daemon from before CancelSweep: its members one by one.
+    std::vector<int64_t> ids;
+    for (const trainer::v1::Job& job : members) ids.push_back(job.id());
+    return CancelJobs(ctx, ids);
+  }
+  if (!cancelled.ok()) return ctx.Fail(cancelled);
+  if (search_goes_on) ctx.err() << "search " << sweep_id << ": proposes no more trials\n";
+  for (const trainer::v1::Job& job : members) {
+    ctx.out() << "job " << job.id() << ": "
+              << (job.state() == trainer::v1::Job::RUNNING ? "stopping (it was running)"
+                                                           : "cancelled")
+              << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -68,7 +95,8 @@ void AddCancelCommand(CLI::App& app, Context& ctx, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("cancel", "Cancel jobs (queued: at once; running: stopped)");
   cmd->add_option("ids", flags->ids, "Job ids");
   cmd->add_option("--sweep", flags->sweep,
-                  "Every member of this sweep (its id or name) that is queued or running instead");
+                  "Every member of this sweep (its id or name) that is queued, paused or running "
+                  "instead; a search proposes no more trials");
   cmd->footer(
       "Examples:\n"
       "  trainctl cancel 12\n"

@@ -25,7 +25,7 @@ int RunList(Context& ctx, const ListFlags& flags) {
     if (!trainer::v1::Job::State_Parse(absl::AsciiStrToUpper(name), &state) ||
         state == trainer::v1::Job::STATE_UNSPECIFIED) {
       return ctx.UsageError("--state: unknown state '" + name +
-                            "'; allowed: queued, running, succeeded, failed, cancelled");
+                            "'; allowed: queued, running, paused, succeeded, failed, cancelled");
     }
     request.add_states(state);
   }
@@ -62,7 +62,7 @@ void AddListCommand(CLI::App& app, Context& ctx, int* exit_code) {
   CLI::App* cmd = app.add_subcommand("list", "List jobs, newest first");
   cmd->add_option("--state", flags->states,
                   "Only jobs in this state (repeatable): queued, running, succeeded, failed, "
-                  "cancelled");
+                  "cancelled, paused (a search's trial at its rung)");
   cmd->add_option("--limit,-n", flags->limit, "At most N jobs")
       ->capture_default_str()
       ->check(AtLeast(1));

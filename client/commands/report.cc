@@ -8,6 +8,7 @@
 #include "client/exit_codes.h"
 #include "client/render/report_svg.h"
 #include "client/render/report_text.h"
+#include "client/render/search_text.h"
 #include "client/rpc.h"
 #include "client/sweep_members.h"
 
@@ -57,6 +58,9 @@ int RunReport(Context& ctx, const ReportFlags& flags) {
     ctx.out() << ReportMarkdown(report);
   } else {
     ctx.out() << ReportTable(report);
+  }
+  if (report.has_search() && (format == "table" || format == "markdown")) {
+    ctx.out() << "\n" << SearchText(report.search());
   }
   if (flags.time_to_accuracy > 0 && (format == "table" || format == "markdown")) {
     ctx.out() << ReportTimeToAccuracy(report, flags.time_to_accuracy);

@@ -25,6 +25,7 @@
 #include "common/script_spec.h"
 #include "common/spec_fields.h"
 #include "common/status_macros.h"
+#include "search/search_space.h"
 
 namespace traind {
 
@@ -50,7 +51,56 @@ struct SweepFlags {
   ScriptCommand script;             // after "--": a program's sweep
   std::vector<std::string> params;  // NAME=A,B: the program's {NAME}
   CLI::App* cmd = nullptr;
+  trainer::v1::SearchSpec search;  // --search, --trials, ... (set: a search)
 };
+
+// A flag's value that is a distribution (--lr loguniform:1e-4:1e-1): one dimension of a search,
+// checked now so that a typo is exit code 2.
+absl::Status AddSearchParam(const std::string& flag, const std::string& field,
+                            const std::string& text, trainer::v1::SweepSpec* spec) {
+  if (absl::StatusOr<Distribution> parsed = ParseDistribution(flag, text); !parsed.ok()) {
+    return parsed.status();
+  }
+  trainer::v1::SearchParam* param = spec->mutable_search()->add_params();
+  param->set_field(field);
+  param->set_distribution(text);
+  return absl::OkStatus();
+}
+
+// The search's own flags onto spec.search, when it is one: --search given, or a distribution
+// among the values.
+absl::Status AddSearch(const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
+  const bool asked = flags.cmd->get_option("--search")->count() > 0;
+  if (!asked && !spec->has_search()) {
+    for (const char* flag : {"--trials", "--search-seed", "--early-stop", "--metric",
+                             "--min-epochs", "--reduction-factor", "--brackets", "--parallel"}) {
+      if (flags.cmd->get_option(flag)->count() > 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag,
+            " is for a search: add --search random (or tpe) and a distribution, e.g. --lr "
+            "loguniform:1e-4:1e-1"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  trainer::v1::SearchSpec* search = spec->mutable_search();
+  auto given = [&](const char* flag) { return flags.cmd->get_option(flag)->count() > 0; };
+  if (asked) search->set_method(flags.search.method());
+  if (search->method().empty()) search->set_method("random");
+  if (given("--trials")) search->set_trials(flags.search.trials());
+  if (search->trials() == 0) {
+    return absl::InvalidArgumentError(
+        "a search needs --trials N (how many configurations to try in all)");
+  }
+  if (given("--search-seed")) search->set_seed(flags.search.seed());
+  if (given("--early-stop")) search->set_early_stop(flags.search.early_stop());
+  if (given("--metric")) search->set_metric(flags.search.metric());
+  if (given("--min-epochs")) search->set_min_epochs(flags.search.min_epochs());
+  if (given("--reduction-factor")) search->set_reduction_factor(flags.search.reduction_factor());
+  if (given("--brackets")) search->set_brackets(flags.search.brackets());
+  if (given("--parallel")) search->set_parallel(flags.search.parallel());
+  return absl::OkStatus();
+}
 
 // One flag's values: one value sets the base's field, two or more make an axis of the grid. Each
 // value's type is checked now, so a typo is exit code 2; a value given twice would only make a
@@ -87,6 +137,11 @@ absl::Status AddProgram(Context& ctx, const SweepFlags& flags, trainer::v1::Swee
           absl::StrCat("--param ", param, ": expected NAME=VALUE[,VALUE...], e.g. lr=1e-3,3e-3"));
     }
     const std::string name = param.substr(0, equals);
+    if (LooksLikeDistribution(param.substr(equals + 1))) {
+      RETURN_IF_ERROR(AddSearchParam(absl::StrCat("--param ", name), absl::StrCat("param.", name),
+                                     param.substr(equals + 1), spec));
+      continue;
+    }
     if (values.find(name) == values.end()) names.push_back(name);
     for (absl::string_view value :
          absl::StrSplit(param.substr(equals + 1), ',', absl::SkipEmpty())) {
@@ -132,6 +187,12 @@ int RunSweep(Context& ctx, SweepFlags flags) {
             : std::string(row.field);
     auto it = flags.values.find(flag);
     if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
+    if (LooksLikeDistribution(it->second)) {
+      if (absl::Status s = AddSearchParam(flag, field, it->second, spec); !s.ok()) {
+        return ctx.UsageError(std::string(s.message()));
+      }
+      continue;
+    }
     const std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
     if (absl::Status s = AddFieldValues(flag, field, values, spec); !s.ok()) {
       return ctx.UsageError(std::string(s.message()));
@@ -155,6 +216,11 @@ int RunSweep(Context& ctx, SweepFlags flags) {
     if (absl::Status s = AddProgram(ctx, flags, spec); !s.ok()) {
       return ctx.UsageError(std::string(s.message()));
     }
+  }
+  if (absl::Status s = AddSearch(flags, spec); !s.ok()) {
+    return ctx.UsageError(std::string(s.message()));
+  }
+  if (program) {
     if (absl::Status s =
             UploadWorkingDir(ctx, flags.script, spec->mutable_base()->mutable_script());
         !s.ok()) {
@@ -181,15 +247,74 @@ int RunSweep(Context& ctx, SweepFlags flags) {
     ctx.PrintJson(sweep);
   } else {
     ctx.out() << sweep.id() << "\n";
-    ctx.err() << "sweep " << sweep.id() << ": " << sweep.job_ids_size()
-              << " jobs queued; follow with `trainctl watch --sweep " << sweep.id()
-              << "`, read with `trainctl report " << sweep.id() << "`\n";
+    if (spec->has_search()) {
+      ctx.err() << "search " << sweep.id() << ": " << spec->search().trials() << " trials ("
+                << spec->search().method()
+                << (spec->search().early_stop().empty() ? "" : ", " + spec->search().early_stop())
+                << "), proposed as it goes; follow with `trainctl watch --sweep " << sweep.id()
+                << "`, read with `trainctl report " << sweep.id() << "`\n";
+    } else {
+      ctx.err() << "sweep " << sweep.id() << ": " << sweep.job_ids_size()
+                << " jobs queued; follow with `trainctl watch --sweep " << sweep.id()
+                << "`, read with `trainctl report " << sweep.id() << "`\n";
+    }
   }
   if (flags.watch) return WatchSweep(ctx, sweep.id());
   return kExitOk;
 }
 
 }  // namespace
+
+// A search's flags (docs/jobs.md, "Searches").
+static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
+  const char* group = "Search (a value like loguniform:1e-4:1e-1 makes a sweep a search)";
+  cmd->add_option_function<std::string>(
+         "--search", [search](const std::string& method) { search->set_method(method); },
+         "Propose members instead of a grid: random, or tpe (model-based, from the results so "
+         "far)")
+      ->check(CLI::IsMember({"random", "tpe"}))
+      ->group(group);
+  cmd->add_option_function<int>(
+         "--trials", [search](int trials) { search->set_trials(trials); },
+         "How many configurations to try in all")
+      ->check(CLI::Range(1, 100000))
+      ->group(group);
+  cmd->add_option_function<int64_t>(
+         "--search-seed", [search](int64_t seed) { search->set_seed(seed); },
+         "The same seed proposes the same trials (default 0)")
+      ->group(group);
+  cmd->add_option_function<std::string>(
+         "--early-stop", [search](const std::string& how) { search->set_early_stop(how); },
+         "asha: trials pause at rungs (--min-epochs, x --reduction-factor, ... --epochs) and only "
+         "the best of each rung resume, from their checkpoints")
+      ->check(CLI::IsMember({"asha"}))
+      ->group(group);
+  cmd->add_option_function<std::string>(
+         "--metric", [search](const std::string& metric) { search->set_metric(metric); },
+         "What trials are compared by: validation_accuracy (default) or validation_loss")
+      ->check(CLI::IsMember({"validation_accuracy", "validation_loss"}))
+      ->group(group);
+  cmd->add_option_function<int>(
+         "--min-epochs", [search](int epochs) { search->set_min_epochs(epochs); },
+         "ASHA's first rung, in epochs (default 1)")
+      ->check(CLI::Range(1, 100000))
+      ->group(group);
+  cmd->add_option_function<int>(
+         "--reduction-factor", [search](int eta) { search->set_reduction_factor(eta); },
+         "ASHA: each rung promotes its best 1/N (default 3)")
+      ->check(CLI::Range(2, 1000))
+      ->group(group);
+  cmd->add_option_function<int>(
+         "--brackets", [search](int brackets) { search->set_brackets(brackets); },
+         "Hyperband brackets (default 1)")
+      ->check(CLI::Range(1, 100))
+      ->group(group);
+  cmd->add_option_function<int>(
+         "--parallel", [search](int parallel) { search->set_parallel(parallel); },
+         "Trials queued or running at once (default: what the device runs at once, its --slots)")
+      ->check(CLI::Range(1, 100000))
+      ->group(group);
+}
 
 void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<SweepFlags>();
@@ -223,6 +348,7 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
                   "A program's sweep: NAME=A,B puts each value in for {NAME} in its arguments "
                   "(repeatable); {device} is the member's device")
       ->allow_extra_args(false);
+  AddSearchOptions(cmd, &flags->search);
   cmd->add_option("--repeat", flags->repeat, "Runs of each configuration (default 1)");
   cmd->add_option("--priority", flags->priority, "Priority of every member");
   cmd->add_option("--name", flags->name, "A label for the sweep and its report");
@@ -239,6 +365,10 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "--seed {seed}\n"
       "  trainctl sweep --param lr=1e-3,3e-3 --param bs=64,128 -- python3 train.py --lr {lr} "
       "--batch-size {bs}\n"
+      "  trainctl sweep --model resnet18 --dataset cifar10 --search random --trials 48 --lr "
+      "loguniform:1e-4:1e-1 --batch-size choice:64,128,256 --epochs 30 --early-stop asha\n"
+      "  trainctl sweep --search tpe --trials 40 --param lr=loguniform:1e-4:1e-1 -- python3 "
+      "train.py --lr {lr}\n"
       "Then: trainctl report SWEEP (speedup against the CPU, accuracy, memory). See docs/jobs.md "
       "and docs/scripts.md.");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSweep(ctx, *flags); });

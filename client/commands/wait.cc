@@ -85,7 +85,14 @@ int RunWait(Context& ctx, const WaitFlags& flags) {
     std::vector<Job> jobs;
     if (grpc::Status status = ReadJobs(ctx, flags, sweep_id, &jobs); !status.ok())
       return ctx.Fail(status);
-    if (std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return Ended(j.state()); })) {
+    bool grows = false;  // a search that may still propose members
+    if (sweep_id > 0) {
+      if (grpc::Status status = SweepGrows(ctx.stub(), sweep_id, &grows); !status.ok()) {
+        return ctx.Fail(status);
+      }
+    }
+    if (!grows &&
+        std::all_of(jobs.begin(), jobs.end(), [](const Job& j) { return Ended(j.state()); })) {
       return ExitCodeOf(ctx, jobs);
     }
     if (flags.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline) {

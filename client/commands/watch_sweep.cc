@@ -149,7 +149,14 @@ int WatchSweep(Context& ctx, int64_t sweep_id) {
       }
       ctx.out().flush();
     }
-    if (finished == static_cast<int>(members.size())) {
+    bool grows = false;  // a search that may still propose members
+    if (grpc::Status status = SweepGrows(ctx.stub(), sweep_id, &grows); !status.ok()) {
+      return ctx.Fail(status);
+    }
+    if (!grows && finished == static_cast<int>(members.size())) {
+      // A search's failed trials are its business (counted, the search went on): it succeeded
+      // when one did.
+      if (sweep.spec().has_search()) return succeeded > 0 ? kExitOk : kExitJobFailed;
       return succeeded == finished ? kExitOk : kExitJobFailed;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(ctx.out_is_terminal() ? 500 : 1000));

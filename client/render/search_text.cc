@@ -1,0 +1,64 @@
+#include "client/render/search_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace traind {
+
+namespace {
+
+std::string Params(const trainer::v1::SearchTrial& trial) {
+  std::vector<std::string> parts;
+  for (const auto& [field, value] : trial.params())
+    parts.push_back(absl::StrCat(field, "=", value));
+  std::sort(parts.begin(), parts.end());
+  return absl::StrJoin(parts, " ");
+}
+
+std::string Metric(const trainer::v1::SearchReport& search, double value) {
+  if (!std::isfinite(value)) return "-";
+  if (search.metric() == "validation_accuracy") return absl::StrFormat("%.2f%%", 100 * value);
+  return absl::StrFormat("%.4g", value);
+}
+
+}  // namespace
+
+std::string SearchText(const trainer::v1::SearchReport& search) {
+  if (search.method().empty()) return "";
+  std::string text = absl::StrCat("Search (", search.method(), ", by ", search.metric(),
+                                  "): ", search.trials_size(), " of ", search.trials_planned(),
+                                  " trials", search.done() ? ", done" : ", going on", "; rungs at ",
+                                  absl::StrJoin(search.rungs(), ", "), " epochs\n");
+  if (search.best_trial() >= 0 && search.best_trial() < search.trials_size()) {
+    const trainer::v1::SearchTrial& best = search.trials(search.best_trial());
+    absl::StrAppend(&text, "Best: trial ", best.trial(), " (job ", best.job_id(), "), ",
+                    Metric(search, best.metric()), " after ", best.epochs(),
+                    " epochs: ", Params(best), "\n");
+  }
+  if (search.epochs_full() > 0) {
+    absl::StrAppend(
+        &text,
+        absl::StrFormat("Compute: %d epochs trained, %.0f%% of the %d that training every trial "
+                        "started to the end takes\n",
+                        search.epochs_spent(), 100.0 * search.epochs_spent() / search.epochs_full(),
+                        search.epochs_full()));
+  }
+  absl::StrAppend(&text, absl::StrFormat("%-6s %-6s %-8s %-7s %-10s %s\n", "TRIAL", "JOB", "STATUS",
+                                         "EPOCHS", "METRIC", "PARAMS"));
+  for (const trainer::v1::SearchTrial& trial : search.trials()) {
+    absl::StrAppend(
+        &text, absl::StrFormat(
+                   "%-6s %-6d %-8s %-7d %-10s %s\n",
+                   absl::StrCat(trial.trial() == search.best_trial() ? "*" : "", trial.trial()),
+                   trial.job_id(), trial.status(), trial.epochs(), Metric(search, trial.metric()),
+                   Params(trial)));
+  }
+  return text;
+}
+
+}  // namespace traind

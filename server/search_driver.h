@@ -1,0 +1,79 @@
+// SearchDriver: runs searches (SweepSpec.search). For each search not done it keeps up to
+// `parallel` trials queued or running: it proposes the next trial (random, or TPE from the results
+// so far) and queues it as a member of the search's sweep, to pause at its first rung; when a
+// trial pauses or ends it records the trial's metric at that rung (search/asha.h), promotes the
+// best of a rung (the paused job is queued again, to resume from its checkpoint to the next rung)
+// or starts a new trial; once nothing can move, the trials still paused end SUCCEEDED and the
+// search is done. It never waits for a straggler: a decision needs only what has reported.
+// Every change of the searcher's state is stored with the trial it concerns in one transaction
+// (Store::AddSearchTrial, MoveTrial), and a trial's result is read from its job, so a traind
+// killed at any point continues with the same trials and no finished epoch trained again.
+// Thread-safe: one thread of its own does the work; Wake may be called from any thread.
+#ifndef TRAIND_SERVER_SEARCH_DRIVER_H_
+#define TRAIND_SERVER_SEARCH_DRIVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "search/asha.h"
+#include "server/search_plan.h"
+#include "server/store.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+// A search's trials as they are now, read once per pass.
+struct SearchTrials {
+  std::vector<ParamValues> params;     // trial k's draw
+  std::vector<trainer::v1::Job> jobs;  // trial k's job
+};
+
+class SearchDriver {
+ public:
+  struct Options {
+    // How many jobs like `spec` the machine runs at once (its device's lane): a search's default
+    // parallel. Unset: 1.
+    std::function<int(const trainer::v1::JobSpec& spec)> lanes;
+    // Called after trials were queued (Scheduler::Wake).
+    std::function<void()> on_queued;
+  };
+  SearchDriver(Store* store, Options options);
+  ~SearchDriver();  // Stop
+
+  void Start();
+  // Something may have changed (a trial ended or paused, a search was created): look again.
+  void Wake();
+  void Stop();
+
+  // One pass over one search (the thread calls it; tests may too, with the thread not started).
+  absl::Status Advance(int64_t sweep_id);
+
+ private:
+  void Loop();
+  // ASHA's promotion of a paused trial (`state` has it running again): its job queued to resume
+  // from its checkpoint. A job cancelled meanwhile fails the trial instead.
+  absl::Status Promote(const Store::SearchRecord& record, const SearchPlan& plan,
+                       const SearchTrials& trials, const AshaAction& action, AshaState* state);
+  // A new trial (`state` has it): drawn, then queued as a member of the search's sweep.
+  absl::Status StartTrial(const Store::SearchRecord& record, const SearchPlan& plan,
+                          const AshaAction& action, SearchTrials* trials, AshaState* state);
+  // Nothing can move: the paused trials end (SUCCEEDED, not promoted) and the search is done.
+  absl::Status Finish(const Store::SearchRecord& record, const SearchTrials& trials,
+                      const AshaState& state);
+
+  Store* const store_;
+  const Options options_;
+  std::thread thread_;
+  absl::Mutex mu_;
+  bool wake_ ABSL_GUARDED_BY(mu_) = true;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_SEARCH_DRIVER_H_

@@ -1,0 +1,19 @@
+// What a search's report says of it (SweepReport.search): each trial's draw, how far it got
+// (rung, epochs, status) and its metric there, the best trial, and the epochs spent against
+// training every trial started to the end. Pure: from the stored search and its trials' jobs.
+#ifndef TRAIND_SERVER_SEARCH_REPORT_H_
+#define TRAIND_SERVER_SEARCH_REPORT_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/store.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(const Store::SearchRecord& record);
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_SEARCH_REPORT_H_

@@ -1,0 +1,184 @@
+// The store's searches: a search's sweep, its trials (each a member added with the searcher's
+// state in one transaction) and the moves of its paused trials.
+#include <sqlite3.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "server/store.h"
+#include "server/store_sql.h"
+
+namespace traind {
+
+using store_sql::Now;
+using store_sql::SqliteError;
+using store_sql::Statement;
+using trainer::v1::Job;
+using trainer::v1::JobEvent;
+
+absl::StatusOr<trainer::v1::Sweep> Store::CreateSearch(const trainer::v1::SweepSpec& spec,
+                                                       const std::string& owner,
+                                                       const std::string& state) {
+  trainer::v1::Sweep sweep;
+  *sweep.mutable_spec() = spec;
+  *sweep.mutable_create_time() = Now();
+  sweep.set_owner(owner);
+  FairMutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<trainer::v1::Sweep> {
+    mu_.AssertHeld();
+    Statement insert(db_, "INSERT INTO sweeps(sweep, complete) VALUES(?, 1)");
+    RETURN_IF_ERROR(insert.status("insert search"));
+    insert.Bind(1, sweep.SerializeAsString());
+    if (insert.Step() != SQLITE_DONE) return SqliteError(db_, "insert search");
+    sweep.set_id(sqlite3_last_insert_rowid(db_));
+    // Its id inside its own record, as CreateSweep's members find theirs.
+    Statement update(db_, "UPDATE sweeps SET sweep = ? WHERE id = ?");
+    RETURN_IF_ERROR(update.status("insert search"));
+    update.Bind(1, sweep.SerializeAsString());
+    update.Bind(2, sweep.id());
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "insert search");
+    Statement search(db_, "INSERT INTO searches(sweep_id, state, done) VALUES(?, ?, 0)");
+    RETURN_IF_ERROR(search.status("insert search"));
+    search.Bind(1, sweep.id());
+    search.BindText(2, state);
+    if (search.Step() != SQLITE_DONE) return SqliteError(db_, "insert search");
+    return sweep;
+  });
+}
+
+absl::Status Store::SaveSearchStateLocked(int64_t sweep_id, const std::string& state, bool done) {
+  Statement update(db_, "UPDATE searches SET state = ?, done = ? WHERE sweep_id = ? AND done = 0");
+  RETURN_IF_ERROR(update.status("save search"));
+  update.BindText(1, state);
+  update.Bind(2, static_cast<int64_t>(done ? 1 : 0));
+  update.Bind(3, sweep_id);
+  if (update.Step() != SQLITE_DONE) return SqliteError(db_, "save search");
+  if (sqlite3_changes(db_) != 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("search ", sweep_id, " is over (or was deleted)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Job> Store::AddSearchTrial(int64_t sweep_id, Job member, const std::string& params,
+                                          const std::string& state) {
+  int64_t id = 0;
+  {
+    FairMutexLock lock(&mu_);
+    absl::Status added = InTransaction([&]() -> absl::Status {
+      mu_.AssertHeld();
+      RETURN_IF_ERROR(SaveSearchStateLocked(sweep_id, state, /*done=*/false));
+      member.set_sweep_id(sweep_id);
+      ASSIGN_OR_RETURN(id, InsertJobLocked(member));
+      Statement trial(db_,
+                      "INSERT INTO search_trials(sweep_id, trial, job_id, params) VALUES(?, "
+                      "(SELECT COUNT(*) FROM search_trials WHERE sweep_id = ?), ?, ?)");
+      RETURN_IF_ERROR(trial.status("insert trial"));
+      trial.Bind(1, sweep_id);
+      trial.Bind(2, sweep_id);
+      trial.Bind(3, id);
+      trial.BindText(4, params);
+      if (trial.Step() != SQLITE_DONE) return SqliteError(db_, "insert trial");
+      return absl::OkStatus();
+    });
+    RETURN_IF_ERROR(added);
+  }
+  Tell(id, 1);
+  return GetJob(id);
+}
+
+absl::StatusOr<Store::SearchRecord> Store::GetSearch(int64_t sweep_id) {
+  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, GetSweep(sweep_id));
+  FairMutexLock lock(&mu_);
+  SearchRecord record;
+  record.sweep_id = sweep_id;
+  record.owner = sweep.owner();
+  record.spec = sweep.spec();
+  Statement search(db_, "SELECT state, done FROM searches WHERE sweep_id = ?");
+  RETURN_IF_ERROR(search.status("read search"));
+  search.Bind(1, sweep_id);
+  const int rc = search.Step();
+  if (rc == SQLITE_DONE) {
+    return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " is not a search"));
+  }
+  if (rc != SQLITE_ROW) return SqliteError(db_, "read search");
+  record.state = search.Blob(0);
+  record.done = search.Int(1) != 0;
+  Statement trials(db_,
+                   "SELECT trial, job_id, params FROM search_trials WHERE sweep_id = ? "
+                   "ORDER BY trial");
+  RETURN_IF_ERROR(trials.status("read trials"));
+  trials.Bind(1, sweep_id);
+  int step;
+  while ((step = trials.Step()) == SQLITE_ROW) {
+    record.trials.push_back({trials.Int(0), trials.Int(1), trials.Blob(2)});
+  }
+  if (step != SQLITE_DONE) return SqliteError(db_, "read trials");
+  return record;
+}
+
+absl::StatusOr<std::vector<int64_t>> Store::UnfinishedSearches() {
+  FairMutexLock lock(&mu_);
+  Statement select(db_, "SELECT sweep_id FROM searches WHERE done = 0 ORDER BY sweep_id");
+  RETURN_IF_ERROR(select.status("read searches"));
+  std::vector<int64_t> ids;
+  int rc;
+  while ((rc = select.Step()) == SQLITE_ROW) ids.push_back(select.Int(0));
+  if (rc != SQLITE_DONE) return SqliteError(db_, "read searches");
+  return ids;
+}
+
+absl::Status Store::SaveSearchState(int64_t sweep_id, const std::string& state, bool done) {
+  FairMutexLock lock(&mu_);
+  return InTransaction([&] {
+    mu_.AssertHeld();
+    return SaveSearchStateLocked(sweep_id, state, done);
+  });
+}
+
+absl::Status Store::EndSearch(int64_t sweep_id) {
+  FairMutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    mu_.AssertHeld();
+    Statement update(db_, "UPDATE searches SET done = 1 WHERE sweep_id = ?");
+    RETURN_IF_ERROR(update.status("end search"));
+    update.Bind(1, sweep_id);
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "end search");
+    return absl::OkStatus();
+  });
+}
+
+absl::Status Store::MoveTrial(int64_t sweep_id, int64_t job_id, Job::State to,
+                              int pause_after_epoch, const std::string& reason,
+                              const std::string& state) {
+  int64_t seq = 0;
+  {
+    FairMutexLock lock(&mu_);
+    absl::Status moved = InTransaction([&]() -> absl::Status {
+      mu_.AssertHeld();
+      RETURN_IF_ERROR(SaveSearchStateLocked(sweep_id, state, /*done=*/false));
+      ASSIGN_OR_RETURN(Job job, GetJobLocked(job_id));
+      if (job.state() != Job::PAUSED) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("job ", job_id, " is ", Job::State_Name(job.state())));
+      }
+      // Set before the event folds in: WriteJobRowLocked stores the row as folded.
+      job.set_pause_after_epoch(pause_after_epoch);
+      Statement update(db_, "UPDATE jobs SET job = ? WHERE id = ?");
+      RETURN_IF_ERROR(update.status("move trial"));
+      update.Bind(1, job.SerializeAsString());
+      update.Bind(2, job_id);
+      if (update.Step() != SQLITE_DONE) return SqliteError(db_, "move trial");
+      JobEvent event;
+      event.mutable_state_change()->set_state(to);
+      event.mutable_state_change()->set_reason(reason);
+      ASSIGN_OR_RETURN(JobEvent stored, AppendEventLocked(job_id, std::move(event), Job::PAUSED));
+      seq = stored.seq();
+      return absl::OkStatus();
+    });
+    RETURN_IF_ERROR(moved);
+  }
+  Tell(job_id, seq);
+  return absl::OkStatus();
+}
+
+}  // namespace traind
