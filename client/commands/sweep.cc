@@ -155,6 +155,38 @@ absl::Status AddProgram(Context& ctx, const SweepFlags& flags, trainer::v1::Swee
   return absl::OkStatus();
 }
 
+// The spec flags' values: each a value of the base, an axis of the grid, or (a distribution) a
+// dimension of a search; then the switches, which every member gets.
+absl::Status AddFlagValues(const SweepFlags& flags, bool program, trainer::v1::SweepSpec* spec) {
+  // A program's sweep: a flag of the built-in trainer (--seed 1,2, --lr 1e-3,3e-3) is the
+  // program's placeholder of the flag's name ({seed}, {lr}; --batch-size: {batch_size}).
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (!IsSweepFlag(row)) continue;
+    const std::string flag = row.flag;
+    const std::string field =
+        program && !IsScriptJobField(row.field)
+            ? absl::StrCat("param.",
+                           absl::StrReplaceAll(absl::string_view(row.flag).substr(2), {{"-", "_"}}))
+            : std::string(row.field);
+    auto it = flags.values.find(flag);
+    if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
+    if (LooksLikeDistribution(it->second)) {
+      RETURN_IF_ERROR(AddSearchParam(flag, field, it->second, spec));
+      continue;
+    }
+    const std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
+    RETURN_IF_ERROR(AddFieldValues(flag, field, values, spec));
+  }
+  for (const SpecFlagInfo& row : SpecFlagTable()) {
+    if (!row.is_switch) continue;
+    auto it = flags.switches.find(row.flag);
+    if (it == flags.switches.end() || !it->second) continue;
+    RETURN_IF_ERROR(
+        SetSpecField(spec->mutable_base(), row.field, row.sets_false ? "false" : "true"));
+  }
+  return absl::OkStatus();
+}
+
 int RunSweep(Context& ctx, SweepFlags flags) {
   if (flags.words.size() == 1) {
     flags.file = flags.words[0];
@@ -174,39 +206,9 @@ int RunSweep(Context& ctx, SweepFlags flags) {
       return ctx.UsageError(std::string(s.message()));
     }
   }
-  // A program's sweep: a flag of the built-in trainer (--seed 1,2, --lr 1e-3,3e-3) is the
-  // program's placeholder of the flag's name ({seed}, {lr}; --batch-size: {batch_size}).
   const bool program = flags.words.size() > 1 || !flags.params.empty();
-  for (const SpecFlagInfo& row : SpecFlagTable()) {
-    if (!IsSweepFlag(row)) continue;
-    const std::string flag = row.flag;
-    const std::string field =
-        program && !IsScriptJobField(row.field)
-            ? absl::StrCat("param.",
-                           absl::StrReplaceAll(absl::string_view(row.flag).substr(2), {{"-", "_"}}))
-            : std::string(row.field);
-    auto it = flags.values.find(flag);
-    if (it == flags.values.end() || flags.cmd->get_option(flag)->count() == 0) continue;
-    if (LooksLikeDistribution(it->second)) {
-      if (absl::Status s = AddSearchParam(flag, field, it->second, spec); !s.ok()) {
-        return ctx.UsageError(std::string(s.message()));
-      }
-      continue;
-    }
-    const std::vector<std::string> values = absl::StrSplit(it->second, ',', absl::SkipEmpty());
-    if (absl::Status s = AddFieldValues(flag, field, values, spec); !s.ok()) {
-      return ctx.UsageError(std::string(s.message()));
-    }
-  }
-  for (const SpecFlagInfo& row : SpecFlagTable()) {
-    if (!row.is_switch) continue;
-    auto it = flags.switches.find(row.flag);
-    if (it == flags.switches.end() || !it->second) continue;
-    if (absl::Status s =
-            SetSpecField(spec->mutable_base(), row.field, row.sets_false ? "false" : "true");
-        !s.ok()) {
-      return ctx.UsageError(std::string(s.message()));
-    }
+  if (absl::Status s = AddFlagValues(flags, program, spec); !s.ok()) {
+    return ctx.UsageError(std::string(s.message()));
   }
   if (flags.cmd->get_option("--repeat")->count()) spec->set_repeat(flags.repeat);
   if (flags.cmd->get_option("--priority")->count()) spec->set_priority(flags.priority);

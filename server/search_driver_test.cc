@@ -1,0 +1,185 @@
+// The search driver against a real store, its trials' outcomes played by the test: what a worker
+// and the scheduler would record (RUNNING, an epoch's evaluation, PAUSED or SUCCEEDED) is
+// appended to the trial's job, then the driver takes one pass.
+#include "server/search_driver.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "search/asha.h"
+#include "server/search_plan.h"
+
+namespace traind {
+namespace {
+
+using trainer::v1::Job;
+using trainer::v1::JobEvent;
+
+class SearchDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("search_driver_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    absl::StatusOr<std::unique_ptr<Store>> store = Store::Open((dir_ / "traind.db").string());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = *std::move(store);
+    driver_ = std::make_unique<SearchDriver>(store_.get(), SearchDriver::Options{});
+  }
+  void TearDown() override {
+    driver_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A random search with ASHA over 3 epochs (rungs 1 and 3, eta 3).
+  static trainer::v1::SweepSpec Spec(int trials, int parallel) {
+    trainer::v1::SweepSpec spec;
+    spec.mutable_base()->set_model("lenet5");
+    spec.mutable_base()->set_device("cpu");
+    spec.mutable_base()->set_epochs(3);
+    trainer::v1::SearchSpec* search = spec.mutable_search();
+    search->set_method("random");
+    search->set_trials(trials);
+    search->set_seed(11);
+    search->set_early_stop("asha");
+    search->set_parallel(parallel);
+    trainer::v1::SearchParam* lr = search->add_params();
+    lr->set_field("learning_rate");
+    lr->set_distribution("loguniform:1e-4:1e-1");
+    return spec;
+  }
+
+  int64_t Create(const trainer::v1::SweepSpec& spec) {
+    absl::StatusOr<trainer::v1::Sweep> sweep =
+        store_->CreateSearch(spec, "alice", SerializeAshaState({}));
+    EXPECT_TRUE(sweep.ok()) << sweep.status();
+    return sweep.ok() ? sweep->id() : 0;
+  }
+
+  std::vector<Job> Trials(int64_t sweep_id) {
+    absl::StatusOr<Store::SearchRecord> record = store_->GetSearch(sweep_id);
+    EXPECT_TRUE(record.ok()) << record.status();
+    std::vector<Job> jobs;
+    for (const auto& trial : record->trials) jobs.push_back(*store_->GetJob(trial.job_id));
+    return jobs;
+  }
+
+  void Transition(int64_t job_id, Job::State state) {
+    JobEvent event;
+    event.mutable_state_change()->set_state(state);
+    ASSERT_TRUE(store_->AppendEvent(job_id, event).ok());
+  }
+
+  // What a trial's run reports: it runs, evaluates `epoch` at `accuracy`, then ends in `state`.
+  void Report(int64_t job_id, int epoch, double accuracy, Job::State state) {
+    Transition(job_id, Job::RUNNING);
+    JobEvent summary;
+    summary.mutable_epoch_summary()->set_epoch(epoch);
+    summary.mutable_epoch_summary()->set_evaluated(true);
+    summary.mutable_epoch_summary()->set_validation_accuracy(accuracy);
+    ASSERT_TRUE(store_->AppendEvent(job_id, summary).ok());
+    Transition(job_id, state);
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<SearchDriver> driver_;
+};
+
+TEST_F(SearchDriverTest, KeepsParallelTrialsQueuedEachToPauseAtItsFirstRung) {
+  const int64_t id = Create(Spec(/*trials=*/6, /*parallel=*/2));
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  std::vector<Job> trials = Trials(id);
+  ASSERT_EQ(trials.size(), 2u);
+  for (const Job& job : trials) {
+    EXPECT_EQ(job.state(), Job::QUEUED);
+    EXPECT_EQ(job.sweep_id(), id);
+    EXPECT_EQ(job.owner(), "alice");
+    EXPECT_EQ(job.pause_after_epoch(), 1);
+    EXPECT_EQ(job.spec().checkpoint_every(), 1);
+    EXPECT_FALSE(job.exclusive());
+  }
+  EXPECT_NE(trials[0].spec().learning_rate(), trials[1].spec().learning_rate());
+  // Nothing reported: another pass adds nothing.
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(Trials(id).size(), 2u);
+  // One paused: a third trial takes its place (one result is too few to promote at eta 3).
+  Report(trials[0].id(), 1, 0.5, Job::PAUSED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(Trials(id).size(), 3u);
+}
+
+TEST_F(SearchDriverTest, PromotesTheBestOfARungThenEndsThePausedOnesWhenNothingCanMove) {
+  const int64_t id = Create(Spec(/*trials=*/3, /*parallel=*/3));
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  std::vector<Job> trials = Trials(id);
+  ASSERT_EQ(trials.size(), 3u);
+  Report(trials[0].id(), 1, 0.50, Job::PAUSED);
+  Report(trials[1].id(), 1, 0.80, Job::PAUSED);
+  Report(trials[2].id(), 1, 0.60, Job::PAUSED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  trials = Trials(id);
+  ASSERT_EQ(trials.size(), 3u);  // its budget is spent
+  // The best third of 3 results: trial 1, resumed to the last rung (its end: no pause).
+  EXPECT_EQ(trials[1].state(), Job::QUEUED);
+  EXPECT_EQ(trials[1].pause_after_epoch(), 0);
+  EXPECT_EQ(trials[0].state(), Job::PAUSED);
+  EXPECT_EQ(trials[2].state(), Job::PAUSED);
+  Report(trials[1].id(), 3, 0.85, Job::SUCCEEDED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  trials = Trials(id);
+  EXPECT_EQ(trials[0].state(), Job::SUCCEEDED);
+  EXPECT_EQ(trials[2].state(), Job::SUCCEEDED);
+  absl::StatusOr<Store::SearchRecord> record = store_->GetSearch(id);
+  ASSERT_TRUE(record.ok());
+  EXPECT_TRUE(record->done);
+  absl::StatusOr<AshaState> state = ParseAshaState(record->state);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->trials[1].metrics, (std::vector<double>{0.80, 0.85}));
+  EXPECT_EQ(state->trials[1].status, AshaTrialStatus::kEnded);
+  // Done: a pass changes nothing.
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(Trials(id).size(), 3u);
+}
+
+TEST_F(SearchDriverTest, AFailedOrCancelledTrialIsCountedAndTheSearchGoesOn) {
+  const int64_t id = Create(Spec(/*trials=*/4, /*parallel=*/1));
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  Transition(Trials(id)[0].id(), Job::RUNNING);
+  Transition(Trials(id)[0].id(), Job::FAILED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  ASSERT_EQ(Trials(id).size(), 2u);
+  Transition(Trials(id)[1].id(), Job::CANCELLED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(Trials(id).size(), 3u);
+  absl::StatusOr<AshaState> state = ParseAshaState(store_->GetSearch(id)->state);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->trials[0].status, AshaTrialStatus::kFailed);
+  EXPECT_EQ(state->trials[1].status, AshaTrialStatus::kFailed);
+}
+
+TEST_F(SearchDriverTest, TheSameSeedProposesTheSameTrialsAndAnEndedSearchProposesNone) {
+  const int64_t first = Create(Spec(4, 4));
+  const int64_t second = Create(Spec(4, 4));
+  ASSERT_TRUE(driver_->Advance(first).ok());
+  ASSERT_TRUE(driver_->Advance(second).ok());
+  const std::vector<Job> a = Trials(first), b = Trials(second);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t k = 0; k < a.size(); ++k) {
+    EXPECT_EQ(a[k].spec().learning_rate(), b[k].spec().learning_rate()) << "trial " << k;
+  }
+  const int64_t cancelled = Create(Spec(4, 1));
+  ASSERT_TRUE(store_->EndSearch(cancelled).ok());
+  ASSERT_TRUE(driver_->Advance(cancelled).ok());
+  EXPECT_TRUE(Trials(cancelled).empty());
+}
+
+}  // namespace
+}  // namespace traind
