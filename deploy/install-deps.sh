@@ -10,6 +10,7 @@
 #   slurm     the Slurm backend's client commands, and a private Slurm for its tests
 #   browser   the dashboard's tests in a headless browser
 #   package   deploy/package.sh (the .deb and the wheel) and its test in a Debian 12 root
+#   bench     the benchmarks that compare with other tools (bench/search_vs_optuna.py: Optuna)
 #   all       every purpose
 set -euo pipefail
 
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
       purposes+=("$1"); shift ;;
     --with-bench) shift ;;  # old scripts': PyTorch is in `python`
     -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "install-deps: unknown argument '$1' (--for run|python|test|slurm|browser|package|all)" >&2
+    *) echo "install-deps: unknown argument '$1' (--for run|python|test|slurm|browser|package|bench|all)" >&2
        exit 2 ;;
   esac
 done
@@ -91,6 +92,10 @@ browser="chromium python3-prometheus-client"
 # package is installed, upgraded and purged in.
 package="dpkg-dev debootstrap python3-pip python3-setuptools python3-wheel"
 
+# --- bench: what bench/ compares traind with ---
+# Optuna 3.1 (TPE and its successive-halving pruner): bench/search_vs_optuna.py.
+bench="python3-optuna"
+
 packages=""
 for purpose in "${purposes[@]}"; do
   case "$purpose" in
@@ -99,8 +104,10 @@ for purpose in "${purposes[@]}"; do
     slurm) packages="$packages $slurm" ;;
     browser) packages="$packages $browser" ;;
     package) packages="$packages $run $package" ;;
-    test | all) packages="$packages $run $python $test $slurm $browser $package" ;;
-    *) echo "install-deps: unknown purpose '$purpose' (run, python, test, slurm, browser, package, all)" >&2
+    bench) packages="$packages $run $python $bench" ;;
+    test) packages="$packages $run $python $test $slurm $browser $package" ;;
+    all) packages="$packages $run $python $test $slurm $browser $package $bench" ;;
+    *) echo "install-deps: unknown purpose '$purpose' (run, python, test, slurm, browser, package, bench, all)" >&2
        exit 2 ;;
   esac
 done

@@ -247,6 +247,35 @@ TEST(TrainingJobTest, ATrialPausedAtItsRungResumesToTheWeightsOfAnUninterruptedR
       << "the final weights differ from an uninterrupted run's";
 }
 
+// A CPU job's prepared images go to traind's cache (TRAIND_CACHE_DIR); the next job that reads the
+// same files the same way maps them instead of preparing them again, and trains exactly as the
+// first did.
+TEST(TrainingJobTest, TheNextJobMapsThePreparedImagesAndTrainsTheSame) {
+  TempDirForTests cache;
+  ASSERT_EQ(setenv("TRAIND_CACHE_DIR", cache.path().c_str(), 1), 0);
+  JobSpec spec = SmallSpec("mlp");
+  spec.set_threads(1);
+  const std::vector<JobEvent> first = RunWhole(spec);
+  const std::vector<JobEvent> second = RunWhole(spec);
+  unsetenv("TRAIND_CACHE_DIR");
+  auto startup = [](const std::vector<JobEvent>& events) {
+    for (const JobEvent& e : events) {
+      if (e.has_log() && absl::StartsWith(e.log().text(), "Start-up:")) return e.log().text();
+    }
+    return std::string();
+  };
+  EXPECT_FALSE(absl::StrContains(startup(first), "from traind's cache")) << startup(first);
+  EXPECT_TRUE(absl::StrContains(startup(second), "dataset (prepared, from traind's cache)"))
+      << startup(second);
+  EXPECT_EQ(Trajectory(second), Trajectory(first));
+  // Another limit is another dataset: prepared, not mapped.
+  spec.set_limit_train(640);
+  ASSERT_EQ(setenv("TRAIND_CACHE_DIR", cache.path().c_str(), 1), 0);
+  const std::vector<JobEvent> other = RunWhole(spec);
+  unsetenv("TRAIND_CACHE_DIR");
+  EXPECT_FALSE(absl::StrContains(startup(other), "from traind's cache")) << startup(other);
+}
+
 // The same for a job whose step is a CUDA graph, under a schedule: the graph updates the
 // optimizer's own state, so the checkpoint holds it, and the resumed job captures it again.
 // Deterministic, so the two runs are comparable bit for bit. Only on a CUDA host.

@@ -147,6 +147,12 @@ absl::StatusOr<SearchPlan> PlanSearch(const trainer::v1::SweepSpec& spec) {
     RETURN_IF_ERROR(CheckMayVary(field, !search.early_stop().empty()));
     RETURN_IF_ERROR(CheckFieldTakes(spec.base(), field, distribution));
   }
+  if (!search.early_stop().empty() && spec.base().has_script()) {
+    return absl::InvalidArgumentError(
+        "search.early_stop: a program's trials cannot pause at a rung yet (traind does not know "
+        "its epochs or how to stop and resume it there): search without --early-stop, each "
+        "trial runs to its end");
+  }
   ASSIGN_OR_RETURN(plan.asha, LadderOf(search, spec.base().epochs()));
   plan.seed = static_cast<uint64_t>(search.seed());
   return plan;

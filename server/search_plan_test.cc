@@ -63,6 +63,10 @@ TEST(SearchPlanTest, RefusesWhatCannotRunNamingTheField) {
   spec.mutable_search()->set_min_epochs(1);
   spec.mutable_search()->set_early_stop("hyperband");
   EXPECT_NE(Refusal(spec).find("search.early_stop: 'hyperband' is not one"), std::string::npos);
+  spec = Search("param.lr", "loguniform:1e-4:1e-1");
+  spec.mutable_base()->mutable_script()->add_args("train.py");
+  spec.mutable_search()->set_early_stop("asha");
+  EXPECT_NE(Refusal(spec).find("a program's trials cannot pause at a rung yet"), std::string::npos);
   spec = Search("learning_rate", "loguniform:1e-4:1e-1");
   spec.mutable_search()->clear_params();
   EXPECT_NE(Refusal(spec).find("nothing to search over"), std::string::npos);

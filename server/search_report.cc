@@ -33,7 +33,8 @@ bool Better(const trainer::v1::SearchTrial& a, const trainer::v1::SearchTrial& b
 
 }  // namespace
 
-absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(const Store::SearchRecord& record) {
+absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
+    const Store::SearchRecord& record, const std::map<int64_t, trainer::v1::Job>& jobs) {
   ASSIGN_OR_RETURN(const SearchPlan plan, PlanSearch(record.spec));
   ASSIGN_OR_RETURN(const AshaState state, ParseAshaState(record.state));
   trainer::v1::SearchReport report;
@@ -51,6 +52,11 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(const Store::SearchR
     row->set_trial(static_cast<int32_t>(k));
     if (k < record.trials.size()) {
       row->set_job_id(record.trials[k].job_id);
+      if (auto job = jobs.find(record.trials[k].job_id); job != jobs.end()) {
+        double seconds = 0;
+        for (double epoch : job->second.result().epoch_seconds_no_eval()) seconds += epoch;
+        row->set_device_seconds(seconds);
+      }
       for (const auto& [field, value] : ParseParamsText(record.trials[k].params)) {
         (*row->mutable_params())[field] = value;
       }

@@ -4,6 +4,7 @@
 #ifndef TRAIND_SERVER_SEARCH_REPORT_H_
 #define TRAIND_SERVER_SEARCH_REPORT_H_
 
+#include <map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,7 +13,10 @@
 
 namespace traind {
 
-absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(const Store::SearchRecord& record);
+// `jobs`: the search's members as they are now (their training time), by id; a trial whose job is
+// missing has none.
+absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
+    const Store::SearchRecord& record, const std::map<int64_t, trainer::v1::Job>& jobs);
 
 }  // namespace traind
 

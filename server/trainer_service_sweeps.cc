@@ -129,7 +129,9 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
   *response = BuildSweepReport(sweep, jobs, traces, options);
   if (sweep.spec().has_search()) {
     ASSIGN_OR_RETURN(const Store::SearchRecord search, store_->GetSearch(sweep.id()));
-    ASSIGN_OR_RETURN(*response->mutable_search(), BuildSearchReport(search));
+    std::map<int64_t, Job> by_id;
+    for (const Job& job : jobs) by_id[job.id()] = job;
+    ASSIGN_OR_RETURN(*response->mutable_search(), BuildSearchReport(search, by_id));
   }
   // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
   // baseline of a sweep without cpu members has no baseline row either, and that is fine.)

@@ -511,6 +511,7 @@ async function renderSweep(page, id) {
       el('tbody', {}, rows))),
     report.rowsNotShown ? el('p', { class: 'muted', id: 'rows-not-shown' }, report.rowsNotShown +
       ' more rows not shown (a report is kept under 3 MiB): trainctl export --sweep ' + id + ' has every job') : '');
+  if (report.search) renderSearch(page, report.search);
   // The runs table fills its place when its call returns; the curves do not wait for it.
   const runs = el('div', { id: 'runs-box' });
   page.append(runs);
@@ -533,6 +534,60 @@ async function renderSweep(page, id) {
     }));
     accuracy.set(uPlot.join(tables));
   } catch (error) { showError(error.message); }
+}
+
+// A search's part of its sweep page (SweepReport.search): how far it got, its best trial, the
+// compute it spent against training every trial to the end, each trial's draw and result, the
+// search curve (the best metric so far against the device-time spent) and each parameter against
+// the metric.
+function renderSearch(page, search) {
+  const trials = search.trials || [];
+  const metricText = (v) => v === undefined || v === null || Number.isNaN(Number(v)) ? '-'
+    : search.metric === 'validation_accuracy' ? (100 * v).toFixed(2) + '%' : Number(v).toPrecision(4);
+  const params = (t) => Object.entries(t.params || {}).sort().map(([k, v]) => k + '=' + v).join(' ');
+  const best = trials[search.bestTrial];
+  const spent = Number(search.epochsSpent || 0), full = Number(search.epochsFull || 0);
+  page.append(el('h2', {}, 'Search'),
+    el('p', { id: 'search-summary', class: 'muted' }, [search.method + ' search by ' + search.metric,
+      trials.length + ' of ' + search.trialsPlanned + ' trials', search.done ? 'done' : 'going on',
+      'rungs at ' + (search.rungs || []).join(', ') + ' epochs'].join(' · ')),
+    best ? el('p', { id: 'search-best' }, 'Best: ', el('strong', {}, 'trial ' + best.trial), ' (',
+      el('a', { href: '#/job/' + best.jobId }, 'job ' + best.jobId), ') ' + metricText(best.metric) +
+      ' after ' + best.epochs + ' epochs: ' + params(best)) : '',
+    full ? el('p', { id: 'search-compute' }, spent + ' epochs trained, ' + (100 * spent / full).toFixed(0) +
+      '% of the ' + full + ' that training every trial started to the end takes (' + (full - spent) + ' saved)') : '');
+  const rows = trials.map((t) => el('tr', { class: t.trial === search.bestTrial ? 'best' : undefined },
+    el('td', { class: 'num' }, String(t.trial || 0)), el('td', {}, el('a', { href: '#/job/' + t.jobId }, t.jobId)),
+    el('td', {}, t.status), el('td', { class: 'num' }, String(t.epochs || 0)),
+    el('td', { class: 'num' }, metricText(t.rung >= 0 ? t.metric : undefined)),
+    el('td', { class: 'num' }, (t.deviceSeconds || 0).toFixed(1)), el('td', {}, params(t))));
+  page.append(el('div', { class: 'table-wrap' }, el('table', { id: 'search-trials' },
+    el('thead', {}, el('tr', {}, ['Trial', 'Job', 'Status', 'Epochs', search.metric, 'Device s', 'Drawn'].map((h) => el('th', {}, h)))),
+    el('tbody', {}, rows))));
+  const charts = el('div', { class: 'charts' });
+  page.append(charts);
+  // The search curve: trials in the order proposed, their device-time added up.
+  const better = (a, b) => (search.maximize ? a > b : a < b);
+  let seconds = 0, bestSoFar = null;
+  const xs = [], ys = [];
+  for (const t of trials) {
+    seconds += t.deviceSeconds || 0;
+    if (t.rung >= 0 && !Number.isNaN(Number(t.metric)) && (bestSoFar === null || better(t.metric, bestSoFar))) bestSoFar = t.metric;
+    xs.push(seconds);
+    ys.push(bestSoFar);
+  }
+  const curve = new LiveChart(charts, 'Best ' + search.metric + ' against device-time (s)', [line('best so far', 0, { points: { show: true } })], { id: 'search-curve', xLabel: 'device s' });
+  curve.set([xs, ys]);
+  // Each numeric parameter against the metric (a trial's, at the rung it reached).
+  const fields = [...new Set(trials.flatMap((t) => Object.keys(t.params || {})))].sort();
+  fields.forEach((field, i) => {
+    const points = trials.filter((t) => t.rung >= 0 && !Number.isNaN(Number((t.params || {})[field])))
+      .map((t) => [Number(t.params[field]), t.metric]).sort((a, b) => a[0] - b[0]);
+    if (points.length === 0) return;
+    const chart = new LiveChart(charts, field + ' against ' + search.metric,
+      [line(search.metric, i + 1, { width: 0, points: { show: true, size: 7 } })], { id: 'search-param-' + field.replace(/[^a-z0-9_]/gi, '_'), xLabel: field });
+    chart.set([points.map((p) => p[0]), points.map((p) => p[1])]);
+  });
 }
 
 // Every member of a sweep, one row each: the values it differs in, its state and what it measured;

@@ -141,6 +141,7 @@ async function main() {
     await chartsFitTheirCards(browser, running);
     await loginForm(browser);
     await programSweep(page);
+    await searchPage(page);
     await programWithoutBatchCounts(page);
     await failedJobShowsItsError(page);
     await ownMetrics(page);
@@ -156,6 +157,36 @@ async function main() {
 }
 
 main().catch((error) => { console.error(error.stack || String(error)); process.exit(1); });
+
+// A search (random, ASHA): its page shows how far it got, the best trial, the compute saved, every
+// trial with its draw, the search curve and each parameter against the metric.
+async function searchPage(page) {
+  const sweep = trainctl('sweep', '--model', 'mlp', '--dataset', 'fashion-mnist', '--device', 'cpu',
+    '--epochs', '3', '--limit-train', '1280', '--limit-test', '200', '--search', 'random',
+    '--trials', '4', '--early-stop', 'asha', '--lr', 'loguniform:1e-3:1e-1', '--name', 'search-page');
+  await until('the search to end', () =>
+    JSON.parse(trainctl('--output', 'json', 'report', sweep)).search.done === true, 300);
+  await page.goto(base + '/#/sweep/' + sweep);
+  await page.waitForSelector('#search-trials tbody tr', { timeout: 15000 }).catch(async (error) => {
+    throw new Error(error.message + '; the page says: ' + await banner(page));
+  });
+  const trials = await page.$$eval('#search-trials tbody tr', (r) => r.length);
+  check(trials === 4, 'the search page lists its 4 trials (' + trials + ')');
+  const summary = await page.$eval('#search-summary', (p) => p.textContent);
+  check(summary.includes('random search by validation_accuracy') && summary.includes('done'),
+    'the search page says what it is and that it is done (' + summary + ')');
+  const best = await page.$eval('#search-best', (p) => p.textContent);
+  check(/Best: trial \d+ \(job \d+\) [0-9.]+% after 3 epochs: learning_rate=/.test(best),
+    'the search page names its best trial and its draw (' + best + ')');
+  const compute = await page.$eval('#search-compute', (p) => p.textContent);
+  check(/epochs trained, \d+% of the 12 /.test(compute), 'the search page says what it saved (' + compute + ')');
+  await page.waitForFunction(() => Number(document.querySelector('#search-curve').dataset.points) === 4 &&
+    document.querySelector('#search-curve').dataset.xAscending === 'true', { timeout: 15000 });
+  await page.waitForFunction(() => Number(document.querySelector('#search-param-learning_rate').dataset.points) === 4,
+    { timeout: 15000 });
+  check(true, 'the search page draws the search curve and learning rate against the metric');
+  if (screenshots) await page.screenshot({ path: path.join(screenshots, 'dashboard-search.png'), fullPage: true });
+}
 
 // A sweep of an unmodified program (seed-style log lines, no traind code): its report, a member's
 // curves and log, and the file it wrote to TRAIND_OUTPUT_DIR as a link that downloads it.
