@@ -3,8 +3,6 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -195,11 +193,6 @@ std::vector<double> Trajectory(const std::vector<JobEvent>& events) {
   return values;
 }
 
-std::string FileBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
 // A search's trial paused at its rung (after epoch 1 of 3) and promoted: the second run trains
 // epochs 2 and 3 only, and ends with the weights, curve and result of a run never paused, under
 // a schedule that spans all three epochs and with the augmentation's generator restored.
@@ -241,9 +234,9 @@ TEST(TrainingJobTest, ATrialPausedAtItsRungResumesToTheWeightsOfAnUninterruptedR
   std::vector<JobEvent> both = paused_events;
   both.insert(both.end(), resumed_events.begin(), resumed_events.end());
   EXPECT_EQ(Trajectory(both), Trajectory(whole_events));
-  const std::string final_weights = FileBytes(whole_dir.path() + "/final.pt");
-  ASSERT_FALSE(final_weights.empty());
-  EXPECT_TRUE(final_weights == FileBytes(trial_dir.path() + "/final.pt"))
+  const absl::StatusOr<std::string> final_weights = ReadTextFile(whole_dir.path() + "/final.pt");
+  ASSERT_TRUE(final_weights.ok() && !final_weights->empty()) << final_weights.status();
+  EXPECT_TRUE(*final_weights == ReadTextFile(trial_dir.path() + "/final.pt").value_or(""))
       << "the final weights differ from an uninterrupted run's";
 }
 

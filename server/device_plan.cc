@@ -134,4 +134,12 @@ std::set<std::string> DevicePlan::Hold(const Job& job) const {
   return {gpus_.begin(), gpus_.end()};  // any of them may be the ones it gets
 }
 
+int DevicePlan::Lanes(const trainer::v1::JobSpec& spec) const {
+  if (RankCount(spec) > 1 || IsSlurmJob(spec) || !spec.hosts().empty()) return 1;
+  if (spec.device() != "cuda") return SlotsOf(spec.device().empty() ? "cpu" : spec.device());
+  int lanes = 0;
+  for (const std::string& gpu : gpus_) lanes += SlotsOf(gpu);
+  return std::max(1, lanes);
+}
+
 }  // namespace traind

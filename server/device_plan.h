@@ -58,6 +58,9 @@ class DevicePlan {
   absl::Status Feasible(const trainer::v1::Job& job) const;
 
   int SlotsOf(const std::string& device) const;
+  // How many jobs like `spec` run here at once: its device's slots (every GPU's, for a job on any
+  // one GPU); 1 for a job that takes its devices whole or runs elsewhere.
+  int Lanes(const trainer::v1::JobSpec& spec) const;
 
  private:
   const std::vector<std::string> gpus_;

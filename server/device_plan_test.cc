@@ -111,6 +111,13 @@ TEST(DevicePlanTest, AWaitingMultiGpuJobHoldsItsGpusAgainstLaterJobs) {
   EXPECT_TRUE(kTwoGpus.Hold(OnDevice("cuda:0")).empty());
 }
 
+TEST(DevicePlanTest, LanesAreHowManyJobsLikeOneRunAtOnce) {
+  EXPECT_EQ(kTwoGpus.Lanes(OnDevice("cpu").spec()), 2);
+  EXPECT_EQ(kTwoGpus.Lanes(OnGpus(1).spec()), 2);  // either GPU, one slot each
+  EXPECT_EQ(kTwoGpus.Lanes(OnDevice("cuda:1").spec()), 1);
+  EXPECT_EQ(kTwoGpus.Lanes(OnGpus(2).spec()), 1);  // takes its GPUs whole
+}
+
 TEST(DevicePlanTest, AJobThisMachineCanNeverRunIsInfeasible) {
   EXPECT_TRUE(kTwoGpus.Feasible(OnGpus(2)).ok());
   EXPECT_TRUE(kTwoGpus.Feasible(OnDevice("cpu")).ok());

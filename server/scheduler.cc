@@ -181,13 +181,7 @@ absl::StatusOr<Job> Scheduler::CancelEndedOrRequeuedLocked(int64_t job_id) {
       absl::StrCat("job ", job_id, " is already ", Job::State_Name(now.state())));
 }
 
-int Scheduler::Lanes(const trainer::v1::JobSpec& spec) const {
-  if (RankCount(spec) > 1 || IsSlurmJob(spec) || !spec.hosts().empty()) return 1;
-  if (spec.device() != "cuda") return plan_.SlotsOf(spec.device().empty() ? "cpu" : spec.device());
-  int lanes = 0;
-  for (const std::string& gpu : options_.gpus) lanes += plan_.SlotsOf(gpu);
-  return std::max(1, lanes);
-}
+int Scheduler::Lanes(const trainer::v1::JobSpec& spec) const { return plan_.Lanes(spec); }
 
 std::vector<HeldDevices> Scheduler::Holding() const {
   std::vector<HeldDevices> holding;

@@ -13,11 +13,22 @@ using trainer::v1::Job;
 
 namespace {
 
-absl::StatusOr<SearchTrials> ReadTrials(Store* store, const Store::SearchRecord& record) {
+// Only the jobs of the trials the search may still act on (running or paused) are read: a search
+// of thousands of trials is not thousands of reads a pass.
+absl::StatusOr<SearchTrials> ReadTrials(Store* store, const Store::SearchRecord& record,
+                                        const AshaState& state) {
   SearchTrials trials;
-  for (const Store::SearchRecord::Trial& trial : record.trials) {
-    trials.params.push_back(ParseParamsText(trial.params));
-    ASSIGN_OR_RETURN(Job job, store->GetJob(trial.job_id));
+  for (size_t k = 0; k < record.trials.size(); ++k) {
+    trials.params.push_back(ParseParamsText(record.trials[k].params));
+    const bool live =
+        k < state.trials.size() && (state.trials[k].status == AshaTrialStatus::kRunning ||
+                                    state.trials[k].status == AshaTrialStatus::kPaused);
+    Job job;
+    if (live) {
+      ASSIGN_OR_RETURN(job, store->GetJob(record.trials[k].job_id));
+    } else {
+      job.set_id(record.trials[k].job_id);
+    }
     trials.jobs.push_back(std::move(job));
   }
   return trials;
@@ -140,7 +151,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
   if (record.done) return absl::OkStatus();
   ASSIGN_OR_RETURN(const SearchPlan plan, PlanSearch(record.spec));
   ASSIGN_OR_RETURN(AshaState state, ParseAshaState(record.state));
-  ASSIGN_OR_RETURN(SearchTrials trials, ReadTrials(store_, record));
+  ASSIGN_OR_RETURN(SearchTrials trials, ReadTrials(store_, record, state));
   bool changed = false;
   RETURN_IF_ERROR(Reconcile(store_, plan, trials, &state, &changed));
   const int parallel = record.spec.search().parallel() > 0 ? record.spec.search().parallel()

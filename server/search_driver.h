@@ -29,8 +29,10 @@ namespace traind {
 
 // A search's trials as they are now, read once per pass.
 struct SearchTrials {
-  std::vector<ParamValues> params;     // trial k's draw
-  std::vector<trainer::v1::Job> jobs;  // trial k's job
+  std::vector<ParamValues> params;  // trial k's draw
+  // Trial k's job as it is now where the search may act on it (the trial is running or paused);
+  // for the others only its id.
+  std::vector<trainer::v1::Job> jobs;
 };
 
 class SearchDriver {

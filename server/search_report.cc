@@ -1,7 +1,9 @@
 #include "server/search_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "common/status_macros.h"
 #include "search/asha.h"
@@ -29,6 +31,30 @@ const char* StatusName(AshaTrialStatus status) {
 bool Better(const trainer::v1::SearchTrial& a, const trainer::v1::SearchTrial& b, bool maximize) {
   if (a.rung() != b.rung()) return a.rung() > b.rung();
   return maximize ? a.metric() > b.metric() : a.metric() < b.metric();
+}
+
+// Trials a report lists at most: 100,000 trials of a few fields each would pass the 3 MiB every
+// reply stays under.
+constexpr int kMaxReportTrials = 2000;
+
+// The `limit` furthest and best trials, in trial order, when there are more.
+void KeepTheBest(int limit, bool maximize, trainer::v1::SearchReport* report) {
+  auto* trials = report->mutable_trials();
+  if (trials->size() <= limit) return;
+  std::vector<trainer::v1::SearchTrial> all(trials->begin(), trials->end());
+  const auto reported = [](const trainer::v1::SearchTrial& t) {
+    return t.rung() >= 0 && std::isfinite(t.metric());
+  };
+  std::stable_sort(all.begin(), all.end(), [&](const auto& a, const auto& b) {
+    if (reported(a) != reported(b)) return reported(a);
+    return reported(a) && Better(a, b, maximize);
+  });
+  all.resize(limit);
+  std::sort(all.begin(), all.end(),
+            [](const auto& a, const auto& b) { return a.trial() < b.trial(); });
+  report->set_trials_not_shown(trials->size() - limit);
+  trials->Clear();
+  for (auto& trial : all) *trials->Add() = std::move(trial);
 }
 
 }  // namespace
@@ -67,12 +93,19 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
     row->set_metric(trial.metrics.empty() ? std::numeric_limits<double>::quiet_NaN()
                                           : trial.metrics.back());
     row->set_status(StatusName(trial.status));
+    // In flight: whether it waits for a lane or trains, as its job says.
+    if (const auto job = jobs.find(row->job_id());
+        trial.status == AshaTrialStatus::kRunning && job != jobs.end() &&
+        job->second.state() == trainer::v1::Job::QUEUED) {
+      row->set_status("queued");
+    }
     if (rung < 0 || !std::isfinite(row->metric())) continue;
     if (report.best_trial() < 0 ||
         Better(*row, report.trials(report.best_trial()), plan.asha.maximize)) {
       report.set_best_trial(static_cast<int32_t>(k));
     }
   }
+  KeepTheBest(kMaxReportTrials, plan.asha.maximize, &report);
   const AshaCompute compute = ComputeSpent(plan.asha, state);
   report.set_epochs_spent(compute.epochs_spent);
   report.set_epochs_full(compute.epochs_full);

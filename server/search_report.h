@@ -1,6 +1,7 @@
 // What a search's report says of it (SweepReport.search): each trial's draw, how far it got
 // (rung, epochs, status) and its metric there, the best trial, and the epochs spent against
-// training every trial started to the end. Pure: from the stored search and its trials' jobs.
+// training every trial started to the end; at most 2000 trials, the furthest and best. Pure: from
+// the stored search and its trials' jobs.
 #ifndef TRAIND_SERVER_SEARCH_REPORT_H_
 #define TRAIND_SERVER_SEARCH_REPORT_H_
 

@@ -216,6 +216,9 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A sweep's stored record (a search's: without its members, which its trials list).
+  absl::StatusOr<trainer::v1::Sweep> ReadSweepRowLocked(int64_t sweep_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // FAILED_PRECONDITION once the search is done: nothing more of it may change.
   absl::Status SaveSearchStateLocked(int64_t sweep_id, const std::string& state, bool done)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -87,8 +87,8 @@ absl::StatusOr<Job> Store::AddSearchTrial(int64_t sweep_id, Job member, const st
 }
 
 absl::StatusOr<Store::SearchRecord> Store::GetSearch(int64_t sweep_id) {
-  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, GetSweep(sweep_id));
   FairMutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(const trainer::v1::Sweep sweep, ReadSweepRowLocked(sweep_id));
   SearchRecord record;
   record.sweep_id = sweep_id;
   record.owner = sweep.owner();

@@ -156,8 +156,7 @@ absl::Status Store::RemoveIncompleteSweepsLocked() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
-  FairMutexLock lock(&mu_);
+absl::StatusOr<trainer::v1::Sweep> Store::ReadSweepRowLocked(int64_t sweep_id) {
   Statement select(db_, "SELECT sweep FROM sweeps WHERE id = ?");
   RETURN_IF_ERROR(select.status("read sweep"));
   select.Bind(1, sweep_id);
@@ -168,6 +167,12 @@ absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
   if (!sweep.ParseFromString(select.Blob(0))) {
     return absl::DataLossError(absl::StrCat("sweep ", sweep_id, ": stored record is corrupt"));
   }
+  return sweep;
+}
+
+absl::StatusOr<trainer::v1::Sweep> Store::GetSweep(int64_t sweep_id) {
+  FairMutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, ReadSweepRowLocked(sweep_id));
   if (sweep.spec().has_search()) {
     // A search's members are added as they are proposed (AddSearchTrial): its record does not
     // list them, its trials do.

@@ -175,7 +175,10 @@ trainer::v1::SweepSummary Summarise(const Store::SweepWithStates& row) {
   summary.set_succeeded(count(Job::SUCCEEDED));
   summary.set_failed(count(Job::FAILED));
   summary.set_cancelled(count(Job::CANCELLED));
-  summary.set_jobs(sweep.job_ids_size());
+  // A search's record lists no member (its trials do): every member is counted in a state.
+  int members = 0;
+  for (const auto& [state, n] : row.members) members += n;
+  summary.set_jobs(sweep.spec().has_search() ? members : sweep.job_ids_size());
   return summary;
 }
 

@@ -545,18 +545,20 @@ function renderSearch(page, search) {
   const metricText = (v) => v === undefined || v === null || Number.isNaN(Number(v)) ? '-'
     : search.metric === 'validation_accuracy' ? (100 * v).toFixed(2) + '%' : Number(v).toPrecision(4);
   const params = (t) => Object.entries(t.params || {}).sort().map(([k, v]) => k + '=' + v).join(' ');
-  const best = trials[search.bestTrial];
+  const best = trials.find((t) => (t.trial || 0) === search.bestTrial);
   const spent = Number(search.epochsSpent || 0), full = Number(search.epochsFull || 0);
   page.append(el('h2', {}, 'Search'),
     el('p', { id: 'search-summary', class: 'muted' }, [search.method + ' search by ' + search.metric,
-      trials.length + ' of ' + search.trialsPlanned + ' trials', search.done ? 'done' : 'going on',
+      (trials.length + (search.trialsNotShown || 0)) + ' of ' + search.trialsPlanned + ' trials' +
+      (search.trialsNotShown ? ' (' + search.trialsNotShown + ' not listed: the furthest and best are)' : ''),
+      search.done ? 'done' : 'going on',
       'rungs at ' + (search.rungs || []).join(', ') + ' epochs'].join(' · ')),
     best ? el('p', { id: 'search-best' }, 'Best: ', el('strong', {}, 'trial ' + best.trial), ' (',
       el('a', { href: '#/job/' + best.jobId }, 'job ' + best.jobId), ') ' + metricText(best.metric) +
       ' after ' + best.epochs + ' epochs: ' + params(best)) : '',
     full ? el('p', { id: 'search-compute' }, spent + ' epochs trained, ' + (100 * spent / full).toFixed(0) +
       '% of the ' + full + ' that training every trial started to the end takes (' + (full - spent) + ' saved)') : '');
-  const rows = trials.map((t) => el('tr', { class: t.trial === search.bestTrial ? 'best' : undefined },
+  const rows = trials.map((t) => el('tr', { class: (t.trial || 0) === search.bestTrial ? 'best' : undefined },
     el('td', { class: 'num' }, String(t.trial || 0)), el('td', {}, el('a', { href: '#/job/' + t.jobId }, t.jobId)),
     el('td', {}, t.status), el('td', { class: 'num' }, String(t.epochs || 0)),
     el('td', { class: 'num' }, metricText(t.rung >= 0 ? t.metric : undefined)),

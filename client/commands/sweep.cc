@@ -83,22 +83,16 @@ absl::Status AddSearch(const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
     }
     return absl::OkStatus();
   }
+  // The flags over a sweep file's values: each of flags.search's fields is set only when its
+  // flag was given (every one but --search-seed is at least 1, which MergeFrom copies).
   trainer::v1::SearchSpec* search = spec->mutable_search();
-  auto given = [&](const char* flag) { return flags.cmd->get_option(flag)->count() > 0; };
-  if (asked) search->set_method(flags.search.method());
+  search->MergeFrom(flags.search);
+  if (flags.cmd->get_option("--search-seed")->count() > 0) search->set_seed(flags.search.seed());
   if (search->method().empty()) search->set_method("random");
-  if (given("--trials")) search->set_trials(flags.search.trials());
   if (search->trials() == 0) {
     return absl::InvalidArgumentError(
         "a search needs --trials N (how many configurations to try in all)");
   }
-  if (given("--search-seed")) search->set_seed(flags.search.seed());
-  if (given("--early-stop")) search->set_early_stop(flags.search.early_stop());
-  if (given("--metric")) search->set_metric(flags.search.metric());
-  if (given("--min-epochs")) search->set_min_epochs(flags.search.min_epochs());
-  if (given("--reduction-factor")) search->set_reduction_factor(flags.search.reduction_factor());
-  if (given("--brackets")) search->set_brackets(flags.search.brackets());
-  if (given("--parallel")) search->set_parallel(flags.search.parallel());
   return absl::OkStatus();
 }
 
@@ -321,7 +315,9 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
 void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   auto flags = std::make_shared<SweepFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "sweep", "Queue a grid of jobs: every flag takes a comma-separated list (--device cpu,cuda)");
+      "sweep",
+      "Queue a grid of jobs (a comma-separated list is an axis: --device cpu,cuda), or a search "
+      "(--search tpe --lr loguniform:1e-4:1e-1)");
   flags->cmd = cmd;
   // One word: a sweep file; after --, two or more: a program's command (interpreter, program,
   // arguments). One positional takes both: CLI11 fills positionals in order.

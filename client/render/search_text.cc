@@ -34,8 +34,11 @@ std::string SearchText(const trainer::v1::SearchReport& search) {
                                   "): ", search.trials_size(), " of ", search.trials_planned(),
                                   " trials", search.done() ? ", done" : ", going on", "; rungs at ",
                                   absl::StrJoin(search.rungs(), ", "), " epochs\n");
-  if (search.best_trial() >= 0 && search.best_trial() < search.trials_size()) {
-    const trainer::v1::SearchTrial& best = search.trials(search.best_trial());
+  const auto best_row = std::find_if(
+      search.trials().begin(), search.trials().end(),
+      [&](const trainer::v1::SearchTrial& t) { return t.trial() == search.best_trial(); });
+  if (search.best_trial() >= 0 && best_row != search.trials().end()) {
+    const trainer::v1::SearchTrial& best = *best_row;
     absl::StrAppend(&text, "Best: trial ", best.trial(), " (job ", best.job_id(), "), ",
                     Metric(search, best.metric()), " after ", best.epochs(),
                     " epochs: ", Params(best), "\n");
@@ -57,6 +60,10 @@ std::string SearchText(const trainer::v1::SearchReport& search) {
                    absl::StrCat(trial.trial() == search.best_trial() ? "*" : "", trial.trial()),
                    trial.job_id(), trial.status(), trial.epochs(), Metric(search, trial.metric()),
                    Params(trial)));
+  }
+  if (search.trials_not_shown() > 0) {
+    absl::StrAppend(&text, search.trials_not_shown(),
+                    " more trials not shown (the furthest and best are listed)\n");
   }
   return text;
 }
