@@ -27,6 +27,7 @@
 #include "engine/cudnn_autotune.h"
 #include "engine/data_parallel.h"
 #include "engine/device.h"
+#include "engine/device_activity.h"
 #include "engine/elapsed.h"
 #include "engine/evaluate.h"
 #include "engine/fast_paths.h"
@@ -469,6 +470,7 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
     absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
     if (!resolved.ok()) return resolved.status();
     device = *resolved;
+    StartDeviceActivity(*device);  // its busy share counts from here (engine/device_activity.h)
     // A data-parallel job's ranks are started with torchrun's environment (RANK, WORLD_SIZE...).
     absl::StatusOr<std::optional<RankPlacement>> placement = RankFromEnvironment();
     if (!placement.ok()) return placement.status();

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "engine/artifacts.h"
 #include "engine/device.h"
+#include "engine/device_activity.h"
 #include "engine/elapsed.h"
 #include "engine/fault_injection.h"
 
@@ -225,6 +226,7 @@ absl::Status TrainingLoop::ReportStep(int epoch, int64_t batch, const torch::Ten
   metrics->set_peak_current_allocated_bytes(parts_.report.peak_current());
   metrics->set_peak_driver_allocated_bytes(parts_.report.peak_driver());
   AddRankMemory(memory, metrics);
+  AddDeviceActivity(parts_.device, metrics);
   parts_.report.Emit(std::move(event));
   return absl::OkStatus();
 }

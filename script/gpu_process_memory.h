@@ -1,12 +1,10 @@
 // How much GPU memory the CUDA driver holds for a program's processes, as NVML reports it
 // (nvmlDeviceGetComputeRunningProcesses over every GPU): everything the driver gave them, the CUDA
 // context included, so more than PyTorch's memory_reserved. A program's "driver allocated" memory
-// measured from outside, so a CUDA script's memory curve needs no code in it. NVML
-// (libnvidia-ml.so.1) comes with NVIDIA's driver, not with Debian's build tools: it is opened at
-// run time, and where it is missing (no NVIDIA driver, macOS) Open() says so and nothing is
-// sampled. A process seen through another PID namespace (a container that does not share the
-// host's) has a pid NVML does not report; its memory reads as unknown (0).
-// Thread-compatible; no LibTorch, no CUDA headers.
+// measured from outside, so a CUDA script's memory curve needs no code in it. NVML (common/nvml.h)
+// is opened at run time; where it is missing Open() says so and nothing is sampled. A process seen
+// through another PID namespace (a container that does not share the host's) has a pid NVML does
+// not report; its memory reads as unknown (0). Thread-compatible; no LibTorch, no CUDA headers.
 #ifndef TRAIND_SCRIPT_GPU_PROCESS_MEMORY_H_
 #define TRAIND_SCRIPT_GPU_PROCESS_MEMORY_H_
 
@@ -16,6 +14,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/nvml.h"
 
 namespace traind {
 
@@ -34,9 +33,8 @@ class GpuProcessMemory {
   int64_t UsedBySession(pid_t sid) const;
 
  private:
-  struct Library;
-  explicit GpuProcessMemory(std::unique_ptr<Library> library);
-  std::unique_ptr<Library> library_;
+  explicit GpuProcessMemory(std::unique_ptr<Nvml> nvml) : nvml_(std::move(nvml)) {}
+  std::unique_ptr<Nvml> nvml_;
 };
 
 // The session `pid` belongs to (/proc/PID/stat), or -1 when it is gone or unreadable.

@@ -15,14 +15,11 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/errno_status.h"
 
 namespace traind {
 
 namespace {
-
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
 
 void CloseBoth(int fds[2]) {
   close(fds[0]);

@@ -11,16 +11,13 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "common/errno_status.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
 
 namespace traind {
 
 namespace {
-
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
 
 // Copies `source` to a new file `target` (which must not exist), in the kernel where it can.
 absl::Status CopyFile(const std::string& source, const std::string& target, bool executable) {

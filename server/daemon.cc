@@ -4,6 +4,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -32,6 +34,15 @@
 namespace traind {
 
 namespace {
+
+// The CPUs traind may run on (its affinity): a bound on how many trials share a GPU, since each
+// trial's worker launches its kernels from a host thread of its own.
+int HostCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 // Takes server reflection's plugin out of a ServerBuilder (the plugin names itself
 // "proto_server_reflection").
@@ -317,12 +328,16 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
     if (searches_) searches_->Wake();
   };
   scheduler_ = std::make_unique<Scheduler>(store_.get(), hub_.get(), std::move(scheduling));
-  searches_ = std::make_unique<SearchDriver>(
-      store_.get(),
-      SearchDriver::Options{[scheduler = scheduler_.get()](const trainer::v1::JobSpec& spec) {
-                              return scheduler->Lanes(spec);
-                            },
-                            [scheduler = scheduler_.get()] { scheduler->Wake(); }});
+  SearchDriver::Options searching;
+  searching.lanes = [scheduler = scheduler_.get()](const trainer::v1::JobSpec& spec) {
+    return scheduler->Lanes(spec);
+  };
+  searching.on_queued = [scheduler = scheduler_.get()] { scheduler->Wake(); };
+  searching.set_pack_width = [scheduler = scheduler_.get()](int64_t sweep_id, int width) {
+    scheduler->SetPackWidth(sweep_id, width);
+  };
+  searching.host_cores = HostCores();
+  searches_ = std::make_unique<SearchDriver>(store_.get(), std::move(searching));
   Admission::Options admitting;
   admitting.devices = devices;
   admitting.data_roots = data_roots;

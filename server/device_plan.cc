@@ -48,7 +48,8 @@ absl::Status CheckGpusExist(const trainer::v1::JobSpec& spec,
 
 std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
                                                           const std::vector<HeldDevices>& running,
-                                                          const std::set<std::string>& held) const {
+                                                          const std::set<std::string>& held,
+                                                          const PackWidths& packs) const {
   const trainer::v1::JobSpec& spec = job.spec();
   if (IsSlurmJob(spec)) {
     // Slurm places it; here only how many run at once (each is a launcher polling Slurm).
@@ -57,22 +58,31 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
     if (on_slurm >= SlotsOf("slurm")) return std::nullopt;
     return std::vector<std::string>{"slurm"};
   }
-  std::map<std::string, int> load;  // running jobs per device
-  std::set<std::string> whole;      // devices a data-parallel job holds
+  std::map<std::string, int> load;    // running jobs per device
+  std::map<std::string, int> others;  // of those, not trials of `job`'s search
+  std::set<std::string> whole;        // devices a data-parallel job holds
   for (const HeldDevices& r : running) {
     if (r.remote) continue;
     if (r.exclusive || job.exclusive()) return std::nullopt;
     const std::set<std::string> distinct(r.devices.begin(), r.devices.end());
     for (const std::string& device : distinct) {
       ++load[device];
+      if (r.sweep_id == 0 || r.sweep_id != job.sweep_id()) ++others[device];
       if (r.whole) whole.insert(device);
     }
   }
+  auto pack = packs.find(job.sweep_id());
+  const int pack_width = job.sweep_id() != 0 && pack != packs.end() ? pack->second : 1;
   // This host's ranks of a job on several hosts take their devices whole, even one rank: it
   // waits in collectives for the other hosts' ranks.
   const bool several_hosts = !spec.hosts().empty();
   const int ranks = several_hosts ? RanksPerHost(spec) : RankCount(spec);
   auto idle = [&](const std::string& device) { return load[device] == 0 && !held.count(device); };
+  // Room for a one-device job: a free slot, or room among its own search's packed trials.
+  auto room = [&](const std::string& device) {
+    if (load[device] < SlotsOf(device)) return true;
+    return pack_width > 1 && others[device] == 0 && load[device] < pack_width;
+  };
 
   if (OnGpus(spec) || (several_hosts && spec.device() == "cuda")) {
     absl::StatusOr<std::vector<std::string>> listed = ParseDeviceList(spec.devices());
@@ -84,10 +94,10 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
       }
       chosen = *listed;
     } else if (ranks == 1 && !several_hosts) {
-      // One GPU, any: the least busy one with a free slot, the lowest index on a tie.
+      // One GPU, any: the least busy one with room, the lowest index on a tie.
       const std::string* best = nullptr;
       for (const std::string& device : gpus_) {
-        if (whole.count(device) || held.count(device) || load[device] >= SlotsOf(device)) continue;
+        if (whole.count(device) || held.count(device) || !room(device)) continue;
         if (best == nullptr || load[device] < load[*best]) best = &device;
       }
       if (best == nullptr) return std::nullopt;
@@ -107,9 +117,7 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
     if (!idle(device)) return std::nullopt;
     return std::vector<std::string>(static_cast<size_t>(ranks), device);
   }
-  if (whole.count(device) || held.count(device) || load[device] >= SlotsOf(device)) {
-    return std::nullopt;
-  }
+  if (whole.count(device) || held.count(device) || !room(device)) return std::nullopt;
   return std::vector<std::string>{device};
 }
 

@@ -13,6 +13,7 @@
 #ifndef TRAIND_SERVER_DEVICE_PLAN_H_
 #define TRAIND_SERVER_DEVICE_PLAN_H_
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -29,8 +30,13 @@ struct HeldDevices {
   std::vector<std::string> devices;  // one per rank
   bool whole = false;                // a data-parallel job: nothing else on these devices
   bool exclusive = false;
-  bool remote = false;  // a Slurm job: holds nothing of this machine's
+  bool remote = false;   // a Slurm job: holds nothing of this machine's
+  int64_t sweep_id = 0;  // its sweep's: a search's trials may share a GPU (PackWidths)
 };
+
+// How many trials of a search (by sweep id) may share one GPU (server/trial_packing.h); a search
+// not named, or 1: a trial takes a slot like any job.
+using PackWidths = std::map<int64_t, int>;
 
 // INVALID_ARGUMENT naming gpus or devices when `spec` asks for GPUs this machine (`gpus`:
 // "cuda:0", ...) does not have: "gpus: 4 requested, this machine has 2 (cuda:0, cuda:1)". Submit
@@ -46,10 +52,13 @@ class DevicePlan {
   DevicePlan(std::vector<std::string> gpus, std::map<std::string, int> slots);
 
   // One device per rank of `job` (RankCount), or nullopt when it must wait. `held`: devices
-  // kept free for jobs ahead of it in the queue (see Hold).
+  // kept free for jobs ahead of it in the queue (see Hold). A search's trial whose search has a
+  // pack width over 1 may also go to a GPU whose slots are taken, if only that search's trials
+  // run there and fewer than its width.
   std::optional<std::vector<std::string>> Place(const trainer::v1::Job& job,
                                                 const std::vector<HeldDevices>& running,
-                                                const std::set<std::string>& held) const;
+                                                const std::set<std::string>& held,
+                                                const PackWidths& packs = {}) const;
   // The devices a job that could not start keeps later jobs off: a data-parallel job's.
   std::set<std::string> Hold(const trainer::v1::Job& job) const;
   // FAILED_PRECONDITION when `job` can never start here: more GPUs than the machine has, or a

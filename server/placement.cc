@@ -39,10 +39,12 @@ Dependencies CheckDependencies(
 }
 
 // Jobs that DevicePlan::Place treats alike: where they run, on how many ranks, alone or not.
-std::string PlacementClass(const Job& job) {
+std::string PlacementClass(const Job& job, const PackWidths& packs) {
   const trainer::v1::JobSpec& spec = job.spec();
+  // A packed search's trials have room where other jobs have none: a class of their own.
+  const int64_t packed = packs.count(job.sweep_id()) ? job.sweep_id() : 0;
   return absl::StrCat(spec.backend(), "|", spec.device(), "|", spec.devices(), "|", RankCount(spec),
-                      "|", job.exclusive());
+                      "|", job.exclusive(), "|", packed);
 }
 
 }  // namespace
@@ -76,13 +78,14 @@ SortedQueue SortQueue(std::vector<Job> queued,
 }
 
 HeldDevices HeldBy(const Job& job, const std::vector<std::string>& devices) {
-  if (IsSlurmJob(job.spec())) return HeldDevices{devices, false, false, true};
-  return HeldDevices{devices, RankCount(job.spec()) > 1, job.exclusive()};
+  if (IsSlurmJob(job.spec())) return HeldDevices{devices, false, false, true, job.sweep_id()};
+  return HeldDevices{devices, RankCount(job.spec()) > 1, job.exclusive(), false, job.sweep_id()};
 }
 
 int PlaceReady(const DevicePlan& plan, const std::vector<Job>& ready,
                std::vector<HeldDevices> holding, const std::function<bool(const Job&)>& skip,
-               const std::function<bool(const Job&, const std::vector<std::string>&)>& start) {
+               const std::function<bool(const Job&, const std::vector<std::string>&)>& start,
+               const PackWidths& packs) {
   std::set<std::string> held;  // devices kept for a data-parallel job ahead in the queue
   // Within a pass devices only fill up (`holding` and `held` only grow), so a job like one that
   // could not be placed cannot be placed either: with 10,000 queued jobs of a few kinds the pass
@@ -91,9 +94,9 @@ int PlaceReady(const DevicePlan& plan, const std::vector<Job>& ready,
   int started = 0;
   for (const Job& job : ready) {
     if (skip(job)) continue;
-    const std::string kind = PlacementClass(job);
+    const std::string kind = PlacementClass(job, packs);
     if (cannot_place.count(kind)) continue;
-    std::optional<std::vector<std::string>> devices = plan.Place(job, holding, held);
+    std::optional<std::vector<std::string>> devices = plan.Place(job, holding, held, packs);
     if (!devices) {
       // The exclusive job next in line holds everything behind it, or it would starve; a
       // data-parallel job holds its devices.

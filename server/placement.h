@@ -52,10 +52,12 @@ HeldDevices HeldBy(const trainer::v1::Job& job, const std::vector<std::string>& 
 //   start(job, devices): claims and starts it; false when it could not be claimed (cancelled
 //   since the queue was read): the pass goes on without it.
 // Returns how many started.
+// `packs`: the searches whose trials share a GPU, and how many at once (DevicePlan::Place).
 int PlaceReady(
     const DevicePlan& plan, const std::vector<trainer::v1::Job>& ready,
     std::vector<HeldDevices> holding, const std::function<bool(const trainer::v1::Job&)>& skip,
-    const std::function<bool(const trainer::v1::Job&, const std::vector<std::string>&)>& start);
+    const std::function<bool(const trainer::v1::Job&, const std::vector<std::string>&)>& start,
+    const PackWidths& packs = {});
 
 }  // namespace traind
 

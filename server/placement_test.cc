@@ -44,7 +44,7 @@ struct Pass {
   std::set<int64_t> refuse_claim;  // cancelled since the queue was read
   std::set<int64_t> skip;
   int Run(const DevicePlan& plan, const std::vector<Job>& ready,
-          std::vector<HeldDevices> holding = {}) {
+          std::vector<HeldDevices> holding = {}, const PackWidths& packs = {}) {
     return PlaceReady(
         plan, ready, std::move(holding), [&](const Job& job) { return skip.count(job.id()) > 0; },
         [&](const Job& job, const Devices& devices) {
@@ -52,7 +52,8 @@ struct Pass {
           started[job.id()] = devices;
           order.push_back(job.id());
           return true;
-        });
+        },
+        packs);
   }
 };
 
@@ -191,6 +192,47 @@ TEST(PlaceReadyTest, ASlurmJobHoldsNothingOfThisMachine) {
   EXPECT_TRUE(held.remote);
   Pass pass;
   EXPECT_EQ(pass.Run(DevicePlan({}, {}), {Queued(2)}, {held}), 1);
+}
+
+Job Trial(int64_t id, int64_t sweep_id, const std::string& device = "cuda") {
+  Job job = device == "cuda" ? OnGpus(id, 1) : Queued(id, device);
+  job.set_sweep_id(sweep_id);
+  return job;
+}
+
+TEST(PlaceReadyTest, APackedSearchsTrialsShareAGpuUpToItsWidth) {
+  const DevicePlan plan({"cuda:0", "cuda:1"}, {});
+  // Width 3 on two GPUs: six trials start, spread over both; the seventh waits.
+  Pass pass;
+  std::vector<Job> ready;
+  for (int64_t id = 1; id <= 7; ++id) ready.push_back(Trial(id, 9));
+  EXPECT_EQ(pass.Run(plan, ready, {}, {{9, 3}}), 6);
+  std::map<std::string, int> per_gpu;
+  for (const auto& [id, devices] : pass.started) ++per_gpu[devices.at(0)];
+  EXPECT_EQ(per_gpu, (std::map<std::string, int>{{"cuda:0", 3}, {"cuda:1", 3}}));
+  // Unpacked (no width, or another search's) they take a slot each.
+  Pass unpacked;
+  EXPECT_EQ(unpacked.Run(plan, ready, {}, {{8, 3}}), 2);
+  // `--device cuda` (one GPU, any, its own lane) packs alike.
+  Pass lane;
+  EXPECT_EQ(lane.Run(DevicePlan({"cuda:0"}, {}), {Trial(1, 9, "cuda"), Trial(2, 9, "cuda")}, {},
+                     {{9, 2}}),
+            2);
+}
+
+TEST(PlaceReadyTest, PackedTrialsShareOnlyWithTheirOwnSearch) {
+  const DevicePlan plan({"cuda:0"}, {});
+  // Another job holds the GPU: a packed trial does not join it.
+  Pass beside_other;
+  EXPECT_EQ(beside_other.Run(plan, {Trial(2, 9)}, {HeldBy(OnGpus(1, 1), {"cuda:0"})}, {{9, 4}}), 0);
+  // Another search's trial holds it: no joining either.
+  Pass beside_search;
+  EXPECT_EQ(beside_search.Run(plan, {Trial(2, 9)}, {HeldBy(Trial(1, 8), {"cuda:0"})}, {{9, 4}}), 0);
+  // Its own search's trial holds it: the trial joins; a job of no search behind it does not.
+  Pass own;
+  EXPECT_EQ(own.Run(plan, {Trial(2, 9), OnGpus(3, 1)}, {HeldBy(Trial(1, 9), {"cuda:0"})}, {{9, 4}}),
+            1);
+  EXPECT_EQ(own.order, (std::vector<int64_t>{2}));
 }
 
 }  // namespace

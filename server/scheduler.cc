@@ -183,6 +183,22 @@ absl::StatusOr<Job> Scheduler::CancelEndedOrRequeuedLocked(int64_t job_id) {
 
 int Scheduler::Lanes(const trainer::v1::JobSpec& spec) const { return plan_.Lanes(spec); }
 
+void Scheduler::SetPackWidth(int64_t sweep_id, int width) {
+  bool grew = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = packs_.find(sweep_id);
+    const int before = it == packs_.end() ? 1 : it->second;
+    if (width <= 1) {
+      if (it != packs_.end()) packs_.erase(it);
+    } else {
+      packs_[sweep_id] = width;
+    }
+    grew = width > before;
+  }
+  if (grew) Wake();
+}
+
 std::vector<HeldDevices> Scheduler::Holding() const {
   std::vector<HeldDevices> holding;
   for (const auto& [id, running] : running_) {
@@ -226,7 +242,8 @@ void Scheduler::StartEligible(const std::vector<Job>& startable) {
         return wait != host_waits_.end() && wait->second.retry_at > now;
       },
       [&](const Job& job, const std::vector<std::string>& devices)
-          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Claim(job, devices); });
+          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return Claim(job, devices); },
+      packs_);
 }
 
 bool Scheduler::Claim(const Job& job, const std::vector<std::string>& devices) {

@@ -98,7 +98,9 @@ int PauseAfter(const SearchPlan& plan, int64_t epochs) {
 }  // namespace
 
 SearchDriver::SearchDriver(Store* store, Options options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store),
+      options_(std::move(options)),
+      packer_(SearchPacker::Options{options_.host_cores, options_.set_pack_width}) {}
 
 SearchDriver::~SearchDriver() { Stop(); }
 
@@ -148,15 +150,20 @@ void SearchDriver::Loop() {
 
 absl::Status SearchDriver::Advance(int64_t sweep_id) {
   ASSIGN_OR_RETURN(Store::SearchRecord record, store_->GetSearch(sweep_id));
-  if (record.done) return absl::OkStatus();
+  if (record.done) {
+    packer_.Forget(sweep_id);  // cancelled
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(const SearchPlan plan, PlanSearch(record.spec));
   ASSIGN_OR_RETURN(AshaState state, ParseAshaState(record.state));
   ASSIGN_OR_RETURN(SearchTrials trials, ReadTrials(store_, record, state));
   bool changed = false;
   RETURN_IF_ERROR(Reconcile(store_, plan, trials, &state, &changed));
-  const int parallel = record.spec.search().parallel() > 0 ? record.spec.search().parallel()
-                       : options_.lanes ? std::max(1, options_.lanes(record.spec.base()))
-                                        : 1;
+  // Trials on one GPU each until one was measured alone; then as many as share a GPU.
+  const int width = packer_.Update(sweep_id, record.spec, plan, trials.jobs);
+  const int lanes = options_.lanes ? std::max(1, options_.lanes(record.spec.base())) : 1;
+  const int parallel =
+      record.spec.search().parallel() > 0 ? record.spec.search().parallel() : lanes * width;
   bool queued = false;
   while (true) {
     const bool room = RunningTrials(state) < parallel;
@@ -165,6 +172,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
     if (action.kind == AshaAction::Kind::kWait) break;
     if (action.kind == AshaAction::Kind::kDone) {
       RETURN_IF_ERROR(Finish(record, trials, state));
+      packer_.Forget(sweep_id);
       changed = false;
       break;
     }

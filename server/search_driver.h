@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "search/asha.h"
+#include "server/search_packer.h"
 #include "server/search_plan.h"
 #include "server/store.h"
 #include "trainer/v1/trainer.pb.h"
@@ -43,6 +45,10 @@ class SearchDriver {
     std::function<int(const trainer::v1::JobSpec& spec)> lanes;
     // Called after trials were queued (Scheduler::Wake).
     std::function<void()> on_queued;
+    // How many trials of a search share one GPU (Scheduler::SetPackWidth; server/search_packer.h)
+    // and the host's cores, one of its bounds. Unset: trials are not packed.
+    std::function<void(int64_t sweep_id, int width)> set_pack_width;
+    int host_cores = 1;
   };
   SearchDriver(Store* store, Options options);
   ~SearchDriver();  // Stop
@@ -54,6 +60,8 @@ class SearchDriver {
 
   // One pass over one search (the thread calls it; tests may too, with the thread not started).
   absl::Status Advance(int64_t sweep_id);
+  // How its trials share a GPU, and why (SearchReport.packing); "" before it was measured.
+  std::string Packing(int64_t sweep_id) const { return packer_.Why(sweep_id); }
 
  private:
   void Loop();
@@ -70,6 +78,7 @@ class SearchDriver {
 
   Store* const store_;
   const Options options_;
+  SearchPacker packer_;
   std::thread thread_;
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = true;

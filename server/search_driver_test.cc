@@ -181,5 +181,78 @@ TEST_F(SearchDriverTest, TheSameSeedProposesTheSameTrialsAndAnEndedSearchPropose
   EXPECT_TRUE(Trials(cancelled).empty());
 }
 
+// A trial's step report as a CUDA worker sends it: the GPU busy `busy` of the time, 2 of 80 GiB.
+void ReportStep(Store* store, int64_t job_id, int batch, double busy) {
+  JobEvent event;
+  trainer::v1::StepMetrics* step = event.mutable_step();
+  step->set_epoch(1);
+  step->set_batch(batch);
+  step->set_device_busy(busy);
+  step->set_device_used_bytes(int64_t{2} << 30);
+  step->set_device_total_bytes(int64_t{80} << 30);
+  ASSERT_TRUE(store->AppendEvent(job_id, event).ok());
+}
+
+TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) {
+  std::vector<std::pair<int64_t, int>> widths;
+  SearchDriver::Options options;
+  options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
+  options.host_cores = 16;
+  options.set_pack_width = [&](int64_t sweep, int width) { widths.emplace_back(sweep, width); };
+  driver_ = std::make_unique<SearchDriver>(store_.get(), options);
+  trainer::v1::SweepSpec spec = Spec(/*trials=*/12, /*parallel=*/0);
+  spec.mutable_base()->set_device("cuda");
+  const int64_t id = Create(spec);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  ASSERT_EQ(Trials(id).size(), 1u);
+  const int64_t first = Trials(id)[0].id();
+  Transition(first, Job::RUNNING);
+  // While it runs, its share so far is no measurement.
+  ReportStep(store_.get(), first, 99, 0.01);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(Trials(id).size(), 1u);
+  EXPECT_TRUE(widths.empty());
+  EXPECT_EQ(driver_->Packing(id), "");
+  // Its run ended (paused at its rung) with the GPU busy 20% of it: 0.9 / 0.2 = 4 trials share
+  // the GPU, and the search keeps 4 in flight (the paused one's place taken by a new one).
+  ReportStep(store_.get(), first, 299, 0.2);
+  JobEvent summary;
+  summary.mutable_epoch_summary()->set_epoch(1);
+  summary.mutable_epoch_summary()->set_evaluated(true);
+  summary.mutable_epoch_summary()->set_validation_accuracy(0.5);
+  ASSERT_TRUE(store_->AppendEvent(first, summary).ok());
+  Transition(first, Job::PAUSED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(widths, (std::vector<std::pair<int64_t, int>>{{id, 4}}));
+  EXPECT_EQ(Trials(id).size(), 5u);
+  EXPECT_NE(driver_->Packing(id).find("4 trials per GPU: alone it kept the GPU busy 20%"),
+            std::string::npos)
+      << driver_->Packing(id);
+}
+
+TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
+  std::vector<int> widths;
+  SearchDriver::Options options;
+  options.set_pack_width = [&](int64_t, int width) { widths.push_back(width); };
+  driver_ = std::make_unique<SearchDriver>(store_.get(), options);
+  trainer::v1::SweepSpec spec = Spec(/*trials=*/4, /*parallel=*/0);
+  spec.mutable_base()->set_device("cuda");
+  spec.mutable_search()->set_max_pack(1);
+  const int64_t off = Create(spec);
+  ASSERT_TRUE(driver_->Advance(off).ok());
+  EXPECT_EQ(driver_->Packing(off), "1 trial per GPU (max_pack 1)");
+  EXPECT_EQ(Trials(off).size(), 1u);
+  const int64_t cpu = Create(Spec(/*trials=*/4, /*parallel=*/0));
+  ASSERT_TRUE(driver_->Advance(cpu).ok());
+  const int64_t job = Trials(cpu)[0].id();
+  Transition(job, Job::RUNNING);
+  ReportStep(store_.get(), job, 299, 0.1);
+  Transition(job, Job::SUCCEEDED);
+  ASSERT_TRUE(driver_->Advance(cpu).ok());
+  EXPECT_EQ(driver_->Packing(cpu), "");
+  EXPECT_EQ(Trials(cpu).size(), 2u);  // the ended one's place taken: still one in flight
+  EXPECT_EQ(widths, (std::vector<int>{1}));
+}
+
 }  // namespace
 }  // namespace traind

@@ -11,6 +11,7 @@
 #include "common/spec_ranges.h"
 #include "common/status_macros.h"
 #include "search/random_searcher.h"
+#include "server/trial_packing.h"
 
 namespace traind {
 
@@ -141,6 +142,11 @@ absl::StatusOr<SearchPlan> PlanSearch(const trainer::v1::SweepSpec& spec) {
   if (search.parallel() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "search.parallel: must be 0 (the lane's slots) or more, got ", search.parallel()));
+  }
+  if (search.max_pack() < 0 || search.max_pack() > kMaxPack) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("search.max_pack: trials on one GPU at once, 0 (as measured) to ", kMaxPack,
+                     "; got ", search.max_pack()));
   }
   ASSIGN_OR_RETURN(plan.space, SpaceOf(spec));
   for (const auto& [field, distribution] : plan.space.params) {

@@ -19,6 +19,7 @@
 namespace traind {
 
 using store_sql::BlobsOf;
+using store_sql::NotWhileNeeded;
 using store_sql::ReadJobRows;
 using store_sql::SqliteError;
 using store_sql::Statement;
@@ -77,18 +78,6 @@ absl::Status Store::SetFileBytes(int64_t job_id, int64_t bytes) {
   if (update.Step() != SQLITE_DONE) return SqliteError(db_, "record a job's file bytes");
   return absl::OkStatus();
 }
-
-namespace {
-
-absl::Status NotWhileNeeded(int64_t job_id, const std::vector<int64_t>& dependents,
-                            const char* how_to_force) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "job ", job_id, " is needed by unfinished job", dependents.size() == 1 ? " " : "s ",
-      absl::StrJoin(dependents, ", "), " (--after or --init-from); cancel or delete ",
-      dependents.size() == 1 ? "it" : "them", " first", how_to_force));
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<std::string>> Store::DeleteJob(int64_t job_id, bool force) {
   FairMutexLock lock(&mu_);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 
 namespace traind {
@@ -29,6 +30,14 @@ absl::Status SqliteError(sqlite3* db, const std::string& what) {
     default:
       return absl::InternalError(message);
   }
+}
+
+absl::Status NotWhileNeeded(int64_t job_id, const std::vector<int64_t>& dependents,
+                            const char* how_to_force) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "job ", job_id, " is needed by unfinished job", dependents.size() == 1 ? " " : "s ",
+      absl::StrJoin(dependents, ", "), " (--after or --init-from); cancel or delete ",
+      dependents.size() == 1 ? "it" : "them", " first", how_to_force));
 }
 
 std::vector<std::string> BlobsOf(const trainer::v1::JobSpec& spec) {

@@ -63,6 +63,10 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// FAILED_PRECONDITION: job `job_id` cannot go while `dependents` (unfinished, --after or
+// --init-from) need it; `how_to_force` ends the message.
+absl::Status NotWhileNeeded(int64_t job_id, const std::vector<int64_t>& dependents,
+                            const char* how_to_force);
 // The uploaded blobs a spec names.
 std::vector<std::string> BlobsOf(const trainer::v1::JobSpec& spec);
 google::protobuf::Timestamp Now();

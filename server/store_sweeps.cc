@@ -18,6 +18,7 @@
 namespace traind {
 
 using store_sql::kSweepChunk;
+using store_sql::NotWhileNeeded;
 using store_sql::Now;
 using store_sql::ReadJobRows;
 using store_sql::SqliteError;

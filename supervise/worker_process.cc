@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/errno_status.h"
 #include "common/status_macros.h"
 #include "common/write_all.h"
 #include "google/protobuf/util/delimited_message_util.h"
@@ -27,10 +28,6 @@ namespace traind {
 namespace {
 
 constexpr size_t kStderrLinesKept = 20;
-
-absl::Status Errno(const std::string& what) {
-  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
-}
 
 }  // namespace
 

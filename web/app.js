@@ -557,7 +557,8 @@ function renderSearch(page, search) {
       el('a', { href: '#/job/' + best.jobId }, 'job ' + best.jobId), ') ' + metricText(best.metric) +
       ' after ' + best.epochs + ' epochs: ' + params(best)) : '',
     full ? el('p', { id: 'search-compute' }, spent + ' epochs trained, ' + (100 * spent / full).toFixed(0) +
-      '% of the ' + full + ' that training every trial started to the end takes (' + (full - spent) + ' saved)') : '');
+      '% of the ' + full + ' that training every trial started to the end takes (' + (full - spent) + ' saved)') : '',
+    search.packing ? el('p', { id: 'search-packing', class: 'muted' }, 'GPU: ' + search.packing) : '');
   const rows = trials.map((t) => el('tr', { class: (t.trial || 0) === search.bestTrial ? 'best' : undefined },
     el('td', { class: 'num' }, String(t.trial || 0)), el('td', {}, el('a', { href: '#/job/' + t.jobId }, t.jobId)),
     el('td', {}, t.status), el('td', { class: 'num' }, String(t.epochs || 0)),

@@ -72,8 +72,9 @@ absl::Status AddSearchParam(const std::string& flag, const std::string& field,
 absl::Status AddSearch(const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
   const bool asked = flags.cmd->get_option("--search")->count() > 0;
   if (!asked && !spec->has_search()) {
-    for (const char* flag : {"--trials", "--search-seed", "--early-stop", "--metric",
-                             "--min-epochs", "--reduction-factor", "--brackets", "--parallel"}) {
+    for (const char* flag :
+         {"--trials", "--search-seed", "--early-stop", "--metric", "--min-epochs",
+          "--reduction-factor", "--brackets", "--parallel", "--max-pack"}) {
       if (flags.cmd->get_option(flag)->count() > 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             flag,
@@ -307,8 +308,15 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
       ->group(group);
   cmd->add_option_function<int>(
          "--parallel", [search](int parallel) { search->set_parallel(parallel); },
-         "Trials queued or running at once (default: what the device runs at once, its --slots)")
+         "Trials queued or running at once (default: what the device runs at once, its --slots, "
+         "times the trials that share a GPU)")
       ->check(CLI::Range(1, 100000))
+      ->group(group);
+  cmd->add_option_function<int>(
+         "--max-pack", [search](int most) { search->set_max_pack(most); },
+         "At most N trials at once on one GPU (default: as many as a trial measured alone leaves "
+         "room for; 1: never shared)")
+      ->check(CLI::Range(1, 32))
       ->group(group);
 }
 

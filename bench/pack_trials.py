@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""A search's small trials packed onto one GPU against the same trials one at a time.
+
+The same random search (the same --search-seed: the same trials, whatever their results) runs twice
+per training seed on one warm traind: once as traind decides (a first trial alone measures how
+busy it keeps the GPU and how much memory it uses; then as many share the GPU as fit,
+server/trial_packing.h) and once with --max-pack 1 (one trial per GPU). Rounds alternate which
+goes first (ABBA), and each training seed (--seed, every trial's) gives one pair. Printed: each
+round's wall time from submit to the search's end, how many trials ran at once at most, traind's
+packing line; the ratio unpacked/packed per seed (median, min-max); and each trial's validation
+accuracy packed against alone: within the seed-to-seed spread of its runs alone (max - min over
+the seeds) or not.
+
+With --large DATA_DIR, a search of ResNet-18 at batch 256 on the CIFAR-10 files there (real or
+random: only its footprint matters) runs too; traind must not pack it.
+
+Usage: bench/pack_trials.py BIN_DIR [--trials 24] [--seeds 3] [--first-seed 1] [--model lenet5] [--epochs 2]
+                            [--large CIFAR10_DIR] [--out FILE.json] [--device cpu]
+                            [--job-flags=--limit-train=2000 ...]
+       bench/pack_trials.py - --combine a.json b.json   # the rounds of several runs together
+"""
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def trainctl(*args):
+    return subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout
+
+
+def seconds(stamp):
+    # "2026-12-05T21:35:23.123456789Z": nanoseconds cut to what datetime reads.
+    whole, _, fraction = stamp.rstrip("Z").partition(".")
+    moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp() + (float("0." + fraction) if fraction else 0.0)
+
+
+def run_interval(job_id):
+    """When the job was placed (RUNNING) and when it ended."""
+    placed = ended = None
+    for line in trainctl("watch", job_id, "--output", "json").splitlines():
+        event = json.loads(line)
+        state = event.get("stateChange", {}).get("state")
+        if state == "RUNNING" and placed is None:
+            placed = seconds(event["time"])
+        if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            ended = seconds(event["time"])
+    return placed, ended
+
+
+def most_at_once(intervals):
+    edges = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    now = most = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+SMALL = ["--model", "{model}", "--dataset", "fashion-mnist", "--batch-size", "choice:64,128,256"]
+
+
+def search(args, seed, packed, what=None, trials=None):
+    what = what or [w.format(model=args.model) for w in SMALL]
+    flags = ["sweep", *what, "--device", args.device, "--search", "random",
+             "--trials", trials or args.trials, "--search-seed", 7, "--lr", "loguniform:1e-3:1e-1",
+             "--epochs", args.epochs, "--seed", seed, *args.job_flags]
+    if not packed:
+        flags += ["--max-pack", 1]
+    began = time.monotonic()
+    sweep = trainctl(*flags).strip().split()[0]
+    trainctl("wait", "--sweep", sweep)
+    wall = time.monotonic() - began
+    report = json.loads(trainctl("report", sweep, "--format", "json"))["search"]
+    trials = report.get("trials", [])
+    intervals = [run_interval(t["jobId"]) for t in trials]
+    return {
+        "seed": seed, "packed": packed, "sweep": sweep, "wall_seconds": wall,
+        "packing": report.get("packing", ""),
+        "most_at_once": most_at_once([i for i in intervals if None not in i]),
+        "accuracy": {int(t.get("trial", 0)): t.get("metric") for t in trials},
+        "failed": [t.get("trial", 0) for t in trials if t.get("status") == "failed"],
+    }
+
+
+def show(result):
+    kind = "packed  " if result["packed"] else "one each"
+    print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s, at most "
+          f"{result['most_at_once']} at once, failed {result['failed']}; {result['packing']}",
+          flush=True)
+
+
+def compare_accuracy(rounds, trials):
+    within = 0
+    lines = []
+    for k in range(trials):
+        # JSON keeps the trial numbers as text.
+        alone = [r["accuracy"].get(str(k), r["accuracy"].get(k)) for r in rounds if not r["packed"]]
+        packed = [r["accuracy"].get(str(k), r["accuracy"].get(k)) for r in rounds if r["packed"]]
+        if None in alone or None in packed:
+            lines.append(f"trial {k}: missing a result")
+            continue
+        spread = max(alone) - min(alone)
+        gap = abs(statistics.mean(packed) - statistics.mean(alone))
+        ok = gap <= spread
+        within += ok
+        lines.append(f"trial {k}: alone {statistics.mean(alone):.4f} (spread {spread:.4f}), "
+                     f"packed {statistics.mean(packed):.4f}: {'within' if ok else 'OUTSIDE'}")
+    return within, lines
+
+
+def summarize(rounds, trials):
+    ratios = []
+    for seed in sorted({r["seed"] for r in rounds}):
+        pair = {r["packed"]: r["wall_seconds"] for r in rounds if r["seed"] == seed}
+        ratios.append(pair[False] / pair[True])
+    print(f"one at a time / packed: median {statistics.median(ratios):.2f}x "
+          f"(min {min(ratios):.2f}, max {max(ratios):.2f}) over {len(ratios)} seeds")
+    within, lines = compare_accuracy(rounds, trials)
+    print("\n".join(lines))
+    print(f"{within} of {trials} trials' accuracy packed within their seed-to-seed spread alone")
+    return {"ratios": ratios, "within": within}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("bin")
+    parser.add_argument("--trials", type=int, default=24)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--model", default="lenet5")
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--large", help="a CIFAR-10 directory: ResNet-18 at batch 256 too")
+    parser.add_argument("--out")
+    parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--combine", nargs="+", metavar="FILE.json",
+                        help="no run: the summary of the rounds of earlier --out files together")
+    parser.add_argument("--device", default="cuda", help="cpu: try the script (nothing packs there)")
+    parser.add_argument("--job-flags", action="append", default=[],
+                        help="more flags for every trial, e.g. --limit-train=2000")
+    args = parser.parse_args()
+    if args.combine:
+        rounds = [r for f in args.combine for r in json.loads(pathlib.Path(f).read_text())["rounds"]]
+        for result in rounds:
+            show(result)
+        summarize(rounds, args.trials)
+        return
+    state = tempfile.mkdtemp(prefix="pack-trials.", dir="/tmp")
+    os.environ["PATH"] = f"{os.path.abspath(args.bin)}:{os.environ['PATH']}"
+    os.environ["TRAINCTL_ADDR"] = f"unix:{state}/state/traind.sock"
+    command = [f"{args.bin}/traind", "--state-dir", f"{state}/state"]
+    if args.large:
+        fashion = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+        command += ["--data-root", fashion, "--data-root", os.path.abspath(args.large)]
+    log = open(pathlib.Path(state) / "traind.log", "w")
+    traind = subprocess.Popen(command, stdout=log, stderr=log)
+    sock = pathlib.Path(state) / "state" / "traind.sock"
+    while not sock.exists():
+        time.sleep(0.1)
+    results = {"trials": args.trials, "model": args.model, "epochs": args.epochs, "rounds": []}
+    try:
+        for index, seed in enumerate(range(args.first_seed, args.first_seed + args.seeds)):
+            order = [True, False] if index % 2 == 0 else [False, True]
+            for packed in order:
+                result = search(args, seed, packed)
+                show(result)
+                results["rounds"].append(result)
+        results.update(summarize(results["rounds"], args.trials))
+        if args.large:
+            large = search(args, 1, True, ["--model", "resnet18", "--dataset", "cifar10",
+                                           "--data-dir", os.path.abspath(args.large),
+                                           "--batch-size", "256"], trials=3)
+            print(f"ResNet-18 b256: at most {large['most_at_once']} at once; {large['packing']}")
+            results["large"] = large
+    finally:
+        traind.terminate()
+        traind.wait()
+        if args.out:
+            pathlib.Path(args.out).write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+#include "engine/device_activity.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#ifdef TRAIND_HAVE_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+
+#include "common/nvml.h"
+#endif
+
+namespace traind {
+
+#ifdef TRAIND_HAVE_CUDA
+namespace {
+
+// NVML's readings of one GPU every 100 ms on a thread of its own, summed.
+class BusySampler {
+ public:
+  // NVML's index of CUDA device `cuda_index` (the orders may differ: CUDA's puts the fastest
+  // first), matched by PCI bus id; no thread without NVML.
+  explicit BusySampler(int cuda_index) {
+    absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Open();
+    if (!nvml.ok()) return;
+    nvml_ = std::move(*nvml);
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), cuda_index) != cudaSuccess) return;
+    const std::optional<unsigned int> index = nvml_->IndexOfBus(bus);
+    if (!index) return;
+    thread_ = std::thread([this, index = *index] { Sample(index); });
+  }
+  ~BusySampler() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::optional<double> Mean() const {
+    const int64_t samples = samples_.load();
+    if (samples == 0) return std::nullopt;
+    return static_cast<double>(busy_percent_.load()) / 100.0 / static_cast<double>(samples);
+  }
+
+ private:
+  void Sample(unsigned int index) {
+    while (!stop_) {
+      if (std::optional<double> busy = nvml_->Busy(index)) {
+        busy_percent_ += static_cast<int64_t>(*busy * 100.0 + 0.5);
+        ++samples_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
+  std::unique_ptr<Nvml> nvml_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> busy_percent_{0};
+  std::atomic<int64_t> samples_{0};
+  std::thread thread_;
+};
+
+std::mutex sampler_mutex;
+std::unique_ptr<BusySampler> sampler;  // the job's, from StartDeviceActivity
+
+}  // namespace
+#endif
+
+void StartDeviceActivity(const torch::Device& device) {
+#ifdef TRAIND_HAVE_CUDA
+  if (!device.is_cuda()) return;
+  std::lock_guard<std::mutex> lock(sampler_mutex);
+  if (!sampler) sampler = std::make_unique<BusySampler>(device.has_index() ? device.index() : 0);
+#else
+  (void)device;
+#endif
+}
+
+void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* metrics) {
+#ifdef TRAIND_HAVE_CUDA
+  if (!device.is_cuda()) return;
+  {
+    std::lock_guard<std::mutex> lock(sampler_mutex);
+    if (sampler) {
+      if (std::optional<double> busy = sampler->Mean()) metrics->set_device_busy(*busy);
+    }
+  }
+  c10::cuda::CUDAGuard guard(
+      static_cast<c10::DeviceIndex>(device.has_index() ? device.index() : 0));
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+    metrics->set_device_used_bytes(static_cast<int64_t>(total_bytes - free_bytes));
+    metrics->set_device_total_bytes(static_cast<int64_t>(total_bytes));
+  }
+#else
+  (void)device;
+  (void)metrics;
+#endif
+}
+
+}  // namespace traind

@@ -1,0 +1,61 @@
+// SearchPacker: the search driver's part in packing a search's trials onto one GPU. While nothing
+// is measured a search's trials take a GPU each (its slots); once one of them ended its run so
+// (AloneReading: how busy it kept the GPU over its run, how much of its memory was in use),
+// DecidePacking (server/trial_packing.h) sets how many trials
+// share a GPU from now on, the scheduler places them so (Scheduler::SetPackWidth) and the driver
+// keeps that many more in flight. The decision lives in memory: a restarted traind measures again.
+// Thread-safe: the driver's thread updates, the service's threads read Why.
+#ifndef TRAIND_SERVER_SEARCH_PACKER_H_
+#define TRAIND_SERVER_SEARCH_PACKER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "server/search_plan.h"
+#include "server/trial_packing.h"
+#include "trainer/v1/trainer.pb.h"
+
+namespace traind {
+
+class SearchPacker {
+ public:
+  struct Options {
+    int host_cores = 1;
+    // Scheduler::SetPackWidth. Unset: the width is only reported.
+    std::function<void(int64_t sweep_id, int width)> set_width;
+  };
+  explicit SearchPacker(Options options) : options_(std::move(options)) {}
+
+  // One pass over search `sweep_id` (spec `spec`, plan `plan`): `live` are its trials' jobs as
+  // they are now. Returns how many of its trials share a GPU now (1 off CUDA, or until measured).
+  int Update(int64_t sweep_id, const trainer::v1::SweepSpec& spec, const SearchPlan& plan,
+             const std::vector<trainer::v1::Job>& live);
+  // The search is over: its trials no longer share.
+  void Forget(int64_t sweep_id);
+  // The report's line (SearchReport.packing); "" before a decision.
+  std::string Why(int64_t sweep_id) const;
+
+ private:
+  struct State {
+    std::optional<AloneFootprint> alone;  // the largest readings so far
+    std::set<std::string> positions;      // the runs read: "job/runs"
+    std::optional<Packing> decided;
+  };
+  // The largest batch size a trial of `spec` may draw (its base's when batch_size is not searched).
+  static int64_t LargestBatch(const trainer::v1::SweepSpec& spec, const SearchPlan& plan);
+
+  const Options options_;
+  mutable absl::Mutex mu_;
+  std::map<int64_t, State> states_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace traind
+
+#endif  // TRAIND_SERVER_SEARCH_PACKER_H_

@@ -1,0 +1,90 @@
+#include "server/trial_packing.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace traind {
+
+namespace {
+
+// The share of the GPU's time (and memory) packed trials may fill together.
+constexpr double kTarget = 0.9;
+// A reading of a GPU "busy 0%" (between NVML's samples) counts as this much: the bound stays
+// finite.
+constexpr double kLeastBusy = 0.02;
+
+std::string GiB(int64_t bytes) { return absl::StrFormat("%.1f", bytes / double(1LL << 30)); }
+
+}  // namespace
+
+Packing DecidePacking(const PackingFacts& facts) {
+  if (facts.max_pack == 1) return {1, "1 trial per GPU (max_pack 1)"};
+  if (!facts.alone) return {1, ""};
+  const AloneFootprint& alone = *facts.alone;
+  const int by_busy = static_cast<int>(std::floor(kTarget / std::max(alone.busy, kLeastBusy)));
+  const double batch_scale =
+      alone.batch_size > 0 && facts.largest_batch > alone.batch_size
+          ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)
+          : 1.0;
+  const double per_trial = std::max<double>(1.0, alone.used_bytes * batch_scale);
+  const int by_memory = alone.total_bytes > 0
+                            ? static_cast<int>(std::floor(
+                                  kTarget * static_cast<double>(alone.total_bytes) / per_trial))
+                            : 1;
+  const int by_cores = std::max(1, facts.host_cores - 1);
+  struct Bound {
+    int width;
+    std::string name;
+  };
+  std::vector<Bound> bounds = {
+      {by_busy, absl::StrFormat("alone it kept the GPU busy %.0f%% of the time", alone.busy * 100)},
+      {by_memory,
+       absl::StrCat("it had ", GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+                    batch_scale > 1
+                        ? absl::StrFormat(" at batch %d (x%.1f for batch %d)", alone.batch_size,
+                                          batch_scale, facts.largest_batch)
+                        : "")},
+      {by_cores, absl::StrCat(facts.host_cores, " host cores, one trial's launches each")},
+      {kMaxPack, absl::StrCat("traind's most, ", kMaxPack)}};
+  if (facts.max_pack > 1)
+    bounds.push_back({facts.max_pack, absl::StrCat("max_pack ", facts.max_pack)});
+  const Bound& tightest =
+      *std::min_element(bounds.begin(), bounds.end(),
+                        [](const Bound& a, const Bound& b) { return a.width < b.width; });
+  const int width = std::max(1, tightest.width);
+  const std::string what =
+      width == 1 ? "1 trial per GPU, not packed" : absl::StrCat(width, " trials per GPU");
+  return {width, absl::StrCat(what, ": ", tightest.name, " (busy ",
+                              absl::StrFormat("%.0f%%", alone.busy * 100), ", ",
+                              GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB)")};
+}
+
+std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
+  if (trial.state() != trainer::v1::Job::SUCCEEDED && trial.state() != trainer::v1::Job::PAUSED) {
+    return std::nullopt;
+  }
+  if (!trial.has_latest_step()) return std::nullopt;
+  const trainer::v1::StepMetrics& step = trial.latest_step();
+  if (!step.has_device_busy() || step.device_total_bytes() <= 0) return std::nullopt;
+  AloneFootprint reading;
+  reading.busy = step.device_busy();
+  reading.used_bytes = step.device_used_bytes();
+  reading.total_bytes = step.device_total_bytes();
+  reading.batch_size = trial.spec().batch_size();
+  return reading;
+}
+
+AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
+  AloneFootprint larger;
+  larger.busy = std::max(a.busy, b.busy);
+  larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
+  larger.total_bytes = std::max(a.total_bytes, b.total_bytes);
+  // The used memory scales from the batch it was read at: keep the pair together.
+  larger.batch_size = a.used_bytes >= b.used_bytes ? a.batch_size : b.batch_size;
+  return larger;
+}
+
+}  // namespace traind

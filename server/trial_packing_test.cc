@@ -1,0 +1,110 @@
+// How many of a search's trials share a GPU, from what one measured alone (server/trial_packing.h).
+#include "server/trial_packing.h"
+
+#include "gtest/gtest.h"
+
+namespace traind {
+namespace {
+
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+PackingFacts Measured(double busy, double used_gib, int64_t batch = 128, int host_cores = 16) {
+  PackingFacts facts;
+  facts.host_cores = host_cores;
+  facts.largest_batch = batch;
+  facts.alone = AloneFootprint{busy, static_cast<int64_t>(used_gib * kGiB), 80 * kGiB, batch};
+  return facts;
+}
+
+TEST(DecidePackingTest, NothingMeasuredRunsOneTrialPerGpu) {
+  PackingFacts facts;
+  facts.host_cores = 16;
+  EXPECT_EQ(DecidePacking(facts).width, 1);
+  EXPECT_EQ(DecidePacking(facts).why, "");
+}
+
+TEST(DecidePackingTest, ASmallTrialSharesTheGpuItLeavesIdle) {
+  // LeNet5's launches keep an H100 busy 12% of the time: 0.9 / 0.12 = 7.5.
+  const Packing packing = DecidePacking(Measured(0.12, 1.2));
+  EXPECT_EQ(packing.width, 7);
+  EXPECT_NE(packing.why.find("7 trials per GPU: alone it kept the GPU busy 12%"), std::string::npos)
+      << packing.why;
+}
+
+TEST(DecidePackingTest, ATrialThatFillsTheGpuIsNeverPacked) {
+  // ResNet-18 at batch 256.
+  const Packing packing = DecidePacking(Measured(0.97, 9.0, 256));
+  EXPECT_EQ(packing.width, 1);
+  EXPECT_NE(packing.why.find("not packed"), std::string::npos) << packing.why;
+  EXPECT_EQ(DecidePacking(Measured(0.5, 1.0)).width, 1);  // 0.9 / 0.5: one
+  EXPECT_EQ(DecidePacking(Measured(0.45, 1.0)).width, 2);
+}
+
+TEST(DecidePackingTest, MemoryBoundsItScaledToTheLargestBatch) {
+  // Idle enough for 18, but 20 of 80 GiB each: 72 / 20 = 3.
+  Packing packing = DecidePacking(Measured(0.05, 20));
+  EXPECT_EQ(packing.width, 3);
+  EXPECT_NE(packing.why.find("it had 20.0 of 80.0 GiB in use"), std::string::npos) << packing.why;
+  // Read at batch 64 with 10 GiB; a trial may draw 256: 40 GiB each, one fits 0.9 of 80 once.
+  PackingFacts facts = Measured(0.05, 10, 64);
+  facts.largest_batch = 256;
+  packing = DecidePacking(facts);
+  EXPECT_EQ(packing.width, 1);
+  EXPECT_NE(packing.why.find("x4.0 for batch 256"), std::string::npos) << packing.why;
+}
+
+TEST(DecidePackingTest, HostCoresAndTheUsersCapBoundIt) {
+  EXPECT_EQ(DecidePacking(Measured(0.05, 0.5, 128, /*host_cores=*/4)).width, 3);
+  PackingFacts capped = Measured(0.05, 0.5);
+  capped.max_pack = 2;
+  EXPECT_EQ(DecidePacking(capped).width, 2);
+  EXPECT_NE(DecidePacking(capped).why.find("max_pack 2"), std::string::npos);
+  PackingFacts off = Measured(0.05, 0.5);
+  off.max_pack = 1;
+  EXPECT_EQ(DecidePacking(off).width, 1);
+  off.alone.reset();  // max_pack 1 needs no measurement
+  EXPECT_EQ(DecidePacking(off).width, 1);
+  EXPECT_EQ(DecidePacking(off).why, "1 trial per GPU (max_pack 1)");
+}
+
+TEST(DecidePackingTest, AnIdleReadingStaysBounded) {
+  EXPECT_EQ(DecidePacking(Measured(0.0, 0.1, 128, 128)).width, kMaxPack);
+}
+
+trainer::v1::Job Trial(trainer::v1::Job::State state, bool busy) {
+  trainer::v1::Job job;
+  job.set_state(state);
+  job.mutable_spec()->set_batch_size(64);
+  auto* step = job.mutable_latest_step();
+  step->set_epoch(2);
+  if (busy) step->set_device_busy(0.2);
+  step->set_device_used_bytes(2 * kGiB);
+  step->set_device_total_bytes(80 * kGiB);
+  return job;
+}
+
+TEST(AloneReadingTest, OnlyARunThatEndedWithTheGpusBusyShare) {
+  using trainer::v1::Job;
+  EXPECT_FALSE(AloneReading(Job()).has_value());                      // no step yet
+  EXPECT_FALSE(AloneReading(Trial(Job::RUNNING, true)).has_value());  // its share so far
+  EXPECT_FALSE(AloneReading(Trial(Job::FAILED, true)).has_value());
+  EXPECT_FALSE(AloneReading(Trial(Job::SUCCEEDED, false)).has_value());  // no NVML
+  std::optional<AloneFootprint> reading = AloneReading(Trial(Job::SUCCEEDED, true));
+  ASSERT_TRUE(reading.has_value());
+  EXPECT_DOUBLE_EQ(reading->busy, 0.2);
+  EXPECT_EQ(reading->used_bytes, 2 * kGiB);
+  EXPECT_EQ(reading->batch_size, 64);
+  EXPECT_TRUE(AloneReading(Trial(Job::PAUSED, true)).has_value());  // at its rung
+}
+
+TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
+  const AloneFootprint a{0.3, 2 * kGiB, 80 * kGiB, 64};
+  const AloneFootprint b{0.1, 3 * kGiB, 80 * kGiB, 128};
+  const AloneFootprint larger = Larger(a, b);
+  EXPECT_DOUBLE_EQ(larger.busy, 0.3);
+  EXPECT_EQ(larger.used_bytes, 3 * kGiB);
+  EXPECT_EQ(larger.batch_size, 128);
+}
+
+}  // namespace
+}  // namespace traind
