@@ -106,6 +106,7 @@ std::unique_ptr<CLI::App> MakeTrainctlApp(Context& ctx, int* exit_code) {
   AddWaitCommand(app, ctx, exit_code);
   AddBenchCommand(app, ctx, exit_code);
   AddSweepCommand(app, ctx, exit_code);
+  AddExtendCommand(app, ctx, exit_code);
   AddSweepsCommand(app, ctx, exit_code);
   AddReportCommand(app, ctx, exit_code);
   AddArtifactsCommand(app, ctx, exit_code);

@@ -15,6 +15,7 @@ const std::vector<RpcPolicy>& RpcPolicies() {
       {"SubmitSweep", RpcScope::kOwnResources},
       {"GetSweep", RpcScope::kOwnResources},
       {"CancelSweep", RpcScope::kOwnResources},
+      {"ExtendSearch", RpcScope::kOwnResources},
       {"ListSweeps", RpcScope::kOwnResources},  // a user token lists its own sweeps only
       {"GetSweepReport", RpcScope::kOwnResources},
       {"SetQueueState", RpcScope::kAdminToChange},  // GET for all; PAUSE, RESUME, DRAIN: admins

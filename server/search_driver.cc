@@ -90,6 +90,17 @@ int RunningTrials(const AshaState& state) {
       [](const AshaTrial& trial) { return trial.status == AshaTrialStatus::kRunning; }));
 }
 
+// The epochs `action` (a promotion or a new trial) trains: to its rung, from where a promoted
+// trial paused.
+int64_t EpochsToTrain(const SearchTrials& trials, const AshaAction& action) {
+  int64_t from = 0;
+  if (action.kind == AshaAction::Kind::kPromote && action.trial >= 0 &&
+      static_cast<size_t>(action.trial) < trials.jobs.size()) {
+    from = trials.jobs[static_cast<size_t>(action.trial)].pause_after_epoch();
+  }
+  return std::max<int64_t>(0, action.epochs - from);
+}
+
 // The epoch a trial training to `epochs` pauses after: 0 at the last rung (it trains to its end).
 int PauseAfter(const SearchPlan& plan, int64_t epochs) {
   return epochs >= plan.asha.max_resource ? 0 : static_cast<int>(epochs);
@@ -152,6 +163,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
   ASSIGN_OR_RETURN(Store::SearchRecord record, store_->GetSearch(sweep_id));
   if (record.done) {
     packer_.Forget(sweep_id);  // cancelled
+    budget_.Forget(sweep_id);
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(const SearchPlan plan, PlanSearch(record.spec));
@@ -164,15 +176,24 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
   const int lanes = options_.lanes ? std::max(1, options_.lanes(record.spec.base())) : 1;
   const int parallel =
       record.spec.search().parallel() > 0 ? record.spec.search().parallel() : lanes * width;
+  ASSIGN_OR_RETURN(Spend spend, budget_.Read(store_, record, plan, trials.jobs, state));
   bool queued = false;
   while (true) {
     const bool room = RunningTrials(state) < parallel;
     ASSIGN_OR_RETURN(AshaAction action, NextAction(plan.asha, state, room));
     if (action.kind == AshaAction::Kind::kPromote && !room) action.kind = AshaAction::Kind::kWait;
+    const bool trains =
+        action.kind == AshaAction::Kind::kPromote || action.kind == AshaAction::Kind::kStartNew;
+    const int64_t epochs = trains ? EpochsToTrain(trials, action) : 0;
+    if (trains && !Affordable(spend, epochs)) {
+      // The budget: nothing more starts; once the running trials are in, the search is over.
+      action.kind = RunningTrials(state) == 0 ? AshaAction::Kind::kDone : AshaAction::Kind::kWait;
+    }
     if (action.kind == AshaAction::Kind::kWait) break;
     if (action.kind == AshaAction::Kind::kDone) {
       RETURN_IF_ERROR(Finish(record, trials, state));
       packer_.Forget(sweep_id);
+      budget_.Forget(sweep_id);
       changed = false;
       break;
     }
@@ -182,6 +203,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
     } else {
       RETURN_IF_ERROR(StartTrial(record, plan, action, &trials, &state));
     }
+    spend.committed_seconds += static_cast<double>(epochs) * spend.epoch_seconds;
     changed = false;  // stored with the trial
     queued = true;
   }

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "search/asha.h"
+#include "server/search_budget.h"
 #include "server/search_packer.h"
 #include "server/search_plan.h"
 #include "server/store.h"
@@ -79,6 +80,7 @@ class SearchDriver {
   Store* const store_;
   const Options options_;
   SearchPacker packer_;
+  SearchBudget budget_;  // the driver's thread only
   std::thread thread_;
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = true;

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "search/asha.h"
+#include "server/search_budget.h"
 #include "server/search_plan.h"
 
 namespace traind {
@@ -77,9 +78,11 @@ class SearchDriverTest : public ::testing::Test {
   }
 
   // What a trial's run reports: it runs, evaluates `epoch` at `accuracy`, then ends in `state`.
-  void Report(int64_t job_id, int epoch, double accuracy, Job::State state) {
+  void Report(int64_t job_id, int epoch, double accuracy, Job::State state,
+              double epoch_seconds = 1) {
     Transition(job_id, Job::RUNNING);
     JobEvent summary;
+    summary.mutable_epoch_summary()->set_epoch_seconds_no_eval(epoch_seconds);
     summary.mutable_epoch_summary()->set_epoch(epoch);
     summary.mutable_epoch_summary()->set_evaluated(true);
     summary.mutable_epoch_summary()->set_validation_accuracy(accuracy);
@@ -252,6 +255,34 @@ TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
   EXPECT_EQ(driver_->Packing(cpu), "");
   EXPECT_EQ(Trials(cpu).size(), 2u);  // the ended one's place taken: still one in flight
   EXPECT_EQ(widths, (std::vector<int>{1}));
+}
+
+TEST_F(SearchDriverTest, ABudgetStartsNoTrialThatWouldTakeTheSearchPastIt) {
+  trainer::v1::SweepSpec spec = Spec(/*trials=*/20, /*parallel=*/1);
+  spec.mutable_search()->set_device_hours(10.0 / 3600);  // 10 device-seconds
+  const int64_t id = Create(spec);
+  // Nothing measured yet: the first trial starts.
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  ASSERT_EQ(Trials(id).size(), 1u);
+  // Its epoch took 4 s: a second trial's first rung (4 s more, 8 in all) fits.
+  Report(Trials(id)[0].id(), 1, 0.5, Job::PAUSED, /*epoch_seconds=*/4);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  ASSERT_EQ(Trials(id).size(), 2u);
+  // A third (12 s) would not, nor would promoting one (two epochs: 16 s): the search is over.
+  Report(Trials(id)[1].id(), 1, 0.6, Job::PAUSED, /*epoch_seconds=*/4);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(Trials(id).size(), 2u);
+  absl::StatusOr<Store::SearchRecord> record = store_->GetSearch(id);
+  ASSERT_TRUE(record.ok());
+  EXPECT_TRUE(record->done);
+  for (const Job& job : Trials(id)) EXPECT_EQ(job.state(), Job::SUCCEEDED);
+}
+
+TEST(AffordableTest, SpentAndCommittedAndTheNextEpochsWithinTheBudget) {
+  EXPECT_TRUE(Affordable(Spend{0, 100, 5, 0}, 1000));  // no budget
+  EXPECT_TRUE(Affordable(Spend{10, 0, 0, 0}, 1000));   // nothing measured yet
+  EXPECT_TRUE(Affordable(Spend{10, 4, 2, 2}, 2));      // 4 + 2 + 4 = 10
+  EXPECT_FALSE(Affordable(Spend{10, 4, 2, 2.5}, 2));
 }
 
 }  // namespace

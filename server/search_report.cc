@@ -7,6 +7,7 @@
 
 #include "common/status_macros.h"
 #include "search/asha.h"
+#include "server/search_budget.h"
 #include "server/search_plan.h"
 
 namespace traind {
@@ -69,6 +70,7 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
   report.set_maximize(plan.asha.maximize);
   report.set_done(record.done);
   report.set_trials_planned(record.spec.search().trials());
+  report.set_device_seconds_budget(record.spec.search().device_hours() * 3600.0);
   const std::vector<int64_t> rungs = AshaRungs(plan.asha);
   for (int64_t epochs : rungs) report.add_rungs(static_cast<int32_t>(epochs));
   report.set_best_trial(-1);
@@ -79,9 +81,9 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
     if (k < record.trials.size()) {
       row->set_job_id(record.trials[k].job_id);
       if (auto job = jobs.find(record.trials[k].job_id); job != jobs.end()) {
-        double seconds = 0;
-        for (double epoch : job->second.result().epoch_seconds_no_eval()) seconds += epoch;
+        const double seconds = TrainingSeconds(job->second);
         row->set_device_seconds(seconds);
+        report.set_device_seconds(report.device_seconds() + seconds);
       }
       for (const auto& [field, value] : ParseParamsText(record.trials[k].params)) {
         (*row->mutable_params())[field] = value;
@@ -93,11 +95,18 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
     row->set_metric(trial.metrics.empty() ? std::numeric_limits<double>::quiet_NaN()
                                           : trial.metrics.back());
     row->set_status(StatusName(trial.status));
-    // In flight: whether it waits for a lane or trains, as its job says.
-    if (const auto job = jobs.find(row->job_id());
-        trial.status == AshaTrialStatus::kRunning && job != jobs.end() &&
-        job->second.state() == trainer::v1::Job::QUEUED) {
-      row->set_status("queued");
+    const auto job = jobs.find(row->job_id());
+    const bool live =
+        trial.status == AshaTrialStatus::kRunning || trial.status == AshaTrialStatus::kPaused;
+    if (live && job != jobs.end()) {
+      // In flight: whether it waits for a lane or trains, as its job says; a search cancelled
+      // stops its trials where they were, which its state (not moved since) does not record.
+      if (trial.status == AshaTrialStatus::kRunning &&
+          job->second.state() == trainer::v1::Job::QUEUED) {
+        row->set_status("queued");
+      } else if (job->second.state() == trainer::v1::Job::CANCELLED) {
+        row->set_status("cancelled");
+      }
     }
     if (rung < 0 || !std::isfinite(row->metric())) continue;
     if (report.best_trial() < 0 ||

@@ -106,6 +106,19 @@ class Store {
   absl::Status SaveSearchState(int64_t sweep_id, const std::string& state, bool done);
   // The search proposes nothing more (cancelled); its state stays as it was. OK if it was done.
   absl::Status EndSearch(int64_t sweep_id);
+  // A search goes on (ExtendSearch), in one transaction: its sweep's spec becomes `spec` (more
+  // trials, another budget), it is not done, and each of `moves` (a trial's job from `from` to
+  // `to`: CANCELLED -> QUEUED to run again from its checkpoint, CANCELLED or SUCCEEDED -> PAUSED
+  // to wait at its rung again) is applied, a QUEUED one no longer cancel_requested.
+  // FAILED_PRECONDITION naming the job when one is no longer in its `from` state.
+  struct TrialMove {
+    int64_t job_id = 0;
+    trainer::v1::Job::State from = trainer::v1::Job::CANCELLED;
+    trainer::v1::Job::State to = trainer::v1::Job::QUEUED;
+    std::string reason;
+  };
+  absl::Status ReopenSearch(int64_t sweep_id, const trainer::v1::SweepSpec& spec,
+                            const std::vector<TrialMove>& moves);
   // A paused trial moves on with the searcher's new state, in one transaction: QUEUED again to
   // pause after `pause_after_epoch` (0: train to the end), or SUCCEEDED (the search is over and
   // it was not promoted). FAILED_PRECONDITION when the job is not PAUSED (cancelled meanwhile).

@@ -181,4 +181,56 @@ absl::Status Store::MoveTrial(int64_t sweep_id, int64_t job_id, Job::State to,
   return absl::OkStatus();
 }
 
+absl::Status Store::ReopenSearch(int64_t sweep_id, const trainer::v1::SweepSpec& spec,
+                                 const std::vector<TrialMove>& moves) {
+  std::vector<std::pair<int64_t, int64_t>> told;  // job, seq
+  {
+    FairMutexLock lock(&mu_);
+    absl::Status reopened = InTransaction([&]() -> absl::Status {
+      mu_.AssertHeld();
+      ASSIGN_OR_RETURN(trainer::v1::Sweep sweep, ReadSweepRowLocked(sweep_id));
+      *sweep.mutable_spec() = spec;
+      sweep.clear_job_ids();  // a search's record lists no members: its trials table does
+      sweep.clear_search_done();
+      Statement update(db_, "UPDATE sweeps SET sweep = ? WHERE id = ?");
+      RETURN_IF_ERROR(update.status("reopen search"));
+      update.Bind(1, sweep.SerializeAsString());
+      update.Bind(2, sweep_id);
+      if (update.Step() != SQLITE_DONE) return SqliteError(db_, "reopen search");
+      Statement search(db_, "UPDATE searches SET done = 0 WHERE sweep_id = ?");
+      RETURN_IF_ERROR(search.status("reopen search"));
+      search.Bind(1, sweep_id);
+      if (search.Step() != SQLITE_DONE) return SqliteError(db_, "reopen search");
+      for (const TrialMove& move : moves) {
+        ASSIGN_OR_RETURN(Job job, GetJobLocked(move.job_id));
+        if (job.state() != move.from || job.sweep_id() != sweep_id) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("job ", move.job_id, " is ", Job::State_Name(job.state()), ", not ",
+                           Job::State_Name(move.from), ": try again once it has stopped"));
+        }
+        if (job.cancel_requested() || !job.result().error().empty()) {
+          // Before the event folds in, as MoveTrial does: the cancel is over.
+          job.set_cancel_requested(false);
+          job.mutable_result()->clear_error();
+          Statement row(db_, "UPDATE jobs SET job = ? WHERE id = ?");
+          RETURN_IF_ERROR(row.status("reopen search"));
+          row.Bind(1, job.SerializeAsString());
+          row.Bind(2, move.job_id);
+          if (row.Step() != SQLITE_DONE) return SqliteError(db_, "reopen search");
+        }
+        JobEvent event;
+        event.mutable_state_change()->set_state(move.to);
+        event.mutable_state_change()->set_reason(move.reason);
+        ASSIGN_OR_RETURN(JobEvent stored,
+                         AppendEventLocked(move.job_id, std::move(event), move.from));
+        told.emplace_back(move.job_id, stored.seq());
+      }
+      return absl::OkStatus();
+    });
+    RETURN_IF_ERROR(reopened);
+  }
+  for (const auto& [job_id, seq] : told) Tell(job_id, seq);
+  return absl::OkStatus();
+}
+
 }  // namespace traind

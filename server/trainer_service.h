@@ -85,6 +85,9 @@ class TrainerService final : public TrainerServiceBase {
   grpc::ServerUnaryReactor* CancelSweep(grpc::CallbackServerContext* context,
                                         const trainer::v1::CancelSweepRequest* request,
                                         trainer::v1::Sweep* response) override;
+  grpc::ServerUnaryReactor* ExtendSearch(grpc::CallbackServerContext* context,
+                                         const trainer::v1::ExtendSearchRequest* request,
+                                         trainer::v1::Sweep* response) override;
   grpc::ServerUnaryReactor* GetSweepReport(grpc::CallbackServerContext* context,
                                            const trainer::v1::GetSweepReportRequest* request,
                                            trainer::v1::SweepReport* response) override;

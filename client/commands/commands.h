@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "client/context.h"
@@ -35,6 +36,7 @@ void AddShutdownCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddPriorityCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddExportCommand(CLI::App& app, Context& ctx, int* exit_code);
 void AddWaitCommand(CLI::App& app, Context& ctx, int* exit_code);
+void AddExtendCommand(CLI::App& app, Context& ctx, int* exit_code);  // a search goes on
 
 // Submits `request`, follows the job to its end (its events on ctx.out() when `show_events`) and
 // fetches it into `*job`. kExitOk when it SUCCEEDED; otherwise the exit code, with a line on
@@ -45,6 +47,9 @@ int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, cons
 // The sweep a --sweep or SWEEP argument names, by its id or its name, into `*id`: kExitOk, or the
 // exit code after printing why (no such sweep, several of that name).
 int SweepId(Context& ctx, const std::string& id_or_name, int64_t* id);
+// ExtendSearch: `trials` 0 and no `device_hours` resume the search as it was planned.
+int ExtendSearch(Context& ctx, const std::string& sweep, int trials,
+                 std::optional<double> device_hours);
 
 // Follows every member of a sweep until all have finished (`watch --sweep`, `sweep --watch`).
 int WatchSweep(Context& ctx, int64_t sweep_id);

@@ -52,6 +52,7 @@ struct SweepFlags {
   std::vector<std::string> params;  // NAME=A,B: the program's {NAME}
   CLI::App* cmd = nullptr;
   trainer::v1::SearchSpec search;  // --search, --trials, ... (set: a search)
+  std::string resume;              // --resume SWEEP: a search goes on instead
 };
 
 // A flag's value that is a distribution (--lr loguniform:1e-4:1e-1): one dimension of a search,
@@ -89,6 +90,9 @@ absl::Status AddSearch(const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
   trainer::v1::SearchSpec* search = spec->mutable_search();
   search->MergeFrom(flags.search);
   if (flags.cmd->get_option("--search-seed")->count() > 0) search->set_seed(flags.search.seed());
+  if (flags.cmd->get_option("--device-hours")->count() > 0) {
+    search->set_device_hours(flags.search.device_hours());  // 0 (no budget) too
+  }
   if (search->method().empty()) search->set_method("random");
   if (search->trials() == 0) {
     return absl::InvalidArgumentError(
@@ -183,6 +187,16 @@ absl::Status AddFlagValues(const SweepFlags& flags, bool program, trainer::v1::S
 }
 
 int RunSweep(Context& ctx, SweepFlags flags) {
+  if (!flags.resume.empty()) {
+    if (!flags.words.empty()) {
+      return ctx.UsageError("sweep --resume: nothing else (no sweep file or program)");
+    }
+    // --trials and --device-hours go with it (as `trainctl extend` takes them).
+    const bool trials = flags.cmd->get_option("--trials")->count() > 0;
+    const bool hours = flags.cmd->get_option("--device-hours")->count() > 0;
+    return ExtendSearch(ctx, flags.resume, trials ? flags.search.trials() : 0,
+                        hours ? std::optional<double>(flags.search.device_hours()) : std::nullopt);
+  }
   if (flags.words.size() == 1) {
     flags.file = flags.words[0];
     if (access(flags.file.c_str(), R_OK) != 0) {
@@ -312,6 +326,12 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
          "times the trials that share a GPU)")
       ->check(CLI::Range(1, 100000))
       ->group(group);
+  cmd->add_option_function<double>(
+         "--device-hours", [search](double hours) { search->set_device_hours(hours); },
+         "A budget: no trial starts or resumes that would take the search's device-time (its "
+         "trials' training time) past it")
+      ->check(CLI::Range(0.0, 1e5))
+      ->group(group);
   cmd->add_option_function<int>(
          "--max-pack", [search](int most) { search->set_max_pack(most); },
          "At most N trials at once on one GPU (default: as many as a trial measured alone leaves "
@@ -361,6 +381,9 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_flag("--not-exclusive", flags->not_exclusive,
                 "Let members share the machine with other jobs (timings get noisier)");
   cmd->add_flag("--watch,-w", flags->watch, "Follow the sweep, like `trainctl watch --sweep`");
+  cmd->add_option("--resume", flags->resume,
+                  "A search (its id or name) that ended or was cancelled goes on where it stopped: "
+                  "its trials cancelled in flight run again from their checkpoints");
   cmd->add_flag("--upload", flags->upload,
                 "Send --data-file to the daemon (once, by content) instead of naming a path there");
   cmd->footer(
@@ -375,6 +398,8 @@ void AddSweepCommand(CLI::App& app, Context& ctx, int* exit_code) {
       "loguniform:1e-4:1e-1 --batch-size choice:64,128,256 --epochs 30 --early-stop asha\n"
       "  trainctl sweep --search tpe --trials 40 --param lr=loguniform:1e-4:1e-1 -- python3 "
       "train.py --lr {lr}\n"
+      "  trainctl sweep --resume 9    (a cancelled search goes on; more: trainctl extend 9 "
+      "--trials 80)\n"
       "Then: trainctl report SWEEP (speedup against the CPU, accuracy, memory). See docs/jobs.md "
       "and docs/scripts.md.");
   cmd->callback([&ctx, exit_code, flags] { *exit_code = RunSweep(ctx, *flags); });

@@ -51,6 +51,12 @@ std::string SearchText(const trainer::v1::SearchReport& search) {
                         search.epochs_spent(), 100.0 * search.epochs_spent() / search.epochs_full(),
                         search.epochs_full()));
   }
+  if (search.device_seconds_budget() > 0) {
+    absl::StrAppend(
+        &text, absl::StrFormat("Budget: %.0f of %.0f device-seconds spent (%.0f%%)\n",
+                               search.device_seconds(), search.device_seconds_budget(),
+                               100 * search.device_seconds() / search.device_seconds_budget()));
+  }
   if (!search.packing().empty()) absl::StrAppend(&text, "GPU: ", search.packing(), "\n");
   absl::StrAppend(&text, absl::StrFormat("%-6s %-6s %-8s %-7s %-10s %s\n", "TRIAL", "JOB", "STATUS",
                                          "EPOCHS", "METRIC", "PARAMS"));

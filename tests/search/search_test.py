@@ -6,6 +6,8 @@ real trainctl, real training of LeNet5 on Fashion-MNIST's first images.
   restarted, it continues with the trials it had proposed, trains no finished epoch again (the
   killed trial resumes mid-epoch from its checkpoint), and finishes; a second search with the same
   seed proposes the same trials.
+- A cancelled search stops proposing; resumed (`sweep --resume`), its trials cancelled in flight
+  run again and it goes on to its trials; extended (`extend --trials`), it proposes more.
 - What a user gets wrong is refused with exit code 2 and one line naming the field.
 
 Every wait is for a state; the trials' steps are slowed (debug.step_delay_ms) only so that a
@@ -160,6 +162,32 @@ class SearchTest(unittest.TestCase):
                          "--limit-train", "640").stdout.strip()
         trainctl("wait", other)
         self.assertEqual(len(self.jobs(sweep_id)), trials)
+
+        # Resumed: the trials cancelled in flight run again (from their last finished epoch's
+        # checkpoint), and the search goes on to its 5 trials; none trained a finished epoch twice.
+        was_cancelled = {job["id"] for job in self.jobs(sweep_id) if job["state"] == "CANCELLED"}
+        self.assertTrue(was_cancelled)
+        resumed = trainctl("sweep", "--resume", sweep_id)
+        self.assertIn(f"search {sweep_id}: goes on, 5 trials planned", resumed.stdout)
+        trainctl("wait", "--sweep", sweep_id)
+        after = report(sweep_id)["search"]
+        self.assertTrue(after.get("done"))
+        self.assertEqual(len(after["trials"]), 5)
+        jobs = {job["id"]: job for job in self.jobs(sweep_id)}
+        for job_id in was_cancelled:
+            self.assertIn(jobs[job_id]["state"], ("SUCCEEDED", "PAUSED"))
+        for trial in after["trials"]:
+            epochs = [e["epochSummary"]["epoch"] for e in events(trial["jobId"])
+                      if "epochSummary" in e]
+            self.assertEqual(len(epochs), len(set(epochs)), f"job {trial['jobId']}: {epochs}")
+
+        # Extended: more trials; fewer than planned is refused naming the field.
+        fewer = trainctl("extend", sweep_id, "--trials", "4", check=False)
+        self.assertNotEqual(fewer.returncode, 0)
+        self.assertIn("trials: at least the 5 planned so far", fewer.stderr)
+        trainctl("extend", sweep_id, "--trials", "7")
+        trainctl("wait", "--sweep", sweep_id)
+        self.assertEqual(len(report(sweep_id)["search"]["trials"]), 7)
 
     def test_what_a_search_cannot_be_is_refused_naming_the_field(self):
         before = trainctl("--output", "json", "sweeps").stdout

@@ -1,0 +1,121 @@
+// The Trainer service's handler that makes a search go on (ExtendSearch): more trials, another
+// device-time budget, and a search that ended or was cancelled resumed where it stopped.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "search/asha.h"
+#include "server/search_plan.h"
+#include "server/trainer_service.h"
+#include "server/trainer_service_offload.h"
+
+namespace traind {
+
+using trainer::v1::Job;
+
+namespace {
+
+// The most device-hours a budget may name (11 years): past it, a typo.
+constexpr double kMaxDeviceHours = 1e5;
+
+// The search's spec with the request's trials and budget; INVALID_ARGUMENT naming the field.
+absl::StatusOr<trainer::v1::SweepSpec> ExtendedSpec(const trainer::v1::ExtendSearchRequest& request,
+                                                    trainer::v1::SweepSpec spec) {
+  trainer::v1::SearchSpec* search = spec.mutable_search();
+  if (request.trials() != 0) {
+    if (request.trials() < search->trials() || request.trials() > kMaxSearchTrials) {
+      return absl::InvalidArgumentError(absl::StrCat("trials: at least the ", search->trials(),
+                                                     " planned so far, at most ", kMaxSearchTrials,
+                                                     "; got ", request.trials()));
+    }
+    search->set_trials(request.trials());
+  }
+  if (request.has_device_hours()) {
+    if (!std::isfinite(request.device_hours()) || request.device_hours() < 0 ||
+        request.device_hours() > kMaxDeviceHours) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device_hours: 0 (no budget) to ", kMaxDeviceHours, "; got ", request.device_hours()));
+    }
+    search->set_device_hours(request.device_hours());
+  }
+  RETURN_IF_ERROR(PlanSearch(spec).status());
+  return spec;
+}
+
+// What resuming moves: a trial cancelled in flight runs again from its checkpoint; a paused one
+// cancelled, or ended when the search was over, waits at its rung again (it may be promoted).
+absl::StatusOr<std::vector<Store::TrialMove>> ResumeMoves(Store* store,
+                                                          const Store::SearchRecord& record,
+                                                          const AshaState& state) {
+  std::vector<Store::TrialMove> moves;
+  for (size_t k = 0; k < record.trials.size() && k < state.trials.size(); ++k) {
+    const AshaTrialStatus status = state.trials[k].status;
+    if (status != AshaTrialStatus::kRunning && status != AshaTrialStatus::kPaused) continue;
+    ASSIGN_OR_RETURN(const Job job, store->GetJob(record.trials[k].job_id));
+    if (job.state() == Job::RUNNING && job.cancel_requested()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", k, " (job ", job.id(),
+                       ") is still stopping from the cancel; try again once it has stopped"));
+    }
+    const std::string resumed = absl::StrCat("search ", record.sweep_id, " resumed");
+    if (status == AshaTrialStatus::kRunning && job.state() == Job::CANCELLED) {
+      moves.push_back(
+          {job.id(), Job::CANCELLED, Job::QUEUED, resumed + ": runs again from its checkpoint"});
+    } else if (status == AshaTrialStatus::kPaused &&
+               (job.state() == Job::CANCELLED || job.state() == Job::SUCCEEDED)) {
+      moves.push_back({job.id(), job.state(), Job::PAUSED, resumed + ": waits at its rung again"});
+    }
+  }
+  return moves;
+}
+
+// A search that ended by itself, asked for nothing new: reopened, it would end again at once.
+bool NothingToResume(const Store::SearchRecord& record, const trainer::v1::SweepSpec& spec,
+                     const AshaState& state, const std::vector<Store::TrialMove>& moves) {
+  const bool cancelled_some = std::any_of(
+      moves.begin(), moves.end(), [](const auto& move) { return move.from == Job::CANCELLED; });
+  const bool all_proposed = static_cast<int64_t>(state.trials.size()) >= spec.search().trials();
+  const bool budget_same = spec.search().device_hours() == record.spec.search().device_hours();
+  return !cancelled_some && all_proposed && budget_same;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* TrainerService::ExtendSearch(
+    grpc::CallbackServerContext* context, const trainer::v1::ExtendSearchRequest* request,
+    trainer::v1::Sweep* response) {
+  return Offload(
+      context, "ExtendSearch", request,
+      [this, request, response](const Caller& caller) -> absl::Status {
+        if (searches_ == nullptr) return absl::UnimplementedError("this traind runs no searches");
+        ASSIGN_OR_RETURN(const trainer::v1::Sweep sweep,
+                         admission_->OwnSweep(caller, request->id()));
+        if (!sweep.spec().has_search()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "sweep ", sweep.id(), " is a grid, not a search: nothing to extend or resume"));
+        }
+        ASSIGN_OR_RETURN(const Store::SearchRecord record, store_->GetSearch(sweep.id()));
+        ASSIGN_OR_RETURN(const trainer::v1::SweepSpec spec, ExtendedSpec(*request, record.spec));
+        ASSIGN_OR_RETURN(const AshaState state, ParseAshaState(record.state));
+        std::vector<Store::TrialMove> moves;
+        if (record.done) {
+          ASSIGN_OR_RETURN(moves, ResumeMoves(store_, record, state));
+          if (NothingToResume(record, spec, state, moves)) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "search ", sweep.id(), " is over: all ", spec.search().trials(),
+                " trials ran and nothing was stopped; give more --trials",
+                spec.search().device_hours() > 0 ? " or a larger --device-hours" : ""));
+          }
+        }
+        RETURN_IF_ERROR(store_->ReopenSearch(sweep.id(), spec, moves));
+        searches_->Wake();
+        scheduler_->Wake();
+        ASSIGN_OR_RETURN(*response, admission_->OwnSweep(caller, request->id()));
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace traind
