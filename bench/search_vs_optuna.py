@@ -19,6 +19,7 @@ share the cores. Every run trains with the same training seed; the search seeds 
 
 Usage: bench/search_vs_optuna.py BIN_DIR [--seeds 3] [--trials 24] [--epochs 6] [--images 12800]
        [--grid BEST SECONDS]   (a grid measured before: not run again)
+       [--budget-share 0.25]   (traind's search with --device-hours of that share of the grid's)
 Prints a markdown table (docs/benchmarks.md, "Search").
 """
 import argparse
@@ -88,8 +89,9 @@ def run_grid(args):
     return best, device_seconds(ids), len(ids) * args.epochs
 
 
-def run_traind(args, seed):
-    sweep = trainctl("sweep", *base_flags(args), "--search", "tpe", "--trials", args.trials,
+def run_traind(args, seed, budget_seconds):
+    budget = ["--device-hours", budget_seconds / 3600] if budget_seconds else []
+    sweep = trainctl("sweep", *base_flags(args), *budget, "--search", "tpe", "--trials", args.trials,
                      "--search-seed", seed, "--early-stop", "asha", "--parallel", "1",
                      "--lr", f"loguniform:{SPACE['lr'][0]}:{SPACE['lr'][1]}",
                      "--weight-decay",
@@ -152,6 +154,8 @@ def main():
     # A grid measured before on this machine with the same --epochs and --images (it is
     # deterministic): its best and its seconds of training, instead of running it again.
     parser.add_argument("--grid", nargs=2, type=float, metavar=("BEST", "SECONDS"))
+    # traind's search with a device-time budget of this share of the grid's (--device-hours).
+    parser.add_argument("--budget-share", type=float, default=0)
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     state = tempfile.mkdtemp(prefix="search-bench.", dir="/tmp")
@@ -173,7 +177,7 @@ def main():
               file=sys.stderr, flush=True)
         rows = []
         for seed in range(args.seeds):
-            t_best, t_seconds, t_epochs = run_traind(args, seed)
+            t_best, t_seconds, t_epochs = run_traind(args, seed, args.budget_share * grid_seconds)
             print(f"seed {seed}: traind {t_best:.4f} in {t_seconds:.1f} s, {t_epochs} epochs",
                   file=sys.stderr, flush=True)
             o_best, o_seconds, o_trials = run_optuna(args, seed, t_seconds)

@@ -28,13 +28,10 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-GEN = tempfile.mkdtemp(prefix="traind-soak-gen.")
-subprocess.run([os.path.join(HERE, "..", "examples", "python", "generate.sh"), GEN], check=True,
-               stdout=subprocess.DEVNULL)
-sys.path.insert(0, GEN)
+# The build generates the gRPC code into BUILD_DIR/python (traind's Python package).
+sys.path.insert(0, os.path.join(HERE, "..", os.environ.get("BUILD_DIR", "build"), "python"))
 import grpc  # noqa: E402
-from trainer.v1 import trainer_pb2 as pb  # noqa: E402
-from trainer.v1 import trainer_pb2_grpc as pb_grpc  # noqa: E402
+from traind.client import pb, pb_grpc  # noqa: E402
 
 TERMINAL = {pb.Job.SUCCEEDED, pb.Job.FAILED, pb.Job.CANCELLED}
 
@@ -281,7 +278,6 @@ def main():
     print("\nTargets: " + ("all met" if not missed else "MISSED: " + "; ".join(missed)))
     if not args.keep:
         shutil.rmtree(state, ignore_errors=True)
-    shutil.rmtree(GEN, ignore_errors=True)
     sys.exit(1 if missed else 0)
 
 

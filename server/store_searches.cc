@@ -163,6 +163,15 @@ absl::Status Store::MoveTrial(int64_t sweep_id, int64_t job_id, Job::State to,
       }
       // Set before the event folds in: WriteJobRowLocked stores the row as folded.
       job.set_pause_after_epoch(pause_after_epoch);
+      if (to == Job::SUCCEEDED) {
+        // Ended at its rung: `show` says where and why, as it does for an early stop.
+        trainer::v1::Stopped* stopped = job.mutable_result()->mutable_stopped();
+        stopped->set_reason(reason);
+        stopped->set_epoch(pause_after_epoch);
+        double seconds = 0;
+        for (double epoch : job.result().epoch_seconds_no_eval()) seconds += epoch;
+        stopped->set_train_seconds(seconds);
+      }
       Statement update(db_, "UPDATE jobs SET job = ? WHERE id = ?");
       RETURN_IF_ERROR(update.status("move trial"));
       update.Bind(1, job.SerializeAsString());
@@ -208,10 +217,14 @@ absl::Status Store::ReopenSearch(int64_t sweep_id, const trainer::v1::SweepSpec&
               absl::StrCat("job ", move.job_id, " is ", Job::State_Name(job.state()), ", not ",
                            Job::State_Name(move.from), ": try again once it has stopped"));
         }
-        if (job.cancel_requested() || !job.result().error().empty()) {
-          // Before the event folds in, as MoveTrial does: the cancel is over.
+        // Before the event folds in, as MoveTrial does: the cancel is over, and a trial ended at
+        // its rung (Stopped) waits there again.
+        const bool stale = job.cancel_requested() || !job.result().error().empty() ||
+                           (move.to == Job::PAUSED && job.result().has_stopped());
+        if (stale) {
           job.set_cancel_requested(false);
           job.mutable_result()->clear_error();
+          if (move.to == Job::PAUSED) job.mutable_result()->clear_stopped();
           Statement row(db_, "UPDATE jobs SET job = ? WHERE id = ?");
           RETURN_IF_ERROR(row.status("reopen search"));
           row.Bind(1, job.SerializeAsString());

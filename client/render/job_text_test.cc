@@ -124,6 +124,17 @@ TEST(JobTextTest, AProgramsJobShowsOnlyWhatItPrinted) {
   EXPECT_TRUE(absl::StrContains(JobTable({job}), " 82.25% ")) << JobTable({job});
 }
 
+TEST(JobTableTest, ATrialPausedAtItsRungShowsTheTimeItTrainedNotAClockSinceItsStart) {
+  Job job;
+  job.set_id(4);
+  job.set_state(Job::PAUSED);
+  job.mutable_spec()->set_model("lenet5");
+  job.mutable_start_time()->set_seconds(1000);  // long ago: a clock since would say hours
+  job.mutable_result()->add_epoch_seconds_no_eval(20);
+  job.mutable_result()->add_epoch_seconds_no_eval(22);
+  EXPECT_TRUE(absl::StrContains(JobTable({job}), " 42s ")) << JobTable({job});
+}
+
 }  // namespace
 }  // namespace traind
 

@@ -158,12 +158,13 @@ async function main() {
 
 main().catch((error) => { console.error(error.stack || String(error)); process.exit(1); });
 
-// A search (random, ASHA): its page shows how far it got, the best trial, the compute saved, every
+// A search (random, ASHA, a budget): its page shows how far it got, the best trial, the compute saved and the budget, every
 // trial with its draw, the search curve and each parameter against the metric.
 async function searchPage(page) {
   const sweep = trainctl('sweep', '--model', 'mlp', '--dataset', 'fashion-mnist', '--device', 'cpu',
     '--epochs', '3', '--limit-train', '1280', '--limit-test', '200', '--search', 'random',
-    '--trials', '4', '--early-stop', 'asha', '--lr', 'loguniform:1e-3:1e-1', '--name', 'search-page');
+    '--trials', '4', '--early-stop', 'asha', '--lr', 'loguniform:1e-3:1e-1', '--name', 'search-page',
+    '--device-hours', '1');
   await until('the search to end', () =>
     JSON.parse(trainctl('--output', 'json', 'report', sweep)).search.done === true, 300);
   await page.goto(base + '/#/sweep/' + sweep);
@@ -180,6 +181,8 @@ async function searchPage(page) {
     'the search page names its best trial and its draw (' + best + ')');
   const compute = await page.$eval('#search-compute', (p) => p.textContent);
   check(/epochs trained, \d+% of the 12 /.test(compute), 'the search page says what it saved (' + compute + ')');
+  const budget = await page.$eval('#search-budget', (p) => p.textContent);
+  check(/^Budget: \d+ of 3600 device-seconds spent$/.test(budget), 'the search page shows its budget (' + budget + ')');
   await page.waitForFunction(() => Number(document.querySelector('#search-curve').dataset.points) === 4 &&
     document.querySelector('#search-curve').dataset.xAscending === 'true', { timeout: 15000 });
   await page.waitForFunction(() => Number(document.querySelector('#search-param-learning_rate').dataset.points) === 4,
