@@ -16,6 +16,11 @@ namespace traind {
 
 // The folder of a script job's directory whose files become its artifacts.
 inline constexpr char kScriptOutputsFolder[] = "outputs";
+// The folder of a script job's directory that is its TRAIND_CHECKPOINT_DIR.
+inline constexpr char kScriptCheckpointsFolder[] = "checkpoints";
+// What the traind package (python/traind/__init__.py) leaves in TRAIND_CHECKPOINT_DIR when a
+// search's trial paused at its rung after saving its checkpoint: the epoch, as text.
+inline constexpr char kScriptPausedMark[] = ".traind-paused";
 // The longest name (path in that folder) a program's file may have to be an artifact: what a
 // download request's name may hold (common/message_bounds.cc's default for a string).
 inline constexpr size_t kMaxArtifactNameBytes = 256;

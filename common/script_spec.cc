@@ -19,10 +19,11 @@ namespace {
 using trainer::v1::JobSpec;
 
 // The JobSpec fields a program's job may set: where and how wide it runs, what it is called, when
-// traind stops it, and fault injection for tests. The rest configure the built-in trainer.
+// traind stops it, and the epochs it trains (its own flag sets them; a search's rungs are made
+// of them). The rest configure the built-in trainer.
 constexpr absl::string_view kScriptFields[] = {
-    "script",  "name",    "device",           "processes", "gpus",
-    "devices", "threads", "stop_at_accuracy", "time_limit"};
+    "script",  "name",    "device",           "processes",  "gpus",
+    "devices", "threads", "stop_at_accuracy", "time_limit", "epochs"};
 
 absl::Status OnlyScriptFields(const JobSpec& spec) {
   std::vector<const google::protobuf::FieldDescriptor*> set;
@@ -33,7 +34,8 @@ absl::Status OnlyScriptFields(const JobSpec& spec) {
       return absl::InvalidArgumentError(absl::StrCat(
           field->name(),
           ": not for a script job (the program decides its own training; a script job takes "
-          "name, device, processes, gpus, devices, threads, stop_at_accuracy and time_limit)"));
+          "name, device, processes, gpus, devices, threads, stop_at_accuracy, time_limit and "
+          "epochs)"));
     }
   }
   return absl::OkStatus();

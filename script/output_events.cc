@@ -24,9 +24,10 @@ constexpr double kLogLineUnit = 256;
 
 }  // namespace
 
-OutputEvents::OutputEvents(const trainer::v1::JobSpec& spec, const ProgramMemory* memory, Send send,
-                           Log log)
+OutputEvents::OutputEvents(const trainer::v1::JobSpec& spec, int pause_after_epoch,
+                           const ProgramMemory* memory, Send send, Log log)
     : stop_at_accuracy_(spec.stop_at_accuracy()),
+      pause_after_epoch_(pause_after_epoch),
       memory_(memory),
       send_(std::move(send)),
       log_(std::move(log)) {}
@@ -173,6 +174,15 @@ void OutputEvents::ObserveEpoch(const trainer::v1::EpochSummary& epoch) {
     stopped_epoch_ = epoch.epoch();
     log_(absl::StrCat("Stopping the program after epoch ", epoch.epoch(), ": ", stopped_reason_),
          LogLine::INFO);
+  }
+  if (pause_after_epoch_ > 0 && epoch.epoch() >= pause_after_epoch_ && stopped_reason_.empty()) {
+    // A program that pauses itself (the traind package, after its checkpoint) has marked it by
+    // now and exits on its own; one that does not is stopped here, and cannot resume.
+    stopped_reason_ = absl::StrCat(
+        "stopped at its rung after epoch ", epoch.epoch(),
+        ": the program cannot pause there (it saved no checkpoint through the traind package "
+        "before reporting the epoch), so it goes no further");
+    stopped_epoch_ = epoch.epoch();
   }
 }
 

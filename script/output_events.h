@@ -28,7 +28,9 @@ class OutputEvents {
   using Send = std::function<void(trainer::v1::JobEvent)>;
   using Log = std::function<void(const std::string&, trainer::v1::LogLine::Severity)>;
   // `memory` outlives this; `send` takes each event, `log` each line this says itself.
-  OutputEvents(const trainer::v1::JobSpec& spec, const ProgramMemory* memory, Send send, Log log);
+  // `pause_after_epoch`: a search's trial's rung (WorkerRequest.pause_after_epoch; 0: none).
+  OutputEvents(const trainer::v1::JobSpec& spec, int pause_after_epoch, const ProgramMemory* memory,
+               Send send, Log log);
   ~OutputEvents();  // closes the output log
   OutputEvents(const OutputEvents&) = delete;
   OutputEvents& operator=(const OutputEvents&) = delete;
@@ -48,7 +50,9 @@ class OutputEvents {
 
   // The last lines of stderr, oldest first.
   std::vector<std::string> StderrTail() const;
-  // Set once an epoch reached stop_at_accuracy: "reached validation accuracy 0.9100 >= 0.9".
+  // Set once an epoch reached stop_at_accuracy: "reached validation accuracy 0.9100 >= 0.9", or
+  // a search's trial reported its rung's epoch (a program that pauses itself there, through the
+  // traind package, is paused instead: ScriptRun reads its mark).
   const std::string& stopped_reason() const { return stopped_reason_; }
   int stopped_epoch() const { return stopped_epoch_; }
   // The result the metric lines make (what the program printed of it).
@@ -60,7 +64,7 @@ class OutputEvents {
   void SendHeldSummary();
   // Fills an epoch's time where the program printed none.
   void TimeEpoch(trainer::v1::EpochSummary* epoch);
-  // Notes an epoch that reached stop_at_accuracy.
+  // Notes an epoch that reached stop_at_accuracy, or the rung.
   void ObserveEpoch(const trainer::v1::EpochSummary& epoch);
   // A step's time from its line's arrival: the time since the last step made, over the step
   // lines read since (counted ones included); samples/s where the program gave its batch size.
@@ -68,6 +72,7 @@ class OutputEvents {
   void TimeStep(trainer::v1::StepMetrics* step, absl::Time now);
 
   const double stop_at_accuracy_;
+  const int pause_after_epoch_;
   const ProgramMemory* const memory_;
   const Send send_;
   const Log log_;

@@ -118,7 +118,7 @@ absl::StatusOr<PreparedProgram> PrepareProgram(const trainer::v1::WorkerRequest&
   struct stat st;
   prepared.resumed = lstat(working_dir.c_str(), &st) == 0;  // an earlier start of this job made it
   RETURN_IF_ERROR(MakeWorkingCopy(request.script_sources(), working_dir));
-  ScriptDirectories directories{job_dir + "/checkpoints",
+  ScriptDirectories directories{absl::StrCat(job_dir, "/", kScriptCheckpointsFolder),
                                 absl::StrCat(job_dir, "/", kScriptOutputsFolder), job_dir + "/tmp"};
   for (const std::string* dir :
        {&directories.checkpoints, &directories.outputs, &directories.temp}) {

@@ -44,6 +44,10 @@ std::vector<std::string> ScriptEnvironment(const trainer::v1::WorkerRequest& req
   }
   variables["TRAIND_JOB_ID"] = absl::StrCat(request.job_id());
   variables["TRAIND_CHECKPOINT_DIR"] = directories.checkpoints;
+  // A search's trial: the traind package pauses the program after this epoch's checkpoint.
+  if (request.pause_after_epoch() > 0) {
+    variables["TRAIND_PAUSE_AFTER_EPOCH"] = absl::StrCat(request.pause_after_epoch());
+  }
   variables["TRAIND_OUTPUT_DIR"] = directories.outputs;
   variables["TMPDIR"] = directories.temp;
   variables["PYTHONUNBUFFERED"] = "1";

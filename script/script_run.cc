@@ -7,11 +7,14 @@
 #include <chrono>
 #include <filesystem>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/artifact_names.h"
+#include "common/paths.h"
 #include "common/program_pid_file.h"
 #include "script/output_artifacts.h"
 #include "script/program_launch.h"
@@ -48,7 +51,8 @@ ScriptRun::ScriptRun(const trainer::v1::WorkerRequest& request, EventPipeWriter*
       stop_(stop),
       options_(options),
       output_(
-          request.spec(), &memory_, [this](JobEvent event) { Send(std::move(event)); },
+          request.spec(), request.pause_after_epoch(), &memory_,
+          [this](JobEvent event) { Send(std::move(event)); },
           [this](const std::string& text, LogLine::Severity severity) { Log(text, severity); }) {}
 
 std::string ScriptRun::Private(const std::string& text) const {
@@ -70,6 +74,18 @@ void ScriptRun::Log(const std::string& text, LogLine::Severity severity) {
   Send(std::move(event));
 }
 
+int ScriptRun::TakePausedMark() {
+  if (request_.pause_after_epoch() <= 0 || options_.rank != 0) return 0;
+  const std::string mark =
+      absl::StrCat(request_.job_dir(), "/", kScriptCheckpointsFolder, "/", kScriptPausedMark);
+  absl::StatusOr<std::string> text = ReadTextFile(mark);
+  std::error_code ignored;
+  std::filesystem::remove(mark, ignored);
+  int epoch = 0;
+  if (!text.ok() || !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &epoch)) return 0;
+  return epoch;
+}
+
 int ScriptRun::Fail(const std::string& why) {
   Log(Private(why), LogLine::ERROR);
   return kWorkerJobFailed;
@@ -84,6 +100,7 @@ int ScriptRun::Run() {
   output_.KeepOutputIn(prepared->output_log_fd);
   const ProgramProcess::Options* options = &prepared->options;
   if (stop_.stop.load()) return kWorkerStopped;  // stopped before it started
+  (void)TakePausedMark();  // the last run's: this run pauses (or not) on its own
   absl::StatusOr<std::unique_ptr<ProgramProcess>> program = ProgramProcess::Start(*options);
   if (!program.ok()) {
     return Fail(absl::StrCat("cannot start the program: ", program.status().message()));
@@ -92,7 +109,9 @@ int ScriptRun::Run() {
   if (prepared->resumed) {
     std::error_code error;
     const bool checkpointed =
-        !std::filesystem::is_empty(request_.job_dir() + "/checkpoints", error) && !error;
+        !std::filesystem::is_empty(absl::StrCat(request_.job_dir(), "/", kScriptCheckpointsFolder),
+                                   error) &&
+        !error;
     Log(checkpointed ? "Started again where the job left off: its working directory and its "
                        "checkpoints (TRAIND_CHECKPOINT_DIR) are as it left them"
                      : "Started again from the beginning: the program keeps no checkpoint in "
@@ -203,6 +222,12 @@ int ScriptRun::Finish(const ProgramProcess::Exit& exit) {
   if (stop_.stop.load() && !stopped_early) {
     Log(absl::StrCat("The program was stopped (", exit.Describe(), ")"));
     return kWorkerStopped;
+  }
+  if (const int epoch = TakePausedMark(); epoch > 0 && exit.exit_code == 0) {
+    Log(absl::StrCat("Paused after epoch ", epoch,
+                     ", its rung, with its checkpoint: the search resumes it from there or ends "
+                     "it"));
+    return kWorkerPaused;
   }
   if (exit.exit_code != 0 && !stopped_early) {
     std::string why = absl::StrCat("The program ended with ", exit.Describe());

@@ -62,6 +62,9 @@ class ScriptRun {
   // Ends the run as a worker ends: the result, or an error; the exit status.
   int Finish(const ProgramProcess::Exit& exit);
   int Fail(const std::string& why);
+  // A search's trial that paused itself at its rung (the traind package's kScriptPausedMark in
+  // its checkpoints): the epoch, and the mark removed; 0 when there is none.
+  int TakePausedMark();
   void Send(trainer::v1::JobEvent event);
   void Log(const std::string& text,
            trainer::v1::LogLine::Severity severity = trainer::v1::LogLine::INFO);

@@ -139,6 +139,12 @@ TEST_F(SearchDriverTest, PromotesTheBestOfARungThenEndsThePausedOnesWhenNothingC
   trials = Trials(id);
   EXPECT_EQ(trials[0].state(), Job::SUCCEEDED);
   EXPECT_EQ(trials[2].state(), Job::SUCCEEDED);
+  // Where and why they stopped, as an early stop says it (`trainctl show`).
+  EXPECT_EQ(trials[0].result().stopped().epoch(), 1);
+  EXPECT_NE(trials[0].result().stopped().reason().find("is over: stopped after epoch 1, its rung"),
+            std::string::npos)
+      << trials[0].result().stopped().reason();
+  EXPECT_FALSE(trials[1].result().has_stopped());  // it trained to its end
   absl::StatusOr<Store::SearchRecord> record = store_->GetSearch(id);
   ASSERT_TRUE(record.ok());
   EXPECT_TRUE(record->done);

@@ -153,11 +153,11 @@ absl::StatusOr<SearchPlan> PlanSearch(const trainer::v1::SweepSpec& spec) {
     RETURN_IF_ERROR(CheckMayVary(field, !search.early_stop().empty()));
     RETURN_IF_ERROR(CheckFieldTakes(spec.base(), field, distribution));
   }
-  if (!search.early_stop().empty() && spec.base().has_script()) {
+  if (!search.early_stop().empty() && spec.base().has_script() && spec.base().epochs() <= 0) {
+    // traind cannot read a program's epoch count from its arguments: the ladder needs it.
     return absl::InvalidArgumentError(
-        "search.early_stop: a program's trials cannot pause at a rung yet (traind does not know "
-        "its epochs or how to stop and resume it there): search without --early-stop, each "
-        "trial runs to its end");
+        "epochs: a program's search with early stopping needs the epochs the program trains "
+        "(--epochs N beside its own flag: -- python3 train.py --epochs N), for the rungs");
   }
   ASSIGN_OR_RETURN(plan.asha, LadderOf(search, spec.base().epochs()));
   plan.seed = static_cast<uint64_t>(search.seed());

@@ -66,7 +66,11 @@ TEST(SearchPlanTest, RefusesWhatCannotRunNamingTheField) {
   spec = Search("param.lr", "loguniform:1e-4:1e-1");
   spec.mutable_base()->mutable_script()->add_args("train.py");
   spec.mutable_search()->set_early_stop("asha");
-  EXPECT_NE(Refusal(spec).find("a program's trials cannot pause at a rung yet"), std::string::npos);
+  spec.mutable_base()->clear_epochs();
+  EXPECT_NE(Refusal(spec).find("epochs: a program's search with early stopping needs the epochs"),
+            std::string::npos);
+  spec.mutable_base()->set_epochs(9);  // the program's own: its rungs are 1, 3, 9
+  EXPECT_TRUE(PlanSearch(spec).ok()) << PlanSearch(spec).status();
   spec = Search("learning_rate", "loguniform:1e-4:1e-1");
   spec.mutable_search()->clear_params();
   EXPECT_NE(Refusal(spec).find("nothing to search over"), std::string::npos);

@@ -108,6 +108,14 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
         row->set_status("cancelled");
       }
     }
+    // Stopped at its rung, its result counting: a program that cannot pause, or a paused trial
+    // the search ended when it was over (its job SUCCEEDED, `show` says why).
+    if (job != jobs.end() && job->second.result().has_stopped() && !trial.metrics.empty() &&
+        (trial.status == AshaTrialStatus::kFailed ||
+         (trial.status == AshaTrialStatus::kPaused &&
+          job->second.state() == trainer::v1::Job::SUCCEEDED))) {
+      row->set_status("stopped");
+    }
     if (rung < 0 || !std::isfinite(row->metric())) continue;
     if (report.best_trial() < 0 ||
         Better(*row, report.trials(report.best_trial()), plan.asha.maximize)) {

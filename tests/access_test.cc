@@ -719,7 +719,7 @@ TEST_F(AccessTest, RunningAProgramNeedsTheRunCodeGrantOverRawGrpc) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {[](trainer::v1::JobSpec* s) { s->set_epochs(3); }, "epochs: not for a script job"},
+      {[](trainer::v1::JobSpec* s) { s->set_batch_size(3); }, "batch_size: not for a script job"},
       {[](trainer::v1::JobSpec* s) { s->set_model("lenet5"); }, "model: not for a script job"},
       {[](trainer::v1::JobSpec* s) { s->mutable_script()->mutable_files(0)->set_path("../x.py"); },
        "must not have empty, '.' or '..' parts"},

@@ -18,7 +18,9 @@ package adds what prints cannot do, with only the standard library (torch is use
     traind.report(test_accuracy=test_accuracy)
 
 Outside traind every call still works: report() prints, checkpoints go to ./checkpoints, and
-SIGTERM keeps Python's default (the program ends).
+SIGTERM keeps Python's default (the program ends). A search's trial with early stopping
+(`trainctl sweep --search ... --early-stop asha -- python3 train.py`) pauses in report() at its
+rung's epoch, after the checkpoint that loop saves, and later resumes from it like any restart.
 """
 import json
 import math
@@ -93,6 +95,7 @@ def resumed():
 
 def save_checkpoint(state, name="checkpoint.pt"):
     """Writes `state` (torch.save) whole or not at all: a temporary file, fsynced, renamed."""
+    global _saved_since_epoch
     import torch
     directory = checkpoint_dir()
     fd, temporary = tempfile.mkstemp(dir=directory, prefix="." + name, suffix=".tmp")
@@ -102,6 +105,7 @@ def save_checkpoint(state, name="checkpoint.pt"):
             f.flush()
             os.fsync(f.fileno())
         os.replace(temporary, os.path.join(directory, name))
+        _saved_since_epoch = True
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
@@ -167,4 +171,35 @@ def report(step=None, epoch=None, epochs=None, batch=None, batches=None, loss=No
             else str(value)
     if loss is not None:
         line.update(_memory())
+    summary = epoch is not None and batch is None and step is None and any(
+        value is not None for value in (accuracy, val_accuracy, val_loss))
+    pause = summary and _pauses_after(int(epoch))
+    if pause:
+        # Marked before the line: traind reads the line, then finds the mark when the program
+        # has ended (script/script_run.cc), and the job is PAUSED rather than stopped.
+        with open(os.path.join(checkpoint_dir(), _PAUSED_MARK), "w") as f:
+            f.write(f"{int(epoch)}\n")
     print("[traind] " + json.dumps(line), flush=True)
+    if summary:
+        _end_epoch(pause, int(epoch))
+
+
+# A search's trial under traind pauses at its rung (TRAIND_PAUSE_AFTER_EPOCH): after the epoch's
+# report, if a checkpoint was saved since the last one (the loop above: save_checkpoint, then
+# report), the program exits and its trial waits, PAUSED, to be resumed from that checkpoint or
+# ended. A program that saves none cannot pause: traind stops it at its rung instead.
+_PAUSED_MARK = ".traind-paused"  # common/artifact_names.h kScriptPausedMark
+_saved_since_epoch = False
+
+
+def _pauses_after(epoch):
+    rung = os.environ.get("TRAIND_PAUSE_AFTER_EPOCH", "")
+    return under_traind() and rung.isdigit() and epoch >= int(rung) > 0 and _saved_since_epoch
+
+
+def _end_epoch(pause, epoch):
+    global _saved_since_epoch
+    _saved_since_epoch = False
+    if pause:
+        print(f"traind: paused after epoch {epoch}, its rung", file=sys.stderr, flush=True)
+        raise SystemExit(0)

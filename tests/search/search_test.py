@@ -8,6 +8,9 @@ real trainctl, real training of LeNet5 on Fashion-MNIST's first images.
   seed proposes the same trials.
 - A cancelled search stops proposing; resumed (`sweep --resume`), its trials cancelled in flight
   run again and it goes on to its trials; extended (`extend --trials`), it proposes more.
+- A program's search with early stopping: a program using the traind package's checkpoint
+  contract pauses at its rungs and the promoted trials resume from their checkpoints; one that
+  does not is stopped at its rung, and says so.
 - What a user gets wrong is refused with exit code 2 and one line naming the field.
 
 Every wait is for a state; the trials' steps are slowed (debug.step_delay_ms) only so that a
@@ -27,6 +30,28 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "lib"))
 from trainctl_cli import trainctl, wait_until  # noqa: E402
 
 BIN = None  # the build's bin directory (argv[1])
+PYTHON = "/usr/bin/python3"  # what traind runs programs with (Debian's: torch for checkpoints)
+
+# A program that trains nothing, deterministically: its accuracy grows by its --lr each epoch.
+# With the traind package's checkpoint contract (save_checkpoint, then the epoch's report) it
+# pauses at its rung; without it (SAVE False) traind stops it there.
+PROGRAM = """\
+import sys
+import traind
+SAVE = {save}
+lr = float(sys.argv[sys.argv.index("--lr") + 1])
+state = traind.load_checkpoint() if SAVE else None
+start = state["epoch"] + 1 if state else 1
+accuracy = state["accuracy"] if state else 0.3
+print(f"starting at epoch {{start}}", flush=True)
+for epoch in range(start, 4):
+    accuracy = min(0.99, accuracy + lr)
+    traind.report(epoch=epoch, epochs=3, batch=0, batches=1, loss=1 - accuracy)
+    if SAVE:
+        traind.save_checkpoint({{"epoch": epoch, "accuracy": accuracy}})
+    traind.report(epoch=epoch, epochs=3, val_accuracy=accuracy)
+traind.report(test_accuracy=accuracy)
+"""
 
 SEARCH_FILE = """\
 name: {name}
@@ -87,8 +112,8 @@ class SearchTest(unittest.TestCase):
         if socket.exists():
             socket.unlink()
         log = open(self.work / "traind.log", "ab")
-        self.traind = subprocess.Popen([f"{BIN}/traind", "--enable-fault-injection"],
-                                       stdout=log, stderr=log)
+        self.traind = subprocess.Popen([f"{BIN}/traind", "--enable-fault-injection", "--python",
+                                        f"python3={PYTHON}"], stdout=log, stderr=log)
         wait_until("traind's socket", lambda: socket.exists() or self.traind.poll() is not None)
         self.assertIsNone(self.traind.poll(), (self.work / "traind.log").read_text())
 
@@ -212,6 +237,51 @@ class SearchTest(unittest.TestCase):
             self.assertIn(message, result.stderr, args)
             self.assertEqual(result.stderr.count("\n"), 1, result.stderr)
         self.assertEqual(trainctl("--output", "json", "sweeps").stdout, before)
+
+
+    def program_search(self, save):
+        workdir = self.work / ("with-checkpoints" if save else "without")
+        workdir.mkdir()
+        (workdir / "train.py").write_text(PROGRAM.format(save=save))
+        sweep = subprocess.run(
+            ["trainctl", "sweep", "--search", "random", "--trials", "4", "--search-seed", "3",
+             "--epochs", "3", "--early-stop", "asha", "--param", "lr=uniform:0.01:0.2",
+             "--", "python3", "train.py", "--lr", "{lr}"],
+            cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(sweep.returncode, 0, sweep.stderr)
+        sweep_id = sweep.stdout.strip()
+        trainctl("wait", "--sweep", sweep_id)
+        return sweep_id, report(sweep_id)["search"]
+
+    def test_a_programs_trials_pause_at_their_rungs_through_the_package(self):
+        sweep_id, search = self.program_search(save=True)
+        self.assertTrue(search.get("done"))
+        self.assertEqual(len(search["trials"]), 4)
+        furthest = max(search["trials"], key=lambda t: int(t.get("epochs", 0)))
+        self.assertEqual(int(furthest["epochs"]), 3, search)  # promoted to the last rung
+        stored = events(furthest["jobId"])
+        logs = [e["log"]["text"] for e in stored if "log" in e]
+        self.assertTrue(any(t.startswith("Paused after epoch 1, its rung") for t in logs), logs)
+        epochs = [e["epochSummary"]["epoch"] for e in stored if "epochSummary" in e]
+        self.assertEqual(epochs, [1, 2, 3], "no epoch trained twice after the pauses")
+        output = trainctl("logs", furthest["jobId"]).stdout
+        self.assertIn("starting at epoch 2", output)  # resumed from its checkpoint
+        # The best of its rung resumed; the others waited, PAUSED, then ended there.
+        ended = [t for t in search["trials"] if int(t.get("epochs", 0)) == 1]
+        self.assertTrue(ended)
+        job = json.loads(trainctl("--output", "json", "show", ended[0]["jobId"]).stdout)
+        self.assertEqual(job["state"], "SUCCEEDED")
+        self.assertIn("is over: stopped after epoch 1, its rung", job["result"]["stopped"]["reason"])
+
+    def test_a_program_without_the_checkpoint_contract_is_stopped_at_its_rung(self):
+        sweep_id, search = self.program_search(save=False)
+        self.assertTrue(search.get("done"))
+        self.assertEqual(len(search["trials"]), 4)
+        for trial in search["trials"]:
+            self.assertEqual(trial["status"], "stopped", search)
+            self.assertEqual(int(trial["epochs"]), 1)
+            job = json.loads(trainctl("--output", "json", "show", trial["jobId"]).stdout)
+            self.assertIn("the program cannot pause there", job["result"]["stopped"]["reason"])
 
 
 if __name__ == "__main__":
