@@ -67,11 +67,11 @@ def most_at_once(intervals):
 SMALL = ["--model", "{model}", "--dataset", "fashion-mnist", "--batch-size", "choice:64,128,256"]
 
 
-def search(args, seed, packed, what=None, trials=None):
+def search(args, seed, packed, what=None, trials=None, epochs=None):
     what = what or [w.format(model=args.model) for w in SMALL]
     flags = ["sweep", *what, "--device", args.device, "--search", "random",
              "--trials", trials or args.trials, "--search-seed", 7, "--lr", "loguniform:1e-3:1e-1",
-             "--epochs", args.epochs, "--seed", seed, *args.job_flags]
+             "--epochs", epochs or args.epochs, "--seed", seed, *args.job_flags]
     if not packed:
         flags += ["--max-pack", 1]
     began = time.monotonic()
@@ -116,6 +116,15 @@ def compare_accuracy(rounds, trials):
     return within, lines
 
 
+def run_large(args, results):
+    large = search(args, 1, True, ["--model", "resnet18", "--dataset", "cifar10",
+                                   "--data-dir", os.path.abspath(args.large),
+                                   "--batch-size", "256"], trials=3, epochs=3)
+    print(f"ResNet-18 b256: at most {large['most_at_once']} at once; {large['packing']}",
+          flush=True)
+    results["large"] = large
+
+
 def summarize(rounds, trials):
     ratios = []
     for seed in sorted({r["seed"] for r in rounds}):
@@ -137,6 +146,8 @@ def main():
     parser.add_argument("--model", default="lenet5")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--large", help="a CIFAR-10 directory: ResNet-18 at batch 256 too")
+    parser.add_argument("--large-first", action="store_true",
+                        help="the ResNet-18 search before the small ones")
     parser.add_argument("--out")
     parser.add_argument("--first-seed", type=int, default=1)
     parser.add_argument("--combine", nargs="+", metavar="FILE.json",
@@ -165,6 +176,8 @@ def main():
         time.sleep(0.1)
     results = {"trials": args.trials, "model": args.model, "epochs": args.epochs, "rounds": []}
     try:
+        if args.large and args.large_first:
+            run_large(args, results)
         for index, seed in enumerate(range(args.first_seed, args.first_seed + args.seeds)):
             order = [True, False] if index % 2 == 0 else [False, True]
             for packed in order:
@@ -172,12 +185,8 @@ def main():
                 show(result)
                 results["rounds"].append(result)
         results.update(summarize(results["rounds"], args.trials))
-        if args.large:
-            large = search(args, 1, True, ["--model", "resnet18", "--dataset", "cifar10",
-                                           "--data-dir", os.path.abspath(args.large),
-                                           "--batch-size", "256"], trials=3)
-            print(f"ResNet-18 b256: at most {large['most_at_once']} at once; {large['packing']}")
-            results["large"] = large
+        if args.large and not args.large_first:
+            run_large(args, results)
     finally:
         traind.terminate()
         traind.wait()

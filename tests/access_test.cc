@@ -176,6 +176,13 @@ class AccessTest : public ::testing::Test {
       trainer::v1::Sweep sweep;
       return tcp_->CancelSweep(context.get(), request, &sweep);
     }
+    if (method == "ExtendSearch") {
+      trainer::v1::ExtendSearchRequest request;
+      request.set_id(id);
+      request.set_trials(10);
+      trainer::v1::Sweep sweep;
+      return tcp_->ExtendSearch(context.get(), request, &sweep);
+    }
     if (method == "ListSweeps") {
       trainer::v1::ListSweepsResponse response;
       return tcp_->ListSweeps(context.get(), {}, &response);
