@@ -8,6 +8,7 @@ tests/python/with_daemon.sh starts one). Run:
 import os
 import pathlib
 import pty
+import re
 import select
 import shlex
 import shutil
@@ -34,38 +35,33 @@ def tab(line):
     return [w for w in out.stdout.split("\n") if w]
 
 
-def zsh_tab(setup, line):
-    """What zsh's completion shows after `setup` and `line` + Tab, in an interactive zsh on a pty."""
+def zsh_tab(setup, line, expect):
+    """What zsh's completion shows after `setup` and `line` + Tab, in an interactive zsh on a pty:
+    read until the regular expression `expect` matches (a state, not a duration: under load zsh's
+    compinit can take seconds), or a bound that only a broken completion reaches."""
     pid, fd = pty.fork()
     if pid == 0:
         os.execvp("zsh", ["zsh", "-f", "-i"])
 
-    def read_for(seconds):
-        out, end = b"", time.time() + seconds
-        while time.time() < end:
+    def read_until(done, seconds=120):
+        out, end = "", time.time() + seconds
+        while time.time() < end and not done(out):
             if select.select([fd], [], [], 0.1)[0]:
                 try:
-                    out += os.read(fd, 65536)
+                    out += os.read(fd, 65536).decode(errors="replace")
                 except OSError:
                     break
-        return out.decode(errors="replace")
-
-    def read_until(marker):
-        out = ""
-        for _ in range(100):  # 10 s at most: zsh answers in milliseconds
-            out += read_for(0.1)
-            if marker in out:
-                return out
         return out
 
-    os.write(fd, (setup + "; print READY\n").encode())
-    read_until("READY\r\n")
-    os.write(fd, (line + "\t").encode())
-    shown = read_for(1.5)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    os.close(fd)
-    return shown
+    try:
+        os.write(fd, (setup + "; print READY\n").encode())
+        read_until(lambda out: "READY\r\n" in out)
+        os.write(fd, (line + "\t").encode())
+        return read_until(lambda out: re.search(expect, out) is not None)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
 
 
 class CompletionTest(unittest.TestCase):
@@ -102,10 +98,11 @@ class CompletionTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as fpath:
             pathlib.Path(fpath, "_trainctl").write_text(trainctl("completion", "zsh").stdout)
             compinit = "PS1='> '; autoload -U compinit; compinit -u"
-            sourced = zsh_tab(f"{compinit}; source <(trainctl completion zsh)", "trainctl sh")
+            sourced = zsh_tab(f"{compinit}; source <(trainctl completion zsh)", "trainctl sh",
+                              r"show +shutdown")
             self.assertRegex(sourced, r"show +shutdown")
             from_fpath = zsh_tab(f"fpath=({fpath} $fpath); {compinit}",
-                                 "trainctl submit --model lene")
+                                 "trainctl submit --model lene", "trainctl submit --model lenet5")
             self.assertIn("trainctl submit --model lenet5", from_fpath)
 
 
