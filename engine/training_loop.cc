@@ -104,13 +104,16 @@ absl::Status TrainingLoop::Pause(int epoch) {
   if (!checkpoints_) {
     return absl::FailedPreconditionError("cannot pause a job with no directory for its checkpoint");
   }
-  // As CheckpointAfterEpoch writes one: the next run starts at the next epoch's first batch.
-  progress_.epoch = epoch + 1;
-  progress_.train_seconds = TrainSeconds();
-  progress_.batch = 0;
-  progress_.loss_sum = 0;
-  progress_.epoch_seconds = 0;
-  RETURN_IF_ERROR(SaveCheckpoint(""));
+  // As CheckpointAfterEpoch writes one (a search's trials checkpoint every epoch: it has, unless
+  // the spec said otherwise): the next run starts at the next epoch's first batch.
+  if (saved_after_epoch_ != epoch) {
+    progress_.epoch = epoch + 1;
+    progress_.train_seconds = TrainSeconds();
+    progress_.batch = 0;
+    progress_.loss_sum = 0;
+    progress_.epoch_seconds = 0;
+    RETURN_IF_ERROR(SaveCheckpoint(""));
+  }
   parts_.report.Log(absl::StrCat("Paused after epoch ", epoch, " of ", spec_.epochs(),
                                  ": its search's rung; it resumes here if the search promotes it"));
   return PausedAtRung(epoch);
@@ -336,7 +339,9 @@ absl::Status TrainingLoop::CheckpointAfterEpoch(int epoch) {
   progress_.batch = 0;
   progress_.loss_sum = 0;
   progress_.epoch_seconds = 0;
-  return SaveCheckpoint("");
+  RETURN_IF_ERROR(SaveCheckpoint(""));
+  saved_after_epoch_ = stopped_ ? 0 : epoch;
+  return absl::OkStatus();
 }
 
 absl::Status TrainingLoop::SaveCheckpoint(const std::string& why) {

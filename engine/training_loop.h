@@ -135,6 +135,9 @@ class TrainingLoop {
   StepProfiler profiler_;  // steps 1..N: step 0 pays one-time costs (allocations, kernel choices)
   Clock::time_point train_start_;  // moved back by the training time before a resume
   Clock::time_point last_checkpoint_;
+  // The epoch whose end CheckpointAfterEpoch last saved (0: none): a pause right after it has
+  // nothing more to write.
+  int saved_after_epoch_ = 0;
 };
 
 }  // namespace traind
