@@ -20,7 +20,6 @@ Usage: bench/pack_trials.py BIN_DIR [--trials 24] [--seeds 3] [--first-seed 1] [
        bench/pack_trials.py - --combine a.json b.json   # the rounds of several runs together
 """
 import argparse
-import datetime
 import json
 import os
 import pathlib
@@ -29,17 +28,7 @@ import subprocess
 import tempfile
 import time
 
-
-def trainctl(*args):
-    return subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE, text=True,
-                          check=True).stdout
-
-
-def seconds(stamp):
-    # "2026-12-05T21:35:23.123456789Z": nanoseconds cut to what datetime reads.
-    whole, _, fraction = stamp.rstrip("Z").partition(".")
-    moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc)
-    return moment.timestamp() + (float("0." + fraction) if fraction else 0.0)
+from bench_cli import seconds, trainctl
 
 
 def run_interval(job_id):
@@ -100,6 +89,9 @@ def show(result):
 def compare_accuracy(rounds, trials):
     within = 0
     lines = []
+    if len({r["seed"] for r in rounds}) < 2:
+        # One seed has no spread: every packed result would count as within it.
+        return 0, ["(accuracy not compared: the seed-to-seed spread needs 2 or more seeds)"]
     for k in range(trials):
         # JSON keeps the trial numbers as text.
         alone = [r["accuracy"].get(str(k), r["accuracy"].get(k)) for r in rounds if not r["packed"]]

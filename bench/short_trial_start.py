@@ -12,7 +12,6 @@ rounds map them. Prints each round and the median of rounds 2..N with min-max.
 Usage: bench/short_trial_start.py BIN_DIR [--rounds 6] [--model mlp]
 """
 import argparse
-import datetime
 import json
 import os
 import pathlib
@@ -21,17 +20,7 @@ import subprocess
 import tempfile
 import time
 
-
-def trainctl(*args):
-    return subprocess.run(["trainctl", *map(str, args)], stdout=subprocess.PIPE, text=True,
-                          check=True).stdout
-
-
-def seconds(stamp):
-    # "2026-12-05T21:35:23.123456789Z": nanoseconds cut to what datetime reads.
-    whole, _, fraction = stamp.rstrip("Z").partition(".")
-    moment = datetime.datetime.fromisoformat(whole).replace(tzinfo=datetime.timezone.utc)
-    return moment.timestamp() + (float("0." + fraction) if fraction else 0.0)
+from bench_cli import seconds, trainctl
 
 
 def main():

@@ -11,4 +11,10 @@ bool ReportsTestAccuracy(const Job& job) {
 
 bool ReportsValidation(const Job& job) { return job.result().best_epoch() > 0; }
 
+double TrainingSeconds(const Job& job) {
+  double seconds = 0;
+  for (double epoch : job.result().epoch_seconds_no_eval()) seconds += epoch;
+  return seconds;
+}
+
 }  // namespace traind

@@ -15,6 +15,10 @@ bool ReportsTestAccuracy(const trainer::v1::Job& job);
 // The job validated at least once: epochs count from 1, so best_epoch 0 means never.
 bool ReportsValidation(const trainer::v1::Job& job);
 
+// The job's training time: every epoch's (JobResult.epoch_seconds_no_eval) summed. A search's
+// device-time, its budget and its report count this.
+double TrainingSeconds(const trainer::v1::Job& job);
+
 }  // namespace traind
 
 #endif  // TRAIND_COMMON_JOB_RESULT_H_

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/job_result.h"
 #include "common/status_macros.h"
 
 namespace traind {
@@ -11,12 +12,6 @@ bool Affordable(const Spend& spend, int64_t epochs) {
   return spend.spent_seconds + spend.committed_seconds +
              static_cast<double>(epochs) * spend.epoch_seconds <=
          spend.budget_seconds;
-}
-
-double TrainingSeconds(const trainer::v1::Job& job) {
-  double seconds = 0;
-  for (double epoch : job.result().epoch_seconds_no_eval()) seconds += epoch;
-  return seconds;
 }
 
 absl::StatusOr<Spend> SearchBudget::Read(Store* store, const Store::SearchRecord& record,

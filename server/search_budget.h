@@ -29,9 +29,6 @@ struct Spend {
 // Whether `epochs` more epochs fit the budget, with what is spent and committed.
 bool Affordable(const Spend& spend, int64_t epochs);
 
-// The device seconds in a job's result: its epochs' training time.
-double TrainingSeconds(const trainer::v1::Job& job);
-
 class SearchBudget {
  public:
   // `jobs`: the search's trials' jobs, as read this pass (an id only for those not read: their

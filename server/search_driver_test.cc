@@ -234,7 +234,8 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   ASSERT_TRUE(driver_->Advance(id).ok());
   EXPECT_EQ(widths, (std::vector<std::pair<int64_t, int>>{{id, 4}}));
   EXPECT_EQ(Trials(id).size(), 5u);
-  EXPECT_NE(driver_->Packing(id).find("4 trials per GPU: alone it kept the GPU busy 20%"),
+  EXPECT_NE(driver_->Packing(id).find(
+                "4 trials per GPU, bounded by its busy share; alone a trial kept the GPU busy 20%"),
             std::string::npos)
       << driver_->Packing(id);
 }

@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -37,23 +36,19 @@ class SearchPacker {
   // they are now. Returns how many of its trials share a GPU now (1 off CUDA, or until measured).
   int Update(int64_t sweep_id, const trainer::v1::SweepSpec& spec, const SearchPlan& plan,
              const std::vector<trainer::v1::Job>& live);
-  // The search is over: its trials no longer share.
+  // The search is over (or cancelled): its trials no longer share, and a reopened search
+  // measures again.
   void Forget(int64_t sweep_id);
   // The report's line (SearchReport.packing); "" before a decision.
   std::string Why(int64_t sweep_id) const;
 
  private:
-  struct State {
-    std::optional<AloneFootprint> alone;  // the largest readings so far
-    std::set<std::string> positions;      // the runs read: "job/runs"
-    std::optional<Packing> decided;
-  };
   // The largest batch size a trial of `spec` may draw (its base's when batch_size is not searched).
   static int64_t LargestBatch(const trainer::v1::SweepSpec& spec, const SearchPlan& plan);
 
   const Options options_;
   mutable absl::Mutex mu_;
-  std::map<int64_t, State> states_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, Packing> decided_ ABSL_GUARDED_BY(mu_);  // by search
 };
 
 }  // namespace traind

@@ -5,9 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "common/job_result.h"
 #include "common/status_macros.h"
 #include "search/asha.h"
-#include "server/search_budget.h"
 #include "server/search_plan.h"
 
 namespace traind {

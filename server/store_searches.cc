@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/job_result.h"
 #include "common/status_macros.h"
 #include "server/store.h"
 #include "server/store_sql.h"
@@ -168,9 +169,7 @@ absl::Status Store::MoveTrial(int64_t sweep_id, int64_t job_id, Job::State to,
         trainer::v1::Stopped* stopped = job.mutable_result()->mutable_stopped();
         stopped->set_reason(reason);
         stopped->set_epoch(pause_after_epoch);
-        double seconds = 0;
-        for (double epoch : job.result().epoch_seconds_no_eval()) seconds += epoch;
-        stopped->set_train_seconds(seconds);
+        stopped->set_train_seconds(TrainingSeconds(job));
       }
       Statement update(db_, "UPDATE jobs SET job = ? WHERE id = ?");
       RETURN_IF_ERROR(update.status("move trial"));

@@ -40,14 +40,11 @@ Packing DecidePacking(const PackingFacts& facts) {
     std::string name;
   };
   std::vector<Bound> bounds = {
-      {by_busy, absl::StrFormat("alone it kept the GPU busy %.0f%% of the time", alone.busy * 100)},
-      {by_memory,
-       absl::StrCat("it had ", GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
-                    batch_scale > 1
-                        ? absl::StrFormat(" at batch %d (x%.1f for batch %d)", alone.batch_size,
-                                          batch_scale, facts.largest_batch)
-                        : "")},
-      {by_cores, absl::StrCat(facts.host_cores, " host cores, one trial's launches each")},
+      {by_busy, "its busy share"},
+      {by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)", batch_scale,
+                                                    facts.largest_batch)
+                                  : "memory"},
+      {by_cores, absl::StrCat(facts.host_cores, " host cores")},
       {kMaxPack, absl::StrCat("traind's most, ", kMaxPack)}};
   if (facts.max_pack > 1)
     bounds.push_back({facts.max_pack, absl::StrCat("max_pack ", facts.max_pack)});
@@ -55,11 +52,13 @@ Packing DecidePacking(const PackingFacts& facts) {
       *std::min_element(bounds.begin(), bounds.end(),
                         [](const Bound& a, const Bound& b) { return a.width < b.width; });
   const int width = std::max(1, tightest.width);
-  const std::string what =
-      width == 1 ? "1 trial per GPU, not packed" : absl::StrCat(width, " trials per GPU");
-  return {width, absl::StrCat(what, ": ", tightest.name, " (busy ",
-                              absl::StrFormat("%.0f%%", alone.busy * 100), ", ",
-                              GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB)")};
+  return {width,
+          absl::StrCat(
+              width == 1 ? "1 trial per GPU, not packed" : absl::StrCat(width, " trials per GPU"),
+              ", bounded by ", tightest.name, "; alone a trial kept the GPU busy ",
+              absl::StrFormat("%.0f%%", alone.busy * 100), " of the time with ",
+              GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+              alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
 }
 
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {

@@ -24,11 +24,12 @@ TEST(DecidePackingTest, NothingMeasuredRunsOneTrialPerGpu) {
 }
 
 TEST(DecidePackingTest, ASmallTrialSharesTheGpuItLeavesIdle) {
-  // LeNet5's launches keep an H100 busy 12% of the time: 0.9 / 0.12 = 7.5.
+  // A trial that kept the GPU busy 12% of its run: 0.9 / 0.12 = 7.5.
   const Packing packing = DecidePacking(Measured(0.12, 1.2));
   EXPECT_EQ(packing.width, 7);
-  EXPECT_NE(packing.why.find("7 trials per GPU: alone it kept the GPU busy 12%"), std::string::npos)
-      << packing.why;
+  EXPECT_EQ(packing.why,
+            "7 trials per GPU, bounded by its busy share; alone a trial kept the GPU busy 12% of "
+            "the time with 1.2 of 80.0 GiB in use (batch 128)");
 }
 
 TEST(DecidePackingTest, ATrialThatFillsTheGpuIsNeverPacked) {
@@ -44,13 +45,18 @@ TEST(DecidePackingTest, MemoryBoundsItScaledToTheLargestBatch) {
   // Idle enough for 18, but 20 of 80 GiB each: 72 / 20 = 3.
   Packing packing = DecidePacking(Measured(0.05, 20));
   EXPECT_EQ(packing.width, 3);
-  EXPECT_NE(packing.why.find("it had 20.0 of 80.0 GiB in use"), std::string::npos) << packing.why;
+  EXPECT_NE(packing.why.find("3 trials per GPU, bounded by memory; alone a trial kept the GPU busy "
+                             "5% of the time with 20.0 of 80.0 GiB in use"),
+            std::string::npos)
+      << packing.why;
   // Read at batch 64 with 10 GiB; a trial may draw 256: 40 GiB each, one fits 0.9 of 80 once.
   PackingFacts facts = Measured(0.05, 10, 64);
   facts.largest_batch = 256;
   packing = DecidePacking(facts);
   EXPECT_EQ(packing.width, 1);
-  EXPECT_NE(packing.why.find("x4.0 for batch 256"), std::string::npos) << packing.why;
+  EXPECT_NE(packing.why.find("not packed, bounded by memory (x4.0 for batch 256)"),
+            std::string::npos)
+      << packing.why;
 }
 
 TEST(DecidePackingTest, HostCoresAndTheUsersCapBoundIt) {

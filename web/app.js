@@ -559,8 +559,8 @@ function renderSearch(page, search) {
     full ? el('p', { id: 'search-compute' }, spent + ' epochs trained, ' + (100 * spent / full).toFixed(0) +
       '% of the ' + full + ' that training every trial started to the end takes (' + (full - spent) + ' saved)') : '',
     search.deviceSecondsBudget ? el('p', { id: 'search-budget' }, 'Budget: ' +
-      Number(search.deviceSeconds || 0).toFixed(0) + ' of ' + Number(search.deviceSecondsBudget).toFixed(0) +
-      ' device-seconds spent') : '',
+      duration(Number(search.deviceSeconds || 0)) + ' of ' + duration(Number(search.deviceSecondsBudget)) +
+      ' of device-time spent') : '',
     search.packing ? el('p', { id: 'search-packing', class: 'muted' }, 'GPU: ' + search.packing) : '');
   const rows = trials.map((t) => el('tr', { class: (t.trial || 0) === search.bestTrial ? 'best' : undefined },
     el('td', { class: 'num' }, String(t.trial || 0)), el('td', {}, el('a', { href: '#/job/' + t.jobId }, t.jobId)),

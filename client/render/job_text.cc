@@ -308,11 +308,7 @@ std::string EpochsCell(const Job& job) {
 // paused at its rung ran its epochs: their training time (a clock since its start would go on).
 std::string TimeCell(const Job& job) {
   if (!job.has_start_time()) return "-";
-  if (job.state() == Job::PAUSED) {
-    double seconds = 0;
-    for (double epoch : job.result().epoch_seconds_no_eval()) seconds += epoch;
-    return FormatDuration(seconds);
-  }
+  if (job.state() == Job::PAUSED) return FormatDuration(TrainingSeconds(job));
   const absl::Time start = ToTime(job.start_time());
   const absl::Time end = job.has_end_time() ? ToTime(job.end_time()) : absl::Now();
   return FormatDuration(std::max(0.0, absl::ToDoubleSeconds(end - start)));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/log_format.h"
 
 namespace traind {
 
@@ -53,9 +54,10 @@ std::string SearchText(const trainer::v1::SearchReport& search) {
   }
   if (search.device_seconds_budget() > 0) {
     absl::StrAppend(
-        &text, absl::StrFormat("Budget: %.0f of %.0f device-seconds spent (%.0f%%)\n",
-                               search.device_seconds(), search.device_seconds_budget(),
-                               100 * search.device_seconds() / search.device_seconds_budget()));
+        &text, "Budget: ", FormatDuration(search.device_seconds()), " of ",
+        FormatDuration(search.device_seconds_budget()),
+        absl::StrFormat(" of device-time spent (%.0f%%)\n",
+                        100 * search.device_seconds() / search.device_seconds_budget()));
   }
   if (!search.packing().empty()) absl::StrAppend(&text, "GPU: ", search.packing(), "\n");
   absl::StrAppend(&text, absl::StrFormat("%-6s %-6s %-8s %-7s %-10s %s\n", "TRIAL", "JOB", "STATUS",
