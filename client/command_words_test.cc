@@ -196,6 +196,31 @@ TEST(RunTrainctlTest, ATypoIsAUsageErrorWithOneLine) {
   EXPECT_EQ(err2.str(), "trainctl: unknown command 'wacth'; did you mean 'watch'?\n");
 }
 
+// A value out of a flag's range: one line naming the verb and the flag, as every usage error is.
+TEST(RunTrainctlTest, AValueOutOfRangeIsOneLineNamingTheVerb) {
+  std::ostringstream out, err;
+  EXPECT_EQ(RunTrainctl({"trainctl", "sweep", "--model", "mlp", "--search", "random", "--trials",
+                         "0", "--lr", "loguniform:1e-3:1e-1"},
+                        out, err),
+            kExitUsage);
+  EXPECT_EQ(err.str(),
+            "trainctl: sweep: --trials: Value 0 not in range 1 to 100000 (`trainctl sweep --help` "
+            "lists them)\n");
+  std::ostringstream out2, err2;
+  EXPECT_EQ(RunTrainctl({"trainctl", "sweep", "--model", "mlp", "--search", "random", "--trials",
+                         "4", "--lr", "loguniform:1e-3:1e-1", "--device-hours", "0"},
+                        out2, err2),
+            kExitUsage);
+  EXPECT_EQ(err2.str(),
+            "trainctl: sweep: --device-hours: more than 0 and at most 100000 (leave it out for no "
+            "budget); got 0 (`trainctl sweep --help` lists them)\n");
+  std::ostringstream out3, err3;
+  EXPECT_EQ(RunTrainctl({"trainctl", "context", "add", "lab", "--addr"}, out3, err3), kExitUsage);
+  const std::string missing = err3.str();
+  EXPECT_EQ(missing.rfind("trainctl: context add: --addr", 0), 0u) << missing;
+  EXPECT_EQ(std::count(missing.begin(), missing.end(), '\n'), 1) << missing;
+}
+
 // A model's name where submit takes a job file: not "File does not exist", but what was meant.
 TEST(RunTrainctlTest, AModelsNameGivenAsTheJobFileIsNamedAsAFlag) {
   std::ostringstream out, err;

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "client/command_words.h"
 #include "client/commands/commands.h"
 #include "client/completion.h"
@@ -147,8 +148,19 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
   try {
     app->parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
-    const int code = app->exit(e, out, err);
-    return code == 0 ? kExitOk : kExitUsage;
+    // --help and --version print what was asked for; a mistake is one line, as every other
+    // usage error is: "trainctl: sweep: --trials: Value 0 not in range 1 to 100000 (...)".
+    if (e.get_exit_code() == 0) {
+      app->exit(e, out, err);
+      return kExitOk;
+    }
+    std::string verb;
+    for (const CLI::App* at = named->verb; at != nullptr && at != app.get();
+         at = at->get_parent()) {
+      verb = verb.empty() ? at->get_name() : absl::StrCat(at->get_name(), " ", verb);
+    }
+    return ctx.UsageError(absl::StrCat(verb.empty() ? "" : verb + ": ", e.what(), " (`trainctl ",
+                                       verb.empty() ? "" : verb + " ", "--help` lists them)"));
   }
   return exit_code;
 }

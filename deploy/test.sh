@@ -32,6 +32,18 @@ skips() {
     "$1/Testing/Temporary/LastTest.log" 2>/dev/null
 }
 skips build
+# A failed test's output, again at the very end: a CI log that keeps only its head and tail still
+# shows why (ctest's --output-on-failure prints it in the middle of hundreds of lines).
+failures() {
+  awk -v suite="$1" '/^[0-9]+\/[0-9]+ Testing: / {name = $3; n = 0}
+       /^Output:$/ {getline; inside = 1; next}
+       /^<end of output>$/ {inside = 0}
+       inside {lines[n++] = $0}
+       /^Test Failed\.$/ || /^Test Timeout/ {
+         printf "test.sh: %s failed in %s; its last lines:\n", name, suite
+         for (i = (n > 60 ? n - 60 : 0); i < n; i++) print "  | " lines[i]}' \
+    "$1/Testing/Temporary/LastTest.log" 2>/dev/null
+}
 verdict() { [ "$1" = 0 ] && echo "passed" || echo "FAILED (ctest exit $1; its failures are listed above)"; }
 # "N passed, M failed" over the suites' ctest summaries ("... M tests failed out of T").
 totals() {
@@ -41,6 +53,7 @@ totals() {
 
 if [ "${TRAIND_SKIP_SANITIZERS:-0}" = 1 ]; then
   echo "test.sh: TRAIND_SKIP_SANITIZERS=1: no ASan/UBSan build"
+  failures build
   echo "test.sh: format, function-size and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main); exit $status"
   totals "$logs/main"
   exit $status
@@ -62,6 +75,8 @@ ASAN_OPTIONS=$asan UBSAN_OPTIONS=print_stacktrace=1 \
   tee "$logs/sanitized" || sanitized=$?
 [ $sanitized = 0 ] || status=$sanitized
 skips build-asan
+failures build
+failures build-asan
 # One summary of both parts, last, so a failure far up is not hidden by a green second part.
 echo "test.sh: format, function-size and thread-safety checks $([ $checks = 0 ] && echo passed || echo FAILED); main suite $(verdict $main);" \
   "ASan/UBSan suite $(verdict $sanitized); exit $status"

@@ -172,7 +172,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
   bool changed = false;
   RETURN_IF_ERROR(Reconcile(store_, plan, trials, &state, &changed));
   // Trials on one GPU each until one was measured alone; then as many as share a GPU.
-  const int width = packer_.Update(sweep_id, record.spec, plan, trials.jobs);
+  const int width = UpdatePacking(record, plan, trials.jobs);
   const int lanes = options_.lanes ? std::max(1, options_.lanes(record.spec.base())) : 1;
   const int parallel =
       record.spec.search().parallel() > 0 ? record.spec.search().parallel() : lanes * width;
@@ -210,6 +210,24 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
   if (changed) RETURN_IF_ERROR(store_->SaveSearchState(sweep_id, SerializeAshaState(state), false));
   if (queued && options_.on_queued) options_.on_queued();
   return absl::OkStatus();
+}
+
+int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
+                                const std::vector<Job>& jobs) {
+  std::optional<Packing> stored;
+  if (record.pack_width > 0) stored = Packing{record.pack_width, record.pack_why};
+  const int width = packer_.Update(record.sweep_id, record.spec, plan, jobs, stored);
+  if (!stored) {
+    if (const std::optional<Packing> decided = packer_.Decided(record.sweep_id)) {
+      // Unsaved, it is decided again after a restart from what is there then (the same readings).
+      if (absl::Status saved =
+              store_->SaveSearchPacking(record.sweep_id, decided->width, decided->why);
+          !saved.ok()) {
+        LogAt(LogPriority::kError) << "traind: search " << record.sweep_id << ": " << saved << "\n";
+      }
+    }
+  }
+  return width;
 }
 
 absl::Status SearchDriver::Promote(const Store::SearchRecord& record, const SearchPlan& plan,

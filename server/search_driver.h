@@ -61,11 +61,12 @@ class SearchDriver {
 
   // One pass over one search (the thread calls it; tests may too, with the thread not started).
   absl::Status Advance(int64_t sweep_id);
-  // How its trials share a GPU, and why (SearchReport.packing); "" before it was measured.
-  std::string Packing(int64_t sweep_id) const { return packer_.Why(sweep_id); }
 
  private:
   void Loop();
+  // How many of the search's trials share a GPU now (SearchPacker), its first decision stored.
+  int UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
+                    const std::vector<trainer::v1::Job>& jobs);
   // ASHA's promotion of a paused trial (`state` has it running again): its job queued to resume
   // from its checkpoint. A job cancelled meanwhile fails the trial instead.
   absl::Status Promote(const Store::SearchRecord& record, const SearchPlan& plan,

@@ -221,7 +221,7 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   ASSERT_TRUE(driver_->Advance(id).ok());
   EXPECT_EQ(Trials(id).size(), 1u);
   EXPECT_TRUE(widths.empty());
-  EXPECT_EQ(driver_->Packing(id), "");
+  EXPECT_EQ(store_->GetSearch(id)->pack_width, 0);
   // Its run ended (paused at its rung) with the GPU busy 20% of it: 0.9 / 0.2 = 4 trials share
   // the GPU, and the search keeps 4 in flight (the paused one's place taken by a new one).
   ReportStep(store_.get(), first, 299, 0.2);
@@ -234,10 +234,24 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   ASSERT_TRUE(driver_->Advance(id).ok());
   EXPECT_EQ(widths, (std::vector<std::pair<int64_t, int>>{{id, 4}}));
   EXPECT_EQ(Trials(id).size(), 5u);
-  EXPECT_NE(driver_->Packing(id).find(
-                "4 trials per GPU, bounded by its busy share; alone a trial kept the GPU busy 20%"),
-            std::string::npos)
-      << driver_->Packing(id);
+  const std::string why = store_->GetSearch(id)->pack_why;
+  EXPECT_NE(
+      why.find("4 trials per GPU, bounded by its busy share; alone a trial kept the GPU busy 20%"),
+      std::string::npos)
+      << why;
+  EXPECT_EQ(store_->GetSearch(id)->pack_width, 4);
+
+  // A packed trial ends: its GPU was busy with its neighbours' work too (80%). A restarted traind
+  // packs as it decided before, from the store, never from that reading.
+  const int64_t packed = Trials(id)[1].id();
+  Transition(packed, Job::RUNNING);
+  ReportStep(store_.get(), packed, 299, 0.8);
+  Transition(packed, Job::SUCCEEDED);
+  widths.clear();
+  driver_ = std::make_unique<SearchDriver>(store_.get(), options);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(widths, (std::vector<std::pair<int64_t, int>>{{id, 4}}));
+  EXPECT_EQ(store_->GetSearch(id)->pack_why, why);
 }
 
 TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
@@ -250,7 +264,7 @@ TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
   spec.mutable_search()->set_max_pack(1);
   const int64_t off = Create(spec);
   ASSERT_TRUE(driver_->Advance(off).ok());
-  EXPECT_EQ(driver_->Packing(off), "1 trial per GPU (max_pack 1)");
+  EXPECT_EQ(store_->GetSearch(off)->pack_why, "1 trial per GPU (max_pack 1)");
   EXPECT_EQ(Trials(off).size(), 1u);
   const int64_t cpu = Create(Spec(/*trials=*/4, /*parallel=*/0));
   ASSERT_TRUE(driver_->Advance(cpu).ok());
@@ -259,7 +273,7 @@ TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
   ReportStep(store_.get(), job, 299, 0.1);
   Transition(job, Job::SUCCEEDED);
   ASSERT_TRUE(driver_->Advance(cpu).ok());
-  EXPECT_EQ(driver_->Packing(cpu), "");
+  EXPECT_EQ(store_->GetSearch(cpu)->pack_why, "");
   EXPECT_EQ(Trials(cpu).size(), 2u);  // the ended one's place taken: still one in flight
   EXPECT_EQ(widths, (std::vector<int>{1}));
 }

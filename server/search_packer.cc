@@ -29,31 +29,44 @@ int64_t SearchPacker::LargestBatch(const trainer::v1::SweepSpec& spec, const Sea
 }
 
 int SearchPacker::Update(int64_t sweep_id, const trainer::v1::SweepSpec& spec,
-                         const SearchPlan& plan, const std::vector<trainer::v1::Job>& live) {
+                         const SearchPlan& plan, const std::vector<trainer::v1::Job>& live,
+                         const std::optional<Packing>& stored) {
   if (!OnOneGpu(spec.base())) return 1;
   {
     absl::MutexLock lock(&mu_);
     if (auto it = decided_.find(sweep_id); it != decided_.end()) return it->second.width;
   }
-  PackingFacts facts;
-  facts.max_pack = spec.search().max_pack();
-  facts.host_cores = options_.host_cores;
-  facts.largest_batch = LargestBatch(spec, plan);
-  // Until a trial's run ended alone, nothing is measured (1 per GPU); trials ending in the same
-  // pass: the busiest and fullest count.
-  for (const trainer::v1::Job& job : live) {
-    const std::optional<AloneFootprint> reading = AloneReading(job);
-    if (reading) facts.alone = facts.alone ? Larger(*facts.alone, *reading) : *reading;
+  Packing decided;
+  if (stored) {
+    decided = *stored;
+  } else {
+    PackingFacts facts;
+    facts.max_pack = spec.search().max_pack();
+    facts.host_cores = options_.host_cores;
+    facts.largest_batch = LargestBatch(spec, plan);
+    // Until a trial's run ended alone, nothing is measured (1 per GPU); trials ending in the same
+    // pass: the busiest and fullest count.
+    for (const trainer::v1::Job& job : live) {
+      const std::optional<AloneFootprint> reading = AloneReading(job);
+      if (reading) facts.alone = facts.alone ? Larger(*facts.alone, *reading) : *reading;
+    }
+    if (facts.max_pack != 1 && !facts.alone) return 1;
+    decided = DecidePacking(facts);
+    LogAt(LogPriority::kInfo) << "traind: search " << sweep_id << ": " << decided.why << "\n";
   }
-  if (facts.max_pack != 1 && !facts.alone) return 1;
-  const Packing decided = DecidePacking(facts);
   {
     absl::MutexLock lock(&mu_);
     decided_[sweep_id] = decided;
   }
-  LogAt(LogPriority::kInfo) << "traind: search " << sweep_id << ": " << decided.why << "\n";
   if (options_.set_width) options_.set_width(sweep_id, decided.width);
   return decided.width;
+}
+
+std::optional<Packing> SearchPacker::Decided(int64_t sweep_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = decided_.find(sweep_id);
+  if (it == decided_.end()) return std::nullopt;
+  return it->second;
 }
 
 void SearchPacker::Forget(int64_t sweep_id) {
@@ -66,12 +79,6 @@ void SearchPacker::Forget(int64_t sweep_id) {
     decided_.erase(it);
   }
   if (packed && options_.set_width) options_.set_width(sweep_id, 1);
-}
-
-std::string SearchPacker::Why(int64_t sweep_id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = decided_.find(sweep_id);
-  return it == decided_.end() ? "" : it->second.why;
 }
 
 }  // namespace traind

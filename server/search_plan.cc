@@ -143,6 +143,11 @@ absl::StatusOr<SearchPlan> PlanSearch(const trainer::v1::SweepSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat(
         "search.parallel: must be 0 (the lane's slots) or more, got ", search.parallel()));
   }
+  if (!(search.device_hours() >= 0 && search.device_hours() <= kMaxDeviceHours)) {  // NaN too
+    return absl::InvalidArgumentError(absl::StrCat("search.device_hours: 0 (no budget) to ",
+                                                   kMaxDeviceHours, "; got ",
+                                                   search.device_hours()));
+  }
   if (search.max_pack() < 0 || search.max_pack() > kMaxPack) {
     return absl::InvalidArgumentError(
         absl::StrCat("search.max_pack: trials on one GPU at once, 0 (as measured) to ", kMaxPack,

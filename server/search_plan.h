@@ -21,6 +21,8 @@ namespace traind {
 
 // Trials a search may have in all.
 inline constexpr int kMaxSearchTrials = 100000;
+// The most device-hours a budget may name (11 years): past it, a typo.
+inline constexpr double kMaxDeviceHours = 1e5;
 
 struct SearchPlan {
   SearchSpace space;
@@ -31,7 +33,8 @@ struct SearchPlan {
 };
 
 // INVALID_ARGUMENT naming the field for a search that cannot run: an unknown method or metric,
-// trials out of 1..kMaxSearchTrials, a distribution that cannot be drawn from, a field that
+// trials out of 1..kMaxSearchTrials, a budget (device_hours) not a number from 0 (none) to
+// kMaxDeviceHours, a distribution that cannot be drawn from, a field that
 // cannot take the values drawn (its type or range) or cannot vary (epochs under early stopping,
 // the job's name), explicit configs or repeat beside a search, an ASHA ladder that does not fit
 // the epochs.

@@ -69,6 +69,7 @@ absl::StatusOr<trainer::v1::SearchReport> BuildSearchReport(
   report.set_metric(plan.metric);
   report.set_maximize(plan.asha.maximize);
   report.set_done(record.done);
+  report.set_packing(record.pack_why);
   report.set_trials_planned(record.spec.search().trials());
   report.set_device_seconds_budget(record.spec.search().device_hours() * 3600.0);
   const std::vector<int64_t> rungs = AshaRungs(plan.asha);

@@ -154,6 +154,14 @@ CREATE TABLE search_trials (
   PRIMARY KEY (sweep_id, trial)
 ) WITHOUT ROWID;
 )sql",
+    // 9 -> 10: how many of a search's trials share a GPU once one was measured alone
+    // (server/trial_packing.h), and why. Kept, not measured again: a restarted traind packs as
+    // before (a packed trial's reading counts its neighbours' work too), and the report still
+    // says it once the search is over.
+    R"sql(
+ALTER TABLE searches ADD COLUMN pack_width INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE searches ADD COLUMN pack_why TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);

@@ -94,7 +94,8 @@ absl::StatusOr<Store::SearchRecord> Store::GetSearch(int64_t sweep_id) {
   record.sweep_id = sweep_id;
   record.owner = sweep.owner();
   record.spec = sweep.spec();
-  Statement search(db_, "SELECT state, done FROM searches WHERE sweep_id = ?");
+  Statement search(db_,
+                   "SELECT state, done, pack_width, pack_why FROM searches WHERE sweep_id = ?");
   RETURN_IF_ERROR(search.status("read search"));
   search.Bind(1, sweep_id);
   const int rc = search.Step();
@@ -104,6 +105,8 @@ absl::StatusOr<Store::SearchRecord> Store::GetSearch(int64_t sweep_id) {
   if (rc != SQLITE_ROW) return SqliteError(db_, "read search");
   record.state = search.Blob(0);
   record.done = search.Int(1) != 0;
+  record.pack_width = static_cast<int>(search.Int(2));
+  record.pack_why = search.Blob(3);
   Statement trials(db_,
                    "SELECT trial, job_id, params FROM search_trials WHERE sweep_id = ? "
                    "ORDER BY trial");
@@ -133,6 +136,23 @@ absl::Status Store::SaveSearchState(int64_t sweep_id, const std::string& state, 
   return InTransaction([&] {
     mu_.AssertHeld();
     return SaveSearchStateLocked(sweep_id, state, done);
+  });
+}
+
+absl::Status Store::SaveSearchPacking(int64_t sweep_id, int width, const std::string& why) {
+  FairMutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    mu_.AssertHeld();
+    Statement update(db_, "UPDATE searches SET pack_width = ?, pack_why = ? WHERE sweep_id = ?");
+    RETURN_IF_ERROR(update.status("save packing"));
+    update.Bind(1, static_cast<int64_t>(width));
+    update.BindText(2, why);
+    update.Bind(3, sweep_id);
+    if (update.Step() != SQLITE_DONE) return SqliteError(db_, "save packing");
+    if (sqlite3_changes(db_) != 1) {
+      return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " is not a search"));
+    }
+    return absl::OkStatus();
   });
 }
 

@@ -31,10 +31,15 @@ absl::Status TrainerService::CreateSearch(const trainer::v1::SubmitSweepRequest&
   trainer::v1::SweepSpec spec = request.spec();
   ASSIGN_OR_RETURN(const SearchPlan plan, PlanSearch(spec));
   // Every value a trial may draw is admitted now, as a job's would be: a trial never fails on a
-  // rule the search could have been refused by.
+  // rule the search could have been refused by. Each is tried in a trial whose other fields are
+  // drawn too (a search over the model has no model in its base).
+  JobSpec drawn = spec.base();
+  for (const auto& [field, distribution] : plan.space.params) {
+    RETURN_IF_ERROR(SetSpecField(&drawn, field, DistributionExtremes(distribution).front()));
+  }
   for (const auto& [field, distribution] : plan.space.params) {
     for (const std::string& value : DistributionExtremes(distribution)) {
-      JobSpec probe = spec.base();
+      JobSpec probe = drawn;
       RETURN_IF_ERROR(SetSpecField(&probe, field, value));
       absl::StatusOr<JobSpec> prepared = admission_->PrepareSpec(probe, caller);
       if (!prepared.ok()) {
@@ -44,7 +49,9 @@ absl::Status TrainerService::CreateSearch(const trainer::v1::SubmitSweepRequest&
       }
     }
   }
-  ASSIGN_OR_RETURN(*spec.mutable_base(), admission_->PrepareSpec(spec.base(), caller));
+  // The base as a trial sees it before its draw replaces the searched fields (its model, when
+  // the model is searched, is the first choice's).
+  ASSIGN_OR_RETURN(*spec.mutable_base(), admission_->PrepareSpec(drawn, caller));
   ASSIGN_OR_RETURN(*response, store_->CreateSearch(spec, caller.owner, SerializeAshaState({})));
   searches_->Wake();
   return absl::OkStatus();
@@ -132,8 +139,6 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
     std::map<int64_t, Job> by_id;
     for (const Job& job : jobs) by_id[job.id()] = job;
     ASSIGN_OR_RETURN(*response->mutable_search(), BuildSearchReport(search, by_id));
-    if (searches_ != nullptr)
-      response->mutable_search()->set_packing(searches_->Packing(sweep.id()));
   }
   // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
   // baseline of a sweep without cpu members has no baseline row either, and that is fine.)

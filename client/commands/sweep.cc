@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -75,7 +76,7 @@ absl::Status AddSearch(const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
   if (!asked && !spec->has_search()) {
     for (const char* flag :
          {"--trials", "--search-seed", "--early-stop", "--metric", "--min-epochs",
-          "--reduction-factor", "--brackets", "--parallel", "--max-pack"}) {
+          "--reduction-factor", "--brackets", "--parallel", "--max-pack", "--device-hours"}) {
       if (flags.cmd->get_option(flag)->count() > 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             flag,
@@ -91,7 +92,7 @@ absl::Status AddSearch(const SweepFlags& flags, trainer::v1::SweepSpec* spec) {
   search->MergeFrom(flags.search);
   if (flags.cmd->get_option("--search-seed")->count() > 0) search->set_seed(flags.search.seed());
   if (flags.cmd->get_option("--device-hours")->count() > 0) {
-    search->set_device_hours(flags.search.device_hours());  // 0 (no budget) too
+    search->set_device_hours(flags.search.device_hours());  // over a sweep file's
   }
   if (search->method().empty()) search->set_method("random");
   if (search->trials() == 0) {
@@ -330,7 +331,16 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
          "--device-hours", [search](double hours) { search->set_device_hours(hours); },
          "A budget: no trial starts or resumes that would take the search's device-time (its "
          "trials' training time) past it")
-      ->check(CLI::Range(0.0, 1e5))
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            double hours = 0;
+            // 0 would read as no budget: leaving the flag out says that.
+            if (!absl::SimpleAtod(text, &hours) || !(hours > 0 && hours <= 1e5)) {
+              return "more than 0 and at most 100000 (leave it out for no budget); got " + text;
+            }
+            return "";
+          },
+          "HOURS"))
       ->group(group);
   cmd->add_option_function<int>(
          "--max-pack", [search](int most) { search->set_max_pack(most); },

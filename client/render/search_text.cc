@@ -31,10 +31,12 @@ std::string Metric(const trainer::v1::SearchReport& search, double value) {
 
 std::string SearchText(const trainer::v1::SearchReport& search) {
   if (search.method().empty()) return "";
-  std::string text = absl::StrCat("Search (", search.method(), ", by ", search.metric(),
-                                  "): ", search.trials_size(), " of ", search.trials_planned(),
-                                  " trials", search.done() ? ", done" : ", going on", "; rungs at ",
-                                  absl::StrJoin(search.rungs(), ", "), " epochs\n");
+  std::string text = absl::StrCat(
+      "Search (", search.method(), ", by ", search.metric(), "): ", search.trials_size(), " of ",
+      search.trials_planned(), " trials", search.done() ? ", done" : ", going on",
+      search.rungs_size() == 1 ? "; one rung, at " : "; rungs at ",
+      absl::StrJoin(search.rungs(), ", "),
+      search.rungs_size() == 1 && search.rungs(0) == 1 ? " epoch\n" : " epochs\n");
   const auto best_row = std::find_if(
       search.trials().begin(), search.trials().end(),
       [&](const trainer::v1::SearchTrial& t) { return t.trial() == search.best_trial(); });
@@ -42,7 +44,7 @@ std::string SearchText(const trainer::v1::SearchReport& search) {
     const trainer::v1::SearchTrial& best = *best_row;
     absl::StrAppend(&text, "Best: trial ", best.trial(), " (job ", best.job_id(), "), ",
                     Metric(search, best.metric()), " after ", best.epochs(),
-                    " epochs: ", Params(best), "\n");
+                    best.epochs() == 1 ? " epoch: " : " epochs: ", Params(best), "\n");
   }
   if (search.epochs_full() > 0) {
     absl::StrAppend(
