@@ -47,6 +47,9 @@ int RunJobToEnd(Context& ctx, const trainer::v1::SubmitJobRequest& request, cons
 // The sweep a --sweep or SWEEP argument names, by its id or its name, into `*id`: kExitOk, or the
 // exit code after printing why (no such sweep, several of that name).
 int SweepId(Context& ctx, const std::string& id_or_name, int64_t* id);
+// --device-hours' check (sweep, extend): a number of hours up to 100000, more than 0 unless
+// `zero_is_none` (extend's 0 takes a budget away; a new search without one leaves the flag out).
+CLI::Validator DeviceHoursCheck(bool zero_is_none);
 // ExtendSearch: `trials` 0 and no `device_hours` resume the search as it was planned.
 int ExtendSearch(Context& ctx, const std::string& sweep, int trials,
                  std::optional<double> device_hours);

@@ -4,11 +4,27 @@
 #include <optional>
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "client/commands/commands.h"
 #include "client/exit_codes.h"
 #include "client/rpc.h"
 
 namespace traind {
+
+CLI::Validator DeviceHoursCheck(bool zero_is_none) {
+  return CLI::Validator(
+      [zero_is_none](std::string& text) -> std::string {
+        double hours = 0;
+        const bool number = absl::SimpleAtod(text, &hours);
+        if (number && hours <= 1e5 && (hours > 0 || (zero_is_none && hours == 0))) return "";
+        return absl::StrCat(zero_is_none ? "0 (no budget) to 100000"
+                                         : "more than 0 and at most 100000 (leave it out for no "
+                                           "budget)",
+                            "; got ", text);
+      },
+      "HOURS");
+}
 
 int ExtendSearch(Context& ctx, const std::string& sweep, int trials,
                  std::optional<double> device_hours) {
@@ -50,7 +66,7 @@ void AddExtendCommand(CLI::App& app, Context& ctx, int* exit_code) {
   cmd->add_option_function<double>(
          "--device-hours", [flags](double hours) { flags->device_hours = hours; },
          "A budget of device-time for the whole search (0: none)")
-      ->check(CLI::Range(0.0, 1e5));
+      ->check(DeviceHoursCheck(/*zero_is_none=*/true));
   cmd->footer(
       "Examples:\n"
       "  trainctl extend 9 --trials 80\n"

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <map>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -331,16 +330,7 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
          "--device-hours", [search](double hours) { search->set_device_hours(hours); },
          "A budget: no trial starts or resumes that would take the search's device-time (its "
          "trials' training time) past it")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            double hours = 0;
-            // 0 would read as no budget: leaving the flag out says that.
-            if (!absl::SimpleAtod(text, &hours) || !(hours > 0 && hours <= 1e5)) {
-              return "more than 0 and at most 100000 (leave it out for no budget); got " + text;
-            }
-            return "";
-          },
-          "HOURS"))
+      ->check(DeviceHoursCheck(/*zero_is_none=*/false))
       ->group(group);
   cmd->add_option_function<int>(
          "--max-pack", [search](int most) { search->set_max_pack(most); },
