@@ -29,6 +29,12 @@ struct NvmlUtilization {
   unsigned int gpu;
   unsigned int memory;
 };
+// nvmlMemory_t: a GPU's memory in bytes.
+struct NvmlMemory {
+  unsigned long long total;  // NOLINT(runtime/int)
+  unsigned long long free;   // NOLINT(runtime/int)
+  unsigned long long used;   // NOLINT(runtime/int)
+};
 // NVML_VALUE_NOT_AVAILABLE: the driver does not say (e.g. without the rights to ask).
 constexpr unsigned long long kNotAvailable = ~0ULL;  // NOLINT(runtime/int)
 
@@ -43,6 +49,7 @@ struct Nvml::Library {
   NvmlReturn (*device_index)(NvmlDevice, unsigned int*) = nullptr;
   NvmlReturn (*compute_processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
   NvmlReturn (*utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
+  NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
 
   ~Library() {
     if (shutdown != nullptr) shutdown();
@@ -69,7 +76,8 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open() {
       !find("nvmlDeviceGetHandleByPciBusId_v2", &library->device_by_bus) ||
       !find("nvmlDeviceGetIndex", &library->device_index) ||
       !find("nvmlDeviceGetComputeRunningProcesses_v2", &library->compute_processes) ||
-      !find("nvmlDeviceGetUtilizationRates", &library->utilization)) {
+      !find("nvmlDeviceGetUtilizationRates", &library->utilization) ||
+      !find("nvmlDeviceGetMemoryInfo", &library->memory)) {
     library->shutdown = nullptr;
     return absl::FailedPreconditionError(
         "NVML is too old (no nvmlDeviceGetComputeRunningProcesses_v2: driver 450 or newer)");
@@ -104,7 +112,7 @@ std::vector<Nvml::ProcessMemory> Nvml::ComputeProcesses() const {
     for (unsigned int i = 0; i < count && i < processes.size(); ++i) {
       if (processes[i].used_gpu_memory == kNotAvailable) continue;
       found.push_back({static_cast<int64_t>(processes[i].pid),
-                       static_cast<int64_t>(processes[i].used_gpu_memory)});
+                       static_cast<int64_t>(processes[i].used_gpu_memory), index});
     }
   }
   return found;
@@ -128,6 +136,16 @@ std::optional<double> Nvml::Busy(unsigned int index) const {
     return std::nullopt;
   }
   return utilization.gpu / 100.0;
+}
+
+std::optional<Nvml::DeviceMemory> Nvml::Memory(unsigned int index) const {
+  NvmlDevice device = nullptr;
+  NvmlMemory memory{};
+  if (library_->device_by_index(index, &device) != kNvmlSuccess ||
+      library_->memory(device, &memory) != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return DeviceMemory{static_cast<int64_t>(memory.used), static_cast<int64_t>(memory.total)};
 }
 
 }  // namespace traind

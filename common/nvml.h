@@ -1,8 +1,9 @@
 // NVML, NVIDIA's management library, opened at run time: it comes with NVIDIA's driver, not with
 // Debian's build tools, so it is dlopen'ed (libnvidia-ml.so.1) and where it is missing (no NVIDIA
 // driver, macOS) Open() says so. Only the few calls traind makes are bound: the processes on a GPU
-// and their memory (a program's GPU memory, script/gpu_process_memory.h) and how busy a GPU is (a
-// built-in job's report of its GPU's busy share, engine/device_activity.h).
+// and their memory (a program's GPU memory, script/gpu_process_memory.h), how busy a GPU is and
+// how much of its memory is in use (a job's report of its GPU, engine/device_activity.h for a
+// built-in job, script/program_memory.h for a program).
 // Thread-compatible; no LibTorch, no CUDA headers.
 #ifndef TRAIND_COMMON_NVML_H_
 #define TRAIND_COMMON_NVML_H_
@@ -26,8 +27,9 @@ class Nvml {
   Nvml& operator=(const Nvml&) = delete;
 
   struct ProcessMemory {
-    int64_t pid = 0;    // as NVML sees it: the host's PID namespace
-    int64_t bytes = 0;  // everything the driver holds for it, its CUDA context included
+    int64_t pid = 0;          // as NVML sees it: the host's PID namespace
+    int64_t bytes = 0;        // everything the driver holds for it, its CUDA context included
+    unsigned int device = 0;  // the GPU it holds it on (NVML's index, for Busy and Memory)
   };
   // Every GPU's compute processes that NVML gives a memory figure for; empty when it cannot tell.
   std::vector<ProcessMemory> ComputeProcesses() const;
@@ -38,6 +40,12 @@ class Nvml {
   // The share of time (0..1) one or more kernels ran on GPU `index` over NVML's last sample
   // period (1/6 s to 1 s, by GPU): any process's kernels. nullopt when it cannot tell.
   std::optional<double> Busy(unsigned int index) const;
+  struct DeviceMemory {
+    int64_t used_bytes = 0;  // by every process on it
+    int64_t total_bytes = 0;
+  };
+  // GPU `index`'s memory; nullopt when NVML cannot tell.
+  std::optional<DeviceMemory> Memory(unsigned int index) const;
 
  private:
   struct Library;

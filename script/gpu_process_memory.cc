@@ -15,12 +15,18 @@ absl::StatusOr<std::unique_ptr<GpuProcessMemory>> GpuProcessMemory::Open() {
 
 GpuProcessMemory::~GpuProcessMemory() = default;
 
-int64_t GpuProcessMemory::UsedBySession(pid_t sid) const {
-  int64_t used = 0;
+GpuProcessMemory::SessionUse GpuProcessMemory::UsedBySession(pid_t sid) const {
+  SessionUse use;
   for (const Nvml::ProcessMemory& process : nvml_->ComputeProcesses()) {
-    if (SessionOf(static_cast<pid_t>(process.pid)) == sid) used += process.bytes;
+    if (SessionOf(static_cast<pid_t>(process.pid)) != sid) continue;
+    use.bytes += process.bytes;
+    if (!use.device || process.device < *use.device) use.device = process.device;
   }
-  return used;
+  if (use.device) {
+    use.device_busy = nvml_->Busy(*use.device);
+    use.device_memory = nvml_->Memory(*use.device);
+  }
+  return use;
 }
 
 pid_t SessionOf(pid_t pid) {

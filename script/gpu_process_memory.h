@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/statusor.h"
 #include "common/nvml.h"
@@ -26,11 +27,21 @@ class GpuProcessMemory {
   GpuProcessMemory(const GpuProcessMemory&) = delete;
   GpuProcessMemory& operator=(const GpuProcessMemory&) = delete;
 
-  // Bytes the driver holds for the processes of session `sid` (the program, which ProgramProcess
-  // starts with setsid, and every process it started that stayed in its session), summed over
-  // every GPU; 0 when none of them uses one (yet) or NVML cannot tell. Only the few processes
-  // NVML names are looked up in /proc.
-  int64_t UsedBySession(pid_t sid) const;
+  struct SessionUse {
+    // Bytes the driver holds for the session's processes, summed over every GPU; 0 when none of
+    // them uses one (yet) or NVML cannot tell.
+    int64_t bytes = 0;
+    // The GPU they hold memory on (the first, by NVML's index), once seen on one; and how busy
+    // it was over NVML's last sample period and how much of its memory is in use (every
+    // process's counted, as engine/device_activity.h reports a built-in job's GPU).
+    std::optional<unsigned int> device;
+    std::optional<double> device_busy;
+    std::optional<Nvml::DeviceMemory> device_memory;
+  };
+  // What the processes of session `sid` (the program, which ProgramProcess starts with setsid,
+  // and every process it started that stayed in its session) hold of the GPUs. Only the few
+  // processes NVML names are looked up in /proc.
+  SessionUse UsedBySession(pid_t sid) const;
 
  private:
   explicit GpuProcessMemory(std::unique_ptr<Nvml> nvml) : nvml_(std::move(nvml)) {}

@@ -72,7 +72,8 @@ TEST(GpuProcessMemoryTest, OpensWhereNvmlIsAndSaysWhyNotElsewhere) {
   // A fresh session that uses no GPU (not this test's: ctest runs CUDA tests beside it there).
   Session session;
   ASSERT_GT(session.leader(), 0);
-  EXPECT_EQ((*memory)->UsedBySession(session.leader()), 0);
+  EXPECT_EQ((*memory)->UsedBySession(session.leader()).bytes, 0);
+  EXPECT_FALSE((*memory)->UsedBySession(session.leader()).device.has_value());
 }
 
 }  // namespace

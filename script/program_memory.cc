@@ -24,12 +24,26 @@ void ProgramMemory::Sample(pid_t pid, absl::Time now) {
   peak_rss_ = std::max(peak_rss_, ProcKilobytes(status.c_str(), "VmHWM"));
   if (gpu_memory_ != nullptr) {
     // The program and the workers it started hold the GPU memory between them.
-    current_driver_ = gpu_memory_->UsedBySession(pid);
+    const GpuProcessMemory::SessionUse use = gpu_memory_->UsedBySession(pid);
+    current_driver_ = use.bytes;
     peak_driver_ = std::max(peak_driver_, current_driver_);
+    if (!use.device || use.device_busy) {  // unreadable: left out rather than counted idle
+      busy_sum_ += use.device_busy.value_or(0.0);
+      ++busy_samples_;
+    }
+    if (use.device_memory) {
+      device_used_ = use.device_memory->used_bytes;
+      device_total_ = use.device_memory->total_bytes;
+    }
   }
 }
 
 void ProgramMemory::Fill(trainer::v1::StepMetrics* step) const {
+  if (device_total_ > 0) {
+    if (busy_samples_ > 0) step->set_device_busy(busy_sum_ / static_cast<double>(busy_samples_));
+    step->set_device_used_bytes(device_used_);
+    step->set_device_total_bytes(device_total_);
+  }
   if (step->has_current_allocated_bytes() || step->has_driver_allocated_bytes()) return;  // its own
   if (peak_driver_ > 0) {
     // A CUDA job's memory is the GPU's: what the driver holds for it (its CUDA context

@@ -1,7 +1,10 @@
 // ProgramMemory: a running program's memory as traind samples it from outside, once a second: its
 // resident memory (/proc), and for a CUDA job what the driver holds for its processes (NVML).
 // Steps the program did not give memory figures to (traind.report does) get these, and the
-// result its peaks. Not thread-safe: traind-script's one thread drives it.
+// result its peaks. A CUDA job's steps also carry its GPU's busy share since the program started
+// and that GPU's memory in use (StepMetrics.device_busy, device_used_bytes, device_total_bytes),
+// as a built-in job's do: from a trial that ran alone a search decides how many of its trials
+// share a GPU (server/trial_packing.h). Not thread-safe: traind-script's one thread drives it.
 #ifndef TRAIND_SCRIPT_PROGRAM_MEMORY_H_
 #define TRAIND_SCRIPT_PROGRAM_MEMORY_H_
 
@@ -37,6 +40,12 @@ class ProgramMemory {
   int64_t peak_rss_ = 0;
   int64_t current_driver_ = 0;
   int64_t peak_driver_ = 0;
+  // The GPU's busy share summed over every sample since WatchGpu, a sample taken before the
+  // program held memory on a GPU counting 0 (it launched nothing there yet).
+  double busy_sum_ = 0;
+  int64_t busy_samples_ = 0;
+  int64_t device_used_ = 0;
+  int64_t device_total_ = 0;
   absl::Time next_sample_ = absl::InfinitePast();
 };
 

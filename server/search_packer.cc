@@ -19,7 +19,7 @@ bool OnOneGpu(const trainer::v1::JobSpec& spec) {
 int64_t SearchPacker::LargestBatch(const trainer::v1::SweepSpec& spec, const SearchPlan& plan) {
   int64_t largest = spec.base().batch_size();
   for (const auto& [field, distribution] : plan.space.params) {
-    if (field != "batch_size") continue;
+    if (field != "batch_size" && field != "param.batch_size") continue;  // a program's {batch_size}
     for (const std::string& value : DistributionExtremes(distribution)) {
       double batch = 0;
       if (absl::SimpleAtod(value, &batch)) largest = std::max(largest, static_cast<int64_t>(batch));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -73,6 +74,12 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
   reading.used_bytes = step.device_used_bytes();
   reading.total_bytes = step.device_total_bytes();
   reading.batch_size = trial.spec().batch_size();
+  // A program's batch size is its {batch_size}, when the search gives it one.
+  if (const auto& params = trial.spec().script().params(); reading.batch_size == 0) {
+    if (auto it = params.find("batch_size"); it != params.end()) {
+      if (!absl::SimpleAtoi(it->second, &reading.batch_size)) reading.batch_size = 0;
+    }
+  }
   return reading;
 }
 

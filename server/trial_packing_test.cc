@@ -103,6 +103,19 @@ TEST(AloneReadingTest, OnlyARunThatEndedWithTheGpusBusyShare) {
   EXPECT_TRUE(AloneReading(Trial(Job::PAUSED, true)).has_value());  // at its rung
 }
 
+// A program's trial: its batch size is the {batch_size} the search drew for it.
+TEST(AloneReadingTest, AProgramsBatchSizeIsItsParam) {
+  using trainer::v1::Job;
+  Job program = Trial(Job::SUCCEEDED, true);
+  program.mutable_spec()->clear_batch_size();
+  (*program.mutable_spec()->mutable_script()->mutable_params())["batch_size"] = "256";
+  std::optional<AloneFootprint> reading = AloneReading(program);
+  ASSERT_TRUE(reading.has_value());
+  EXPECT_EQ(reading->batch_size, 256);
+  (*program.mutable_spec()->mutable_script()->mutable_params())["batch_size"] = "big";
+  EXPECT_EQ(AloneReading(program)->batch_size, 0);  // not a number: no scaling from it
+}
+
 TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
   const AloneFootprint a{0.3, 2 * kGiB, 80 * kGiB, 64};
   const AloneFootprint b{0.1, 3 * kGiB, 80 * kGiB, 128};
