@@ -94,9 +94,10 @@ namespace {
 // A sweep of one device (or of one value of the baseline's field) compares nothing: every row
 // would be its own "1.00x (baseline)". Then the report says why and no row is the baseline.
 // The winning row, by the first measure every row with a succeeded run has: test accuracy, best
-// validation accuracy (a program may print no test accuracy), else the lowest final loss. A
-// benchmark's rows have none of them, and no row wins.
-void ChooseBest(trainer::v1::SweepReport* report) {
+// validation accuracy (a program may print no test accuracy), else the lowest final loss; the two
+// accuracies the other way round when `validation_first`. A benchmark's rows have none of them,
+// and no row wins.
+void ChooseBest(bool validation_first, trainer::v1::SweepReport* report) {
   struct Measure {
     const char* name;
     bool (*has)(const ReportRow&);
@@ -115,7 +116,10 @@ void ChooseBest(trainer::v1::SweepReport* report) {
     if (row.succeeded() > 0) rows.push_back(&row);
   }
   if (rows.empty()) return;
-  for (const Measure& measure : kMeasures) {
+  std::vector<const Measure*> order = {&kMeasures[0], &kMeasures[1], &kMeasures[2]};
+  if (validation_first) std::swap(order[0], order[1]);
+  for (const Measure* in_order : order) {
+    const Measure& measure = *in_order;
     if (!std::all_of(rows.begin(), rows.end(), [&](ReportRow* r) { return measure.has(*r); })) {
       continue;
     }
@@ -355,7 +359,7 @@ trainer::v1::SweepReport BuildSweepReport(const trainer::v1::Sweep& sweep,
     for (const Job* job : members) AddRun(*job, traces, options, row, &runs);
     SummariseRuns(runs, options, row);
   }
-  ChooseBest(&report);
+  ChooseBest(options.validation_first, &report);
   if (NothingToCompare(options, &report)) return report;
   // Each row against the row that differs at most in the baseline field and has the baseline
   // value there: the same configuration on the baseline device, by default.

@@ -23,6 +23,9 @@ struct SweepReportOptions {
   double accuracy_tolerance = 0.02;    // absolute, on 0..1
   double loss_tolerance = 0.25;        // relative
   double time_to_accuracy = 0;         // > 0: also the time each row took to reach it
+  // The winning row is chosen by best validation accuracy before test accuracy: a search's by
+  // validation accuracy, so that the table's best and the search's agree on what counts.
+  bool validation_first = false;
 };
 
 // What the report needs of a job's event log.

@@ -220,6 +220,17 @@ TEST(SweepReportTest, AProgramsRowsHaveWhatItPrintedAndTheBestRowWins) {
   ASSERT_EQ(by_test.rows_size(), 2);
   EXPECT_TRUE(by_test.rows(1).best());
   EXPECT_EQ(by_test.rows(0).tested(), 1);
+
+  // A search ranks by validation accuracy: so does its table, where the two disagree.
+  for (Job& job : built_in) job.mutable_result()->set_best_epoch(10);
+  built_in[0].mutable_result()->set_best_validation_accuracy(0.88);
+  built_in[1].mutable_result()->set_best_validation_accuracy(0.85);
+  SweepReportOptions search_options;
+  search_options.validation_first = true;
+  const auto by_validation = BuildSweepReport(models, built_in, {}, search_options);
+  EXPECT_EQ(by_validation.best_by(), "best validation accuracy");
+  EXPECT_TRUE(by_validation.rows(0).best());
+  EXPECT_FALSE(by_validation.rows(1).best());
 }
 
 // --time-to-accuracy: from each run's evaluated epochs, the first that reached the threshold.

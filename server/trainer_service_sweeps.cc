@@ -133,6 +133,8 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
     return absl::InvalidArgumentError("time_to_accuracy: a fraction from 0 to 1 (0.89 for 89%)");
   }
   options.time_to_accuracy = request.time_to_accuracy();
+  options.validation_first =
+      sweep.spec().has_search() && MetricMaximized(sweep.spec().search().metric());
   *response = BuildSweepReport(sweep, jobs, traces, options);
   if (sweep.spec().has_search()) {
     ASSIGN_OR_RETURN(const Store::SearchRecord search, store_->GetSearch(sweep.id()));
