@@ -1,6 +1,6 @@
 // Whether a CPU job's batches are trained in shards at once (engine/shard_threads.h,
 // engine/train_step.h), once its model is built: the policy (ChooseBatchShards,
-// engine/cpu_threads.h) proposes a number, the model may forbid it.
+// common/cpu_threads.h) proposes a number, the model may forbid it.
 #ifndef TRAIND_ENGINE_BATCH_SHARDS_H_
 #define TRAIND_ENGINE_BATCH_SHARDS_H_
 
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/cpu_threads.h"
+#include "common/cpu_threads.h"
 #include "engine/job_report.h"
 #include "engine/shard_threads.h"
 #include "engine/train_step.h"

@@ -4,7 +4,6 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/impl/server_builder_option.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,10 +13,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/cpu_threads.h"
 #include "common/durable_file.h"
 #include "common/log_priority.h"
 #include "common/loopback.h"
@@ -34,15 +33,6 @@
 namespace traind {
 
 namespace {
-
-// The CPUs traind may run on (its affinity): a bound on how many trials share a GPU, since each
-// trial's worker launches its kernels from a host thread of its own.
-int HostCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
 
 // Takes server reflection's plugin out of a ServerBuilder (the plugin names itself
 // "proto_server_reflection").
@@ -336,7 +326,9 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   searching.set_pack_width = [scheduler = scheduler_.get()](int64_t sweep_id, int width) {
     scheduler->SetPackWidth(sweep_id, width);
   };
-  searching.host_cores = HostCores();
+  // A bound on how many trials share a GPU: each trial's worker launches its kernels from a
+  // host thread of its own.
+  searching.host_cores = UsableCores(ReadCpuFacts());
   searches_ = std::make_unique<SearchDriver>(store_.get(), std::move(searching));
   Admission::Options admitting;
   admitting.devices = devices;

@@ -15,7 +15,7 @@ namespace traind {
 std::vector<std::string> WorkerEnvironment(const std::string& cache_dir, int cpu_slots, int nice) {
   std::vector<std::string> environment;
   if (!cache_dir.empty()) environment.push_back("TRAIND_CACHE_DIR=" + cache_dir);
-  // A CPU job shares the cores with the other jobs the CPU lane runs (engine/cpu_threads.h).
+  // A CPU job shares the cores with the other jobs the CPU lane runs (common/cpu_threads.h).
   environment.push_back(absl::StrCat("TRAIND_CPU_SLOTS=", cpu_slots));
   // Below the daemon, whose threads carry every job's events to its watchers (worker/priority.h).
   environment.push_back(absl::StrCat("TRAIND_WORKER_NICE=", nice));

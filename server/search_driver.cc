@@ -109,9 +109,7 @@ int PauseAfter(const SearchPlan& plan, int64_t epochs) {
 }  // namespace
 
 SearchDriver::SearchDriver(Store* store, Options options)
-    : store_(store),
-      options_(std::move(options)),
-      packer_(SearchPacker::Options{options_.host_cores, options_.set_pack_width}) {}
+    : store_(store), options_(std::move(options)) {}
 
 SearchDriver::~SearchDriver() { Stop(); }
 
@@ -162,7 +160,7 @@ void SearchDriver::Loop() {
 absl::Status SearchDriver::Advance(int64_t sweep_id) {
   ASSIGN_OR_RETURN(Store::SearchRecord record, store_->GetSearch(sweep_id));
   if (record.done) {
-    packer_.Forget(sweep_id);  // cancelled
+    Unpack(sweep_id);  // cancelled
     budget_.Forget(sweep_id);
     return absl::OkStatus();
   }
@@ -192,7 +190,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
     if (action.kind == AshaAction::Kind::kWait) break;
     if (action.kind == AshaAction::Kind::kDone) {
       RETURN_IF_ERROR(Finish(record, trials, state));
-      packer_.Forget(sweep_id);
+      Unpack(sweep_id);
       budget_.Forget(sweep_id);
       changed = false;
       break;
@@ -214,20 +212,27 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
 
 int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
                                 const std::vector<Job>& jobs) {
-  std::optional<Packing> stored;
-  if (record.pack_width > 0) stored = Packing{record.pack_width, record.pack_why};
-  const int width = packer_.Update(record.sweep_id, record.spec, plan, jobs, stored);
-  if (!stored) {
-    if (const std::optional<Packing> decided = packer_.Decided(record.sweep_id)) {
-      // Unsaved, it is decided again after a restart from what is there then (the same readings).
-      if (absl::Status saved =
-              store_->SaveSearchPacking(record.sweep_id, decided->width, decided->why);
-          !saved.ok()) {
-        LogAt(LogPriority::kError) << "traind: search " << record.sweep_id << ": " << saved << "\n";
-      }
+  std::optional<Packing> packing;
+  if (record.pack_width > 0) {
+    packing = Packing{record.pack_width, record.pack_why};
+  } else {
+    packing = DecideSearchPacking(record.spec, plan, jobs, options_.host_cores);
+    if (!packing) return 1;  // not on a GPU, or nothing measured yet
+    LogAt(LogPriority::kInfo) << "traind: search " << record.sweep_id << ": " << packing->why
+                              << "\n";
+    // Unsaved, it is decided again on the next pass from what is there then.
+    if (absl::Status saved =
+            store_->SaveSearchPacking(record.sweep_id, packing->width, packing->why);
+        !saved.ok()) {
+      LogAt(LogPriority::kError) << "traind: search " << record.sweep_id << ": " << saved << "\n";
     }
   }
-  return width;
+  if (options_.set_pack_width) options_.set_pack_width(record.sweep_id, packing->width);
+  return packing->width;
+}
+
+void SearchDriver::Unpack(int64_t sweep_id) {
+  if (options_.set_pack_width) options_.set_pack_width(sweep_id, 1);
 }
 
 absl::Status SearchDriver::Promote(const Store::SearchRecord& record, const SearchPlan& plan,

@@ -64,9 +64,12 @@ class SearchDriver {
 
  private:
   void Loop();
-  // How many of the search's trials share a GPU now (SearchPacker), its first decision stored.
+  // How many of the search's trials share a GPU now, as stored, or as decided now from its
+  // trials (server/search_packer.h) and stored; the scheduler told.
   int UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
                     const std::vector<trainer::v1::Job>& jobs);
+  // The search is over: its trials no longer share a GPU.
+  void Unpack(int64_t sweep_id);
   // ASHA's promotion of a paused trial (`state` has it running again): its job queued to resume
   // from its checkpoint. A job cancelled meanwhile fails the trial instead.
   absl::Status Promote(const Store::SearchRecord& record, const SearchPlan& plan,
@@ -80,7 +83,6 @@ class SearchDriver {
 
   Store* const store_;
   const Options options_;
-  SearchPacker packer_;
   SearchBudget budget_;  // the driver's thread only
   std::thread thread_;
   absl::Mutex mu_;

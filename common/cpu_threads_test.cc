@@ -1,4 +1,4 @@
-#include "engine/cpu_threads.h"
+#include "common/cpu_threads.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -15,6 +15,15 @@ TEST(CpuThreadsTest, LeavesOneCoreAndSharesTheRest) {
   EXPECT_EQ(ChooseCpuThreads({16, 16, 0}, 2, "CPU jobs at a time").threads, 7);
   EXPECT_EQ(ChooseCpuThreads({16, 16, 0}, 32, "ranks").threads, 1);  // never none
   EXPECT_EQ(ChooseCpuThreads({1, 1, 0}, 1, "CPU job at a time").threads, 1);
+}
+
+// What the daemon bounds a search's trials per GPU by (one launching host thread each).
+TEST(CpuThreadsTest, UsableCoresArePhysicalWithinTheQuota) {
+  EXPECT_EQ(UsableCores({32, 16, 0}), 16);
+  EXPECT_EQ(UsableCores({32, 16, 2.5}), 3);
+  std::string what;
+  EXPECT_EQ(UsableCores({32, 16, 4}, &what), 4);
+  EXPECT_EQ(what, "16 physical cores (32 CPUs), a cgroup quota of 4 CPUs");
 }
 
 TEST(CpuThreadsTest, CountsCoresNotTheirSmtSiblingsAndHonoursAQuota) {

@@ -5,8 +5,8 @@
 // so one preempted thread stalls them all. A LeNet5 epoch (medians of 3,
 // docs/benchmarks-history.md, session 14): on the 2-vCPU VM 4.79 s with one thread, 5.80 s with
 // two; on a 16-core host 1.10 s with 15, 1.72 s with 16.
-#ifndef TRAIND_ENGINE_CPU_THREADS_H_
-#define TRAIND_ENGINE_CPU_THREADS_H_
+#ifndef TRAIND_COMMON_CPU_THREADS_H_
+#define TRAIND_COMMON_CPU_THREADS_H_
 
 #include <string>
 
@@ -29,6 +29,10 @@ struct CpuFacts {
 // OMP_NUM_THREADS. What it cannot read it takes from what it can (no topology: each logical CPU
 // is a core).
 CpuFacts ReadCpuFacts();
+
+// The cores this process may use: physical cores, within a cgroup quota (rounded up). `what`,
+// when given, says which ("8 physical cores (16 CPUs), a cgroup quota of 4 CPUs").
+int UsableCores(const CpuFacts& facts, std::string* what = nullptr);
 
 struct CpuThreads {
   int threads = 1;
@@ -70,4 +74,4 @@ BatchShards ChooseBatchShards(const CpuFacts& facts, int sharers, const std::str
 
 }  // namespace traind
 
-#endif  // TRAIND_ENGINE_CPU_THREADS_H_
+#endif  // TRAIND_COMMON_CPU_THREADS_H_

@@ -1,4 +1,4 @@
-#include "engine/cpu_threads.h"
+#include "common/cpu_threads.h"
 
 #include <sched.h>
 
@@ -52,19 +52,19 @@ double CgroupQuotaCpus() {
   }
 }
 
-// The cores this process may use: physical cores, within a cgroup quota. `what` says which.
+}  // namespace
+
 int UsableCores(const CpuFacts& facts, std::string* what) {
   int usable = std::max(1, facts.physical_cores);
-  *what = absl::StrCat(usable, " physical core", usable == 1 ? "" : "s");
-  if (facts.logical_cpus > usable) absl::StrAppend(what, " (", facts.logical_cpus, " CPUs)");
+  std::string said = absl::StrCat(usable, " physical core", usable == 1 ? "" : "s");
+  if (facts.logical_cpus > usable) absl::StrAppend(&said, " (", facts.logical_cpus, " CPUs)");
   if (facts.quota_cpus > 0 && std::ceil(facts.quota_cpus) < usable) {
     usable = std::max(1, static_cast<int>(std::ceil(facts.quota_cpus)));
-    absl::StrAppend(what, absl::StrFormat(", a cgroup quota of %.3g CPUs", facts.quota_cpus));
+    absl::StrAppend(&said, absl::StrFormat(", a cgroup quota of %.3g CPUs", facts.quota_cpus));
   }
+  if (what != nullptr) *what = std::move(said);
   return usable;
 }
-
-}  // namespace
 
 CpuFacts ReadCpuFacts() {
   CpuFacts facts;
