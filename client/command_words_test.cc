@@ -198,25 +198,27 @@ TEST(RunTrainctlTest, ATypoIsAUsageErrorWithOneLine) {
 
 // A value out of a flag's range: one line naming the verb and the flag, as every usage error is.
 TEST(RunTrainctlTest, AValueOutOfRangeIsOneLineNamingTheVerb) {
-  std::ostringstream out, err;
-  EXPECT_EQ(RunTrainctl({"trainctl", "sweep", "--model", "mlp", "--search", "random", "--trials",
-                         "0", "--lr", "loguniform:1e-3:1e-1"},
-                        out, err),
-            kExitUsage);
-  EXPECT_EQ(err.str(),
-            "trainctl: sweep: --trials: Value 0 not in range 1 to 100000 (`trainctl sweep --help` "
-            "lists them)\n");
-  std::ostringstream out2, err2;
-  EXPECT_EQ(RunTrainctl({"trainctl", "sweep", "--model", "mlp", "--search", "random", "--trials",
-                         "4", "--lr", "loguniform:1e-3:1e-1", "--device-hours", "0"},
-                        out2, err2),
-            kExitUsage);
-  EXPECT_EQ(err2.str(),
+  // What trainctl ARGS says on stderr; it must exit 2.
+  auto refused = [](std::vector<std::string> args) {
+    std::ostringstream out, err;
+    args.insert(args.begin(), "trainctl");
+    EXPECT_EQ(RunTrainctl(args, out, err), kExitUsage) << err.str();
+    return err.str();
+  };
+  const std::vector<std::string> search = {
+      "sweep", "--model", "mlp", "--search", "random", "--lr", "loguniform:1e-3:1e-1"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = search;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  EXPECT_EQ(refused(with({"--trials", "0"})),
+            "trainctl: sweep: --trials: Value 0 not in range 1 to 100000 (see `trainctl sweep "
+            "--help`)\n");
+  EXPECT_EQ(refused(with({"--trials", "4", "--device-hours", "0"})),
             "trainctl: sweep: --device-hours: more than 0 and at most 100000 (leave it out for no "
-            "budget); got 0 (`trainctl sweep --help` lists them)\n");
-  std::ostringstream out3, err3;
-  EXPECT_EQ(RunTrainctl({"trainctl", "context", "add", "lab", "--addr"}, out3, err3), kExitUsage);
-  const std::string missing = err3.str();
+            "budget); got 0 (see `trainctl sweep --help`)\n");
+  const std::string missing = refused({"context", "add", "lab", "--addr"});
   EXPECT_EQ(missing.rfind("trainctl: context add: --addr", 0), 0u) << missing;
   EXPECT_EQ(std::count(missing.begin(), missing.end(), '\n'), 1) << missing;
 }

@@ -149,7 +149,7 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
     app->parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
     // --help and --version print what was asked for; a mistake is one line, as every other
-    // usage error is: "trainctl: sweep: --trials: Value 0 not in range 1 to 100000 (...)".
+    // usage error is: "trainctl: sweep: --trials: Value 0 not in range 1 to 100000 (see ...)".
     if (e.get_exit_code() == 0) {
       app->exit(e, out, err);
       return kExitOk;
@@ -159,8 +159,9 @@ int RunTrainctl(const std::vector<std::string>& args, std::ostream& out, std::os
          at = at->get_parent()) {
       verb = verb.empty() ? at->get_name() : absl::StrCat(at->get_name(), " ", verb);
     }
-    return ctx.UsageError(absl::StrCat(verb.empty() ? "" : verb + ": ", e.what(), " (`trainctl ",
-                                       verb.empty() ? "" : verb + " ", "--help` lists them)"));
+    return ctx.UsageError(absl::StrCat(verb.empty() ? "" : verb + ": ", e.what(),
+                                       " (see `trainctl ", verb.empty() ? "" : verb + " ",
+                                       "--help`)"));
   }
   return exit_code;
 }

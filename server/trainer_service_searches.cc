@@ -1,7 +1,6 @@
 // The Trainer service's handler that makes a search go on (ExtendSearch): more trials, another
 // device-time budget, and a search that ended or was cancelled resumed where it stopped.
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -62,14 +61,22 @@ absl::StatusOr<std::vector<Store::TrialMove>> ResumeMoves(Store* store,
   return moves;
 }
 
-// A search that ended by itself, asked for nothing new: reopened, it would end again at once.
-bool NothingToResume(const Store::SearchRecord& record, const trainer::v1::SweepSpec& spec,
-                     const AshaState& state, const std::vector<Store::TrialMove>& moves) {
-  const bool cancelled_some = std::any_of(
-      moves.begin(), moves.end(), [](const auto& move) { return move.from == Job::CANCELLED; });
-  const bool all_proposed = static_cast<int64_t>(state.trials.size()) >= spec.search().trials();
-  const bool budget_same = spec.search().device_hours() == record.spec.search().device_hours();
-  return !cancelled_some && all_proposed && budget_same;
+// Why a search that ended by itself, reopened as `spec`, would end again at once; "" when it
+// may go on. Its trials cancelled in flight run again; otherwise ASHA is asked whether it has
+// anything left to do (a new trial, a promotion) whatever the budget: another budget alone does
+// not make a finished ladder go on.
+std::string NothingToResume(const Store::SearchRecord& record, const trainer::v1::SweepSpec& spec,
+                            const AshaState& state, const std::vector<Store::TrialMove>& moves) {
+  if (std::any_of(moves.begin(), moves.end(),
+                  [](const auto& move) { return move.from == Job::CANCELLED; })) {
+    return "";
+  }
+  const absl::StatusOr<SearchPlan> plan = PlanSearch(spec);
+  if (!plan.ok()) return "";  // ExtendedSpec checked it
+  const absl::StatusOr<AshaAction> next = NextAction(plan->asha, state, /*room=*/true);
+  if (!next.ok() || next->kind != AshaAction::Kind::kDone) return "";
+  return absl::StrCat("search ", record.sweep_id, " is over: all ", state.trials.size(),
+                      " trials ran and none can go further; give more --trials");
 }
 
 }  // namespace
@@ -93,11 +100,8 @@ grpc::ServerUnaryReactor* TrainerService::ExtendSearch(
         std::vector<Store::TrialMove> moves;
         if (record.done) {
           ASSIGN_OR_RETURN(moves, ResumeMoves(store_, record, state));
-          if (NothingToResume(record, spec, state, moves)) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "search ", sweep.id(), " is over: all ", spec.search().trials(),
-                " trials ran and nothing was stopped; give more --trials",
-                spec.search().device_hours() > 0 ? " or a larger --device-hours" : ""));
+          if (const std::string why = NothingToResume(record, spec, state, moves); !why.empty()) {
+            return absl::FailedPreconditionError(why);
           }
         }
         RETURN_IF_ERROR(store_->ReopenSearch(sweep.id(), spec, moves));

@@ -546,27 +546,32 @@ function renderSearch(page, search) {
     : search.metric === 'validation_accuracy' ? (100 * v).toFixed(2) + '%' : Number(v).toPrecision(4);
   const params = (t) => Object.entries(t.params || {}).sort().map(([k, v]) => k + '=' + v).join(' ');
   const best = trials.find((t) => (t.trial || 0) === search.bestTrial);
+  const epochs = (n, after) => (Number(n) === 1 ? ' epoch' : ' epochs') + after;
   const spent = Number(search.epochsSpent || 0), full = Number(search.epochsFull || 0);
   page.append(el('h2', {}, 'Search'),
     el('p', { id: 'search-summary', class: 'muted' }, [search.method + ' search by ' + search.metric,
       (trials.length + (search.trialsNotShown || 0)) + ' of ' + search.trialsPlanned + ' trials' +
       (search.trialsNotShown ? ' (' + search.trialsNotShown + ' not listed: the furthest and best are)' : ''),
       search.done ? 'done' : 'going on',
-      'rungs at ' + (search.rungs || []).join(', ') + ' epochs'].join(' · ')),
+      ((search.rungs || []).length === 1 ? 'one rung, at ' : 'rungs at ') + (search.rungs || []).join(', ') +
+        epochs(Math.max(...(search.rungs || [0])), '')].join(' · ')),
     best ? el('p', { id: 'search-best' }, 'Best: ', el('strong', {}, 'trial ' + best.trial), ' (',
       el('a', { href: '#/job/' + best.jobId }, 'job ' + best.jobId), ') ' + metricText(best.metric) +
-      ' after ' + best.epochs + ' epochs: ' + params(best)) : '',
+      ' after ' + best.epochs + epochs(best.epochs, ':') + ' ' + params(best)) : '',
     full ? el('p', { id: 'search-compute' }, spent + ' epochs trained, ' + (100 * spent / full).toFixed(0) +
       '% of the ' + full + ' that training every trial started to the end takes (' + (full - spent) + ' saved)') : '',
     search.deviceSecondsBudget ? el('p', { id: 'search-budget' }, 'Budget: ' +
       duration(Number(search.deviceSeconds || 0)) + ' of ' + duration(Number(search.deviceSecondsBudget)) +
-      ' of device-time spent') : '',
+      ' of device-time spent (' + (100 * Number(search.deviceSeconds || 0) /
+      Number(search.deviceSecondsBudget)).toFixed(0) + '%)') : '',
     search.packing ? el('p', { id: 'search-packing', class: 'muted' }, 'GPU: ' + search.packing) : '');
   const rows = trials.map((t) => el('tr', { class: (t.trial || 0) === search.bestTrial ? 'best' : undefined },
     el('td', { class: 'num' }, String(t.trial || 0)), el('td', {}, el('a', { href: '#/job/' + t.jobId }, t.jobId)),
     el('td', {}, t.status), el('td', { class: 'num' }, String(t.epochs || 0)),
     el('td', { class: 'num' }, metricText(t.rung >= 0 ? t.metric : undefined)),
-    el('td', { class: 'num' }, (t.deviceSeconds || 0).toFixed(1)), el('td', {}, params(t))));
+    // Two decimals below 10 s: a trial stopped after one short epoch is not "0.0".
+    el('td', { class: 'num' }, (t.deviceSeconds || 0).toFixed((t.deviceSeconds || 0) < 10 ? 2 : 1)),
+    el('td', {}, params(t))));
   page.append(el('div', { class: 'table-wrap' }, el('table', { id: 'search-trials' },
     el('thead', {}, el('tr', {}, ['Trial', 'Job', 'Status', 'Epochs', search.metric, 'Device s', 'Drawn'].map((h) => el('th', {}, h)))),
     el('tbody', {}, rows))));

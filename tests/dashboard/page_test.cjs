@@ -182,7 +182,7 @@ async function searchPage(page) {
   const compute = await page.$eval('#search-compute', (p) => p.textContent);
   check(/epochs trained, \d+% of the 12 /.test(compute), 'the search page says what it saved (' + compute + ')');
   const budget = await page.$eval('#search-budget', (p) => p.textContent);
-  check(/^Budget: [0-9.]+ s of 1 h 0 m of device-time spent$/.test(budget), 'the search page shows its budget (' + budget + ')');
+  check(/^Budget: [0-9.]+ s of 1 h 0 m of device-time spent \(\d+%\)$/.test(budget), 'the search page shows its budget (' + budget + ')');
   await page.waitForFunction(() => Number(document.querySelector('#search-curve').dataset.points) === 4 &&
     document.querySelector('#search-curve').dataset.xAscending === 'true', { timeout: 15000 });
   await page.waitForFunction(() => Number(document.querySelector('#search-param-learning_rate').dataset.points) === 4,

@@ -216,6 +216,11 @@ class SearchTest(unittest.TestCase):
         trainctl("extend", sweep_id, "--trials", "7")
         trainctl("wait", "--sweep", sweep_id)
         self.assertEqual(len(report(sweep_id)["search"]["trials"]), 7)
+        # Over by itself, with nothing left to promote: a budget alone is refused, saying so.
+        budget_only = trainctl("extend", sweep_id, "--device-hours", "1", check=False)
+        self.assertEqual(budget_only.returncode, 1, budget_only.stderr)
+        self.assertIn(f"search {sweep_id} is over: all 7 trials ran and none can go further; "
+                      "give more --trials", budget_only.stderr)
 
     def test_what_a_search_cannot_be_is_refused_naming_the_field(self):
         before = trainctl("--output", "json", "sweeps").stdout
