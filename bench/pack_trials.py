@@ -5,7 +5,7 @@ The same random search (the same --search-seed: the same trials, whatever their 
 per training seed on one warm traind: once as traind decides (a first trial alone measures how
 busy it keeps the GPU and how much memory it uses; then as many share the GPU as fit,
 server/trial_packing.h) and once with --max-pack 1 (one trial per GPU). Rounds alternate which
-goes first (ABBA), and each training seed (--seed, every trial's) gives one pair. Printed: each
+goes first (ABBA, by the seed's parity), and each training seed (--seed, every trial's) gives one pair. Printed: each
 round's wall time from submit to the search's end, how many trials ran at once at most, traind's
 packing line; the ratio unpacked/packed per seed (median, min-max); and each trial's validation
 accuracy packed against alone: within the seed-to-seed spread of its runs alone (max - min over
@@ -170,13 +170,15 @@ def main():
     try:
         if args.large and args.large_first:
             run_large(args, results)
-        for index, seed in enumerate(range(args.first_seed, args.first_seed + args.seeds)):
-            order = [True, False] if index % 2 == 0 else [False, True]
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            # By the seed's parity, so runs split over several calls (--first-seed) still alternate.
+            order = [True, False] if seed % 2 == 1 else [False, True]
             for packed in order:
                 result = search(args, seed, packed)
                 show(result)
                 results["rounds"].append(result)
-        results.update(summarize(results["rounds"], args.trials))
+        if results["rounds"]:
+            results.update(summarize(results["rounds"], args.trials))
         if args.large and not args.large_first:
             run_large(args, results)
     finally:

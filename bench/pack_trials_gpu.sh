@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# On the CUDA host (see ../shared/GPU.md), in as many device commands as it takes: builds traind
+# once (kept while the machine stays warm), then runs the parts of bench/pack_trials.py named in
+# PARTS within BUDGET_S seconds of this command, writing into OUT. A part cut short by the budget
+# still writes the rounds it finished (SIGINT lets pack_trials.py save them).
+#   OUT=/tmp/out PARTS="pairs:1:1 large" bash bench/pack_trials_gpu.sh
+# Parts: pairs:FIRST_SEED:SEEDS (the 24-trial LeNet5 search packed and one at a time, per seed),
+# large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files: must not pack).
+# Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-pack-results}
+mkdir -p "$out"
+deadline=$((SECONDS + ${BUDGET_S:-570}))
+left() { echo $((deadline - SECONDS)); }
+
+if [ ! -x build-cuda/bin/traind ] || [ ! -d /tmp/sys/usr/lib ]; then
+  bash .gpu/host-build.sh -DTRAIND_WEB_MODULES="$PWD/.gpu/web_modules" -DTRAIND_BUILD_TESTS=OFF \
+    >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+  echo "built in $SECONDS s"
+fi
+export LD_LIBRARY_PATH=/tmp/sys/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export FASHION_MNIST_DIR=$PWD/.gpu/data
+{ date -u; git log -1 --format=%h 2>/dev/null; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; nproc; } >"$out/machine.txt"
+cat "$out/machine.txt"
+
+cifar=/tmp/cifar-random
+if [ ! -f "$cifar/test_batch.bin" ]; then
+  python3 - "$cifar" <<'EOF'
+import os, sys, numpy
+directory = sys.argv[1]
+os.makedirs(directory, exist_ok=True)
+rng = numpy.random.default_rng(0)
+for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+    records = rng.integers(0, 256, size=(10000, 3073), dtype=numpy.uint8)
+    records[:, 0] %= 10  # the label byte
+    records.tofile(os.path.join(directory, name))
+EOF
+fi
+
+for part in ${PARTS:-pairs:1:3 large}; do
+  [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
+  case $part in
+    pairs:*)
+      IFS=: read -r _ first seeds <<<"$part"
+      timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 \
+        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/pairs-$first.json" ;;
+    large)
+      timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
+        --large "$cifar" --large-first --out "$out/large.json" ;;
+  esac
+  for state in /tmp/pack-trials.*; do
+    [ -f "$state/traind.log" ] && cp "$state/traind.log" "$out/traind-${part//:/-}.log"
+    rm -rf "$state"
+  done
+done
