@@ -1,5 +1,8 @@
 #include "engine/device_activity.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -7,6 +10,9 @@
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "common/cpu_threads.h"
+#include "common/proc_file.h"
 
 #ifdef TRAIND_HAVE_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -16,6 +22,53 @@
 #endif
 
 namespace traind {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// A CPU job's start: this process's CPU time and the clock then, and the cores it may use.
+struct CpuStart {
+  double cpu_seconds = 0;
+  Clock::time_point wall;
+  int cores = 1;
+};
+
+std::mutex cpu_mutex;
+std::optional<CpuStart> cpu_start;  // the job's, from StartDeviceActivity
+
+void StartCpuActivity() {
+  std::lock_guard<std::mutex> lock(cpu_mutex);
+  if (cpu_start) return;
+  cpu_start = CpuStart{ProcessCpuSeconds(), Clock::now(), std::max(1, UsableCores(ReadCpuFacts()))};
+}
+
+void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
+  {
+    std::lock_guard<std::mutex> lock(cpu_mutex);
+    if (!cpu_start) return;
+    const double wall = std::chrono::duration<double>(Clock::now() - cpu_start->wall).count();
+    if (wall > 0) {
+      const double busy = (ProcessCpuSeconds() - cpu_start->cpu_seconds) / (wall * cpu_start->cores);
+      metrics->set_device_busy(std::clamp(busy, 0.0, 1.0));
+    }
+  }
+  const int64_t total = ProcKilobytes("/proc/meminfo", "MemTotal");
+  const int64_t available = ProcKilobytes("/proc/meminfo", "MemAvailable");
+  if (total > 0 && available > 0 && available <= total) {
+    metrics->set_device_used_bytes(total - available);
+    metrics->set_device_total_bytes(total);
+  }
+}
+
+}  // namespace
 
 #ifdef TRAIND_HAVE_CUDA
 namespace {
@@ -71,6 +124,10 @@ std::unique_ptr<BusySampler> sampler;  // the job's, from StartDeviceActivity
 #endif
 
 void StartDeviceActivity(const torch::Device& device) {
+  if (device.is_cpu()) {
+    StartCpuActivity();
+    return;
+  }
 #ifdef TRAIND_HAVE_CUDA
   if (!device.is_cuda()) return;
   std::lock_guard<std::mutex> lock(sampler_mutex);
@@ -81,6 +138,10 @@ void StartDeviceActivity(const torch::Device& device) {
 }
 
 void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* metrics) {
+  if (device.is_cpu()) {
+    AddCpuActivity(metrics);
+    return;
+  }
 #ifdef TRAIND_HAVE_CUDA
   if (!device.is_cuda()) return;
   {

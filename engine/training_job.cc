@@ -48,11 +48,12 @@ using Clock = std::chrono::steady_clock;
 using trainer::v1::JobEvent;
 using trainer::v1::JobSpec;
 
-// The jobs traind's CPU lane runs at once (`traind --slots cpu=N`), which share its cores.
-int CpuSlots() {
+// The jobs that share the host's cores with this one: the CPU lane's slots (`traind --slots
+// cpu=N`), or a search's trials packed on the CPU when more (WorkerRequest.cpu_sharers).
+int CpuSharers(const trainer::v1::WorkerRequest& request) {
   const char* slots = std::getenv("TRAIND_CPU_SLOTS");
   const int n = slots == nullptr ? 1 : std::atoi(slots);
-  return std::max(1, n);
+  return std::max({1, n, request.cpu_sharers()});
 }
 
 // Data parallel: how long a collective (or the rendezvous) may wait for a rank before failing.
@@ -178,12 +179,12 @@ void JobRun::SetUpCpuThreads(bool matmul) {
     torch::set_num_threads(chosen.threads);
     if (device_.is_cpu()) report_.Log("CPU: " + chosen.explanation);
   } else if (device_.is_cpu()) {
-    const int slots = CpuSlots();
-    const std::string sharers = slots == 1 ? "CPU job at a time" : "CPU jobs at a time";
-    const CpuThreads chosen = ChooseCpuThreads(cpu_facts_, slots, sharers);
+    const int sharing = CpuSharers(request_);
+    const std::string sharers = sharing == 1 ? "CPU job at a time" : "CPU jobs at a time";
+    const CpuThreads chosen = ChooseCpuThreads(cpu_facts_, sharing, sharers);
     torch::set_num_threads(chosen.threads);
     report_.Log("CPU: " + chosen.explanation);
-    batch_shards_ = ChooseBatchShards(cpu_facts_, slots, sharers);
+    batch_shards_ = ChooseBatchShards(cpu_facts_, sharing, sharers);
   }
   if (device_.is_cpu()) {
     // The BLAS's own thread pool follows the job's threads (engine/blas_threads.h says why).

@@ -258,6 +258,10 @@ bool Scheduler::Claim(const Job& job, const std::vector<std::string>& devices) {
   auto running = std::make_unique<Running>();
   running->job = job;
   running->devices = devices;
+  if (const auto pack = packs_.find(job.sweep_id());
+      pack != packs_.end() && devices == std::vector<std::string>{"cpu"}) {
+    running->cpu_sharers = pack->second;
+  }
   Running* r = running.get();
   running_[job.id()] = std::move(running);
   r->thread = std::thread([this, r] { Supervise(r); });

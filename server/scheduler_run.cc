@@ -39,6 +39,7 @@ void Scheduler::Supervise(Running* running) {
     wake_ = true;
   };
   absl::StatusOr<trainer::v1::WorkerRequest> request = RequestFor(job, options_.requests);
+  if (request.ok()) request->set_cpu_sharers(running->cpu_sharers);
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> started =
       request.ok() ? options_.launcher->Launch(*request, running->devices) : request.status();
   if (!started.ok()) {

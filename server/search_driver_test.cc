@@ -254,7 +254,7 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   EXPECT_EQ(store_->GetSearch(id)->pack_why, why);
 }
 
-TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
+TEST_F(SearchDriverTest, MaxPackOneNeverShares) {
   std::vector<int> widths;
   SearchDriver::Options options;
   options.set_pack_width = [&](int64_t, int width) { widths.push_back(width); };
@@ -266,16 +266,46 @@ TEST_F(SearchDriverTest, MaxPackOneAndTheCpuNeverShare) {
   ASSERT_TRUE(driver_->Advance(off).ok());
   EXPECT_EQ(store_->GetSearch(off)->pack_why, "1 trial per GPU (max_pack 1)");
   EXPECT_EQ(Trials(off).size(), 1u);
+  EXPECT_EQ(widths, (std::vector<int>{1}));
+}
+
+// The CPU lane packs a search's trials as a GPU does, from a trial's reading alone (the share of
+// the host's cores it kept busy); a data-parallel CPU trial (ranks of its own) never.
+TEST_F(SearchDriverTest, OnTheCpuTrialsShareTheCoresOnceOneWasMeasured) {
+  std::vector<int> widths;
+  SearchDriver::Options options;
+  options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
+  options.host_cores = 2;
+  options.set_pack_width = [&](int64_t, int width) { widths.push_back(width); };
+  driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   const int64_t cpu = Create(Spec(/*trials=*/4, /*parallel=*/0));
   ASSERT_TRUE(driver_->Advance(cpu).ok());
+  ASSERT_EQ(Trials(cpu).size(), 1u);
   const int64_t job = Trials(cpu)[0].id();
   Transition(job, Job::RUNNING);
   ReportStep(store_.get(), job, 299, 0.1);
   Transition(job, Job::SUCCEEDED);
   ASSERT_TRUE(driver_->Advance(cpu).ok());
-  EXPECT_EQ(store_->GetSearch(cpu)->pack_why, "");
-  EXPECT_EQ(Trials(cpu).size(), 2u);  // the ended one's place taken: still one in flight
-  EXPECT_EQ(widths, (std::vector<int>{1}));
+  EXPECT_EQ(widths, (std::vector<int>{2}));
+  EXPECT_NE(store_->GetSearch(cpu)->pack_why.find(
+                "2 trials at once on the CPU, bounded by 2 host cores; alone a trial kept the "
+                "host's 2 cores busy 10%"),
+            std::string::npos)
+      << store_->GetSearch(cpu)->pack_why;
+  EXPECT_EQ(Trials(cpu).size(), 3u);  // the ended one and two in flight
+
+  widths.clear();
+  trainer::v1::SweepSpec ranks = Spec(/*trials=*/4, /*parallel=*/0);
+  ranks.mutable_base()->set_processes(2);
+  const int64_t parallel = Create(ranks);
+  ASSERT_TRUE(driver_->Advance(parallel).ok());
+  const int64_t rank_job = Trials(parallel)[0].id();
+  Transition(rank_job, Job::RUNNING);
+  ReportStep(store_.get(), rank_job, 299, 0.1);
+  Transition(rank_job, Job::SUCCEEDED);
+  ASSERT_TRUE(driver_->Advance(parallel).ok());
+  EXPECT_EQ(store_->GetSearch(parallel)->pack_why, "");
+  EXPECT_TRUE(widths.empty());
 }
 
 TEST_F(SearchDriverTest, ABudgetStartsNoTrialThatWouldTakeTheSearchPastIt) {

@@ -9,9 +9,11 @@ namespace traind {
 
 namespace {
 
-bool OnOneGpu(const trainer::v1::JobSpec& spec) {
-  return spec.device() == "cuda" && spec.gpus() <= 1 && spec.devices().empty() &&
-         spec.hosts().empty() && spec.backend() != "slurm";
+// One process on one GPU, or on the CPU lane: where trials pack.
+bool OnOneDevice(const trainer::v1::JobSpec& spec) {
+  const bool one_gpu = spec.device() == "cuda" && spec.gpus() <= 1 && spec.devices().empty();
+  const bool cpu = spec.device() == "cpu" && spec.processes() <= 1;
+  return (one_gpu || cpu) && spec.hosts().empty() && spec.backend() != "slurm";
 }
 
 // The largest batch size a trial of `spec` may draw (its base's when batch_size is not searched).
@@ -33,8 +35,9 @@ std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
                                            const SearchPlan& plan,
                                            const std::vector<trainer::v1::Job>& live,
                                            int host_cores) {
-  if (!OnOneGpu(spec.base())) return std::nullopt;
+  if (!OnOneDevice(spec.base())) return std::nullopt;
   PackingFacts facts;
+  facts.on_cpu = spec.base().device() == "cpu";
   facts.max_pack = spec.search().max_pack();
   facts.host_cores = host_cores;
   facts.largest_batch = LargestBatch(spec, plan);

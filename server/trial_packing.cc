@@ -11,8 +11,11 @@ namespace traind {
 
 namespace {
 
-// The share of the GPU's time (and memory) packed trials may fill together.
+// The share of a GPU's time (and of any device's memory) packed trials may fill together.
 constexpr double kTarget = 0.9;
+// The share of the host's cores packed CPU trials may keep busy together: all of them, since a
+// reading counts spinning threads as busy.
+constexpr double kCpuTarget = 1.0;
 // A reading of a GPU "busy 0%" (between NVML's samples) counts as this much: the bound stays
 // finite.
 constexpr double kLeastBusy = 0.02;
@@ -22,10 +25,12 @@ std::string GiB(int64_t bytes) { return absl::StrFormat("%.1f", bytes / double(1
 }  // namespace
 
 Packing DecidePacking(const PackingFacts& facts) {
-  if (facts.max_pack == 1) return {1, "1 trial per GPU (max_pack 1)"};
+  const std::string per = facts.on_cpu ? "at once on the CPU" : "per GPU";
+  if (facts.max_pack == 1) return {1, absl::StrCat("1 trial ", per, " (max_pack 1)")};
   if (!facts.alone) return {1, ""};
   const AloneFootprint& alone = *facts.alone;
-  const int by_busy = static_cast<int>(std::floor(kTarget / std::max(alone.busy, kLeastBusy)));
+  const double target = facts.on_cpu ? kCpuTarget : kTarget;
+  const int by_busy = static_cast<int>(std::floor(target / std::max(alone.busy, kLeastBusy)));
   const double batch_scale =
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
           ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)
@@ -35,7 +40,7 @@ Packing DecidePacking(const PackingFacts& facts) {
                             ? static_cast<int>(std::floor(
                                   kTarget * static_cast<double>(alone.total_bytes) / per_trial))
                             : 1;
-  const int by_cores = std::max(1, facts.host_cores - 1);
+  const int by_cores = facts.on_cpu ? std::max(1, facts.host_cores) : std::max(1, facts.host_cores - 1);
   struct Bound {
     int width;
     std::string name;
@@ -53,13 +58,15 @@ Packing DecidePacking(const PackingFacts& facts) {
       *std::min_element(bounds.begin(), bounds.end(),
                         [](const Bound& a, const Bound& b) { return a.width < b.width; });
   const int width = std::max(1, tightest.width);
+  const std::string kept = facts.on_cpu ? absl::StrCat("the host's ", facts.host_cores, " cores")
+                                        : "the GPU";
   return {width,
-          absl::StrCat(
-              width == 1 ? "1 trial per GPU, not packed" : absl::StrCat(width, " trials per GPU"),
-              ", bounded by ", tightest.name, "; alone a trial kept the GPU busy ",
-              absl::StrFormat("%.0f%%", alone.busy * 100), " of the time with ",
-              GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
-              alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
+          absl::StrCat(width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
+                                  : absl::StrCat(width, " trials ", per),
+                       ", bounded by ", tightest.name, "; alone a trial kept ", kept, " busy ",
+                       absl::StrFormat("%.0f%%", alone.busy * 100), " of the time with ",
+                       GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+                       alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
 }
 
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {

@@ -1,16 +1,22 @@
-// Packing a search's small trials onto one GPU: how many of its trials share a GPU at once
-// (separate worker processes), decided from what a trial measured while it ran alone, never from a
-// fixed guess.
+// Packing a search's small trials onto one GPU, or onto the CPU lane: how many of its trials run
+// there at once (separate worker processes), decided from what a trial measured while it ran
+// alone, never from a fixed guess.
 //   - A GPU runs one process's kernels at a time (contexts are time-sliced), so trials gain from
 //     sharing only the time the GPU sits idle: while a trial launches its small kernels, starts,
 //     evaluates or writes a checkpoint. A trial that kept the GPU busy a share `b` of the time
 //     leaves room for about 0.9 / b of them (0.9: not to the last cycle). A trial that fills the
 //     GPU (ResNet-18 at batch 256: b near 1) runs alone.
-//   - Memory: the GPU's memory in use while it ran alone (its CUDA context, its tensors and the
-//     allocator's cache, plus whatever else was there: the estimate errs high), scaled up to the
-//     largest batch a trial may draw, fits 0.9 of the GPU's memory that many times.
-//   - Host cores: each trial's worker launches its kernels from a host thread that a launch-bound
-//     trial keeps busy: at most one trial per host core, one left to traind.
+//   - The CPU: packed trials divide the host's cores among them (WorkerRequest.cpu_sharers), so a
+//     trial that kept a share `b` of the cores busy alone (start-up, data preparation, evaluation
+//     and operators too small to split run on one thread) loses little with 1 / b of the cores;
+//     1 / b of them fit. Its reading counts OpenMP's spinning threads as busy, so it errs high.
+//   - Memory: the device's memory in use while it ran alone (a GPU: its CUDA context, its tensors
+//     and the allocator's cache; the CPU: the host's), plus whatever else was there (the estimate
+//     errs high), scaled up to the largest batch a trial may draw, fits 0.9 of the memory that
+//     many times.
+//   - Host cores: on a GPU each trial's worker launches its kernels from a host thread that a
+//     launch-bound trial keeps busy: at most one trial per host core, one left to traind. On the
+//     CPU each trial takes at least one core.
 //   - The user's cap (SearchSpec.max_pack); 1 turns packing off.
 // Pure; the search driver gathers the measurements (server/search_driver.cc).
 #ifndef TRAIND_SERVER_TRIAL_PACKING_H_
@@ -24,7 +30,7 @@
 
 namespace traind {
 
-// A trial's GPU measured while it ran alone on it.
+// A trial's device (a GPU, or the host's cores) measured while it ran alone on it.
 struct AloneFootprint {
   double busy = 0;         // StepMetrics.device_busy: 0..1, over the trial's run
   int64_t used_bytes = 0;  // StepMetrics.device_used_bytes
@@ -33,25 +39,26 @@ struct AloneFootprint {
 };
 
 struct PackingFacts {
-  int max_pack = 0;  // SearchSpec.max_pack; 0: no cap of the user's
+  bool on_cpu = false;  // the CPU lane's trials, else a GPU's
+  int max_pack = 0;     // SearchSpec.max_pack; 0: no cap of the user's
   int host_cores = 1;
   int64_t largest_batch = 0;  // the largest batch size a trial may draw; 0: the measured one's
   std::optional<AloneFootprint> alone;  // nothing measured yet
 };
 
 struct Packing {
-  int width = 1;    // trials at once on one GPU
+  int width = 1;    // trials at once on one GPU (or on the CPU)
   std::string why;  // for the report; "" while nothing is measured
 };
 
-// The most trials traind puts on one GPU, whatever was measured.
+// The most trials traind puts on one GPU or the CPU, whatever was measured.
 inline constexpr int kMaxPack = 32;
 
 Packing DecidePacking(const PackingFacts& facts);
 
 // A trial's run read as a measurement taken alone: a trial that ended its run (SUCCEEDED, or PAUSED
-// at its rung) on CUDA, whose last step report says how busy the GPU was from the run's start to
-// that step and how much of its memory was in use. nullopt otherwise (still running: its share so
+// at its rung) on CUDA or the CPU, whose last step report says how busy its device was from the
+// run's start to that step and how much of its memory was in use. nullopt otherwise (still running: its share so
 // far would count its idle start-up too heavily, and a trial that fills the GPU once its steps
 // run would look small).
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial);

@@ -564,7 +564,7 @@ function renderSearch(page, search) {
       duration(Number(search.deviceSeconds || 0)) + ' of ' + duration(Number(search.deviceSecondsBudget)) +
       ' of device-time spent (' + (100 * Number(search.deviceSeconds || 0) /
       Number(search.deviceSecondsBudget)).toFixed(0) + '%)') : '',
-    search.packing ? el('p', { id: 'search-packing', class: 'muted' }, 'GPU: ' + search.packing) : '');
+    search.packing ? el('p', { id: 'search-packing', class: 'muted' }, 'Packing: ' + search.packing) : '');
   const rows = trials.map((t) => el('tr', { class: (t.trial || 0) === search.bestTrial ? 'best' : undefined },
     el('td', { class: 'num' }, String(t.trial || 0)), el('td', {}, el('a', { href: '#/job/' + t.jobId }, t.jobId)),
     el('td', {}, t.status), el('td', { class: 'num' }, String(t.epochs || 0)),

@@ -334,8 +334,8 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
       ->group(group);
   cmd->add_option_function<int>(
          "--max-pack", [search](int most) { search->set_max_pack(most); },
-         "At most N trials at once on one GPU (default: as many as a trial measured alone leaves "
-         "room for; 1: never shared)")
+         "At most N trials at once on one GPU or on the CPU (default: as many as a trial "
+         "measured alone leaves room for; 1: never shared)")
       ->check(CLI::Range(1, 32))
       ->group(group);
 }

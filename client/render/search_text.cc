@@ -61,7 +61,7 @@ std::string SearchText(const trainer::v1::SearchReport& search) {
         absl::StrFormat(" of device-time spent (%.0f%%)\n",
                         100 * search.device_seconds() / search.device_seconds_budget()));
   }
-  if (!search.packing().empty()) absl::StrAppend(&text, "GPU: ", search.packing(), "\n");
+  if (!search.packing().empty()) absl::StrAppend(&text, "Packing: ", search.packing(), "\n");
   absl::StrAppend(&text, absl::StrFormat("%-6s %-6s %-8s %-7s %-10s %s\n", "TRIAL", "JOB", "STATUS",
                                          "EPOCHS", "METRIC", "PARAMS"));
   for (const trainer::v1::SearchTrial& trial : search.trials()) {
