@@ -4,7 +4,8 @@
 # PARTS within BUDGET_S seconds of this command, writing into OUT. A part cut short by the budget
 # still writes the rounds it finished (SIGINT lets pack_trials.py save them).
 #   OUT=/tmp/out PARTS="pairs:1:1 large" bash bench/pack_trials_gpu.sh
-# Parts: pairs:FIRST_SEED:SEEDS (the 24-trial LeNet5 search packed and one at a time, per seed),
+# Parts: probe (one LeNet5 job: what its last step report says of the GPU, and its log's word on
+# it), pairs:FIRST_SEED:SEEDS (the 24-trial LeNet5 search packed and one at a time, per seed),
 # large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files: must not pack).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
@@ -41,6 +42,19 @@ fi
 for part in ${PARTS:-pairs:1:3 large}; do
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
   case $part in
+    probe)
+      state=$(mktemp -d /tmp/pack-trials.XXXXXX)
+      build-cuda/bin/traind --state-dir "$state/state" >"$state/traind.log" 2>&1 &
+      export TRAINCTL_ADDR=unix:$state/state/traind.sock
+      while [ ! -S "$state/state/traind.sock" ]; do sleep 0.1; done
+      job=$(build-cuda/bin/trainctl submit --model lenet5 --dataset fashion-mnist --device cuda --epochs 1)
+      build-cuda/bin/trainctl wait "$job"
+      build-cuda/bin/trainctl show "$job" --output json | python3 -c 'import json, sys
+step = json.load(sys.stdin).get("latestStep", {})
+print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch", "batch")})'
+      build-cuda/bin/trainctl logs "$job" | grep -i "busy\|nvml\|start-up" | head -5
+      build-cuda/bin/trainctl shutdown >/dev/null 2>&1
+      wait ;;
     pairs:*)
       IFS=: read -r _ first seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 \

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "common/cpu_threads.h"
 #include "common/proc_file.h"
 
@@ -56,7 +57,8 @@ void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
     if (!cpu_start) return;
     const double wall = std::chrono::duration<double>(Clock::now() - cpu_start->wall).count();
     if (wall > 0) {
-      const double busy = (ProcessCpuSeconds() - cpu_start->cpu_seconds) / (wall * cpu_start->cores);
+      const double busy =
+          (ProcessCpuSeconds() - cpu_start->cpu_seconds) / (wall * cpu_start->cores);
       metrics->set_device_busy(std::clamp(busy, 0.0, 1.0));
     }
   }
@@ -80,18 +82,35 @@ class BusySampler {
   // first), matched by PCI bus id; no thread without NVML.
   explicit BusySampler(int cuda_index) {
     absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Open();
-    if (!nvml.ok()) return;
+    if (!nvml.ok()) {
+      why_not_ = std::string(nvml.status().message());
+      return;
+    }
     nvml_ = std::move(*nvml);
     char bus[32] = {};
-    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), cuda_index) != cudaSuccess) return;
+    if (const cudaError_t error = cudaDeviceGetPCIBusId(bus, sizeof(bus), cuda_index);
+        error != cudaSuccess) {
+      why_not_ = absl::StrCat("cudaDeviceGetPCIBusId: ", cudaGetErrorString(error));
+      return;
+    }
     const std::optional<unsigned int> index = nvml_->IndexOfBus(bus);
-    if (!index) return;
+    if (!index) {
+      why_not_ = absl::StrCat("NVML does not know the GPU at PCI bus ", bus);
+      return;
+    }
+    if (!nvml_->Busy(*index)) {
+      why_not_ = absl::StrCat("NVML does not tell GPU ", *index, "'s utilization");
+      return;
+    }
     thread_ = std::thread([this, index = *index] { Sample(index); });
   }
   ~BusySampler() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
   }
+
+  // Why nothing is sampled; "" while it is.
+  const std::string& why_not() const { return why_not_; }
 
   std::optional<double> Mean() const {
     const int64_t samples = samples_.load();
@@ -111,6 +130,7 @@ class BusySampler {
   }
 
   std::unique_ptr<Nvml> nvml_;
+  std::string why_not_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> busy_percent_{0};
   std::atomic<int64_t> samples_{0};
@@ -123,17 +143,21 @@ std::unique_ptr<BusySampler> sampler;  // the job's, from StartDeviceActivity
 }  // namespace
 #endif
 
-void StartDeviceActivity(const torch::Device& device) {
+std::string StartDeviceActivity(const torch::Device& device) {
   if (device.is_cpu()) {
     StartCpuActivity();
-    return;
+    return "";
   }
 #ifdef TRAIND_HAVE_CUDA
-  if (!device.is_cuda()) return;
+  if (!device.is_cuda()) return "";
   std::lock_guard<std::mutex> lock(sampler_mutex);
-  if (!sampler) sampler = std::make_unique<BusySampler>(device.has_index() ? device.index() : 0);
+  if (sampler) return "";
+  sampler = std::make_unique<BusySampler>(device.has_index() ? device.index() : 0);
+  if (sampler->why_not().empty()) return "";
+  return absl::StrCat("GPU busy share unread (", sampler->why_not(),
+                      "): a search does not pack its trials on this GPU");
 #else
-  (void)device;
+  return "";
 #endif
 }
 

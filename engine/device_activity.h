@@ -17,13 +17,17 @@
 
 #include <torch/torch.h>
 
+#include <string>
+
 #include "trainer/v1/trainer.pb.h"
 
 namespace traind {
 
 // The job on `device` starts now: a CUDA device's busy share is sampled from now on (where NVML
 // answers), a CPU job's CPU time counts from now. Nothing elsewhere, and nothing on a second call.
-void StartDeviceActivity(const torch::Device& device);
+// Returns, for the job's log, why a CUDA device's busy share cannot be read ("" when it can, and
+// off CUDA): a search then does not pack its trials, and the user should see why.
+std::string StartDeviceActivity(const torch::Device& device);
 
 // Sets `metrics`' device_busy (the share since StartDeviceActivity, once sampled),
 // device_used_bytes and device_total_bytes for a CUDA or CPU `device`; leaves them unset elsewhere.

@@ -471,7 +471,10 @@ absl::Status RunTrainingJob(const trainer::v1::WorkerRequest& request, const Eve
     absl::StatusOr<torch::Device> resolved = ResolveDevice(spec.device());
     if (!resolved.ok()) return resolved.status();
     device = *resolved;
-    StartDeviceActivity(*device);  // its busy share counts from here (engine/device_activity.h)
+    // Its busy share counts from here (engine/device_activity.h).
+    if (const std::string unread = StartDeviceActivity(*device); !unread.empty()) {
+      JobReport(emit).Log(unread);
+    }
     // A data-parallel job's ranks are started with torchrun's environment (RANK, WORLD_SIZE...).
     absl::StatusOr<std::optional<RankPlacement>> placement = RankFromEnvironment();
     if (!placement.ok()) return placement.status();

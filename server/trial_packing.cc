@@ -40,7 +40,8 @@ Packing DecidePacking(const PackingFacts& facts) {
                             ? static_cast<int>(std::floor(
                                   kTarget * static_cast<double>(alone.total_bytes) / per_trial))
                             : 1;
-  const int by_cores = facts.on_cpu ? std::max(1, facts.host_cores) : std::max(1, facts.host_cores - 1);
+  const int by_cores =
+      facts.on_cpu ? std::max(1, facts.host_cores) : std::max(1, facts.host_cores - 1);
   struct Bound {
     int width;
     std::string name;
@@ -58,15 +59,15 @@ Packing DecidePacking(const PackingFacts& facts) {
       *std::min_element(bounds.begin(), bounds.end(),
                         [](const Bound& a, const Bound& b) { return a.width < b.width; });
   const int width = std::max(1, tightest.width);
-  const std::string kept = facts.on_cpu ? absl::StrCat("the host's ", facts.host_cores, " cores")
-                                        : "the GPU";
-  return {width,
-          absl::StrCat(width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
-                                  : absl::StrCat(width, " trials ", per),
-                       ", bounded by ", tightest.name, "; alone a trial kept ", kept, " busy ",
-                       absl::StrFormat("%.0f%%", alone.busy * 100), " of the time with ",
-                       GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
-                       alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
+  const std::string kept =
+      facts.on_cpu ? absl::StrCat("the host's ", facts.host_cores, " cores") : "the GPU";
+  return {width, absl::StrCat(
+                     width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
+                                : absl::StrCat(width, " trials ", per),
+                     ", bounded by ", tightest.name, "; alone a trial kept ", kept, " busy ",
+                     absl::StrFormat("%.0f%%", alone.busy * 100), " of the time with ",
+                     GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+                     alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
 }
 
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {

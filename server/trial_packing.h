@@ -58,9 +58,9 @@ Packing DecidePacking(const PackingFacts& facts);
 
 // A trial's run read as a measurement taken alone: a trial that ended its run (SUCCEEDED, or PAUSED
 // at its rung) on CUDA or the CPU, whose last step report says how busy its device was from the
-// run's start to that step and how much of its memory was in use. nullopt otherwise (still running: its share so
-// far would count its idle start-up too heavily, and a trial that fills the GPU once its steps
-// run would look small).
+// run's start to that step and how much of its memory was in use. nullopt otherwise (still running:
+// its share so far would count its idle start-up too heavily, and a trial that fills the GPU once
+// its steps run would look small).
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial);
 
 // The larger of two readings, field by field (several readings: the busiest and fullest count).
