@@ -13,11 +13,9 @@ namespace {
 
 // The share of a GPU's time (and of any device's memory) packed trials may fill together.
 constexpr double kTarget = 0.9;
-// How many CPU trials share the host's cores when one alone kept a share `busy` of them busy. w
-// trials, each as fast as alone at best and all of them at most filling the cores, do min(w,
-// 1 / busy) trials' work: the w-th adds min(1, 1 / busy - (w - 1)). One more runs while it adds
-// at least half a trial's: w <= 1 / busy + 0.5 (busy 0.58: 2; 0.7: 1).
-int CpuTrialsByBusy(double busy) { return static_cast<int>(std::floor(1.0 / busy + 0.5)); }
+// The share of the host's cores packed CPU trials may keep busy together: all of them (a reading
+// counts spinning threads as busy, so it errs high already).
+constexpr double kCpuTarget = 1.0;
 // A reading of a GPU "busy 0%" (between NVML's samples) counts as this much: the bound stays
 // finite.
 constexpr double kLeastBusy = 0.02;
@@ -32,8 +30,7 @@ Packing DecidePacking(const PackingFacts& facts) {
   if (!facts.alone) return {1, ""};
   const AloneFootprint& alone = *facts.alone;
   const double busy = std::max(alone.busy, kLeastBusy);
-  const int by_busy =
-      facts.on_cpu ? CpuTrialsByBusy(busy) : static_cast<int>(std::floor(kTarget / busy));
+  const int by_busy = static_cast<int>(std::floor((facts.on_cpu ? kCpuTarget : kTarget) / busy));
   const double batch_scale =
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
           ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)

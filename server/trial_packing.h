@@ -7,12 +7,12 @@
 //     leaves room for about 0.9 / b of them (0.9: not to the last cycle). A trial that fills the
 //     GPU (ResNet-18 at batch 256: b near 1) runs alone.
 //   - The CPU: packed trials divide the host's cores among them (WorkerRequest.cpu_sharers). A
-//     trial that kept a share `b` of the cores busy alone (start-up, data preparation, evaluation
-//     and operators too small to split run on one thread) leaves the rest idle; w trials together
-//     do at most min(w, 1 / b) trials' work, so one more joins while it adds at least half a
-//     trial's: w <= 1 / b + 0.5. Measured on 2 cores, 4 MLP trials (b about 0.58) took 2.65 s two
-//     at a time against 3.6 s one at a time. A reading counts OpenMP's spinning threads as busy,
-//     so it errs high (towards fewer trials).
+//     trial that kept a share `b` of the cores busy alone leaves the rest idle, and 1 / b trials
+//     with 1 / b of the cores each would keep them busy. Only whole ones: w <= 1 / b. Packing
+//     more, where a trial's own parallel work is slowed by the cores it gives up, lost: on 2
+//     cores, two 1-epoch LeNet5 trials at a time (b 0.65: start-up on one thread, training on
+//     two batch shards) ran at 0.72x the speed of one at a time, and MLP (b 0.58) at 1.02x
+//     (docs/benchmarks.md). A reading counts OpenMP's spinning threads as busy: it errs high.
 //   - Memory: the device's memory in use while it ran alone (a GPU: its CUDA context, its tensors
 //     and the allocator's cache; the CPU: the host's), plus whatever else was there (the estimate
 //     errs high), scaled up to the largest batch a trial may draw, fits 0.9 of the memory that

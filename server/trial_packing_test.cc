@@ -74,24 +74,24 @@ TEST(DecidePackingTest, HostCoresAndTheUsersCapBoundIt) {
 }
 
 TEST(DecidePackingTest, OnTheCpuTrialsDivideTheHostsCores) {
-  // An MLP trial that kept 58% of the host's 2 cores busy alone: two do 1 / 0.58 = 1.7 trials'
-  // work, the second adds 0.7 of one: it joins.
-  PackingFacts facts = Measured(0.58, 3.0, 128, /*host_cores=*/2);
+  // A trial that kept 45% of the host's 2 cores busy alone (one thread most of its run): 1 / 0.45
+  // = 2.2, and 2 cores hold 2 trials of one core each.
+  PackingFacts facts = Measured(0.45, 3.0, 128, /*host_cores=*/2);
   facts.on_cpu = true;
   facts.alone->total_bytes = 24 * kGiB;
   Packing packing = DecidePacking(facts);
   EXPECT_EQ(packing.width, 2);
   EXPECT_EQ(packing.why,
             "2 trials at once on the CPU, bounded by its busy share; alone a trial kept the host's "
-            "2 cores busy 58% of the time with 3.0 of 24.0 GiB in use (batch 128)");
+            "2 cores busy 45% of the time with 3.0 of 24.0 GiB in use (batch 128)");
   // Every core a trial's own: one trial per core at most (no core left to traind, unlike a GPU's
   // launching threads).
   facts.alone->busy = 0.1;
   EXPECT_EQ(DecidePacking(facts).width, 2);
   EXPECT_NE(DecidePacking(facts).why.find("bounded by 2 host cores"), std::string::npos);
-  // A trial that kept the cores busy (LeNet5's batch shards, a large MLP) runs alone: a second
-  // would add 1 / 0.7 - 1 = 0.43 of a trial's work.
-  facts.alone->busy = 0.7;
+  // A trial that kept more than half the cores busy (LeNet5's batch shards: 65% on 2 cores, where
+  // two at once were slower) runs alone.
+  facts.alone->busy = 0.65;
   EXPECT_EQ(DecidePacking(facts).width, 1);
   EXPECT_NE(DecidePacking(facts).why.find("1 trial at once on the CPU, not packed"),
             std::string::npos);
