@@ -6,7 +6,8 @@
 #   OUT=/tmp/out PARTS="pairs:1:1 large" bash bench/pack_trials_gpu.sh
 # Parts: probe (one LeNet5 job: what its last step report says of the GPU, and its log's word on
 # it), pairs:FIRST_SEED:SEEDS (the 24-trial LeNet5 search packed and one at a time, per seed),
-# large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files: must not pack).
+# large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files: must not pack),
+# cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +60,10 @@ print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch",
       IFS=: read -r _ first seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 \
         --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/pairs-$first.json" ;;
+    cpu:*)
+      IFS=: read -r _ model seeds <<<"$part"
+      timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --device cpu --trials 12 \
+        --model "$model" --seeds "$seeds" --epochs 1 --out "$out/cpu-$model.json" ;;
     large)
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
         --large "$cifar" --large-first --out "$out/large.json" ;;
