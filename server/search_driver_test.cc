@@ -210,7 +210,7 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   options.set_pack_width = [&](int64_t sweep, int width) { widths.emplace_back(sweep, width); };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   trainer::v1::SweepSpec spec = Spec(/*trials=*/12, /*parallel=*/0);
-  spec.mutable_base()->set_device("cuda");
+  spec.mutable_base()->set_device("cuda:0");  // as admission names "cuda"
   const int64_t id = Create(spec);
   ASSERT_TRUE(driver_->Advance(id).ok());
   ASSERT_EQ(Trials(id).size(), 1u);

@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 
 namespace traind {
 
 namespace {
 
-// One process on one GPU, or on the CPU lane: where trials pack.
+// One process on one GPU, or on the CPU lane: where trials pack. Admission names the GPU of a
+// job on "cuda" ("cuda:0"); "cuda" itself is the spec as submitted.
 bool OnOneDevice(const trainer::v1::JobSpec& spec) {
-  const bool one_gpu = spec.device() == "cuda" && spec.gpus() <= 1 && spec.devices().empty();
+  const bool cuda = spec.device() == "cuda" || absl::StartsWith(spec.device(), "cuda:");
+  const bool one_gpu = cuda && spec.gpus() <= 1 && spec.devices().empty();
   const bool cpu = spec.device() == "cpu" && spec.processes() <= 1;
   return (one_gpu || cpu) && spec.hosts().empty() && spec.backend() != "slurm";
 }
