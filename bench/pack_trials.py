@@ -12,7 +12,8 @@ accuracy packed against alone: within the seed-to-seed spread of its runs alone 
 the seeds) or not.
 
 With --large DATA_DIR, a search of ResNet-18 at batch 256 on the CIFAR-10 files there (real or
-random: only its footprint matters) runs too; traind must not pack it.
+random: only its footprint matters) runs too, or with --large fake224 on random 224 px images;
+traind must not pack one that fills the GPU.
 
 Usage: bench/pack_trials.py BIN_DIR [--trials 24] [--seeds 3] [--first-seed 1] [--model lenet5] [--epochs 2]
                             [--large CIFAR10_DIR] [--out FILE.json] [--device cpu]
@@ -109,11 +110,14 @@ def compare_accuracy(rounds, trials):
 
 
 def run_large(args, results):
-    large = search(args, 1, True, ["--model", "resnet18", "--dataset", "cifar10",
-                                   "--data-dir", os.path.abspath(args.large),
-                                   "--batch-size", "256"], trials=3, epochs=3)
-    print(f"ResNet-18 b256: at most {large['most_at_once']} at once; {large['packing']}",
-          flush=True)
+    if args.large == "fake224":
+        data = ["--dataset", "fake", "--image-size", "224", "--num-samples", "5120"]
+    else:
+        data = ["--dataset", "cifar10", "--data-dir", os.path.abspath(args.large)]
+    large = search(args, 1, True, ["--model", "resnet18", *data, "--batch-size", "256"],
+                   trials=3, epochs=3)
+    print(f"ResNet-18 b256 ({args.large}): at most {large['most_at_once']} at once; "
+          f"{large['packing']}", flush=True)
     results["large"] = large
 
 
@@ -137,7 +141,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--model", default="lenet5")
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--large", help="a CIFAR-10 directory: ResNet-18 at batch 256 too")
+    parser.add_argument("--large", help="a CIFAR-10 directory, or fake224 (random 224 px images): "
+                        "ResNet-18 at batch 256 too")
     parser.add_argument("--large-first", action="store_true",
                         help="the ResNet-18 search before the small ones")
     parser.add_argument("--out")
@@ -158,7 +163,7 @@ def main():
     os.environ["PATH"] = f"{os.path.abspath(args.bin)}:{os.environ['PATH']}"
     os.environ["TRAINCTL_ADDR"] = f"unix:{state}/state/traind.sock"
     command = [f"{args.bin}/traind", "--state-dir", f"{state}/state"]
-    if args.large:
+    if args.large and args.large != "fake224":
         fashion = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
         command += ["--data-root", fashion, "--data-root", os.path.abspath(args.large)]
     log = open(pathlib.Path(state) / "traind.log", "w")

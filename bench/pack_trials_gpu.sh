@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # On the CUDA host (see ../shared/GPU.md), in as many device commands as it takes: builds traind
-# once (kept while the machine stays warm), then runs the parts of bench/pack_trials.py named in
+# (incrementally while the machine stays warm), then runs the parts of bench/pack_trials.py named in
 # PARTS within BUDGET_S seconds of this command, writing into OUT. A part cut short by the budget
 # still writes the rounds it finished (SIGINT lets pack_trials.py save them).
 #   OUT=/tmp/out PARTS="pairs:1:1 large" bash bench/pack_trials_gpu.sh
 # Parts: probe (one LeNet5 job: what its last step report says of the GPU, and its log's word on
 # it), pairs:FIRST_SEED:SEEDS (the 24-trial LeNet5 search packed and one at a time, per seed),
-# large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files: must not pack),
+# large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files), large224 (the same on
+# random 224 px images: fills the GPU, must not pack), mlp:FIRST_SEED:SEEDS (pairs of MLP),
 # cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
@@ -16,7 +17,8 @@ mkdir -p "$out"
 deadline=$((SECONDS + ${BUDGET_S:-570}))
 left() { echo $((deadline - SECONDS)); }
 
-if [ ! -x build-cuda/bin/traind ] || [ ! -d /tmp/sys/usr/lib ]; then
+# Every time: a warm machine's build-cuda/ is only brought up to date.
+if true; then
   bash .gpu/host-build.sh -DTRAIND_WEB_MODULES="$PWD/.gpu/web_modules" -DTRAIND_BUILD_TESTS=OFF \
     >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
   echo "built in $SECONDS s"
@@ -67,6 +69,13 @@ print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch",
     large)
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
         --large "$cifar" --large-first --out "$out/large.json" ;;
+    large224)
+      timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
+        --large fake224 --large-first --out "$out/large224.json" ;;
+    mlp:*)
+      IFS=: read -r _ first seeds <<<"$part"
+      timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --model mlp \
+        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/mlp-$first.json" ;;
   esac
   for state in /tmp/pack-trials.*; do
     [ -f "$state/traind.log" ] && cp "$state/traind.log" "$out/traind-${part//:/-}.log"
