@@ -35,11 +35,39 @@ double ProcessCpuSeconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
+// Busy time and the time it is a share of, summed since the job started: a GPU's sampled busy
+// fractions over their count, or the process's CPU seconds over its cores' seconds.
+struct BusyTotals {
+  double busy = 0;
+  double of = 0;
+};
+
+// The shares a step report carries: since the job's start, and since its first step report (its
+// training, without its start-up).
+class BusyShares {
+ public:
+  void Add(const BusyTotals& now, trainer::v1::StepMetrics* metrics) {
+    if (now.of > 0) metrics->set_device_busy(std::clamp(now.busy / now.of, 0.0, 1.0));
+    if (!first_step_) {
+      first_step_ = now;
+      return;
+    }
+    const double of = now.of - first_step_->of;
+    if (of > 0) {
+      metrics->set_device_busy_training(std::clamp((now.busy - first_step_->busy) / of, 0.0, 1.0));
+    }
+  }
+
+ private:
+  std::optional<BusyTotals> first_step_;
+};
+
 // A CPU job's start: this process's CPU time and the clock then, and the cores it may use.
 struct CpuStart {
   double cpu_seconds = 0;
   Clock::time_point wall;
   int cores = 1;
+  BusyShares shares;
 };
 
 std::mutex cpu_mutex;
@@ -48,7 +76,8 @@ std::optional<CpuStart> cpu_start;  // the job's, from StartDeviceActivity
 void StartCpuActivity() {
   std::lock_guard<std::mutex> lock(cpu_mutex);
   if (cpu_start) return;
-  cpu_start = CpuStart{ProcessCpuSeconds(), Clock::now(), std::max(1, UsableCores(ReadCpuFacts()))};
+  cpu_start =
+      CpuStart{ProcessCpuSeconds(), Clock::now(), std::max(1, UsableCores(ReadCpuFacts())), {}};
 }
 
 void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
@@ -56,11 +85,8 @@ void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
     std::lock_guard<std::mutex> lock(cpu_mutex);
     if (!cpu_start) return;
     const double wall = std::chrono::duration<double>(Clock::now() - cpu_start->wall).count();
-    if (wall > 0) {
-      const double busy =
-          (ProcessCpuSeconds() - cpu_start->cpu_seconds) / (wall * cpu_start->cores);
-      metrics->set_device_busy(std::clamp(busy, 0.0, 1.0));
-    }
+    cpu_start->shares.Add({ProcessCpuSeconds() - cpu_start->cpu_seconds, wall * cpu_start->cores},
+                          metrics);
   }
   const int64_t total = ProcKilobytes("/proc/meminfo", "MemTotal");
   const int64_t available = ProcKilobytes("/proc/meminfo", "MemAvailable");
@@ -112,10 +138,10 @@ class BusySampler {
   // Why nothing is sampled; "" while it is.
   const std::string& why_not() const { return why_not_; }
 
-  std::optional<double> Mean() const {
-    const int64_t samples = samples_.load();
-    if (samples == 0) return std::nullopt;
-    return static_cast<double>(busy_percent_.load()) / 100.0 / static_cast<double>(samples);
+  // The samples so far: their busy fractions summed, over their count.
+  BusyTotals Totals() const {
+    return {static_cast<double>(busy_percent_.load()) / 100.0,
+            static_cast<double>(samples_.load())};
   }
 
  private:
@@ -139,6 +165,7 @@ class BusySampler {
 
 std::mutex sampler_mutex;
 std::unique_ptr<BusySampler> sampler;  // the job's, from StartDeviceActivity
+BusyShares gpu_shares;                 // of its samples
 
 }  // namespace
 #endif
@@ -170,9 +197,7 @@ void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* me
   if (!device.is_cuda()) return;
   {
     std::lock_guard<std::mutex> lock(sampler_mutex);
-    if (sampler) {
-      if (std::optional<double> busy = sampler->Mean()) metrics->set_device_busy(*busy);
-    }
+    if (sampler) gpu_shares.Add(sampler->Totals(), metrics);
   }
   c10::cuda::CUDAGuard guard(
       static_cast<c10::DeviceIndex>(device.has_index() ? device.index() : 0));

@@ -9,9 +9,10 @@
 //     (common/cpu_threads.h UsableCores): the share of the host's cores it kept busy, whatever
 //     its threads or batch shards. OpenMP's threads spin a while at the end of an operator, which
 //     counts as busy: the reading errs high. Memory: the host's in use (MemTotal - MemAvailable).
-// Measured from the job's start, not over its steps alone: what packing fills is the idle time
-// over a trial's whole run (start-up, evaluation, checkpoints), where LeNet5's steps captured in a
-// CUDA graph keep the GPU busy while they run. Thread-safe; a worker runs one job.
+// Measured from the job's start (what packing fills is the idle time over a trial's whole run:
+// start-up, evaluation, checkpoints), and from its first step report on (how busy its training
+// keeps the device: a trial whose training fills it is not packed, or each of its steps would
+// wait for its neighbours'). Thread-safe; a worker runs one job.
 #ifndef TRAIND_ENGINE_DEVICE_ACTIVITY_H_
 #define TRAIND_ENGINE_DEVICE_ACTIVITY_H_
 
@@ -30,7 +31,9 @@ namespace traind {
 std::string StartDeviceActivity(const torch::Device& device);
 
 // Sets `metrics`' device_busy (the share since StartDeviceActivity, once sampled),
-// device_used_bytes and device_total_bytes for a CUDA or CPU `device`; leaves them unset elsewhere.
+// device_busy_training (since the first call, from the second on), device_used_bytes and
+// device_total_bytes for a CUDA or CPU `device`; leaves them unset elsewhere. Called at each step
+// report.
 void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* metrics);
 
 }  // namespace traind

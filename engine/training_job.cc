@@ -163,8 +163,10 @@ absl::Status JobRun::Run() {
 }
 
 void JobRun::SetUpCpuThreads(bool matmul) {
-  // CPU jobs and ranks read the machine once: threads, shards and the BLAS's threads follow.
-  if (device_.is_cpu() || placement_.has_value()) cpu_facts_ = ReadCpuFacts();
+  // CPU jobs, ranks and trials packed on a GPU read the machine once: threads, shards and the
+  // BLAS's threads follow.
+  const bool packed_on_gpu = !device_.is_cpu() && request_.cpu_sharers() > 1;
+  if (device_.is_cpu() || placement_.has_value() || packed_on_gpu) cpu_facts_ = ReadCpuFacts();
   if (spec_.has_threads()) {
     torch::set_num_threads(spec_.threads());
   } else if (matmul && request_.exclusive() && device_.is_cpu() && !placement_.has_value()) {
@@ -185,6 +187,13 @@ void JobRun::SetUpCpuThreads(bool matmul) {
     torch::set_num_threads(chosen.threads);
     report_.Log("CPU: " + chosen.explanation);
     batch_shards_ = ChooseBatchShards(cpu_facts_, sharing, sharers);
+  } else if (packed_on_gpu) {
+    // Its host-side work (preparing images, launching kernels) shares the cores with the other
+    // trials on its GPU; LibTorch's default, every core each, would oversubscribe them.
+    const CpuThreads chosen =
+        ChooseCpuThreads(cpu_facts_, request_.cpu_sharers(), "trials sharing its GPU");
+    torch::set_num_threads(chosen.threads);
+    report_.Log("CPU: " + chosen.explanation);
   }
   if (device_.is_cpu()) {
     // The BLAS's own thread pool follows the job's threads (engine/blas_threads.h says why).

@@ -47,17 +47,27 @@ TEST(TrainingJobTest, EmitsTheReferenceEventsAndLearns) {
     absl::Status status = RunTrainingJob(
         Request(SmallSpec(model)), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
     ASSERT_TRUE(status.ok()) << status;
-    int steps = 0, summaries = 0;
+    int steps = 0, summaries = 0, training_shares = 0;
     for (const JobEvent& e : events) {
       if (e.has_step()) {
         ++steps;
         EXPECT_EQ(e.step().batches_per_epoch(), 1152 / 64);
         EXPECT_GT(e.step().current_allocated_bytes(), 0);
         EXPECT_TRUE(e.has_time());
+        // How busy it kept the host's cores, and the host's memory (engine/device_activity.h):
+        // what a search packs its CPU trials by.
+        ASSERT_TRUE(e.step().has_device_busy());
+        EXPECT_GE(e.step().device_busy(), 0.0);
+        EXPECT_LE(e.step().device_busy(), 1.0);
+        EXPECT_GT(e.step().device_used_bytes(), 0);
+        EXPECT_GE(e.step().device_total_bytes(), e.step().device_used_bytes());
+        training_shares += e.step().has_device_busy_training();
       }
       if (e.has_epoch_summary()) ++summaries;
     }
     EXPECT_EQ(steps, 2 * 6);  // batches 0,3,...,15 of 18, two epochs
+    // From the second step report on (this process's first job's first one starts the window).
+    EXPECT_GE(training_shares, steps - 1);
     EXPECT_EQ(summaries, 2);
     ASSERT_TRUE(events.back().has_final_result());
     // 10 classes: chance is 0.1; a few hundred steps of Adam gets far above it.

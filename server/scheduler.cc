@@ -258,8 +258,7 @@ bool Scheduler::Claim(const Job& job, const std::vector<std::string>& devices) {
   auto running = std::make_unique<Running>();
   running->job = job;
   running->devices = devices;
-  if (const auto pack = packs_.find(job.sweep_id());
-      pack != packs_.end() && devices == std::vector<std::string>{"cpu"}) {
+  if (const auto pack = packs_.find(job.sweep_id()); pack != packs_.end() && devices.size() == 1) {
     running->cpu_sharers = pack->second;
   }
   Running* r = running.get();

@@ -132,8 +132,8 @@ class Scheduler {
     trainer::v1::Job job;
     std::vector<std::string> devices;     // one per rank (DevicePlan)
     std::vector<WorkerProcess*> workers;  // set once started: one per rank
-    // A search's trial on the CPU lane packed with others of its search: how many share the
-    // cores (WorkerRequest.cpu_sharers); 0 otherwise.
+    // A search's trial packed with others of its search on its GPU or the CPU lane: how many
+    // share the host's cores (WorkerRequest.cpu_sharers); 0 otherwise.
     int cpu_sharers = 0;
     bool cancel_requested = false;
     absl::Time kill_deadline = absl::InfiniteFuture();

@@ -29,8 +29,10 @@ Packing DecidePacking(const PackingFacts& facts) {
   if (facts.max_pack == 1) return {1, absl::StrCat("1 trial ", per, " (max_pack 1)")};
   if (!facts.alone) return {1, ""};
   const AloneFootprint& alone = *facts.alone;
-  const double busy = std::max(alone.busy, kLeastBusy);
-  const int by_busy = static_cast<int>(std::floor((facts.on_cpu ? kCpuTarget : kTarget) / busy));
+  const double target = facts.on_cpu ? kCpuTarget : kTarget;
+  const int by_busy = static_cast<int>(std::floor(target / std::max(alone.busy, kLeastBusy)));
+  const double training = alone.busy_training.value_or(0.0);
+  const int by_training = static_cast<int>(std::floor(target / std::max(training, kLeastBusy)));
   const double batch_scale =
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
           ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)
@@ -47,6 +49,8 @@ Packing DecidePacking(const PackingFacts& facts) {
     std::string name;
   };
   std::vector<Bound> bounds = {
+      // On a tie the training names the bound: what packing would cost the trial's steps.
+      {by_training, "its busy share while training"},
       {by_busy, "its busy share"},
       {by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)", batch_scale,
                                                     facts.largest_batch)
@@ -61,13 +65,16 @@ Packing DecidePacking(const PackingFacts& facts) {
   const int width = std::max(1, tightest.width);
   const std::string kept =
       facts.on_cpu ? absl::StrCat("the host's ", facts.host_cores, " cores") : "the GPU";
-  return {width, absl::StrCat(
-                     width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
-                                : absl::StrCat(width, " trials ", per),
-                     ", bounded by ", tightest.name, "; alone a trial kept ", kept, " busy ",
-                     absl::StrFormat("%.0f%%", alone.busy * 100), " of the time with ",
-                     GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
-                     alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
+  return {
+      width,
+      absl::StrCat(
+          width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
+                     : absl::StrCat(width, " trials ", per),
+          ", bounded by ", tightest.name, "; alone a trial kept ", kept, " busy ",
+          absl::StrFormat("%.0f%%", alone.busy * 100), " of the time",
+          alone.busy_training ? absl::StrFormat(" (%.0f%% while training)", training * 100) : "",
+          " with ", GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+          alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
 }
 
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
@@ -79,6 +86,7 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
   if (!step.has_device_busy() || step.device_total_bytes() <= 0) return std::nullopt;
   AloneFootprint reading;
   reading.busy = step.device_busy();
+  if (step.has_device_busy_training()) reading.busy_training = step.device_busy_training();
   reading.used_bytes = step.device_used_bytes();
   reading.total_bytes = step.device_total_bytes();
   reading.batch_size = trial.spec().batch_size();
@@ -94,6 +102,9 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
 AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
   AloneFootprint larger;
   larger.busy = std::max(a.busy, b.busy);
+  if (a.busy_training || b.busy_training) {
+    larger.busy_training = std::max(a.busy_training.value_or(0.0), b.busy_training.value_or(0.0));
+  }
   larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
   larger.total_bytes = std::max(a.total_bytes, b.total_bytes);
   // The used memory scales from the batch it was read at: keep the pair together.

@@ -13,6 +13,11 @@
 //     cores, two 1-epoch LeNet5 trials at a time (b 0.65: start-up on one thread, training on
 //     two batch shards) ran at 0.72x the speed of one at a time, and MLP (b 0.58) at 1.02x
 //     (docs/benchmarks.md). A reading counts OpenMP's spinning threads as busy: it errs high.
+//   - Its training alone: the trials' steps share the device too. A trial whose training kept it
+//     busy a share `t` (from its first step report on, start-up left out) lets 0.9 / t train at
+//     once on a GPU (1 / t on the CPU) before each step waits for its neighbours'. A trial whose
+//     training fills the device (ResNet-18 at batch 256 at 224 px) is never packed, however
+//     short its run and so however idle its start-up left the device.
 //   - Memory: the device's memory in use while it ran alone (a GPU: its CUDA context, its tensors
 //     and the allocator's cache; the CPU: the host's), plus whatever else was there (the estimate
 //     errs high), scaled up to the largest batch a trial may draw, fits 0.9 of the memory that
@@ -39,6 +44,9 @@ struct AloneFootprint {
   int64_t used_bytes = 0;  // StepMetrics.device_used_bytes
   int64_t total_bytes = 0;
   int64_t batch_size = 0;  // the trial's
+  // StepMetrics.device_busy_training: while it trained, its start-up left out (unset: one step
+  // report only).
+  std::optional<double> busy_training;
 };
 
 struct PackingFacts {

@@ -41,6 +41,27 @@ TEST(DecidePackingTest, ATrialThatFillsTheGpuIsNeverPacked) {
   EXPECT_EQ(DecidePacking(Measured(0.45, 1.0)).width, 2);
 }
 
+// Measured on the H100 (docs/benchmarks.md): ResNet-18 at batch 256 on 5,120 random 224 px images,
+// 3 epochs, kept the GPU busy 13% of its run (start-up, cuDNN's autotuning and 20 steps an epoch):
+// by its run alone three would share the GPU. Its training fills the GPU: never packed.
+TEST(DecidePackingTest, ATrialWhoseTrainingFillsTheGpuIsNeverPackedHoweverIdleItsStartUp) {
+  PackingFacts facts = Measured(0.13, 22.3, 256);
+  facts.alone->busy_training = 0.97;
+  const Packing packing = DecidePacking(facts);
+  EXPECT_EQ(packing.width, 1);
+  EXPECT_EQ(packing.why,
+            "1 trial per GPU, not packed, bounded by its busy share while training; alone a trial "
+            "kept the GPU busy 13% of the time (97% while training) with 22.3 of 80.0 GiB in use "
+            "(batch 256)");
+  // An MLP's training barely registers (0-3% on the H100): its run and memory bound it.
+  facts = Measured(0.03, 1.3, 64);
+  facts.alone->busy_training = 0.02;
+  EXPECT_EQ(DecidePacking(facts).width, 15);  // 16 host cores, one left to traind
+  // Two trials' training fits a GPU that one keeps busy 40% of the time: 0.9 / 0.4.
+  facts.alone->busy_training = 0.4;
+  EXPECT_EQ(DecidePacking(facts).width, 2);
+}
+
 TEST(DecidePackingTest, MemoryBoundsItScaledToTheLargestBatch) {
   // Idle enough for 18, but 20 of 80 GiB each: 72 / 20 = 3.
   Packing packing = DecidePacking(Measured(0.05, 20));
@@ -124,6 +145,10 @@ TEST(AloneReadingTest, OnlyARunThatEndedWithTheGpusBusyShare) {
   std::optional<AloneFootprint> reading = AloneReading(Trial(Job::SUCCEEDED, true));
   ASSERT_TRUE(reading.has_value());
   EXPECT_DOUBLE_EQ(reading->busy, 0.2);
+  EXPECT_FALSE(reading->busy_training.has_value());  // one step report: no training window
+  Job trained = Trial(Job::SUCCEEDED, true);
+  trained.mutable_latest_step()->set_device_busy_training(0.6);
+  EXPECT_DOUBLE_EQ(AloneReading(trained)->busy_training.value_or(0), 0.6);
   EXPECT_EQ(reading->used_bytes, 2 * kGiB);
   EXPECT_EQ(reading->batch_size, 64);
   EXPECT_TRUE(AloneReading(Trial(Job::PAUSED, true)).has_value());  // at its rung
@@ -145,8 +170,13 @@ TEST(AloneReadingTest, AProgramsBatchSizeIsItsParam) {
 TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
   const AloneFootprint a{0.3, 2 * kGiB, 80 * kGiB, 64};
   const AloneFootprint b{0.1, 3 * kGiB, 80 * kGiB, 128};
-  const AloneFootprint larger = Larger(a, b);
+  AloneFootprint larger = Larger(a, b);
   EXPECT_DOUBLE_EQ(larger.busy, 0.3);
+  EXPECT_FALSE(larger.busy_training.has_value());
+  AloneFootprint trained = b;
+  trained.busy_training = 0.7;
+  larger = Larger(a, trained);
+  EXPECT_DOUBLE_EQ(larger.busy_training.value_or(0), 0.7);
   EXPECT_EQ(larger.used_bytes, 3 * kGiB);
   EXPECT_EQ(larger.batch_size, 128);
 }
