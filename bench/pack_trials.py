@@ -71,8 +71,12 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
     report = json.loads(trainctl("report", sweep, "--format", "json"))["search"]
     trials = report.get("trials", [])
     intervals = [run_interval(t["jobId"]) for t in trials]
+    ran = [i for i in intervals if None not in i]
     return {
         "seed": seed, "packed": packed, "sweep": sweep, "wall_seconds": wall,
+        # From the first trial's placement to the last one's end, as traind stamped them: `wait`
+        # polls at most once a second, which the wall time includes.
+        "span_seconds": max(b for _, b in ran) - min(a for a, _ in ran) if ran else None,
         "packing": report.get("packing", ""),
         "most_at_once": most_at_once([i for i in intervals if None not in i]),
         "accuracy": {int(t.get("trial", 0)): t.get("metric") for t in trials},
@@ -82,7 +86,9 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
 
 def show(result):
     kind = "packed  " if result["packed"] else "one each"
-    print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s, at most "
+    span = result.get("span_seconds")
+    span = f" (trials {span:.1f} s)" if span is not None else ""
+    print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s{span}, at most "
           f"{result['most_at_once']} at once, failed {result['failed']}; {result['packing']}",
           flush=True)
 
@@ -122,16 +128,26 @@ def run_large(args, results):
 
 
 def summarize(rounds, trials):
-    ratios = []
+    ratios, span_ratios = [], []
     for seed in sorted({r["seed"] for r in rounds}):
-        pair = {r["packed"]: r["wall_seconds"] for r in rounds if r["seed"] == seed}
-        ratios.append(pair[False] / pair[True])
+        pair = {r["packed"]: r for r in rounds if r["seed"] == seed}
+        if len(pair) < 2:
+            continue  # a round cut short
+        ratios.append(pair[False]["wall_seconds"] / pair[True]["wall_seconds"])
+        if pair[False].get("span_seconds") and pair[True].get("span_seconds"):
+            span_ratios.append(pair[False]["span_seconds"] / pair[True]["span_seconds"])
+    if not ratios:
+        print("no seed has both rounds")
+        return {"ratios": [], "within": 0}
     print(f"one at a time / packed: median {statistics.median(ratios):.2f}x "
           f"(min {min(ratios):.2f}, max {max(ratios):.2f}) over {len(ratios)} seeds")
+    if span_ratios:
+        print(f"  by the trials' span: median {statistics.median(span_ratios):.2f}x "
+              f"(min {min(span_ratios):.2f}, max {max(span_ratios):.2f})")
     within, lines = compare_accuracy(rounds, trials)
     print("\n".join(lines))
     print(f"{within} of {trials} trials' accuracy packed within their seed-to-seed spread alone")
-    return {"ratios": ratios, "within": within}
+    return {"ratios": ratios, "span_ratios": span_ratios, "within": within}
 
 
 def main():

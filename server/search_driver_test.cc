@@ -197,6 +197,7 @@ void ReportStep(Store* store, int64_t job_id, int batch, double busy) {
   step->set_epoch(1);
   step->set_batch(batch);
   step->set_device_busy(busy);
+  step->set_device_busy_training(busy);
   step->set_device_used_bytes(int64_t{2} << 30);
   step->set_device_total_bytes(int64_t{80} << 30);
   ASSERT_TRUE(store->AppendEvent(job_id, event).ok());
@@ -236,7 +237,8 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   EXPECT_EQ(Trials(id).size(), 5u);
   const std::string why = store_->GetSearch(id)->pack_why;
   EXPECT_NE(
-      why.find("4 trials per GPU, bounded by its busy share; alone a trial kept the GPU busy 20%"),
+      why.find("4 trials per GPU, bounded by its busy share while training; alone a trial kept "
+               "the GPU busy 20%"),
       std::string::npos)
       << why;
   EXPECT_EQ(store_->GetSearch(id)->pack_width, 4);

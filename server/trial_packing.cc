@@ -31,7 +31,8 @@ Packing DecidePacking(const PackingFacts& facts) {
   const AloneFootprint& alone = *facts.alone;
   const double target = facts.on_cpu ? kCpuTarget : kTarget;
   const int by_busy = static_cast<int>(std::floor(target / std::max(alone.busy, kLeastBusy)));
-  const double training = alone.busy_training.value_or(0.0);
+  // Unread (one step report: its training too short to tell), it may fill the device: alone.
+  const double training = alone.busy_training.value_or(1.0);
   const int by_training = static_cast<int>(std::floor(target / std::max(training, kLeastBusy)));
   const double batch_scale =
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
@@ -50,7 +51,8 @@ Packing DecidePacking(const PackingFacts& facts) {
   };
   std::vector<Bound> bounds = {
       // On a tie the training names the bound: what packing would cost the trial's steps.
-      {by_training, "its busy share while training"},
+      {by_training, alone.busy_training ? "its busy share while training"
+                                        : "its training, too short to read (one step report)"},
       {by_busy, "its busy share"},
       {by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)", batch_scale,
                                                     facts.largest_batch)

@@ -17,7 +17,8 @@
 //     busy a share `t` (from its first step report on, start-up left out) lets 0.9 / t train at
 //     once on a GPU (1 / t on the CPU) before each step waits for its neighbours'. A trial whose
 //     training fills the device (ResNet-18 at batch 256 at 224 px) is never packed, however
-//     short its run and so however idle its start-up left the device.
+//     short its run and so however idle its start-up left the device. Nor is one whose
+//     training was too short to read (a single step report).
 //   - Memory: the device's memory in use while it ran alone (a GPU: its CUDA context, its tensors
 //     and the allocator's cache; the CPU: the host's), plus whatever else was there (the estimate
 //     errs high), scaled up to the largest batch a trial may draw, fits 0.9 of the memory that

@@ -13,6 +13,7 @@ PackingFacts Measured(double busy, double used_gib, int64_t batch = 128, int hos
   facts.host_cores = host_cores;
   facts.largest_batch = batch;
   facts.alone = AloneFootprint{busy, static_cast<int64_t>(used_gib * kGiB), 80 * kGiB, batch};
+  facts.alone->busy_training = busy;  // its run all training: on a tie that names the bound
   return facts;
 }
 
@@ -27,9 +28,10 @@ TEST(DecidePackingTest, ASmallTrialSharesTheGpuItLeavesIdle) {
   // A trial that kept the GPU busy 12% of its run: 0.9 / 0.12 = 7.5.
   const Packing packing = DecidePacking(Measured(0.12, 1.2));
   EXPECT_EQ(packing.width, 7);
-  EXPECT_EQ(packing.why,
-            "7 trials per GPU, bounded by its busy share; alone a trial kept the GPU busy 12% of "
-            "the time with 1.2 of 80.0 GiB in use (batch 128)");
+  EXPECT_EQ(
+      packing.why,
+      "7 trials per GPU, bounded by its busy share while training; alone a trial kept the GPU "
+      "busy 12% of the time (12% while training) with 1.2 of 80.0 GiB in use (batch 128)");
 }
 
 TEST(DecidePackingTest, ATrialThatFillsTheGpuIsNeverPacked) {
@@ -67,7 +69,7 @@ TEST(DecidePackingTest, MemoryBoundsItScaledToTheLargestBatch) {
   Packing packing = DecidePacking(Measured(0.05, 20));
   EXPECT_EQ(packing.width, 3);
   EXPECT_NE(packing.why.find("3 trials per GPU, bounded by memory; alone a trial kept the GPU busy "
-                             "5% of the time with 20.0 of 80.0 GiB in use"),
+                             "5% of the time (5% while training) with 20.0 of 80.0 GiB in use"),
             std::string::npos)
       << packing.why;
   // Read at batch 64 with 10 GiB; a trial may draw 256: 40 GiB each, one fits 0.9 of 80 once.
@@ -102,22 +104,37 @@ TEST(DecidePackingTest, OnTheCpuTrialsDivideTheHostsCores) {
   facts.alone->total_bytes = 24 * kGiB;
   Packing packing = DecidePacking(facts);
   EXPECT_EQ(packing.width, 2);
-  EXPECT_EQ(packing.why,
-            "2 trials at once on the CPU, bounded by its busy share; alone a trial kept the host's "
-            "2 cores busy 45% of the time with 3.0 of 24.0 GiB in use (batch 128)");
+  EXPECT_EQ(
+      packing.why,
+      "2 trials at once on the CPU, bounded by its busy share while training; alone a trial "
+      "kept the host's 2 cores busy 45% of the time (45% while training) with 3.0 of 24.0 GiB "
+      "in use (batch 128)");
   // Every core a trial's own: one trial per core at most (no core left to traind, unlike a GPU's
   // launching threads).
   facts.alone->busy = 0.1;
+  facts.alone->busy_training = 0.1;
   EXPECT_EQ(DecidePacking(facts).width, 2);
   EXPECT_NE(DecidePacking(facts).why.find("bounded by 2 host cores"), std::string::npos);
   // A trial that kept more than half the cores busy (LeNet5's batch shards: 65% on 2 cores, where
   // two at once were slower) runs alone.
   facts.alone->busy = 0.65;
+  facts.alone->busy_training = 0.9;
   EXPECT_EQ(DecidePacking(facts).width, 1);
   EXPECT_NE(DecidePacking(facts).why.find("1 trial at once on the CPU, not packed"),
             std::string::npos);
   facts.max_pack = 1;
   EXPECT_EQ(DecidePacking(facts).why, "1 trial at once on the CPU (max_pack 1)");
+}
+
+// A trial whose training was too short to read (one step report) may fill the device: alone.
+TEST(DecidePackingTest, ATrainingTooShortToReadIsNotPacked) {
+  PackingFacts facts = Measured(0.05, 0.5);
+  facts.alone->busy_training.reset();
+  EXPECT_EQ(DecidePacking(facts).width, 1);
+  EXPECT_NE(DecidePacking(facts).why.find(
+                "not packed, bounded by its training, too short to read (one step report)"),
+            std::string::npos)
+      << DecidePacking(facts).why;
 }
 
 TEST(DecidePackingTest, AnIdleReadingStaysBounded) {
