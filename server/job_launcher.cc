@@ -26,8 +26,11 @@ ProcessLauncher::ProcessLauncher(Options options) : options_(std::move(options))
 
 ProcessLauncher::~ProcessLauncher() { DropWarm(); }
 
-void ProcessLauncher::KeepWarm() {
+void ProcessLauncher::KeepWarm(int at_least) {
+  const int pool = std::max(options_.warm_workers, at_least);
   int missing = 0;
+  int have = 0;
+  std::vector<std::unique_ptr<WorkerProcess>> surplus;  // killed and reaped outside the lock
   {
     absl::MutexLock lock(&mu_);
     // One that died while waiting (killed from outside, out of memory) is replaced.
@@ -36,18 +39,26 @@ void ProcessLauncher::KeepWarm() {
                        [](const std::unique_ptr<WorkerProcess>& w) { return w->HasExited(); }),
         warm_.end());
     if (dropped_) return;
-    missing = options_.warm_workers - static_cast<int>(warm_.size());
+    // The last started go first: those a packed search added, with no device prepared.
+    while (static_cast<int>(warm_.size()) > pool) {
+      surplus.push_back(std::move(warm_.back()));
+      warm_.pop_back();
+    }
+    have = static_cast<int>(warm_.size());
+    missing = pool - have;
   }
+  surplus.clear();
   // On a machine with GPUs the worker creates the first one's context while it waits: most jobs
   // there run on it (one on another GPU or the CPU leaves that context idle, holding some of that
   // GPU's memory).
-  std::vector<std::string> environment = options_.worker_environment;
+  std::vector<std::string> prepared = options_.worker_environment;
   if (!options_.prepare_device.empty()) {
-    environment.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
+    prepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
   }
-  for (; missing > 0; --missing) {
+  for (; missing > 0; --missing, ++have) {
     absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =
-        WorkerProcess::Spawn(options_.programs.worker, environment);
+        WorkerProcess::Spawn(options_.programs.worker,
+                             have < options_.warm_workers ? prepared : options_.worker_environment);
     if (!spawned.ok()) {
       LogAt(LogPriority::kWarning)
           << "traind: cannot keep a worker warm: " << spawned.status() << "\n";

@@ -31,8 +31,10 @@ class JobLauncher {
   // or one that stands for every rank (a Slurm job, a job on several hosts).
   virtual absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Launch(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) = 0;
-  // Starts waiting workers up to the pool's size, replacing any that died.
-  virtual void KeepWarm() {}
+  // Starts waiting workers up to the pool's size, or up to `at_least` when that is more (the
+  // widest packed search's trials per device: they start together), replacing any that died;
+  // stops those beyond it (a packed search ended).
+  virtual void KeepWarm(int at_least) { (void)at_least; }
   // Kills and reaps the waiting workers; none are started after.
   virtual void DropWarm() {}
 };
@@ -50,7 +52,9 @@ class ProcessLauncher final : public JobLauncher {
     JobPrograms programs;
     std::vector<std::string> worker_environment;  // WorkerEnvironment(...)
     int warm_workers = 1;                         // kept started ahead of need; 0: none
-    // A GPU whose CUDA context the waiting workers create ahead ("cuda:0"); "": none.
+    // A GPU whose CUDA context the first warm_workers waiting workers create ahead ("cuda:0");
+    // "": none. Those kept for a packed search create none: what its trials measured alone
+    // did not count their contexts' memory.
     std::string prepare_device;
     // The host name a Slurm job's tasks reach this machine at (TRAIND_SLURM_ADDRESS; empty: this
     // machine's name).
@@ -66,10 +70,15 @@ class ProcessLauncher final : public JobLauncher {
 
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Launch(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) override;
-  void KeepWarm() override;
+  void KeepWarm(int at_least) override;
   void DropWarm() override;
 
   const std::vector<std::string>& worker_environment() const { return options_.worker_environment; }
+  // How many workers wait now.
+  int warm_count() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(warm_.size());
+  }
   const JobPrograms& programs() const { return options_.programs; }
 
  private:

@@ -310,14 +310,16 @@ void Scheduler::Loop() {
         LogAt(LogPriority::kError) << "traind: scheduler: " << queued.status() << "\n";
       }
     }
+    int widest_pack = 0;  // a packed search's trials start together: as many workers kept warm
     {
       absl::MutexLock lock(&mu_);
       if (shutting_down_) return;
       if (!paused_) StartEligible(startable);
+      for (const auto& [sweep_id, width] : packs_) widest_pack = std::max(widest_pack, width);
     }
     // From this thread, which outlives the workers (their parent-death signal follows it); without
     // mu_: starting a process takes milliseconds that Cancel should not wait behind.
-    options_.launcher->KeepWarm();
+    options_.launcher->KeepWarm(widest_pack);
   }
 }
 
