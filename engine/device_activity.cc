@@ -75,7 +75,6 @@ std::optional<CpuStart> cpu_start;  // the job's, from StartDeviceActivity
 
 void StartCpuActivity() {
   std::lock_guard<std::mutex> lock(cpu_mutex);
-  if (cpu_start) return;
   cpu_start =
       CpuStart{ProcessCpuSeconds(), Clock::now(), std::max(1, UsableCores(ReadCpuFacts())), {}};
 }
@@ -164,8 +163,9 @@ class BusySampler {
 };
 
 std::mutex sampler_mutex;
-std::unique_ptr<BusySampler> sampler;  // the job's, from StartDeviceActivity
-BusyShares gpu_shares;                 // of its samples
+std::unique_ptr<BusySampler> sampler;  // the process's first CUDA job's, from StartDeviceActivity
+BusyTotals gpu_start;                  // its totals when this job started
+BusyShares gpu_shares;                 // this job's, of its samples since
 
 }  // namespace
 #endif
@@ -178,7 +178,11 @@ std::string StartDeviceActivity(const torch::Device& device) {
 #ifdef TRAIND_HAVE_CUDA
   if (!device.is_cuda()) return "";
   std::lock_guard<std::mutex> lock(sampler_mutex);
-  if (sampler) return "";
+  gpu_shares = BusyShares();
+  if (sampler) {  // an earlier job's in this process (tests): this job's window starts now
+    gpu_start = sampler->Totals();
+    return "";
+  }
   sampler = std::make_unique<BusySampler>(device.has_index() ? device.index() : 0);
   if (sampler->why_not().empty()) return "";
   return absl::StrCat("GPU busy share unread (", sampler->why_not(),
@@ -197,7 +201,10 @@ void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* me
   if (!device.is_cuda()) return;
   {
     std::lock_guard<std::mutex> lock(sampler_mutex);
-    if (sampler) gpu_shares.Add(sampler->Totals(), metrics);
+    if (sampler) {
+      const BusyTotals now = sampler->Totals();
+      gpu_shares.Add({now.busy - gpu_start.busy, now.of - gpu_start.of}, metrics);
+    }
   }
   c10::cuda::CUDAGuard guard(
       static_cast<c10::DeviceIndex>(device.has_index() ? device.index() : 0));

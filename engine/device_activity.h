@@ -25,7 +25,9 @@
 namespace traind {
 
 // The job on `device` starts now: a CUDA device's busy share is sampled from now on (where NVML
-// answers), a CPU job's CPU time counts from now. Nothing elsewhere, and nothing on a second call.
+// answers; one sampler per process, on the first CUDA job's GPU), a CPU job's CPU time counts
+// from now. Nothing elsewhere. A worker runs one job; a second call (tests) starts the windows
+// again.
 // Returns, for the job's log, why a CUDA device's busy share cannot be read ("" when it can, and
 // off CUDA): a search then does not pack its trials, and the user should see why.
 std::string StartDeviceActivity(const torch::Device& device);

@@ -323,11 +323,12 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
     return scheduler->Lanes(spec);
   };
   searching.on_queued = [scheduler = scheduler_.get()] { scheduler->Wake(); };
-  searching.set_pack_width = [scheduler = scheduler_.get()](int64_t sweep_id, int width) {
-    scheduler->SetPackWidth(sweep_id, width);
+  searching.set_pack_width = [scheduler = scheduler_.get()](int64_t sweep_id, int width,
+                                                            bool in_workers) {
+    scheduler->SetPackWidth(sweep_id, width, in_workers);
   };
-  // A bound on how many trials share a GPU: each trial's worker launches its kernels from a
-  // host thread of its own.
+  // A bound on how many trials share a GPU (each trial's worker launches its kernels from a host
+  // thread of its own) or the CPU lane (each takes a core at least).
   searching.host_cores = UsableCores(ReadCpuFacts());
   searches_ = std::make_unique<SearchDriver>(store_.get(), std::move(searching));
   Admission::Options admitting;

@@ -34,8 +34,8 @@ struct HeldDevices {
   int64_t sweep_id = 0;  // its sweep's: a search's trials may share a GPU (PackWidths)
 };
 
-// How many trials of a search (by sweep id) may share one GPU (server/trial_packing.h); a search
-// not named, or 1: a trial takes a slot like any job.
+// How many trials of a search (by sweep id) may share one GPU or the CPU lane
+// (server/trial_packing.h); a search not named, or 1: a trial takes a slot like any job.
 using PackWidths = std::map<int64_t, int>;
 
 // INVALID_ARGUMENT naming gpus or devices when `spec` asks for GPUs this machine (`gpus`:

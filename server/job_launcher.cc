@@ -26,39 +26,64 @@ ProcessLauncher::ProcessLauncher(Options options) : options_(std::move(options))
 
 ProcessLauncher::~ProcessLauncher() { DropWarm(); }
 
-void ProcessLauncher::KeepWarm(int at_least) {
+ProcessLauncher::PoolNeeds ProcessLauncher::TrimPool(int at_least, std::vector<Waiting>* surplus) {
+  // One that died while waiting (killed from outside, out of memory) is replaced.
+  warm_.erase(std::remove_if(warm_.begin(), warm_.end(),
+                             [](const Waiting& w) { return w.process->HasExited(); }),
+              warm_.end());
   const int pool = std::max(options_.warm_workers, at_least);
-  int missing = 0;
-  int have = 0;
-  std::vector<std::unique_ptr<WorkerProcess>> surplus;  // killed and reaped outside the lock
+  // The pool's own workers create the GPU's context ahead; those kept for a packed search do not:
+  // what its trials measured alone did not count their contexts' memory.
+  const int prepared_wanted =
+      options_.prepare_device.empty() ? 0 : std::min(options_.warm_workers, pool);
+  auto prepared_here = [&] {
+    return static_cast<int>(
+        std::count_if(warm_.begin(), warm_.end(), [](const Waiting& w) { return w.prepared; }));
+  };
+  const int prepared_missing = std::max(0, prepared_wanted - prepared_here());
+  // Unprepared ones go first (the last started first), making room for the prepared missing.
+  for (auto it = warm_.end();
+       it != warm_.begin() && static_cast<int>(warm_.size()) > pool - prepared_missing;) {
+    --it;
+    if (it->prepared) continue;
+    surplus->push_back(std::move(*it));
+    it = warm_.erase(it);
+  }
+  while (static_cast<int>(warm_.size()) > pool) {
+    surplus->push_back(std::move(warm_.back()));
+    warm_.pop_back();
+  }
+  const int missing = pool - static_cast<int>(warm_.size());
+  const int prepared = std::min(missing, std::max(0, prepared_wanted - prepared_here()));
+  return {prepared, missing - prepared};
+}
+
+int ProcessLauncher::prepared_count() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(
+      std::count_if(warm_.begin(), warm_.end(), [](const Waiting& w) { return w.prepared; }));
+}
+
+void ProcessLauncher::KeepWarm(int at_least) {
+  PoolNeeds needs;
+  std::vector<Waiting> surplus;  // stopped outside the lock
   {
     absl::MutexLock lock(&mu_);
-    // One that died while waiting (killed from outside, out of memory) is replaced.
-    warm_.erase(
-        std::remove_if(warm_.begin(), warm_.end(),
-                       [](const std::unique_ptr<WorkerProcess>& w) { return w->HasExited(); }),
-        warm_.end());
     if (dropped_) return;
-    // The last started go first: those a packed search added, with no device prepared.
-    while (static_cast<int>(warm_.size()) > pool) {
-      surplus.push_back(std::move(warm_.back()));
-      warm_.pop_back();
-    }
-    have = static_cast<int>(warm_.size());
-    missing = pool - have;
+    needs = TrimPool(at_least, &surplus);
   }
   surplus.clear();
-  // On a machine with GPUs the worker creates the first one's context while it waits: most jobs
-  // there run on it (one on another GPU or the CPU leaves that context idle, holding some of that
-  // GPU's memory).
+  // On a machine with GPUs the pool's workers create the first one's context while they wait:
+  // most jobs there run on it (one on another GPU or the CPU leaves that context idle, holding
+  // some of that GPU's memory).
   std::vector<std::string> prepared = options_.worker_environment;
   if (!options_.prepare_device.empty()) {
     prepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
   }
-  for (; missing > 0; --missing, ++have) {
-    absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =
-        WorkerProcess::Spawn(options_.programs.worker,
-                             have < options_.warm_workers ? prepared : options_.worker_environment);
+  for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {
+    const bool prepare = i < needs.prepared;
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned = WorkerProcess::Spawn(
+        options_.programs.worker, prepare ? prepared : options_.worker_environment);
     if (!spawned.ok()) {
       LogAt(LogPriority::kWarning)
           << "traind: cannot keep a worker warm: " << spawned.status() << "\n";
@@ -66,12 +91,12 @@ void ProcessLauncher::KeepWarm(int at_least) {
     }
     absl::MutexLock lock(&mu_);
     if (dropped_) return;  // `spawned` is killed and reaped
-    warm_.push_back(*std::move(spawned));
+    warm_.push_back({*std::move(spawned), prepare});
   }
 }
 
 void ProcessLauncher::DropWarm() {
-  std::vector<std::unique_ptr<WorkerProcess>> warm;
+  std::vector<Waiting> warm;
   {
     absl::MutexLock lock(&mu_);
     dropped_ = true;
@@ -86,7 +111,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
   {
     absl::MutexLock lock(&mu_);
     if (!warm_.empty()) {
-      warm = std::move(warm_.back());
+      warm = std::move(warm_.back().process);
       warm_.pop_back();
     }
   }

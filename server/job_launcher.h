@@ -79,6 +79,8 @@ class ProcessLauncher final : public JobLauncher {
     absl::MutexLock lock(&mu_);
     return static_cast<int>(warm_.size());
   }
+  // Of those, how many created prepare_device's context ahead.
+  int prepared_count() ABSL_LOCKS_EXCLUDED(mu_);
   const JobPrograms& programs() const { return options_.programs; }
 
  private:
@@ -92,7 +94,20 @@ class ProcessLauncher final : public JobLauncher {
   const Options options_;
   absl::Mutex mu_;
   bool dropped_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::unique_ptr<WorkerProcess>> warm_ ABSL_GUARDED_BY(mu_);
+  struct Waiting {
+    std::unique_ptr<WorkerProcess> process;
+    bool prepared = false;  // it created prepare_device's context
+  };
+  // The waiting workers to keep now (at least `at_least`), of which how many prepared; the
+  // surplus moved out (to stop outside the lock), unprepared ones first.
+  struct PoolNeeds {
+    int prepared = 0;
+    int unprepared = 0;
+  };
+  PoolNeeds TrimPool(int at_least, std::vector<Waiting>* surplus)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::vector<Waiting> warm_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace traind

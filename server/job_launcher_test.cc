@@ -26,6 +26,24 @@ TEST(ProcessLauncherTest, KeepsAsManyWarmAsTheWidestPackedSearchThenShrinksBack)
   EXPECT_EQ(launcher.warm_count(), 0);
 }
 
+// The pool's own workers create the GPU's context ahead; those added for a packed search do not
+// (its trials' memory was measured without them), and go first when it ends.
+TEST(ProcessLauncherTest, OnlyThePoolsOwnWorkersPrepareTheGpu) {
+  ProcessLauncher::Options options;
+  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
+  options.warm_workers = 1;
+  options.prepare_device = "cuda:0";  // the stand-in ignores it
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(0);
+  EXPECT_EQ(launcher.prepared_count(), 1);
+  launcher.KeepWarm(5);
+  EXPECT_EQ(launcher.warm_count(), 5);
+  EXPECT_EQ(launcher.prepared_count(), 1);
+  launcher.KeepWarm(0);
+  EXPECT_EQ(launcher.warm_count(), 1);
+  EXPECT_EQ(launcher.prepared_count(), 1);  // the unprepared ones went
+}
+
 TEST(ProcessLauncherTest, NoPoolOfItsOwnStillWarmsAPackedSearchsTrials) {
   ProcessLauncher::Options options;
   options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);

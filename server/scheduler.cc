@@ -183,7 +183,7 @@ absl::StatusOr<Job> Scheduler::CancelEndedOrRequeuedLocked(int64_t job_id) {
 
 int Scheduler::Lanes(const trainer::v1::JobSpec& spec) const { return plan_.Lanes(spec); }
 
-void Scheduler::SetPackWidth(int64_t sweep_id, int width) {
+void Scheduler::SetPackWidth(int64_t sweep_id, int width, bool in_workers) {
   bool grew = false;
   {
     absl::MutexLock lock(&mu_);
@@ -191,8 +191,14 @@ void Scheduler::SetPackWidth(int64_t sweep_id, int width) {
     const int before = it == packs_.end() ? 1 : it->second;
     if (width <= 1) {
       if (it != packs_.end()) packs_.erase(it);
+      packs_in_workers_.erase(sweep_id);
     } else {
       packs_[sweep_id] = width;
+      if (in_workers) {
+        packs_in_workers_.insert(sweep_id);
+      } else {
+        packs_in_workers_.erase(sweep_id);
+      }
     }
     grew = width > before;
   }
@@ -315,7 +321,9 @@ void Scheduler::Loop() {
       absl::MutexLock lock(&mu_);
       if (shutting_down_) return;
       if (!paused_) StartEligible(startable);
-      for (const auto& [sweep_id, width] : packs_) widest_pack = std::max(widest_pack, width);
+      for (const int64_t sweep_id : packs_in_workers_) {
+        widest_pack = std::max(widest_pack, packs_[sweep_id]);
+      }
     }
     // From this thread, which outlives the workers (their parent-death signal follows it); without
     // mu_: starting a process takes milliseconds that Cancel should not wait behind.

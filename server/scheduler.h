@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -95,9 +96,11 @@ class Scheduler {
   // How many jobs like `spec` run at once on this machine: its device's slots (every GPU's, for a
   // job on any one GPU); 1 for a job that takes its devices whole.
   int Lanes(const trainer::v1::JobSpec& spec) const;
-  // How many trials of search `sweep_id` may share one GPU from now on (server/trial_packing.h);
-  // 1 (or less) forgets it. Wakes the loop when it grew.
-  void SetPackWidth(int64_t sweep_id, int width);
+  // How many trials of search `sweep_id` may share one GPU or the CPU lane from now on
+  // (server/trial_packing.h); 1 (or less) forgets it. `in_workers`: its trials run in
+  // traind-worker, so as many are kept started and waiting (JobLauncher::KeepWarm). Wakes the
+  // loop when it grew.
+  void SetPackWidth(int64_t sweep_id, int width, bool in_workers);
 
   // The jobs running now, by the device each rank of theirs holds ("cpu", "cuda:0").
   std::map<std::string, std::vector<int64_t>> RunningJobsByDevice();
@@ -220,6 +223,7 @@ class Scheduler {
   };
   std::map<std::string, Reserved> reservations_ ABSL_GUARDED_BY(mu_);  // by id
   PackWidths packs_ ABSL_GUARDED_BY(mu_);
+  std::set<int64_t> packs_in_workers_ ABSL_GUARDED_BY(mu_);  // of packs_, built-in jobs' searches
   struct HostWait {
     absl::Time since;      // the first attempt that found a host unable
     absl::Time retry_at;   // not started again before

@@ -33,12 +33,13 @@ class FakeLauncher : public JobLauncher {
     int64_t job_id = 0;
     std::vector<std::string> devices;
     int others_running = 0;  // jobs RUNNING in the store besides this one, at launch
+    int cpu_sharers = 0;     // WorkerRequest.cpu_sharers
   };
   explicit FakeLauncher(Store* store) : store_(store) {}
 
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Launch(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) override {
-    Launched launched{request.job_id(), devices, 0};
+    Launched launched{request.job_id(), devices, 0, request.cpu_sharers()};
     for (int64_t id = 1; id <= 100; ++id) {
       absl::StatusOr<Job> job = store_->GetJob(id);
       if (job.ok() && id != request.job_id() && job->state() == Job::RUNNING) {
@@ -97,9 +98,10 @@ class SchedulerTest : public ::testing::Test {
     ASSERT_TRUE(scheduler_->Start().ok());
   }
 
-  // A job on the CPU whose fake worker does `mode`.
-  int64_t Submit(const std::string& mode, bool exclusive = false) {
+  // A job on the CPU whose fake worker does `mode`; a trial of search `sweep_id` when not 0.
+  int64_t Submit(const std::string& mode, bool exclusive = false, int64_t sweep_id = 0) {
     Job job;
+    job.set_sweep_id(sweep_id);
     job.mutable_spec()->set_model("lenet5");
     job.mutable_spec()->set_device("cpu");
     job.mutable_spec()->set_name(mode);
@@ -192,6 +194,28 @@ TEST_F(SchedulerTest, TwoCpuSlotsRunTwoJobsSideBySide) {
   ASSERT_TRUE(scheduler_->Cancel(b).ok());
   WaitFor(a, Job::CANCELLED);
   WaitFor(b, Job::CANCELLED);
+}
+
+// A search's trials packed on the CPU lane run side by side beyond its one slot, each worker told
+// how many share the cores (WorkerRequest.cpu_sharers: its threads divide them); another job
+// waits for the slot and is told nothing.
+TEST_F(SchedulerTest, APackedSearchsTrialsShareTheCpuLaneEachToldHowMany) {
+  StartScheduler({{"cpu", 1}});
+  scheduler_->SetPackWidth(/*sweep_id=*/7, 2, /*in_workers=*/true);
+  const int64_t a = Submit("stop-on-term", false, 7);
+  const int64_t b = Submit("stop-on-term", false, 7);
+  const int64_t other = Submit("result");
+  WaitFor(a, Job::RUNNING);
+  WaitFor(b, Job::RUNNING);
+  EXPECT_EQ(store_->GetJob(other)->state(), Job::QUEUED);
+  ASSERT_TRUE(scheduler_->Cancel(a).ok());
+  ASSERT_TRUE(scheduler_->Cancel(b).ok());
+  WaitFor(other, Job::SUCCEEDED);
+  std::map<int64_t, int> sharers;
+  for (const FakeLauncher::Launched& launched : launcher_->launches()) {
+    sharers[launched.job_id] = launched.cpu_sharers;
+  }
+  EXPECT_EQ(sharers, (std::map<int64_t, int>{{a, 2}, {b, 2}, {other, 0}}));
 }
 
 TEST_F(SchedulerTest, AnExclusiveJobWaitsForTheRunningOneRunsAloneAndIsNotOvertaken) {

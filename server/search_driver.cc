@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log_priority.h"
+#include "common/script_spec.h"
 #include "common/status_macros.h"
 #include "server/search_plan.h"
 
@@ -217,7 +218,7 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
     packing = Packing{record.pack_width, record.pack_why};
   } else {
     packing = DecideSearchPacking(record.spec, plan, jobs, options_.host_cores);
-    if (!packing) return 1;  // not on a GPU, or nothing measured yet
+    if (!packing) return 1;  // never packed (several GPUs, hosts), or nothing measured yet
     LogAt(LogPriority::kInfo) << "traind: search " << record.sweep_id << ": " << packing->why
                               << "\n";
     // Unsaved, it is decided again on the next pass from what is there then.
@@ -227,12 +228,14 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
       LogAt(LogPriority::kError) << "traind: search " << record.sweep_id << ": " << saved << "\n";
     }
   }
-  if (options_.set_pack_width) options_.set_pack_width(record.sweep_id, packing->width);
+  if (options_.set_pack_width) {
+    options_.set_pack_width(record.sweep_id, packing->width, !IsScriptJob(record.spec.base()));
+  }
   return packing->width;
 }
 
 void SearchDriver::Unpack(int64_t sweep_id) {
-  if (options_.set_pack_width) options_.set_pack_width(sweep_id, 1);
+  if (options_.set_pack_width) options_.set_pack_width(sweep_id, 1, false);
 }
 
 absl::Status SearchDriver::Promote(const Store::SearchRecord& record, const SearchPlan& plan,

@@ -46,9 +46,11 @@ class SearchDriver {
     std::function<int(const trainer::v1::JobSpec& spec)> lanes;
     // Called after trials were queued (Scheduler::Wake).
     std::function<void()> on_queued;
-    // How many trials of a search share one GPU (Scheduler::SetPackWidth; server/search_packer.h)
-    // and the host's cores, one of its bounds. Unset: trials are not packed.
-    std::function<void(int64_t sweep_id, int width)> set_pack_width;
+    // How many trials of a search share one GPU or the CPU lane (Scheduler::SetPackWidth;
+    // server/search_packer.h), and whether they run in traind-worker (built-in jobs, not
+    // programs: workers kept waiting serve them). Unset: trials are not packed. host_cores is
+    // one of the bounds.
+    std::function<void(int64_t sweep_id, int width, bool in_workers)> set_pack_width;
     int host_cores = 1;
   };
   SearchDriver(Store* store, Options options);
@@ -64,8 +66,8 @@ class SearchDriver {
 
  private:
   void Loop();
-  // How many of the search's trials share a GPU now, as stored, or as decided now from its
-  // trials (server/search_packer.h) and stored; the scheduler told.
+  // How many of the search's trials share a GPU (or the CPU) now, as stored, or as decided now from
+  // its trials (server/search_packer.h) and stored; the scheduler told.
   int UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
                     const std::vector<trainer::v1::Job>& jobs);
   // The search is over: its trials no longer share a GPU.

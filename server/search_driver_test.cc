@@ -208,7 +208,9 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   SearchDriver::Options options;
   options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
   options.host_cores = 16;
-  options.set_pack_width = [&](int64_t sweep, int width) { widths.emplace_back(sweep, width); };
+  options.set_pack_width = [&](int64_t sweep, int width, bool) {
+    widths.emplace_back(sweep, width);
+  };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   trainer::v1::SweepSpec spec = Spec(/*trials=*/12, /*parallel=*/0);
   spec.mutable_base()->set_device("cuda:0");  // as admission names "cuda"
@@ -259,7 +261,7 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
 TEST_F(SearchDriverTest, MaxPackOneNeverShares) {
   std::vector<int> widths;
   SearchDriver::Options options;
-  options.set_pack_width = [&](int64_t, int width) { widths.push_back(width); };
+  options.set_pack_width = [&](int64_t, int width, bool) { widths.push_back(width); };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   trainer::v1::SweepSpec spec = Spec(/*trials=*/4, /*parallel=*/0);
   spec.mutable_base()->set_device("cuda");
@@ -278,7 +280,7 @@ TEST_F(SearchDriverTest, OnTheCpuTrialsShareTheCoresOnceOneWasMeasured) {
   SearchDriver::Options options;
   options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
   options.host_cores = 2;
-  options.set_pack_width = [&](int64_t, int width) { widths.push_back(width); };
+  options.set_pack_width = [&](int64_t, int width, bool) { widths.push_back(width); };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   const int64_t cpu = Create(Spec(/*trials=*/4, /*parallel=*/0));
   ASSERT_TRUE(driver_->Advance(cpu).ok());

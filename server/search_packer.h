@@ -1,10 +1,10 @@
-// A search's part in packing its trials onto one GPU. While nothing is measured a search's trials
-// take a GPU each (its slots); once one of them ended its run alone (AloneReading: how busy it
-// kept the GPU over its run, how much of its memory was in use), DecidePacking
-// (server/trial_packing.h) sets how many trials share a GPU from then on. The search driver
-// stores that decision with the search (Store::SaveSearchPacking) and applies the stored one on
-// every pass after (Scheduler::SetPackWidth, and that many more trials in flight): it is never
-// measured again, since a packed trial's reading counts its neighbours' work too. Pure.
+// A search's part in packing its trials onto one GPU or the CPU lane. While nothing is measured a
+// search's trials take a GPU (or a CPU slot) each; once one of them ended its run alone
+// (AloneReading: how busy it kept its device over its run and while training, how much memory
+// was in use), DecidePacking (server/trial_packing.h) sets how many trials share it from then on.
+// The search driver stores that decision with the search (Store::SaveSearchPacking) and applies the
+// stored one on every pass after (Scheduler::SetPackWidth, and that many more trials in flight): it
+// is never measured again, since a packed trial's reading counts its neighbours' work too. Pure.
 #ifndef TRAIND_SERVER_SEARCH_PACKER_H_
 #define TRAIND_SERVER_SEARCH_PACKER_H_
 
@@ -18,8 +18,8 @@
 namespace traind {
 
 // The decision for a search (spec `spec`, plan `plan`) whose trials' jobs are `live` now, on a
-// host of `host_cores`: nullopt off one CUDA GPU, and until a trial's run ended alone (unless
-// max_pack 1 said so already).
+// host of `host_cores`: nullopt unless its trials run as one process on one GPU or the CPU lane,
+// and until a trial's run ended alone (unless max_pack 1 said so already).
 std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
                                            const SearchPlan& plan,
                                            const std::vector<trainer::v1::Job>& live,

@@ -150,8 +150,8 @@ absl::StatusOr<SearchPlan> PlanSearch(const trainer::v1::SweepSpec& spec) {
   }
   if (search.max_pack() < 0 || search.max_pack() > kMaxPack) {
     return absl::InvalidArgumentError(
-        absl::StrCat("search.max_pack: trials on one GPU at once, 0 (as measured) to ", kMaxPack,
-                     "; got ", search.max_pack()));
+        absl::StrCat("search.max_pack: trials at once on one GPU or the CPU, 0 (as measured) to ",
+                     kMaxPack, "; got ", search.max_pack()));
   }
   ASSIGN_OR_RETURN(plan.space, SpaceOf(spec));
   for (const auto& [field, distribution] : plan.space.params) {

@@ -84,7 +84,8 @@ class Store {
     trainer::v1::SweepSpec spec;
     std::string state;  // the searcher's (search/asha.h SerializeAshaState)
     bool done = false;
-    // Trials per GPU once decided (server/search_packer.h): 0 while nothing was measured.
+    // Trials per GPU (or on the CPU) once decided (server/search_packer.h): 0 while nothing was
+    // measured.
     int pack_width = 0;
     std::string pack_why;
     struct Trial {
@@ -107,7 +108,7 @@ class Store {
   // The searches not done, oldest first.
   absl::StatusOr<std::vector<int64_t>> UnfinishedSearches();
   absl::Status SaveSearchState(int64_t sweep_id, const std::string& state, bool done);
-  // How many of its trials share a GPU, and why (the report's words): decided once.
+  // How many of its trials share a GPU or the CPU, and why (the report's words): decided once.
   absl::Status SaveSearchPacking(int64_t sweep_id, int width, const std::string& why);
   // The search proposes nothing more (cancelled); its state stays as it was. OK if it was done.
   absl::Status EndSearch(int64_t sweep_id);

@@ -266,7 +266,11 @@ grpc::ServerUnaryReactor* TrainerService::CancelSweep(
                    ASSIGN_OR_RETURN(const trainer::v1::Sweep sweep,
                                     admission_->OwnSweep(caller, request->id()));
                    // First the search: it would propose a trial for each one cancelled.
-                   if (sweep.spec().has_search()) RETURN_IF_ERROR(store_->EndSearch(sweep.id()));
+                   if (sweep.spec().has_search()) {
+                     RETURN_IF_ERROR(store_->EndSearch(sweep.id()));
+                     // Ended, the driver no longer passes it: its trials share nothing more.
+                     scheduler_->SetPackWidth(sweep.id(), 1, false);
+                   }
                    for (int64_t id : sweep.job_ids()) {
                      absl::StatusOr<Job> cancelled = scheduler_->Cancel(id);
                      // FAILED_PRECONDITION: it had ended.

@@ -104,8 +104,9 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
 AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
   AloneFootprint larger;
   larger.busy = std::max(a.busy, b.busy);
-  if (a.busy_training || b.busy_training) {
-    larger.busy_training = std::max(a.busy_training.value_or(0.0), b.busy_training.value_or(0.0));
+  // One too short to read stays unread: it may fill the device (DecidePacking).
+  if (a.busy_training && b.busy_training) {
+    larger.busy_training = std::max(*a.busy_training, *b.busy_training);
   }
   larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
   larger.total_bytes = std::max(a.total_bytes, b.total_bytes);

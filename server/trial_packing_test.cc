@@ -190,10 +190,13 @@ TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
   AloneFootprint larger = Larger(a, b);
   EXPECT_DOUBLE_EQ(larger.busy, 0.3);
   EXPECT_FALSE(larger.busy_training.has_value());
-  AloneFootprint trained = b;
-  trained.busy_training = 0.7;
-  larger = Larger(a, trained);
-  EXPECT_DOUBLE_EQ(larger.busy_training.value_or(0), 0.7);
+  // Training read on both: the busier. Unread on one (a single step report, the likelier for
+  // the larger batch): unread, which DecidePacking does not pack.
+  AloneFootprint trained_a = a, trained_b = b;
+  trained_a.busy_training = 0.2;
+  trained_b.busy_training = 0.7;
+  EXPECT_DOUBLE_EQ(Larger(trained_a, trained_b).busy_training.value_or(0), 0.7);
+  EXPECT_FALSE(Larger(a, trained_b).busy_training.has_value());
   EXPECT_EQ(larger.used_bytes, 3 * kGiB);
   EXPECT_EQ(larger.batch_size, 128);
 }

@@ -323,7 +323,7 @@ static void AddSearchOptions(CLI::App* cmd, trainer::v1::SearchSpec* search) {
   cmd->add_option_function<int>(
          "--parallel", [search](int parallel) { search->set_parallel(parallel); },
          "Trials queued or running at once (default: what the device runs at once, its --slots, "
-         "times the trials that share a GPU)")
+         "times the trials that share a GPU or the CPU)")
       ->check(CLI::Range(1, 100000))
       ->group(group);
   cmd->add_option_function<double>(
