@@ -36,11 +36,7 @@ ProcessLauncher::PoolNeeds ProcessLauncher::TrimPool(int at_least, std::vector<W
   // what its trials measured alone did not count their contexts' memory.
   const int prepared_wanted =
       options_.prepare_device.empty() ? 0 : std::min(options_.warm_workers, pool);
-  auto prepared_here = [&] {
-    return static_cast<int>(
-        std::count_if(warm_.begin(), warm_.end(), [](const Waiting& w) { return w.prepared; }));
-  };
-  const int prepared_missing = std::max(0, prepared_wanted - prepared_here());
+  const int prepared_missing = std::max(0, prepared_wanted - CountPrepared(warm_));
   // Unprepared ones go first (the last started first), making room for the prepared missing.
   for (auto it = warm_.end();
        it != warm_.begin() && static_cast<int>(warm_.size()) > pool - prepared_missing;) {
@@ -54,14 +50,18 @@ ProcessLauncher::PoolNeeds ProcessLauncher::TrimPool(int at_least, std::vector<W
     warm_.pop_back();
   }
   const int missing = pool - static_cast<int>(warm_.size());
-  const int prepared = std::min(missing, std::max(0, prepared_wanted - prepared_here()));
+  const int prepared = std::min(missing, std::max(0, prepared_wanted - CountPrepared(warm_)));
   return {prepared, missing - prepared};
+}
+
+int ProcessLauncher::CountPrepared(const std::vector<Waiting>& waiting) {
+  return static_cast<int>(
+      std::count_if(waiting.begin(), waiting.end(), [](const Waiting& w) { return w.prepared; }));
 }
 
 int ProcessLauncher::prepared_count() {
   absl::MutexLock lock(&mu_);
-  return static_cast<int>(
-      std::count_if(warm_.begin(), warm_.end(), [](const Waiting& w) { return w.prepared; }));
+  return CountPrepared(warm_);
 }
 
 void ProcessLauncher::KeepWarm(int at_least) {

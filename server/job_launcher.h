@@ -106,6 +106,7 @@ class ProcessLauncher final : public JobLauncher {
   };
   PoolNeeds TrimPool(int at_least, std::vector<Waiting>* surplus)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static int CountPrepared(const std::vector<Waiting>& waiting);
 
   std::vector<Waiting> warm_ ABSL_GUARDED_BY(mu_);
 };
