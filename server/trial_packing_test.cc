@@ -45,7 +45,8 @@ TEST(DecidePackingTest, ATrialThatFillsTheGpuIsNeverPacked) {
 
 // Measured on the H100 (docs/benchmarks.md): ResNet-18 at batch 256 on 5,120 random 224 px images,
 // 3 epochs, kept the GPU busy 13% of its run (start-up, cuDNN's autotuning and 20 steps an epoch):
-// by its run alone three would share the GPU. Its training fills the GPU: never packed.
+// by its run alone three would share the GPU. Its training's share was not read there: 0.97 here
+// stands for a training that fills the GPU, which is never packed.
 TEST(DecidePackingTest, ATrialWhoseTrainingFillsTheGpuIsNeverPackedHoweverIdleItsStartUp) {
   PackingFacts facts = Measured(0.13, 22.3, 256);
   facts.alone->busy_training = 0.97;
