@@ -8,7 +8,9 @@
 # it), pairs:FIRST_SEED:SEEDS (the 24-trial LeNet5 search packed and one at a time, per seed),
 # large (a ResNet-18 batch-256 search on random CIFAR-10-shaped files), large224 (the same on
 # random 224 px images: fills the GPU, must not pack), mlp:FIRST_SEED:SEEDS (pairs of MLP),
-# cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time).
+# cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time),
+# Each part may start with nomps- (traind --mps off: packed trials take turns on the GPU; its files
+# are named nomps-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +44,12 @@ for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
 EOF
 fi
 
+export PATH=$PATH:/usr/local/nvidia/bin
 for part in ${PARTS:-pairs:1:3 large}; do
+  tag="" flags=()
+  if [[ $part == nomps-* ]]; then
+    part=${part#nomps-} tag=nomps- flags=(--traind-flags=--mps=off)
+  fi
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
   case $part in
     probe)
@@ -61,24 +68,24 @@ print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch",
     pairs:*)
       IFS=: read -r _ first seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 \
-        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/pairs-$first.json" ;;
+        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}pairs-$first.json" "${flags[@]}" ;;
     cpu:*)
       IFS=: read -r _ model seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --device cpu --trials 12 \
-        --model "$model" --seeds "$seeds" --epochs 1 --out "$out/cpu-$model.json" ;;
+        --model "$model" --seeds "$seeds" --epochs 1 --out "$out/${tag}cpu-$model.json" "${flags[@]}" ;;
     large)
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
-        --large "$cifar" --large-first --out "$out/large.json" ;;
+        --large "$cifar" --large-first --out "$out/${tag}large.json" "${flags[@]}" ;;
     large224)
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
-        --large fake224 --large-first --out "$out/large224.json" ;;
+        --large fake224 --large-first --out "$out/${tag}large224.json" "${flags[@]}" ;;
     mlp:*)
       IFS=: read -r _ first seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --model mlp \
-        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/mlp-$first.json" ;;
+        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}mlp-$first.json" "${flags[@]}" ;;
   esac
   for state in /tmp/pack-trials.*; do
-    [ -f "$state/traind.log" ] && cp "$state/traind.log" "$out/traind-${part//:/-}.log"
+    [ -f "$state/traind.log" ] && cp "$state/traind.log" "$out/${tag}traind-${part//:/-}.log"
     rm -rf "$state"
   done
 done

@@ -366,6 +366,10 @@ int RankCount(const JobSpec& spec) {
   return std::max(1, spec.processes());
 }
 
+bool IsCudaDevice(const std::string& device) {
+  return device == "cuda" || absl::StartsWith(device, "cuda:");
+}
+
 absl::Status ValidateDeviceName(const std::string& device) {
   if (device == "cpu" || device == "mps" || device == "cuda") return absl::OkStatus();
   int index = 0;

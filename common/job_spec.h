@@ -43,6 +43,8 @@ inline constexpr size_t kMaxSpecBytes = 3 << 20;
 
 // "cpu", "mps", "cuda" or "cuda:N". Availability is the daemon's business.
 absl::Status ValidateDeviceName(const std::string& device);
+// Whether a (valid) device name is a GPU's: "cuda" or "cuda:N" (admission stores the latter).
+bool IsCudaDevice(const std::string& device);
 
 // JobSpec.devices ("cuda:0,cuda:1") as names, in order; INVALID_ARGUMENT naming devices when an
 // entry is no "cuda:N", is repeated, or there are more than kMaxProcesses. Empty: none.

@@ -14,8 +14,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-
-extern char** environ;
+#include "common/child_environment.h"
+#include "common/status_macros.h"
+#include "common/write_all.h"
 
 namespace traind {
 
@@ -31,32 +32,67 @@ struct Pipe {
   }
 };
 
-}  // namespace
-
-absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                         absl::Duration timeout, const std::atomic<bool>* stop) {
-  if (argv.empty()) return absl::InvalidArgumentError("RunCommand: no program");
-  Pipe out, err;
-  if (pipe2(out.fds, O_CLOEXEC) != 0 || pipe2(err.fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
-  }
+// Starts argv with its standard output and error on `out` and `err` (or /dev/null), its input
+// from `in` (or /dev/null); the pid, or why it could not start.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const CommandOptions& options,
+                            Pipe& in, Pipe& out, Pipe& err) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err.fds[1], STDERR_FILENO);
+  if (options.input.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, in.fds[0], STDIN_FILENO);
+  }
+  if (options.discard_output) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  } else {
+    posix_spawn_file_actions_adddup2(&actions, out.fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err.fds[1], STDERR_FILENO);
+  }
   std::vector<char*> args;
   for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  const ChildEnvironment environment(options.environment);
   pid_t pid = -1;
-  const int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int spawned =
+      posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environment.envp());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) {
     return absl::NotFoundError(absl::StrCat("cannot run ", argv[0], ": ", strerror(spawned)));
   }
-  close(out.fds[1]);
-  close(err.fds[1]);
-  out.fds[1] = err.fds[1] = -1;
+  return pid;
+}
+
+}  // namespace
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         const CommandOptions& options) {
+  if (argv.empty()) return absl::InvalidArgumentError("RunCommand: no program");
+  Pipe in, out, err;
+  if (pipe2(in.fds, O_CLOEXEC) != 0 || pipe2(out.fds, O_CLOEXEC) != 0 ||
+      pipe2(err.fds, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
+  }
+  ASSIGN_OR_RETURN(const pid_t pid, Spawn(argv, options, in, out, err));
+  for (Pipe* pipe : {&in, &out, &err}) {
+    // Only this side's ends stay open: the child's end of its input, and of its output.
+    const int child_end = pipe == &in ? 0 : 1;
+    close(pipe->fds[child_end]);
+    pipe->fds[child_end] = -1;
+  }
+  // Small input (a command or two) fits a pipe's buffer, so writing it cannot block; a child that
+  // exits without reading it makes the write fail, which is its own affair (SIGPIPE is ignored
+  // by traind; the exit code tells).
+  if (!options.input.empty()) (void)WriteAll(in.fds[1], options.input);
+  close(in.fds[1]);
+  in.fds[1] = -1;
+  if (options.discard_output) {
+    close(out.fds[0]), close(err.fds[0]);
+    out.fds[0] = err.fds[0] = -1;
+  }
+  const absl::Duration timeout = options.timeout;
+  const std::atomic<bool>* stop = options.stop;
 
   CommandResult result;
   const absl::Time deadline = absl::Now() + timeout;

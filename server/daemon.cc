@@ -299,6 +299,13 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
       options_.worker_nice);
   launching.warm_workers = options_.warm_workers;
   if (!scheduling.gpus.empty()) launching.prepare_device = scheduling.gpus[0];
+  if (!scheduling.gpus.empty() && options_.mps) {
+    if (const std::string control = FindOnPath("nvidia-cuda-mps-control"); !control.empty()) {
+      mps_ =
+          std::make_unique<MpsControl>(MpsControl::Options{control, options_.state_dir + "/mps"});
+      launching.packed_gpu_environment = [mps = mps_.get()] { return mps->ClientEnvironment(); };
+    }
+  }
   launching.slurm_address = options_.slurm_address;
   launching.hosts_environment = options_.hosts_environment;
   // The scheduler is made below, before the loop can take a warm worker.

@@ -26,6 +26,7 @@
 #include "server/executor.h"
 #include "server/http/dashboard_server.h"
 #include "server/job_launcher.h"
+#include "server/mps_control.h"
 #include "server/owned_paths.h"
 #include "server/peer_service.h"
 #include "server/program_sandbox.h"
@@ -68,7 +69,10 @@ struct DaemonOptions {
   std::vector<std::string> peer_names;
   std::vector<std::string> hosts_environment;
   absl::Duration host_wait = absl::Minutes(10);
-  int warm_workers = 1;                 // traind-worker processes started ahead of their jobs
+  int warm_workers = 1;  // traind-worker processes started ahead of their jobs
+  // Run an MPS control daemon of traind's own for a search's trials packed on a GPU
+  // (server/mps_control.h), where nvidia-cuda-mps-control is on PATH (traind --mps auto|off).
+  bool mps = true;
   int worker_nice = 10;                 // workers' nice increment over traind's own (0-19)
   bool enable_fault_injection = false;  // accept JobSpec.debug (tests only)
   // Called by the Shutdown RPC (trainctl shutdown); unset: that RPC is refused.
@@ -128,6 +132,7 @@ class Daemon {
   std::unique_ptr<BlobStore> blobs_;
   std::unique_ptr<EventHub> hub_;
   std::unique_ptr<Executor> executor_;
+  std::unique_ptr<MpsControl> mps_;            // outlives the workers that connect to it
   std::unique_ptr<ProcessLauncher> launcher_;  // outlives the scheduler, which uses it
   std::unique_ptr<Scheduler> scheduler_;
   std::unique_ptr<SearchDriver> searches_;  // after the scheduler, whose Wake it calls

@@ -277,6 +277,13 @@ void DeclareWorkerFlags(CLI::App& app, DaemonOptions& options, RawFlags& raw) {
                  "LibTorch to load (about a second of CPU each, ~100 MiB resident); 0: none")
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
+  app.add_option("--mps", raw.mps,
+                 "auto: a search's trials packed on a GPU run their kernels side by side through "
+                 "an NVIDIA MPS daemon of traind's own (pipes in <state-dir>/mps), where "
+                 "nvidia-cuda-mps-control is on PATH; only those trials connect to it. off: they "
+                 "take turns on the GPU")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "off"}));
   app.add_option("--worker-nice", options.worker_nice,
                  "How far below traind's own CPU priority the workers run (a nice increment). "
                  "On busy cores traind's threads, which carry every job's events to its "
@@ -321,6 +328,7 @@ const std::map<std::string, std::string>& UnsetFlagMeanings() {
 bool ApplyRawFlags(const RawFlags& raw, DaemonOptions* options) {
   options->cancel_grace = absl::Seconds(raw.cancel_grace_seconds);
   options->script_sandbox = *ParseSandboxMode(raw.script_sandbox);  // checked: IsMember
+  options->mps = raw.mps == "auto";                                 // checked: IsMember
   ApplyPythonFlags(raw.python_flags, options);
   ApplySlotFlags(raw.slots, options);
   return ApplyPeerFlags(raw, options);

@@ -24,6 +24,7 @@ struct RawFlags {
   double host_wait_minutes = 10;
   std::vector<std::string> slots;
   std::string script_sandbox = "auto";
+  std::string mps = "auto";
   // How to read the configuration, or what to print instead of starting.
   std::string config_path;  // --config; "" for DefaultDaemonConfigPath(), read where it exists
   bool print_config = false;

@@ -64,6 +64,30 @@ int ProcessLauncher::prepared_count() {
   return CountPrepared(warm_);
 }
 
+int ProcessLauncher::sharing_count() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(
+      std::count_if(warm_.begin(), warm_.end(), [](const Waiting& w) { return w.sharing; }));
+}
+
+bool ProcessLauncher::Suits(const Waiting& waiting, const std::string& device, bool sharing) {
+  return !IsCudaDevice(device) || waiting.sharing == sharing;
+}
+
+std::vector<std::string> ProcessLauncher::PackedTrialEnvironment() const {
+  // Only on a machine with a GPU: a search packed on the CPU would start MPS for nothing.
+  if (options_.prepare_device.empty() || !options_.packed_gpu_environment) return {};
+  return options_.packed_gpu_environment();
+}
+
+std::vector<std::string> ProcessLauncher::SharingFor(
+    const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) const {
+  const bool packed_on_gpu =
+      devices.size() == 1 && IsCudaDevice(devices[0]) && request.cpu_sharers() > 1;
+  if (!packed_on_gpu || IsScriptJob(request.spec()) || !options_.packed_gpu_environment) return {};
+  return options_.packed_gpu_environment();
+}
+
 void ProcessLauncher::KeepWarm(int at_least) {
   PoolNeeds needs;
   std::vector<Waiting> surplus;  // stopped outside the lock
@@ -80,10 +104,15 @@ void ProcessLauncher::KeepWarm(int at_least) {
   if (!options_.prepare_device.empty()) {
     prepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
   }
+  // Those beyond the pool's own are there for a packed search's trials.
+  const std::vector<std::string> sharing =
+      needs.unprepared > 0 ? PackedTrialEnvironment() : std::vector<std::string>{};
+  std::vector<std::string> unprepared = options_.worker_environment;
+  unprepared.insert(unprepared.end(), sharing.begin(), sharing.end());
   for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {
     const bool prepare = i < needs.prepared;
-    absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned = WorkerProcess::Spawn(
-        options_.programs.worker, prepare ? prepared : options_.worker_environment);
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =
+        WorkerProcess::Spawn(options_.programs.worker, prepare ? prepared : unprepared);
     if (!spawned.ok()) {
       LogAt(LogPriority::kWarning)
           << "traind: cannot keep a worker warm: " << spawned.status() << "\n";
@@ -91,7 +120,7 @@ void ProcessLauncher::KeepWarm(int at_least) {
     }
     absl::MutexLock lock(&mu_);
     if (dropped_) return;  // `spawned` is killed and reaped
-    warm_.push_back({*std::move(spawned), prepare});
+    warm_.push_back({*std::move(spawned), prepare, !prepare && !sharing.empty()});
   }
 }
 
@@ -106,19 +135,24 @@ void ProcessLauncher::DropWarm() {
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
-    const trainer::v1::WorkerRequest& request) {
+    const trainer::v1::WorkerRequest& request, const std::vector<std::string>& sharing) {
   std::unique_ptr<WorkerProcess> warm;
   {
     absl::MutexLock lock(&mu_);
-    if (!warm_.empty()) {
-      warm = std::move(warm_.back().process);
-      warm_.pop_back();
+    // The last started that suits it: a packed search's own, while it runs one.
+    for (auto it = warm_.rbegin(); it != warm_.rend(); ++it) {
+      if (!Suits(*it, request.spec().device(), !sharing.empty())) continue;
+      warm = std::move(it->process);
+      warm_.erase(std::next(it).base());
+      break;
     }
   }
   if (warm != nullptr && options_.on_warm_taken) options_.on_warm_taken();
   if (warm != nullptr && !warm->HasExited() && warm->Send(request).ok()) return warm;
   warm.reset();
-  return WorkerProcess::Start(options_.programs.worker, request, options_.worker_environment);
+  std::vector<std::string> environment = options_.worker_environment;
+  environment.insert(environment.end(), sharing.begin(), sharing.end());
+  return WorkerProcess::Start(options_.programs.worker, request, environment);
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartJobLauncher(
@@ -158,7 +192,8 @@ absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> ProcessLauncher::Lau
   launch.environment = options_.worker_environment;
   // A program loads no LibTorch, so none is kept warm for it.
   if (devices.size() == 1 && !IsScriptJob(request.spec())) {
-    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, StartWorker(RankRequest(launch, 0)));
+    ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker,
+                     StartWorker(RankRequest(launch, 0), SharingFor(request, devices)));
     processes.push_back(std::move(worker));
     return processes;
   }

@@ -2,7 +2,9 @@
 // scheduler holds one and tests give it a fake (server/scheduler_test.cc). ProcessLauncher is
 // traind's: it keeps `warm_workers` traind-worker processes started and waiting (a job of one
 // built-in rank takes one and skips LibTorch's second of start-up), and otherwise starts the
-// program supervise/rank_launch.h says runs the job.
+// program supervise/rank_launch.h says runs the job. A search's built-in trials packed on one GPU
+// start with packed_gpu_environment's variables (traind's MPS daemon, server/mps_control.h), in
+// workers of their own: other jobs never connect to it.
 // Thread-safe: Launch may be called from any job's supervising thread; KeepWarm only from one
 // thread that outlives the workers it spawns (a worker's parent-death signal follows the thread
 // that spawned it: the scheduler's loop).
@@ -64,6 +66,10 @@ class ProcessLauncher final : public JobLauncher {
     // Called when a warm worker is taken, so that its replacement is started soon
     // (Scheduler::Wake).
     std::function<void()> on_warm_taken;
+    // What a search's built-in trial packed on a GPU (WorkerRequest.cpu_sharers > 1) adds to its
+    // environment (MpsControl::ClientEnvironment), asked when one starts or is kept warm for one.
+    // Unset or empty: packed trials start as any worker does.
+    std::function<std::vector<std::string>()> packed_gpu_environment;
   };
   explicit ProcessLauncher(Options options);
   ~ProcessLauncher() override;  // DropWarm
@@ -81,12 +87,15 @@ class ProcessLauncher final : public JobLauncher {
   }
   // Of those, how many created prepare_device's context ahead.
   int prepared_count() ABSL_LOCKS_EXCLUDED(mu_);
+  // Of those, how many started with packed_gpu_environment.
+  int sharing_count() ABSL_LOCKS_EXCLUDED(mu_);
   const JobPrograms& programs() const { return options_.programs; }
 
  private:
-  // A started worker with `request` sent: a warm one when one is alive, else a new one.
+  // A started worker with `request` sent: a warm one that suits it when one is alive, else a new
+  // one. `sharing`: the variables of a packed GPU trial (empty: none, or none to be had).
   absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorker(
-      const trainer::v1::WorkerRequest& request);
+      const trainer::v1::WorkerRequest& request, const std::vector<std::string>& sharing);
   // The one process that stands for every rank of a Slurm job or a job on several hosts.
   absl::StatusOr<std::unique_ptr<WorkerProcess>> StartJobLauncher(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
@@ -97,7 +106,14 @@ class ProcessLauncher final : public JobLauncher {
   struct Waiting {
     std::unique_ptr<WorkerProcess> process;
     bool prepared = false;  // it created prepare_device's context
+    bool sharing = false;   // it started with packed_gpu_environment's variables
   };
+  // Whether a waiting worker may run a job on `device`: on a GPU, only one started with the
+  // packed trials' variables runs a packed trial, and only one without runs any other job; on
+  // the CPU, any (none connects to the GPU).
+  static bool Suits(const Waiting& waiting, const std::string& device, bool sharing);
+  // The workers added for a packed search: its trials' variables where traind has a GPU.
+  std::vector<std::string> PackedTrialEnvironment() const;
   // The waiting workers to keep now (at least `at_least`), of which how many prepared; the
   // surplus moved out (to stop outside the lock), unprepared ones first.
   struct PoolNeeds {
@@ -107,6 +123,10 @@ class ProcessLauncher final : public JobLauncher {
   PoolNeeds TrimPool(int at_least, std::vector<Waiting>* surplus)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static int CountPrepared(const std::vector<Waiting>& waiting);
+  // The trial-sharing variables a request's worker starts with: empty unless it is a built-in
+  // trial packed on a GPU (and traind has them).
+  std::vector<std::string> SharingFor(const trainer::v1::WorkerRequest& request,
+                                      const std::vector<std::string>& devices) const;
 
   std::vector<Waiting> warm_ ABSL_GUARDED_BY(mu_);
 };

@@ -2,10 +2,39 @@
 // (supervise/fake_worker.cc): it grows for a packed search's trials and shrinks back after.
 #include "server/job_launcher.h"
 
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 #include "gtest/gtest.h"
 
 namespace traind {
 namespace {
+
+// A variable of a live process's environment (/proc/PID/environ); "" when it has none. The
+// spawner goes on while the kernel still sets up the new program, whose environment reads as
+// empty until then: that is waited for (a worker has TRAIND_PARENT_PID).
+std::string VariableOf(pid_t pid, const std::string& name) {
+  while (true) {
+    std::ifstream file("/proc/" + std::to_string(pid) + "/environ");
+    std::string entry, value;
+    bool any = false;
+    while (std::getline(file, entry, '\0')) {
+      any = true;
+      if (entry.rfind(name + "=", 0) == 0) value = entry.substr(name.size() + 1);
+    }
+    if (any || !file.is_open()) return value;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+trainer::v1::WorkerRequest Trial(int sharers) {
+  trainer::v1::WorkerRequest request;
+  request.set_job_id(7);
+  request.mutable_spec()->set_model("mlp");
+  request.set_cpu_sharers(sharers);
+  return request;
+}
 
 TEST(ProcessLauncherTest, KeepsAsManyWarmAsTheWidestPackedSearchThenShrinksBack) {
   ProcessLauncher::Options options;
@@ -55,6 +84,64 @@ TEST(ProcessLauncherTest, NoPoolOfItsOwnStillWarmsAPackedSearchsTrials) {
   EXPECT_EQ(launcher.warm_count(), 2);
   launcher.KeepWarm(0);
   EXPECT_EQ(launcher.warm_count(), 0);
+}
+
+// A search's trials packed on a GPU start with the variables that connect them to traind's MPS
+// daemon, in workers of their own; any other job on the GPU never does.
+TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
+  ProcessLauncher::Options options;
+  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
+  options.warm_workers = 1;
+  options.prepare_device = "cuda:0";  // the stand-in ignores it
+  // Launched stand-ins wait for SIGTERM, so their environment can be read.
+  options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(3);  // a search packs 3 trials on the GPU
+  EXPECT_EQ(launcher.warm_count(), 3);
+  EXPECT_EQ(launcher.prepared_count(), 1);
+  EXPECT_EQ(launcher.sharing_count(), 2);  // those added for it
+
+  auto trial = launcher.Launch(Trial(3), {"cuda:0"});
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TEST_SHARING"), "yes");
+  EXPECT_EQ(launcher.sharing_count(), 1);  // a warm one was taken
+
+  auto job = launcher.Launch(Trial(0), {"cuda:0"});  // a job of its own on the GPU
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(VariableOf((*job)[0]->pid(), "TEST_SHARING"), "");
+  EXPECT_EQ(launcher.prepared_count(), 0);  // it took the pool's own
+  EXPECT_EQ(launcher.sharing_count(), 1);
+
+  auto another = launcher.Launch(Trial(0), {"cuda:0"});  // none suits it: a new one
+  ASSERT_TRUE(another.ok()) << another.status();
+  EXPECT_EQ(VariableOf((*another)[0]->pid(), "TEST_SHARING"), "");
+  EXPECT_EQ(launcher.sharing_count(), 1);
+
+  auto on_cpu = launcher.Launch(Trial(2), {"cpu"});  // never connects: any warm one will do
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+  EXPECT_EQ(launcher.warm_count(), 0);
+
+  auto last = launcher.Launch(Trial(3), {"cuda:0"});  // none waits: a new one, connected
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(VariableOf((*last)[0]->pid(), "TEST_SHARING"), "yes");
+}
+
+// Without a GPU, a search packed on the CPU asks for no sharing (no MPS daemon is started).
+TEST(ProcessLauncherTest, APackedSearchOnAMachineWithoutAGpuAsksForNoSharing) {
+  ProcessLauncher::Options options;
+  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
+  options.warm_workers = 1;
+  int asked = 0;
+  options.packed_gpu_environment = [&asked] {
+    ++asked;
+    return std::vector<std::string>{"TEST_SHARING=yes"};
+  };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(4);
+  EXPECT_EQ(launcher.warm_count(), 4);
+  EXPECT_EQ(launcher.sharing_count(), 0);
+  EXPECT_EQ(asked, 0);
 }
 
 }  // namespace

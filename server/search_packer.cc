@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "common/job_spec.h"
 
 namespace traind {
 
@@ -13,8 +13,7 @@ namespace {
 // One process on one GPU, or on the CPU lane: where trials pack. Admission names the GPU of a
 // job on "cuda" ("cuda:0"); "cuda" itself is the spec as submitted.
 bool OnOneDevice(const trainer::v1::JobSpec& spec) {
-  const bool cuda = spec.device() == "cuda" || absl::StartsWith(spec.device(), "cuda:");
-  const bool one_gpu = cuda && spec.gpus() <= 1 && spec.devices().empty();
+  const bool one_gpu = IsCudaDevice(spec.device()) && spec.gpus() <= 1 && spec.devices().empty();
   const bool cpu = spec.device() == "cpu" && spec.processes() <= 1;
   return (one_gpu || cpu) && spec.hosts().empty() && spec.backend() != "slurm";
 }

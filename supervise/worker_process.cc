@@ -11,17 +11,15 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/child_environment.h"
 #include "common/errno_status.h"
 #include "common/status_macros.h"
 #include "common/write_all.h"
 #include "google/protobuf/util/delimited_message_util.h"
 #include "supervise/worker_exit.h"
-
-extern char** environ;
 
 namespace traind {
 
@@ -79,21 +77,11 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
       })) {
     extras.push_back(absl::StrCat("TRAIND_PARENT_PID=", getpid()));
   }
-  std::vector<char*> envp;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view name(*entry, std::strcspn(*entry, "="));
-    bool replaced = false;
-    for (const std::string& extra : extras) {
-      replaced = replaced || extra.compare(0, name.size() + 1, std::string(name) + "=") == 0;
-    }
-    if (!replaced) envp.push_back(*entry);
-  }
-  for (const std::string& extra : extras) envp.push_back(const_cast<char*>(extra.c_str()));
-  envp.push_back(nullptr);
+  const ChildEnvironment envp(std::move(extras));
 
   pid_t pid = 0;
   char* argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
-  const int rc = posix_spawn(&pid, worker_path.c_str(), &actions, &attr, argv, envp.data());
+  const int rc = posix_spawn(&pid, worker_path.c_str(), &actions, &attr, argv, envp.envp());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in[0]);
