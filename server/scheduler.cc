@@ -265,7 +265,8 @@ bool Scheduler::Claim(const Job& job, const std::vector<std::string>& devices) {
   running->job = job;
   running->devices = devices;
   if (const auto pack = packs_.find(job.sweep_id()); pack != packs_.end() && devices.size() == 1) {
-    running->cpu_sharers = pack->second;
+    // Every lane of its device packs as many, and all of them share the host's cores.
+    running->cpu_sharers = pack->second * plan_.Lanes(job.spec());
   }
   Running* r = running.get();
   running_[job.id()] = std::move(running);

@@ -218,6 +218,19 @@ TEST_F(SchedulerTest, APackedSearchsTrialsShareTheCpuLaneEachToldHowMany) {
   EXPECT_EQ(sharers, (std::map<int64_t, int>{{a, 2}, {b, 2}, {other, 0}}));
 }
 
+// With --slots cpu=2 each slot packs the width: the trials on the host's cores are twice as many.
+TEST_F(SchedulerTest, PackedTrialsOnSeveralLanesAreToldAllWhoShareTheCores) {
+  StartScheduler({{"cpu", 2}});
+  scheduler_->SetPackWidth(/*sweep_id=*/7, 2, /*in_workers=*/true);
+  const int64_t a = Submit("stop-on-term", false, 7);
+  WaitFor(a, Job::RUNNING);
+  ASSERT_TRUE(scheduler_->Cancel(a).ok());
+  WaitFor(a, Job::CANCELLED);
+  const std::vector<FakeLauncher::Launched> launches = launcher_->launches();
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(launches[0].cpu_sharers, 4);
+}
+
 TEST_F(SchedulerTest, AnExclusiveJobWaitsForTheRunningOneRunsAloneAndIsNotOvertaken) {
   StartScheduler({{"cpu", 4}});
   const int64_t running = Submit("stop-on-term");

@@ -171,8 +171,8 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
   bool changed = false;
   RETURN_IF_ERROR(Reconcile(store_, plan, trials, &state, &changed));
   // Trials on one GPU each until one was measured alone; then as many as share a GPU.
-  const int width = UpdatePacking(record, plan, trials.jobs);
   const int lanes = options_.lanes ? std::max(1, options_.lanes(record.spec.base())) : 1;
+  const int width = UpdatePacking(record, plan, trials.jobs, lanes);
   const int parallel =
       record.spec.search().parallel() > 0 ? record.spec.search().parallel() : lanes * width;
   ASSIGN_OR_RETURN(Spend spend, budget_.Read(store_, record, plan, trials.jobs, state));
@@ -212,12 +212,12 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
 }
 
 int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
-                                const std::vector<Job>& jobs) {
+                                const std::vector<Job>& jobs, int lanes) {
   std::optional<Packing> packing;
   if (record.pack_width > 0) {
     packing = Packing{record.pack_width, record.pack_why};
   } else {
-    packing = DecideSearchPacking(record.spec, plan, jobs, options_.host_cores);
+    packing = DecideSearchPacking(record.spec, plan, jobs, options_.host_cores, lanes);
     if (!packing) return 1;  // never packed (several GPUs, hosts), or nothing measured yet
     LogAt(LogPriority::kInfo) << "traind: search " << record.sweep_id << ": " << packing->why
                               << "\n";

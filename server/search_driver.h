@@ -67,9 +67,9 @@ class SearchDriver {
  private:
   void Loop();
   // How many of the search's trials share a GPU (or the CPU) now, as stored, or as decided now from
-  // its trials (server/search_packer.h) and stored; the scheduler told.
+  // its trials (server/search_packer.h) on `lanes` and stored; the scheduler told.
   int UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
-                    const std::vector<trainer::v1::Job>& jobs);
+                    const std::vector<trainer::v1::Job>& jobs, int lanes);
   // The search is over: its trials no longer share a GPU.
   void Unpack(int64_t sweep_id);
   // ASHA's promotion of a paused trial (`state` has it running again): its job queued to resume

@@ -18,12 +18,13 @@
 namespace traind {
 
 // The decision for a search (spec `spec`, plan `plan`) whose trials' jobs are `live` now, on a
-// host of `host_cores`: nullopt unless its trials run as one process on one GPU or the CPU lane,
-// and until a trial's run ended alone (unless max_pack 1 said so already).
+// host of `host_cores` where its trials spread over `lanes` (DevicePlan::Lanes): nullopt unless its
+// trials run as one process on one GPU or the CPU lane, and until a trial's run ended alone (unless
+// max_pack 1 said so already).
 std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
                                            const SearchPlan& plan,
                                            const std::vector<trainer::v1::Job>& live,
-                                           int host_cores);
+                                           int host_cores, int lanes);
 
 }  // namespace traind
 

@@ -30,10 +30,16 @@ Packing DecidePacking(const PackingFacts& facts) {
   if (!facts.alone) return {1, ""};
   const AloneFootprint& alone = *facts.alone;
   const double target = facts.on_cpu ? kCpuTarget : kTarget;
-  const int by_busy = static_cast<int>(std::floor(target / std::max(alone.busy, kLeastBusy)));
+  const int lanes = std::max(1, facts.lanes);
+  // A CPU trial alone had its lane's share of the cores (traind --slots cpu=N divides them): what
+  // it kept busy of the host, it kept busy of its lane `lanes` times over.
+  const double lane_scale = facts.on_cpu ? lanes : 1.0;
+  const int by_busy = static_cast<int>(
+      std::floor(target / std::max(std::min(1.0, alone.busy * lane_scale), kLeastBusy)));
   // Unread (one step report: its training too short to tell), it may fill the device: alone.
   const double training = alone.busy_training.value_or(1.0);
-  const int by_training = static_cast<int>(std::floor(target / std::max(training, kLeastBusy)));
+  const int by_training = static_cast<int>(
+      std::floor(target / std::max(std::min(1.0, training * lane_scale), kLeastBusy)));
   const double batch_scale =
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
           ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)
@@ -43,8 +49,9 @@ Packing DecidePacking(const PackingFacts& facts) {
                             ? static_cast<int>(std::floor(
                                   kTarget * static_cast<double>(alone.total_bytes) / per_trial))
                             : 1;
+  // Every lane packs as many, and all of them share the host's cores.
   const int by_cores =
-      facts.on_cpu ? std::max(1, facts.host_cores) : std::max(1, facts.host_cores - 1);
+      std::max(1, (facts.on_cpu ? facts.host_cores : facts.host_cores - 1) / lanes);
   struct Bound {
     int width;
     std::string name;
@@ -52,12 +59,15 @@ Packing DecidePacking(const PackingFacts& facts) {
   std::vector<Bound> bounds = {
       // On a tie the training names the bound: what packing would cost the trial's steps.
       {by_training, alone.busy_training ? "its busy share while training"
-                                        : "its training, too short to read (one step report)"},
+                                        : "its training, too short to measure"},
       {by_busy, "its busy share"},
       {by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)", batch_scale,
                                                     facts.largest_batch)
                                   : "memory"},
-      {by_cores, absl::StrCat(facts.host_cores, " host cores")},
+      {by_cores,
+       absl::StrCat(
+           facts.host_cores, " host cores",
+           lanes > 1 ? absl::StrCat(" over ", lanes, facts.on_cpu ? " CPU slots" : " GPUs") : "")},
       {kMaxPack, absl::StrCat("traind's most, ", kMaxPack)}};
   if (facts.max_pack > 1)
     bounds.push_back({facts.max_pack, absl::StrCat("max_pack ", facts.max_pack)});

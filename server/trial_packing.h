@@ -2,10 +2,12 @@
 // there at once (separate worker processes), decided from what a trial measured while it ran
 // alone, never from a fixed guess.
 //   - A GPU runs one process's kernels at a time (contexts are time-sliced), so trials gain from
-//     sharing only the time the GPU sits idle: while a trial launches its small kernels, starts,
+//     sharing the time the GPU sits idle: while a trial launches its small kernels, starts,
 //     evaluates or writes a checkpoint. A trial that kept the GPU busy a share `b` of the time
 //     leaves room for about 0.9 / b of them (0.9: not to the last cycle). A trial that fills the
-//     GPU (ResNet-18 at batch 256: b near 1) runs alone.
+//     GPU (ResNet-18 at batch 256: b near 1) runs alone. Through traind's MPS daemon
+//     (server/mps_control.h) packed trials' kernels also run side by side, which the rule does
+//     not count on: NVML's busy share says when a kernel runs, not how much of the GPU it fills.
 //   - The CPU: packed trials divide the host's cores among them (WorkerRequest.cpu_sharers). A
 //     trial that kept a share `b` of the cores busy alone leaves the rest idle, and 1 / b trials
 //     with 1 / b of the cores each would keep them busy. Only whole ones: w <= 1 / b. Packing
@@ -25,7 +27,8 @@
 //     many times.
 //   - Host cores: on a GPU each trial's worker launches its kernels from a host thread that a
 //     launch-bound trial keeps busy: at most one trial per host core, one left to traind. On the
-//     CPU each trial takes at least one core.
+//     CPU each trial takes at least one core. Every lane (each GPU, each of --slots cpu=N) packs
+//     the width, so the cores are divided among the lanes first.
 //   - The user's cap (SearchSpec.max_pack); 1 turns packing off.
 // Pure; the search driver gathers the measurements (server/search_driver.cc).
 #ifndef TRAIND_SERVER_TRIAL_PACKING_H_
@@ -54,6 +57,9 @@ struct PackingFacts {
   bool on_cpu = false;  // the CPU lane's trials, else a GPU's
   int max_pack = 0;     // SearchSpec.max_pack; 0: no cap of the user's
   int host_cores = 1;
+  // The lanes the search's trials spread over (DevicePlan::Lanes: its GPUs, or traind --slots
+  // cpu=N): each packs the width, and all of them share the host's cores.
+  int lanes = 1;
   int64_t largest_batch = 0;  // the largest batch size a trial may draw; 0: the measured one's
   std::optional<AloneFootprint> alone;  // nothing measured yet
 };

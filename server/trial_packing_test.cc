@@ -127,14 +127,38 @@ TEST(DecidePackingTest, OnTheCpuTrialsDivideTheHostsCores) {
   EXPECT_EQ(DecidePacking(facts).why, "1 trial at once on the CPU (max_pack 1)");
 }
 
+// Every lane packs the width and all share the host's cores: 8 GPUs on 16 cores hold one trial
+// each, where one GPU held 15; a CPU trial alone on one of 2 slots read against the whole host.
+TEST(DecidePackingTest, EveryLanePacksSoTheLanesDivideTheHostsCores) {
+  PackingFacts gpus = Measured(0.01, 0.5, 128, /*host_cores=*/16);
+  EXPECT_EQ(DecidePacking(gpus).width, 15);
+  gpus.lanes = 8;
+  EXPECT_EQ(DecidePacking(gpus).width, 1);
+  EXPECT_NE(DecidePacking(gpus).why.find("bounded by 16 host cores over 8 GPUs"),
+            std::string::npos);
+  gpus.lanes = 3;
+  EXPECT_EQ(DecidePacking(gpus).width, 5);
+  // --slots cpu=2 on 4 cores: a trial alone had 2 of them and kept 24% of the host busy, so 48%
+  // of its lane's: 2 per lane, 4 on the host.
+  PackingFacts cpu = Measured(0.24, 1.0, 128, /*host_cores=*/4);
+  cpu.on_cpu = true;
+  cpu.alone->total_bytes = 24 * kGiB;
+  EXPECT_EQ(DecidePacking(cpu).width, 4);
+  cpu.lanes = 2;
+  EXPECT_EQ(DecidePacking(cpu).width, 2);
+  cpu.alone->busy = 0.3;  // 60% of its lane's
+  cpu.alone->busy_training = 0.3;
+  EXPECT_EQ(DecidePacking(cpu).width, 1);
+}
+
 // A trial whose training was too short to read (one step report) may fill the device: alone.
 TEST(DecidePackingTest, ATrainingTooShortToReadIsNotPacked) {
   PackingFacts facts = Measured(0.05, 0.5);
   facts.alone->busy_training.reset();
   EXPECT_EQ(DecidePacking(facts).width, 1);
-  EXPECT_NE(DecidePacking(facts).why.find(
-                "not packed, bounded by its training, too short to read (one step report)"),
-            std::string::npos)
+  EXPECT_NE(
+      DecidePacking(facts).why.find("not packed, bounded by its training, too short to measure"),
+      std::string::npos)
       << DecidePacking(facts).why;
 }
 

@@ -158,7 +158,8 @@ async function main() {
 
 main().catch((error) => { console.error(error.stack || String(error)); process.exit(1); });
 
-// A search (random, ASHA, a budget): its page shows how far it got, the best trial, the compute saved and the budget, every
+// A search (random, ASHA, a budget): its page shows how far it got, the best trial, what was decided about packing its
+// trials, the compute saved and the budget, every
 // trial with its draw, the search curve and each parameter against the metric.
 async function searchPage(page) {
   const sweep = trainctl('sweep', '--model', 'mlp', '--dataset', 'fashion-mnist', '--device', 'cpu',
@@ -181,6 +182,9 @@ async function searchPage(page) {
     'the search page names its best trial and its draw (' + best + ')');
   const compute = await page.$eval('#search-compute', (p) => p.textContent);
   check(/epochs trained, \d+% of the 12 /.test(compute), 'the search page says what it saved (' + compute + ')');
+  const packing = await page.$eval('#search-packing', (p) => p.textContent).catch(() => '(none)');
+  check(/^Packing: \d+ trials? at once on the CPU(, not packed)?, bounded by .*; alone a trial kept the host's \d+ cores? busy \d+% of the time/.test(packing),
+    'the search page says how many trials shared the CPU and why (' + packing + ')');
   const budget = await page.$eval('#search-budget', (p) => p.textContent);
   check(/^Budget: [0-9.]+ s of 1 h 0 m of device-time spent \(\d+%\)$/.test(budget), 'the search page shows its budget (' + budget + ')');
   await page.waitForFunction(() => Number(document.querySelector('#search-curve').dataset.points) === 4 &&
