@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +38,32 @@ struct NvmlMemory {
 };
 // NVML_VALUE_NOT_AVAILABLE: the driver does not say (e.g. without the rights to ask).
 constexpr unsigned long long kNotAvailable = ~0ULL;  // NOLINT(runtime/int)
+// GPM (nvml.h's nvmlGpm* types, version 1 of each).
+using NvmlGpmSample = struct NvmlGpmSampleOpaque*;
+struct NvmlGpmSupport {
+  unsigned int version;
+  unsigned int is_supported_device;
+};
+struct NvmlGpmMetric {
+  unsigned int metric_id;
+  NvmlReturn nvml_return;
+  double value;
+  const char* short_name;
+  const char* long_name;
+  const char* unit;
+};
+// nvmlGpmMetricsGet_t: NVML fills the first num_metrics of `metrics`; its own header's array is
+// longer in newer versions, so this one is longer than any (the library never writes past
+// num_metrics, but a larger buffer costs nothing).
+struct NvmlGpmMetricsGet {
+  unsigned int version;
+  unsigned int num_metrics;
+  NvmlGpmSample sample1;
+  NvmlGpmSample sample2;
+  NvmlGpmMetric metrics[512];
+};
+constexpr unsigned int kGpmVersion = 1;
+constexpr unsigned int kGpmSmUtil = 2;  // NVML_GPM_METRIC_SM_UTIL: percent of SMs busy
 
 }  // namespace
 
@@ -50,6 +77,12 @@ struct Nvml::Library {
   NvmlReturn (*compute_processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
   NvmlReturn (*utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
   NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
+  // Absent from drivers before 520: then no GPM.
+  NvmlReturn (*gpm_support)(NvmlDevice, NvmlGpmSupport*) = nullptr;
+  NvmlReturn (*gpm_alloc)(NvmlGpmSample*) = nullptr;
+  NvmlReturn (*gpm_free)(NvmlGpmSample) = nullptr;
+  NvmlReturn (*gpm_sample)(NvmlDevice, NvmlGpmSample) = nullptr;
+  NvmlReturn (*gpm_metrics)(NvmlGpmMetricsGet*) = nullptr;
 
   ~Library() {
     if (shutdown != nullptr) shutdown();
@@ -81,6 +114,13 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open() {
     library->shutdown = nullptr;
     return absl::FailedPreconditionError(
         "NVML is too old (no nvmlDeviceGetComputeRunningProcesses_v2: driver 450 or newer)");
+  }
+  if (!find("nvmlGpmQueryDeviceSupport", &library->gpm_support) ||
+      !find("nvmlGpmSampleAlloc", &library->gpm_alloc) ||
+      !find("nvmlGpmSampleFree", &library->gpm_free) ||
+      !find("nvmlGpmSampleGet", &library->gpm_sample) ||
+      !find("nvmlGpmMetricsGet", &library->gpm_metrics)) {
+    library->gpm_support = nullptr;  // all or none
   }
   if (const NvmlReturn error = init(); error != kNvmlSuccess) {
     library->shutdown = nullptr;
@@ -146,6 +186,38 @@ std::optional<Nvml::DeviceMemory> Nvml::Memory(unsigned int index) const {
     return std::nullopt;
   }
   return DeviceMemory{static_cast<int64_t>(memory.used), static_cast<int64_t>(memory.total)};
+}
+
+Nvml::GpmSample::~GpmSample() { nvml_->library_->gpm_free(static_cast<NvmlGpmSample>(sample_)); }
+
+std::unique_ptr<Nvml::GpmSample> Nvml::TakeGpmSample(unsigned int index) const {
+  if (library_->gpm_support == nullptr) return nullptr;
+  NvmlDevice device = nullptr;
+  NvmlGpmSupport support{kGpmVersion, 0};
+  if (library_->device_by_index(index, &device) != kNvmlSuccess ||
+      library_->gpm_support(device, &support) != kNvmlSuccess || !support.is_supported_device) {
+    return nullptr;
+  }
+  NvmlGpmSample sample = nullptr;
+  if (library_->gpm_alloc(&sample) != kNvmlSuccess) return nullptr;
+  std::unique_ptr<GpmSample> taken(new GpmSample(sample, this));
+  if (library_->gpm_sample(device, sample) != kNvmlSuccess) return nullptr;
+  return taken;
+}
+
+std::optional<double> Nvml::SmActive(const GpmSample& earlier, const GpmSample& later) const {
+  if (library_->gpm_metrics == nullptr) return std::nullopt;
+  auto get = std::make_unique<NvmlGpmMetricsGet>();  // 20 KB: not on the stack
+  get->version = kGpmVersion;
+  get->num_metrics = 1;
+  get->sample1 = static_cast<NvmlGpmSample>(earlier.sample_);
+  get->sample2 = static_cast<NvmlGpmSample>(later.sample_);
+  get->metrics[0].metric_id = kGpmSmUtil;
+  if (library_->gpm_metrics(get.get()) != kNvmlSuccess ||
+      get->metrics[0].nvml_return != kNvmlSuccess) {
+    return std::nullopt;
+  }
+  return std::clamp(get->metrics[0].value / 100.0, 0.0, 1.0);
 }
 
 }  // namespace traind

@@ -1,7 +1,8 @@
 // NVML, NVIDIA's management library, opened at run time: it comes with NVIDIA's driver, not with
 // Debian's build tools, so it is dlopen'ed (libnvidia-ml.so.1) and where it is missing (no NVIDIA
 // driver, macOS) Open() says so. Only the few calls traind makes are bound: the processes on a GPU
-// and their memory (a program's GPU memory, script/gpu_process_memory.h), how busy a GPU is and
+// and their memory (a program's GPU memory, script/gpu_process_memory.h), how busy a GPU is (the
+// time a kernel runs, and on newer GPUs how many of its multiprocessors are busy) and
 // how much of its memory is in use (a job's report of its GPU, engine/device_activity.h for a
 // built-in job, script/program_memory.h for a program).
 // Thread-compatible; no LibTorch, no CUDA headers.
@@ -46,6 +47,25 @@ class Nvml {
   };
   // GPU `index`'s memory; nullopt when NVML cannot tell.
   std::optional<DeviceMemory> Memory(unsigned int index) const;
+
+  // A snapshot of GPU `index`'s performance counters (GPM: Hopper and newer, driver 520 or
+  // newer; no special rights), freed with it. Null where the GPU or the driver has none.
+  class GpmSample {
+   public:
+    ~GpmSample();
+    GpmSample(const GpmSample&) = delete;
+    GpmSample& operator=(const GpmSample&) = delete;
+
+   private:
+    friend class Nvml;
+    GpmSample(void* sample, const Nvml* nvml) : sample_(sample), nvml_(nvml) {}
+    void* sample_;      // nvmlGpmSample_t
+    const Nvml* nvml_;  // outlives it
+  };
+  std::unique_ptr<GpmSample> TakeGpmSample(unsigned int index) const;
+  // The share (0..1) of the GPU's multiprocessors that were busy between two of its samples,
+  // averaged over that time (NVML_GPM_METRIC_SM_UTIL); nullopt when NVML cannot tell.
+  std::optional<double> SmActive(const GpmSample& earlier, const GpmSample& later) const;
 
  private:
   struct Library;

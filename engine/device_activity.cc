@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/busy_shares.h"
 #include "common/cpu_threads.h"
 #include "common/proc_file.h"
 
@@ -35,32 +36,13 @@ double ProcessCpuSeconds() {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-// Busy time and the time it is a share of, summed since the job started: a GPU's sampled busy
-// fractions over their count, or the process's CPU seconds over its cores' seconds.
-struct BusyTotals {
-  double busy = 0;
-  double of = 0;
-};
-
-// The shares a step report carries: since the job's start, and since its first step report (its
-// training, without its start-up).
-class BusyShares {
- public:
-  void Add(const BusyTotals& now, trainer::v1::StepMetrics* metrics) {
-    if (now.of > 0) metrics->set_device_busy(std::clamp(now.busy / now.of, 0.0, 1.0));
-    if (!first_step_) {
-      first_step_ = now;
-      return;
-    }
-    const double of = now.of - first_step_->of;
-    if (of > 0) {
-      metrics->set_device_busy_training(std::clamp((now.busy - first_step_->busy) / of, 0.0, 1.0));
-    }
-  }
-
- private:
-  std::optional<BusyTotals> first_step_;
-};
+// Sets a step report's pair of shares.
+void SetShares(const BusyShares::Shares& shares, void (trainer::v1::StepMetrics::*set_run)(double),
+               void (trainer::v1::StepMetrics::*set_training)(double),
+               trainer::v1::StepMetrics* metrics) {
+  if (shares.run) (metrics->*set_run)(*shares.run);
+  if (shares.training) (metrics->*set_training)(*shares.training);
+}
 
 // A CPU job's start: this process's CPU time and the clock then, and the cores it may use.
 struct CpuStart {
@@ -84,8 +66,10 @@ void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
     std::lock_guard<std::mutex> lock(cpu_mutex);
     if (!cpu_start) return;
     const double wall = std::chrono::duration<double>(Clock::now() - cpu_start->wall).count();
-    cpu_start->shares.Add({ProcessCpuSeconds() - cpu_start->cpu_seconds, wall * cpu_start->cores},
-                          metrics);
+    SetShares(cpu_start->shares.AtStepReport(
+                  {ProcessCpuSeconds() - cpu_start->cpu_seconds, wall * cpu_start->cores}),
+              &trainer::v1::StepMetrics::set_device_busy,
+              &trainer::v1::StepMetrics::set_device_busy_training, metrics);
   }
   const int64_t total = ProcKilobytes("/proc/meminfo", "MemTotal");
   const int64_t available = ProcKilobytes("/proc/meminfo", "MemAvailable");
@@ -127,6 +111,7 @@ class BusySampler {
       why_not_ = absl::StrCat("NVML does not tell GPU ", *index, "'s utilization");
       return;
     }
+    index_ = *index;
     thread_ = std::thread([this, index = *index] { Sample(index); });
   }
   ~BusySampler() {
@@ -143,6 +128,30 @@ class BusySampler {
             static_cast<double>(samples_.load())};
   }
 
+  // The GPU's busy multiprocessors since the first call, as multiprocessor-share-seconds over
+  // seconds: each call reads the counters since the one before (GPM). nullopt on a GPU without
+  // them. Called at each step report (under sampler_mutex), not by the sampling thread: the
+  // counters need no sampling between two reads.
+  std::optional<BusyTotals> SmTotals() {
+    if (!nvml_ || !index_ || gpm_unavailable_) return std::nullopt;
+    std::unique_ptr<Nvml::GpmSample> now = nvml_->TakeGpmSample(*index_);
+    const Clock::time_point at = Clock::now();
+    if (now == nullptr) {
+      gpm_unavailable_ = true;
+      return std::nullopt;
+    }
+    if (last_gpm_ != nullptr) {
+      const double seconds = std::chrono::duration<double>(at - last_gpm_at_).count();
+      if (std::optional<double> active = nvml_->SmActive(*last_gpm_, *now)) {
+        sm_totals_.busy += *active * seconds;
+        sm_totals_.of += seconds;
+      }
+    }
+    last_gpm_ = std::move(now);
+    last_gpm_at_ = at;
+    return sm_totals_;
+  }
+
  private:
   void Sample(unsigned int index) {
     while (!stop_) {
@@ -155,7 +164,12 @@ class BusySampler {
   }
 
   std::unique_ptr<Nvml> nvml_;
+  std::optional<unsigned int> index_;  // NVML's, once known
   std::string why_not_;
+  bool gpm_unavailable_ = false;
+  std::unique_ptr<Nvml::GpmSample> last_gpm_;
+  Clock::time_point last_gpm_at_;
+  BusyTotals sm_totals_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> busy_percent_{0};
   std::atomic<int64_t> samples_{0};
@@ -166,6 +180,8 @@ std::mutex sampler_mutex;
 std::unique_ptr<BusySampler> sampler;  // the process's first CUDA job's, from StartDeviceActivity
 BusyTotals gpu_start;                  // its totals when this job started
 BusyShares gpu_shares;                 // this job's, of its samples since
+std::optional<BusyTotals> sm_start;    // its multiprocessors' totals when this job started
+BusyShares sm_shares;                  // this job's, since
 
 }  // namespace
 #endif
@@ -179,11 +195,14 @@ std::string StartDeviceActivity(const torch::Device& device) {
   if (!device.is_cuda()) return "";
   std::lock_guard<std::mutex> lock(sampler_mutex);
   gpu_shares = BusyShares();
+  sm_shares = BusyShares();
   if (sampler) {  // an earlier job's in this process (tests): this job's window starts now
     gpu_start = sampler->Totals();
+    sm_start = sampler->SmTotals();
     return "";
   }
   sampler = std::make_unique<BusySampler>(device.has_index() ? device.index() : 0);
+  sm_start = sampler->SmTotals();
   if (sampler->why_not().empty()) return "";
   return absl::StrCat("GPU busy share unread (", sampler->why_not(),
                       "): a search does not pack its trials on this GPU");
@@ -203,7 +222,14 @@ void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* me
     std::lock_guard<std::mutex> lock(sampler_mutex);
     if (sampler) {
       const BusyTotals now = sampler->Totals();
-      gpu_shares.Add({now.busy - gpu_start.busy, now.of - gpu_start.of}, metrics);
+      SetShares(gpu_shares.AtStepReport({now.busy - gpu_start.busy, now.of - gpu_start.of}),
+                &trainer::v1::StepMetrics::set_device_busy,
+                &trainer::v1::StepMetrics::set_device_busy_training, metrics);
+      if (const std::optional<BusyTotals> sm = sampler->SmTotals(); sm && sm_start) {
+        SetShares(sm_shares.AtStepReport({sm->busy - sm_start->busy, sm->of - sm_start->of}),
+                  &trainer::v1::StepMetrics::set_device_sm_active,
+                  &trainer::v1::StepMetrics::set_device_sm_active_training, metrics);
+      }
     }
   }
   c10::cuda::CUDAGuard guard(

@@ -40,13 +40,10 @@ void ProgramMemory::Sample(pid_t pid, absl::Time now) {
 
 void ProgramMemory::Fill(trainer::v1::StepMetrics* step) const {
   if (device_total_ > 0) {
-    if (busy_samples_ > 0) step->set_device_busy(busy_sum_ / static_cast<double>(busy_samples_));
-    if (!at_first_step_) {
-      at_first_step_ = {busy_sum_, busy_samples_};
-    } else if (const int64_t samples = busy_samples_ - at_first_step_->second; samples > 0) {
-      step->set_device_busy_training((busy_sum_ - at_first_step_->first) /
-                                     static_cast<double>(samples));
-    }
+    const BusyShares::Shares shares =
+        busy_shares_.AtStepReport({busy_sum_, static_cast<double>(busy_samples_)});
+    if (shares.run) step->set_device_busy(*shares.run);
+    if (shares.training) step->set_device_busy_training(*shares.training);
     step->set_device_used_bytes(device_used_);
     step->set_device_total_bytes(device_total_);
   }

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/busy_shares.h"
 #include "script/gpu_process_memory.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -46,9 +47,8 @@ class ProgramMemory {
   // program held memory on a GPU counting 0 (it launched nothing there yet).
   double busy_sum_ = 0;
   int64_t busy_samples_ = 0;
-  // The sums when the first step passed Fill: from there on the share is its training's
-  // (StepMetrics.device_busy_training). Set by Fill, which marks where the steps begin.
-  mutable std::optional<std::pair<double, int64_t>> at_first_step_;
+  // The shares a step report carries; Fill's first call marks where the steps begin.
+  mutable BusyShares busy_shares_;
   int64_t device_used_ = 0;
   int64_t device_total_ = 0;
   absl::Time next_sample_ = absl::InfinitePast();

@@ -337,6 +337,9 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   // A bound on how many trials share a GPU (each trial's worker launches its kernels from a host
   // thread of its own) or the CPU lane (each takes a core at least).
   searching.host_cores = UsableCores(ReadCpuFacts());
+  if (mps_) {
+    searching.gpu_side_by_side = [mps = mps_.get()] { return !mps->ClientEnvironment().empty(); };
+  }
   searches_ = std::make_unique<SearchDriver>(store_.get(), std::move(searching));
   Admission::Options admitting;
   admitting.devices = devices;

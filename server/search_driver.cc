@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/job_spec.h"
 #include "common/log_priority.h"
 #include "common/script_spec.h"
 #include "common/status_macros.h"
@@ -217,7 +218,13 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
   if (record.pack_width > 0) {
     packing = Packing{record.pack_width, record.pack_why};
   } else {
-    packing = DecideSearchPacking(record.spec, plan, jobs, options_.host_cores, lanes);
+    // Only built-in trials on a GPU connect to traind's MPS daemon (server/job_launcher.h); asked
+    // only of them, since asking starts it.
+    const trainer::v1::JobSpec& base = record.spec.base();
+    const bool side_by_side = IsCudaDevice(base.device()) && !IsScriptJob(base) &&
+                              options_.gpu_side_by_side && options_.gpu_side_by_side();
+    packing = DecideSearchPacking(record.spec, plan, jobs,
+                                  PackingHost{options_.host_cores, lanes, side_by_side});
     if (!packing) return 1;  // never packed (several GPUs, hosts), or nothing measured yet
     LogAt(LogPriority::kInfo) << "traind: search " << record.sweep_id << ": " << packing->why
                               << "\n";

@@ -52,6 +52,9 @@ class SearchDriver {
     // one of the bounds.
     std::function<void(int64_t sweep_id, int width, bool in_workers)> set_pack_width;
     int host_cores = 1;
+    // Whether a GPU's packed built-in trials run side by side through traind's MPS daemon (which
+    // asking starts: MpsControl::ClientEnvironment). Unset: they take turns.
+    std::function<bool()> gpu_side_by_side;
   };
   SearchDriver(Store* store, Options options);
   ~SearchDriver();  // Stop

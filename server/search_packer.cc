@@ -36,13 +36,14 @@ int64_t LargestBatch(const trainer::v1::SweepSpec& spec, const SearchPlan& plan)
 std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
                                            const SearchPlan& plan,
                                            const std::vector<trainer::v1::Job>& live,
-                                           int host_cores, int lanes) {
+                                           const PackingHost& host) {
   if (!OnOneDevice(spec.base())) return std::nullopt;
   PackingFacts facts;
   facts.on_cpu = spec.base().device() == "cpu";
   facts.max_pack = spec.search().max_pack();
-  facts.host_cores = host_cores;
-  facts.lanes = lanes;
+  facts.host_cores = host.host_cores;
+  facts.lanes = host.lanes;
+  facts.side_by_side = host.side_by_side;
   facts.largest_batch = LargestBatch(spec, plan);
   // Trials ending in the same pass: the busiest and fullest count.
   for (const trainer::v1::Job& job : live) {

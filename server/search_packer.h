@@ -17,14 +17,21 @@
 
 namespace traind {
 
-// The decision for a search (spec `spec`, plan `plan`) whose trials' jobs are `live` now, on a
-// host of `host_cores` where its trials spread over `lanes` (DevicePlan::Lanes): nullopt unless its
-// trials run as one process on one GPU or the CPU lane, and until a trial's run ended alone (unless
-// max_pack 1 said so already).
+// Where a search's trials would pack: the host's usable cores, the lanes its trials spread over
+// (DevicePlan::Lanes), and whether a GPU's packed trials run side by side (MPS).
+struct PackingHost {
+  int host_cores = 1;
+  int lanes = 1;
+  bool side_by_side = false;
+};
+
+// The decision for a search (spec `spec`, plan `plan`) whose trials' jobs are `live` now, on
+// `host`: nullopt unless its trials run as one process on one GPU or the CPU lane, and until a
+// trial's run ended alone (unless max_pack 1 said so already).
 std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
                                            const SearchPlan& plan,
                                            const std::vector<trainer::v1::Job>& live,
-                                           int host_cores, int lanes);
+                                           const PackingHost& host);
 
 }  // namespace traind
 

@@ -24,22 +24,71 @@ std::string GiB(int64_t bytes) { return absl::StrFormat("%.1f", bytes / double(1
 
 }  // namespace
 
+namespace {
+
+struct Bound {
+  int width;
+  std::string name;
+};
+
+// Whether the multiprocessors' share bounds a GPU's trials rather than the time a kernel ran: they
+// run side by side (MPS) and the GPU's counters were read while the trial trained alone.
+bool BySmShare(const PackingFacts& facts) {
+  return !facts.on_cpu && facts.side_by_side && facts.alone->sm_active &&
+         facts.alone->sm_active_training;
+}
+
+// The bounds from how busy a trial kept its device alone, by its training and by its run. Taking
+// turns on a GPU, what counts is the time a kernel ran; side by side, how much of the GPU its
+// kernels filled; on the CPU, the share of the cores it kept busy.
+std::vector<Bound> BusyBounds(const PackingFacts& facts) {
+  const AloneFootprint& alone = *facts.alone;
+  const double target = facts.on_cpu ? kCpuTarget : kTarget;
+  // A CPU trial alone had its lane's share of the cores (traind --slots cpu=N divides them): what
+  // it kept busy of the host, it kept busy of its lane `lanes` times over.
+  const double lane_scale = facts.on_cpu ? std::max(1, facts.lanes) : 1.0;
+  auto width = [&](double share) {
+    return static_cast<int>(
+        std::floor(target / std::max(std::min(1.0, share * lane_scale), kLeastBusy)));
+  };
+  const bool by_sm = BySmShare(facts);
+  const double run = by_sm ? *alone.sm_active : alone.busy;
+  const std::optional<double> training = by_sm ? alone.sm_active_training : alone.busy_training;
+  const std::string what = by_sm ? "its share of the multiprocessors" : "its busy share";
+  // Unread (one step report: its training too short to tell), it may fill the device: alone.
+  // On a tie the training names the bound: what packing would cost the trial's steps.
+  return {{width(training.value_or(1.0)),
+           training ? what + " while training" : "its training, too short to measure"},
+          {width(run), what}};
+}
+
+// "alone a trial kept the GPU busy 48% of the time (68% while training), its multiprocessors 3%
+// (5% while training) with 2.3 of 79.2 GiB in use (batch 64)".
+std::string AloneDescription(const PackingFacts& facts) {
+  const AloneFootprint& alone = *facts.alone;
+  const std::string kept =
+      facts.on_cpu ? absl::StrCat("the host's ", facts.host_cores, " cores") : "the GPU";
+  auto while_training = [](const std::optional<double>& share) {
+    return share ? absl::StrFormat(" (%.0f%% while training)", *share * 100) : std::string();
+  };
+  return absl::StrCat(
+      "alone a trial kept ", kept, " busy ", absl::StrFormat("%.0f%%", alone.busy * 100),
+      " of the time", while_training(alone.busy_training),
+      alone.sm_active ? absl::StrFormat(", its multiprocessors %.0f%%", *alone.sm_active * 100)
+                      : "",
+      alone.sm_active ? while_training(alone.sm_active_training) : "", " with ",
+      GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+      alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "");
+}
+
+}  // namespace
+
 Packing DecidePacking(const PackingFacts& facts) {
   const std::string per = facts.on_cpu ? "at once on the CPU" : "per GPU";
   if (facts.max_pack == 1) return {1, absl::StrCat("1 trial ", per, " (max_pack 1)")};
   if (!facts.alone) return {1, ""};
   const AloneFootprint& alone = *facts.alone;
-  const double target = facts.on_cpu ? kCpuTarget : kTarget;
   const int lanes = std::max(1, facts.lanes);
-  // A CPU trial alone had its lane's share of the cores (traind --slots cpu=N divides them): what
-  // it kept busy of the host, it kept busy of its lane `lanes` times over.
-  const double lane_scale = facts.on_cpu ? lanes : 1.0;
-  const int by_busy = static_cast<int>(
-      std::floor(target / std::max(std::min(1.0, alone.busy * lane_scale), kLeastBusy)));
-  // Unread (one step report: its training too short to tell), it may fill the device: alone.
-  const double training = alone.busy_training.value_or(1.0);
-  const int by_training = static_cast<int>(
-      std::floor(target / std::max(std::min(1.0, training * lane_scale), kLeastBusy)));
   const double batch_scale =
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
           ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)
@@ -52,41 +101,28 @@ Packing DecidePacking(const PackingFacts& facts) {
   // Every lane packs as many, and all of them share the host's cores.
   const int by_cores =
       std::max(1, (facts.on_cpu ? facts.host_cores : facts.host_cores - 1) / lanes);
-  struct Bound {
-    int width;
-    std::string name;
-  };
-  std::vector<Bound> bounds = {
-      // On a tie the training names the bound: what packing would cost the trial's steps.
-      {by_training, alone.busy_training ? "its busy share while training"
-                                        : "its training, too short to measure"},
-      {by_busy, "its busy share"},
-      {by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)", batch_scale,
-                                                    facts.largest_batch)
-                                  : "memory"},
+  std::vector<Bound> bounds = BusyBounds(facts);
+  bounds.push_back({by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)",
+                                                                 batch_scale, facts.largest_batch)
+                                               : "memory"});
+  bounds.push_back(
       {by_cores,
        absl::StrCat(
            facts.host_cores, " host cores",
-           lanes > 1 ? absl::StrCat(" over ", lanes, facts.on_cpu ? " CPU slots" : " GPUs") : "")},
-      {kMaxPack, absl::StrCat("traind's most, ", kMaxPack)}};
-  if (facts.max_pack > 1)
+           lanes > 1 ? absl::StrCat(" over ", lanes, facts.on_cpu ? " CPU slots" : " GPUs") : "")});
+  bounds.push_back({kMaxPack, absl::StrCat("traind's most, ", kMaxPack)});
+  if (facts.max_pack > 1) {
     bounds.push_back({facts.max_pack, absl::StrCat("max_pack ", facts.max_pack)});
+  }
   const Bound& tightest =
       *std::min_element(bounds.begin(), bounds.end(),
                         [](const Bound& a, const Bound& b) { return a.width < b.width; });
   const int width = std::max(1, tightest.width);
-  const std::string kept =
-      facts.on_cpu ? absl::StrCat("the host's ", facts.host_cores, " cores") : "the GPU";
-  return {
-      width,
-      absl::StrCat(
-          width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
-                     : absl::StrCat(width, " trials ", per),
-          ", bounded by ", tightest.name, "; alone a trial kept ", kept, " busy ",
-          absl::StrFormat("%.0f%%", alone.busy * 100), " of the time",
-          alone.busy_training ? absl::StrFormat(" (%.0f%% while training)", training * 100) : "",
-          " with ", GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
-          alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "")};
+  const std::string how =
+      width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
+                 : absl::StrCat(width, " trials ", per,
+                                !facts.on_cpu && facts.side_by_side ? " side by side (MPS)" : "");
+  return {width, absl::StrCat(how, ", bounded by ", tightest.name, "; ", AloneDescription(facts))};
 }
 
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
@@ -99,6 +135,10 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
   AloneFootprint reading;
   reading.busy = step.device_busy();
   if (step.has_device_busy_training()) reading.busy_training = step.device_busy_training();
+  if (step.has_device_sm_active()) reading.sm_active = step.device_sm_active();
+  if (step.has_device_sm_active_training()) {
+    reading.sm_active_training = step.device_sm_active_training();
+  }
   reading.used_bytes = step.device_used_bytes();
   reading.total_bytes = step.device_total_bytes();
   reading.batch_size = trial.spec().batch_size();
@@ -117,6 +157,11 @@ AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
   // One too short to read stays unread: it may fill the device (DecidePacking).
   if (a.busy_training && b.busy_training) {
     larger.busy_training = std::max(*a.busy_training, *b.busy_training);
+  }
+  // Likewise the multiprocessors: unread in one, the time share decides.
+  if (a.sm_active && b.sm_active) larger.sm_active = std::max(*a.sm_active, *b.sm_active);
+  if (a.sm_active_training && b.sm_active_training) {
+    larger.sm_active_training = std::max(*a.sm_active_training, *b.sm_active_training);
   }
   larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
   larger.total_bytes = std::max(a.total_bytes, b.total_bytes);

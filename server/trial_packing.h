@@ -5,9 +5,14 @@
 //     sharing the time the GPU sits idle: while a trial launches its small kernels, starts,
 //     evaluates or writes a checkpoint. A trial that kept the GPU busy a share `b` of the time
 //     leaves room for about 0.9 / b of them (0.9: not to the last cycle). A trial that fills the
-//     GPU (ResNet-18 at batch 256: b near 1) runs alone. Through traind's MPS daemon
-//     (server/mps_control.h) packed trials' kernels also run side by side, which the rule does
-//     not count on: NVML's busy share says when a kernel runs, not how much of the GPU it fills.
+//     GPU (ResNet-18 at batch 256: b near 1) runs alone.
+//   - Side by side: through traind's MPS daemon (server/mps_control.h) packed trials' kernels run
+//     at the same time on different multiprocessors. Then what bounds them is how much of the
+//     GPU a trial's kernels filled, not how long they ran: the share `s` of the multiprocessors
+//     a trial kept busy (NVML's GPM counters, Hopper and newer) lets 0.9 / s of them run, by its
+//     run and by its training. A LeNet5 trial whose CUDA-graph training keeps a kernel running
+//     68% of the time fills a few percent of an H100's multiprocessors. Where the counters are
+//     not read (older GPUs), the time share bounds them as above.
 //   - The CPU: packed trials divide the host's cores among them (WorkerRequest.cpu_sharers). A
 //     trial that kept a share `b` of the cores busy alone leaves the rest idle, and 1 / b trials
 //     with 1 / b of the cores each would keep them busy. Only whole ones: w <= 1 / b. Packing
@@ -51,6 +56,10 @@ struct AloneFootprint {
   // StepMetrics.device_busy_training: while it trained, its start-up left out (unset: one step
   // report only).
   std::optional<double> busy_training;
+  // StepMetrics.device_sm_active(_training): the share of the GPU's multiprocessors busy (unset:
+  // not read there).
+  std::optional<double> sm_active;
+  std::optional<double> sm_active_training;
 };
 
 struct PackingFacts {
@@ -60,6 +69,9 @@ struct PackingFacts {
   // The lanes the search's trials spread over (DevicePlan::Lanes: its GPUs, or traind --slots
   // cpu=N): each packs the width, and all of them share the host's cores.
   int lanes = 1;
+  // A GPU's packed trials run side by side through traind's MPS daemon (server/mps_control.h):
+  // where the multiprocessors' share was read, it bounds them instead of the time a kernel ran.
+  bool side_by_side = false;
   int64_t largest_batch = 0;  // the largest batch size a trial may draw; 0: the measured one's
   std::optional<AloneFootprint> alone;  // nothing measured yet
 };

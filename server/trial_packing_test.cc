@@ -151,6 +151,36 @@ TEST(DecidePackingTest, EveryLanePacksSoTheLanesDivideTheHostsCores) {
   EXPECT_EQ(DecidePacking(cpu).width, 1);
 }
 
+// Side by side through MPS, how much of the GPU a trial's kernels filled bounds it, not how long
+// they ran: a LeNet5-like trial keeping a kernel running 68% of its training time in a few
+// percent of the multiprocessors packs; one that fills them does not.
+TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
+  PackingFacts facts = Measured(0.5, 2.3, 64);
+  facts.largest_batch = 256;
+  facts.alone->busy_training = 0.68;
+  facts.alone->sm_active = 0.03;
+  facts.alone->sm_active_training = 0.05;
+  EXPECT_EQ(DecidePacking(facts).width, 1);  // taking turns: the time share bounds it
+  facts.side_by_side = true;
+  const Packing packing = DecidePacking(facts);
+  EXPECT_EQ(packing.width, 7);
+  EXPECT_EQ(packing.why,
+            "7 trials per GPU side by side (MPS), bounded by memory (x4.0 for batch 256); alone a "
+            "trial kept the GPU busy 50% of the time (68% while training), its multiprocessors 3% "
+            "(5% while training) with 2.3 of 80.0 GiB in use (batch 64)");
+  facts.alone->sm_active_training = 0.92;  // ResNet-18 at batch 256 fills them
+  EXPECT_EQ(DecidePacking(facts).width, 1);
+  EXPECT_NE(DecidePacking(facts).why.find(
+                "not packed, bounded by its share of the multiprocessors while training"),
+            std::string::npos)
+      << DecidePacking(facts).why;
+  facts.alone->sm_active.reset();  // not read (an older GPU): the time share, as taking turns
+  facts.alone->sm_active_training.reset();
+  EXPECT_EQ(DecidePacking(facts).width, 1);
+  EXPECT_NE(DecidePacking(facts).why.find("bounded by its busy share while training"),
+            std::string::npos);
+}
+
 // A trial whose training was too short to read (one step report) may fill the device: alone.
 TEST(DecidePackingTest, ATrainingTooShortToReadIsNotPacked) {
   PackingFacts facts = Measured(0.05, 0.5);
