@@ -12,6 +12,9 @@ namespace traind {
 class ChildEnvironment {
  public:
   explicit ChildEnvironment(std::vector<std::string> extras);
+  // envp() points into the strings it holds.
+  ChildEnvironment(const ChildEnvironment&) = delete;
+  ChildEnvironment& operator=(const ChildEnvironment&) = delete;
   // For posix_spawn / execve: valid while this object lives, null-terminated.
   char* const* envp() const { return pointers_.data(); }
 

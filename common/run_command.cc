@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,7 +17,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/child_environment.h"
 #include "common/status_macros.h"
-#include "common/write_all.h"
 
 namespace traind {
 
@@ -69,9 +69,15 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv, const CommandO
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const CommandOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("RunCommand: no program");
+  if (options.input.size() > kMaxCommandInput) {
+    return absl::InvalidArgumentError(absl::StrCat("RunCommand: input of ", options.input.size(),
+                                                   " bytes; at most ", kMaxCommandInput));
+  }
+  // The input goes through a socket: sent without SIGPIPE (MSG_NOSIGNAL) to a child that exits
+  // without reading it, and without blocking (its buffer holds far more than kMaxCommandInput).
   Pipe in, out, err;
-  if (pipe2(in.fds, O_CLOEXEC) != 0 || pipe2(out.fds, O_CLOEXEC) != 0 ||
-      pipe2(err.fds, O_CLOEXEC) != 0) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in.fds) != 0 ||
+      pipe2(out.fds, O_CLOEXEC) != 0 || pipe2(err.fds, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", strerror(errno)));
   }
   ASSIGN_OR_RETURN(const pid_t pid, Spawn(argv, options, in, out, err));
@@ -81,10 +87,10 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     close(pipe->fds[child_end]);
     pipe->fds[child_end] = -1;
   }
-  // Small input (a command or two) fits a pipe's buffer, so writing it cannot block; a child that
-  // exits without reading it makes the write fail, which is its own affair (SIGPIPE is ignored
-  // by traind; the exit code tells).
-  if (!options.input.empty()) (void)WriteAll(in.fds[1], options.input);
+  // A child that exits without reading it makes the send fail: its exit code tells.
+  if (!options.input.empty()) {
+    (void)send(in.fds[1], options.input.data(), options.input.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
   close(in.fds[1]);
   in.fds[1] = -1;
   if (options.discard_output) {

@@ -5,6 +5,7 @@
 #define TRAIND_COMMON_RUN_COMMAND_H_
 
 #include <atomic>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,16 @@ struct CommandResult {
   std::string out;     // its standard output
   std::string err;     // its standard error
 };
+inline constexpr size_t kMaxCommandInput = 4096;
+
 struct CommandOptions {
   absl::Duration timeout = absl::Seconds(30);
   const std::atomic<bool>* stop = nullptr;
   // "NAME=value" on top of this process's environment (common/child_environment.h).
   std::vector<std::string> environment;
-  std::string input;  // written to its standard input, then closed; "": /dev/null
+  // Written to its standard input, then closed (kMaxCommandInput bytes at most: a command or
+  // two); "": /dev/null.
+  std::string input;
   // Its output goes to /dev/null, not collected: a program that starts a daemon which keeps its
   // parent's standard output would otherwise be waited for until the timeout.
   bool discard_output = false;

@@ -42,6 +42,20 @@ TEST(RunCommandTest, GivesItsInput) {
   EXPECT_EQ(result->out, "quit\n");
 }
 
+// Input is a command or two; a child that exits unread leaves this process standing (no SIGPIPE:
+// common_test does not ignore it, as traind does).
+TEST(RunCommandTest, InputIsBoundedAndNeverKillsTheCaller) {
+  CommandOptions options;
+  options.input = std::string(kMaxCommandInput + 1, 'x');
+  EXPECT_EQ(RunCommand({"cat"}, options).status().code(), absl::StatusCode::kInvalidArgument);
+  options.input = std::string(kMaxCommandInput, 'x');
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<CommandResult> result = RunCommand({"true"}, options);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->exit_code, 0);
+  }
+}
+
 TEST(RunCommandTest, WithoutInputItReadsNothing) {
   absl::StatusOr<CommandResult> result = RunCommand({"cat"});
   ASSERT_TRUE(result.ok()) << result.status();

@@ -331,8 +331,8 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   };
   searching.on_queued = [scheduler = scheduler_.get()] { scheduler->Wake(); };
   searching.set_pack_width = [scheduler = scheduler_.get()](int64_t sweep_id, int width,
-                                                            bool in_workers) {
-    scheduler->SetPackWidth(sweep_id, width, in_workers);
+                                                            PackedTrials trials) {
+    scheduler->SetPackWidth(sweep_id, width, trials);
   };
   // A bound on how many trials share a GPU (each trial's worker launches its kernels from a host
   // thread of its own) or the CPU lane (each takes a core at least).

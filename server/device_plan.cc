@@ -78,10 +78,12 @@ std::optional<std::vector<std::string>> DevicePlan::Place(const Job& job,
   const bool several_hosts = !spec.hosts().empty();
   const int ranks = several_hosts ? RanksPerHost(spec) : RankCount(spec);
   auto idle = [&](const std::string& device) { return load[device] == 0 && !held.count(device); };
-  // Room for a one-device job: a free slot, or room among its own search's packed trials.
+  // Room for a one-device job: a free slot, or room among its own search's packed trials. Each
+  // slot packs the width (the search keeps lanes x width in flight, and tells each trial so many
+  // share the host's cores: server/trial_packing.h).
   auto room = [&](const std::string& device) {
     if (load[device] < SlotsOf(device)) return true;
-    return pack_width > 1 && others[device] == 0 && load[device] < pack_width;
+    return pack_width > 1 && others[device] == 0 && load[device] < SlotsOf(device) * pack_width;
   };
 
   if (OnGpus(spec) || (several_hosts && spec.device() == "cuda")) {

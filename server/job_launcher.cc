@@ -75,7 +75,6 @@ bool ProcessLauncher::Suits(const Waiting& waiting, const std::string& device, b
 }
 
 std::vector<std::string> ProcessLauncher::PackedTrialEnvironment() const {
-  // Only on a machine with a GPU: a search packed on the CPU would start MPS for nothing.
   if (options_.prepare_device.empty() || !options_.packed_gpu_environment) return {};
   return options_.packed_gpu_environment();
 }
@@ -88,7 +87,7 @@ std::vector<std::string> ProcessLauncher::SharingFor(
   return options_.packed_gpu_environment();
 }
 
-void ProcessLauncher::KeepWarm(int at_least) {
+void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
   PoolNeeds needs;
   std::vector<Waiting> surplus;  // stopped outside the lock
   {
@@ -104,9 +103,10 @@ void ProcessLauncher::KeepWarm(int at_least) {
   if (!options_.prepare_device.empty()) {
     prepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
   }
-  // Those beyond the pool's own are there for a packed search's trials.
+  // Those beyond the pool's own are there for a packed search's trials; a CPU trial may take one
+  // started for a GPU's (it never connects).
   const std::vector<std::string> sharing =
-      needs.unprepared > 0 ? PackedTrialEnvironment() : std::vector<std::string>{};
+      needs.unprepared > 0 && gpu_trials ? PackedTrialEnvironment() : std::vector<std::string>{};
   std::vector<std::string> unprepared = options_.worker_environment;
   unprepared.insert(unprepared.end(), sharing.begin(), sharing.end());
   for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {

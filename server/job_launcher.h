@@ -35,8 +35,13 @@ class JobLauncher {
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) = 0;
   // Starts waiting workers up to the pool's size, or up to `at_least` when that is more (the
   // widest packed search's trials per device: they start together), replacing any that died;
-  // stops those beyond it (a packed search ended).
-  virtual void KeepWarm(int at_least) { (void)at_least; }
+  // stops those beyond it (a packed search ended). `gpu_trials`: a search packs on a GPU, so
+  // those beyond the pool's own start as its trials do (ProcessLauncher's
+  // packed_gpu_environment).
+  virtual void KeepWarm(int at_least, bool gpu_trials) {
+    (void)at_least;
+    (void)gpu_trials;
+  }
   // Kills and reaps the waiting workers; none are started after.
   virtual void DropWarm() {}
 };
@@ -76,7 +81,7 @@ class ProcessLauncher final : public JobLauncher {
 
   absl::StatusOr<std::vector<std::unique_ptr<WorkerProcess>>> Launch(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) override;
-  void KeepWarm(int at_least) override;
+  void KeepWarm(int at_least, bool gpu_trials) override;
   void DropWarm() override;
 
   const std::vector<std::string>& worker_environment() const { return options_.worker_environment; }
@@ -112,7 +117,7 @@ class ProcessLauncher final : public JobLauncher {
   // packed trials' variables runs a packed trial, and only one without runs any other job; on
   // the CPU, any (none connects to the GPU).
   static bool Suits(const Waiting& waiting, const std::string& device, bool sharing);
-  // The workers added for a packed search: its trials' variables where traind has a GPU.
+  // The workers added for a search packed on a GPU: its trials' variables.
   std::vector<std::string> PackedTrialEnvironment() const;
   // The waiting workers to keep now (at least `at_least`), of which how many prepared; the
   // surplus moved out (to stop outside the lock), unprepared ones first.

@@ -11,21 +11,23 @@
 namespace traind {
 namespace {
 
-// A variable of a live process's environment (/proc/PID/environ); "" when it has none. The
-// spawner goes on while the kernel still sets up the new program, whose environment reads as
-// empty until then: that is waited for (a worker has TRAIND_PARENT_PID).
+// A variable of a live worker's environment (/proc/PID/environ): "" when it has none, "(unread)"
+// when its environment cannot be read. The spawner goes on while the kernel still sets up the new
+// program, whose environment reads as empty until then: that is waited for, up to 10 s (every
+// stand-in here has FAKE_WORKER_MODE).
 std::string VariableOf(pid_t pid, const std::string& name) {
-  while (true) {
+  for (int tries = 0; tries < 10000; ++tries) {
     std::ifstream file("/proc/" + std::to_string(pid) + "/environ");
     std::string entry, value;
-    bool any = false;
+    bool live = false;
     while (std::getline(file, entry, '\0')) {
-      any = true;
+      live = live || entry.rfind("FAKE_WORKER_MODE=", 0) == 0;
       if (entry.rfind(name + "=", 0) == 0) value = entry.substr(name.size() + 1);
     }
-    if (any || !file.is_open()) return value;
+    if (live) return value;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  return "(unread)";
 }
 
 trainer::v1::WorkerRequest Trial(int sharers) {
@@ -41,17 +43,17 @@ TEST(ProcessLauncherTest, KeepsAsManyWarmAsTheWidestPackedSearchThenShrinksBack)
   options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
   options.warm_workers = 1;
   ProcessLauncher launcher(options);
-  launcher.KeepWarm(0);
+  launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.warm_count(), 1);  // the pool's own size
-  launcher.KeepWarm(4);                 // a search packs 4 trials on a GPU
+  launcher.KeepWarm(4, false);          // a search packs 4 trials
   EXPECT_EQ(launcher.warm_count(), 4);
-  launcher.KeepWarm(4);  // nothing taken: nothing started
+  launcher.KeepWarm(4, false);  // nothing taken: nothing started
   EXPECT_EQ(launcher.warm_count(), 4);
-  launcher.KeepWarm(0);  // it ended
+  launcher.KeepWarm(0, false);  // it ended
   EXPECT_EQ(launcher.warm_count(), 1);
   launcher.DropWarm();
   EXPECT_EQ(launcher.warm_count(), 0);
-  launcher.KeepWarm(4);  // none after DropWarm (traind is stopping)
+  launcher.KeepWarm(4, false);  // none after DropWarm (traind is stopping)
   EXPECT_EQ(launcher.warm_count(), 0);
 }
 
@@ -63,12 +65,12 @@ TEST(ProcessLauncherTest, OnlyThePoolsOwnWorkersPrepareTheGpu) {
   options.warm_workers = 1;
   options.prepare_device = "cuda:0";  // the stand-in ignores it
   ProcessLauncher launcher(options);
-  launcher.KeepWarm(0);
+  launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.prepared_count(), 1);
-  launcher.KeepWarm(5);
+  launcher.KeepWarm(5, false);
   EXPECT_EQ(launcher.warm_count(), 5);
   EXPECT_EQ(launcher.prepared_count(), 1);
-  launcher.KeepWarm(0);
+  launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.warm_count(), 1);
   EXPECT_EQ(launcher.prepared_count(), 1);  // the unprepared ones went
 }
@@ -78,11 +80,11 @@ TEST(ProcessLauncherTest, NoPoolOfItsOwnStillWarmsAPackedSearchsTrials) {
   options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
   options.warm_workers = 0;  // traind --warm-workers 0
   ProcessLauncher launcher(options);
-  launcher.KeepWarm(0);
+  launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.warm_count(), 0);
-  launcher.KeepWarm(2);
+  launcher.KeepWarm(2, false);
   EXPECT_EQ(launcher.warm_count(), 2);
-  launcher.KeepWarm(0);
+  launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.warm_count(), 0);
 }
 
@@ -97,7 +99,7 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
   options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
   options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
   ProcessLauncher launcher(options);
-  launcher.KeepWarm(3);  // a search packs 3 trials on the GPU
+  launcher.KeepWarm(3, true);  // a search packs 3 trials on the GPU
   EXPECT_EQ(launcher.warm_count(), 3);
   EXPECT_EQ(launcher.prepared_count(), 1);
   EXPECT_EQ(launcher.sharing_count(), 2);  // those added for it
@@ -127,21 +129,30 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
   EXPECT_EQ(VariableOf((*last)[0]->pid(), "TEST_SHARING"), "yes");
 }
 
-// Without a GPU, a search packed on the CPU asks for no sharing (no MPS daemon is started).
-TEST(ProcessLauncherTest, APackedSearchOnAMachineWithoutAGpuAsksForNoSharing) {
-  ProcessLauncher::Options options;
-  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
-  options.warm_workers = 1;
-  int asked = 0;
-  options.packed_gpu_environment = [&asked] {
-    ++asked;
-    return std::vector<std::string>{"TEST_SHARING=yes"};
-  };
-  ProcessLauncher launcher(options);
-  launcher.KeepWarm(4);
-  EXPECT_EQ(launcher.warm_count(), 4);
-  EXPECT_EQ(launcher.sharing_count(), 0);
-  EXPECT_EQ(asked, 0);
+// A search packed on the CPU asks for no sharing (no MPS daemon is started for it), on a machine
+// with a GPU or without.
+TEST(ProcessLauncherTest, ASearchPackedOnTheCpuAsksForNoSharing) {
+  for (const std::string& gpu : {"cuda:0", ""}) {
+    ProcessLauncher::Options options;
+    options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
+    options.warm_workers = 1;
+    options.prepare_device = gpu;
+    int asked = 0;
+    options.packed_gpu_environment = [&asked] {
+      ++asked;
+      return std::vector<std::string>{"TEST_SHARING=yes"};
+    };
+    ProcessLauncher launcher(options);
+    launcher.KeepWarm(4, false);
+    EXPECT_EQ(launcher.warm_count(), 4);
+    EXPECT_EQ(launcher.sharing_count(), 0);
+    EXPECT_EQ(asked, 0) << gpu;
+    if (gpu.empty()) {
+      launcher.KeepWarm(0, false);
+      launcher.KeepWarm(4, true);  // no GPU here: nothing to connect to
+      EXPECT_EQ(asked, 0);
+    }
+  }
 }
 
 }  // namespace

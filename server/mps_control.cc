@@ -39,12 +39,18 @@ std::vector<std::string> MpsControl::ClientEnvironment() {
 }
 
 void MpsControl::Quit() const {
-  if (!Exists(options_.directory + "/control")) return;
+  const std::string control = options_.directory + "/control";
+  if (!Exists(control)) return;
   CommandOptions quit;
   quit.environment = Environment();
   quit.input = "quit\n";
   quit.timeout = absl::Seconds(10);
-  (void)RunCommand({options_.program}, quit);
+  absl::StatusOr<CommandResult> quitted = RunCommand({options_.program}, quit);
+  if (!quitted.ok() || quitted->exit_code != 0) {
+    // No daemon answered: its pipe outlived it (the state directory survives a reboot).
+    unlink(control.c_str());
+    return;
+  }
   // The daemon removes its pipe as it ends; the next one cannot listen there before.
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (Exists(options_.directory + "/control") && absl::Now() < deadline) {
@@ -64,7 +70,8 @@ bool MpsControl::Start() {
   const std::string system = named != nullptr && *named ? named : "/tmp/nvidia-mps";
   if (Exists(system + "/control")) {
     LogAt(LogPriority::kInfo) << "traind: an MPS control daemon listens in " << system
-                              << ": traind's workers run through it\n";
+                              << ": traind's workers run through it, and a search packs its GPU "
+                                 "trials by the time their kernels run, as if they took turns\n";
     return false;
   }
   for (const std::string& directory : {options_.directory, options_.directory + "/log"}) {

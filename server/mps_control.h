@@ -8,10 +8,11 @@
 // a search's own trials, not for other jobs. Programs are not connected either: they run
 // sandboxed, away from traind's state directory, where the daemon's pipes are.
 //
-// The daemon starts when the first packed trial needs it and is told to quit when traind stops;
-// one left by a traind killed with SIGKILL is told to quit before the next starts. Where the
-// control program is missing or fails, packed trials take turns on the GPU, as before, and
-// traind's log says why once. Thread-safe.
+// The daemon starts when a search on a GPU first decides how to pack (a trial measured alone),
+// or a packed trial needs it, and is told to quit when traind stops; one left by a traind killed
+// with SIGKILL is told to quit before the next starts, and a pipe no daemon answers on is removed.
+// Where the control program is missing or fails, packed trials take turns on the GPU, as before,
+// and traind's log says why once. Thread-safe; a caller waits while the daemon starts (a second).
 #ifndef TRAIND_SERVER_MPS_CONTROL_H_
 #define TRAIND_SERVER_MPS_CONTROL_H_
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/time/clock.h"
 #include "common/temp_dir_for_tests.h"
 #include "gtest/gtest.h"
 
@@ -20,11 +21,13 @@ calls="$CUDA_MPS_PIPE_DIRECTORY/../calls"
 if [ "$1" = -d ]; then
   echo "start, log in $CUDA_MPS_LOG_DIRECTORY" >>"$calls"
   : >"$CUDA_MPS_PIPE_DIRECTORY/control"
+  [ "${STAND_IN_EXIT:-0}" = 0 ] && : >"$CUDA_MPS_PIPE_DIRECTORY/daemon"
   exit "${STAND_IN_EXIT:-0}"
 fi
 read -r command
 echo "$command" >>"$calls"
-[ "$command" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/control"
+[ -f "$CUDA_MPS_PIPE_DIRECTORY/daemon" ] || exit 1  # nothing listens: the real one fails too
+[ "$command" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/control" "$CUDA_MPS_PIPE_DIRECTORY/daemon"
 exit 0
 )";
 
@@ -75,8 +78,20 @@ TEST_F(MpsControlTest, StartsOnTheFirstPackedTrialAndQuitsWithTraind) {
 TEST_F(MpsControlTest, QuitsADaemonLeftBehindBeforeStartingItsOwn) {
   ASSERT_EQ(mkdir(options_.directory.c_str(), 0700), 0);
   std::ofstream(options_.directory + "/control") << "";
+  std::ofstream(options_.directory + "/daemon") << "";
   MpsControl mps(options_);
   EXPECT_FALSE(mps.ClientEnvironment().empty());
+  EXPECT_EQ(Calls(), "quit\nstart, log in " + options_.directory + "/log\n");
+}
+
+// A pipe no daemon listens on (the machine rebooted): removed at once, not waited for.
+TEST_F(MpsControlTest, AStalePipeIsRemovedNotWaitedFor) {
+  ASSERT_EQ(mkdir(options_.directory.c_str(), 0700), 0);
+  std::ofstream(options_.directory + "/control") << "";
+  MpsControl mps(options_);
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(mps.ClientEnvironment().empty());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));  // not the 10 s wait for a quitting daemon
   EXPECT_EQ(Calls(), "quit\nstart, log in " + options_.directory + "/log\n");
 }
 

@@ -220,6 +220,17 @@ TEST(PlaceReadyTest, APackedSearchsTrialsShareAGpuUpToItsWidth) {
             2);
 }
 
+// Each slot packs the width: `--slots cpu=2` and width 2 run four of the search's trials.
+TEST(PlaceReadyTest, EverySlotPacksTheWidth) {
+  const DevicePlan plan({}, {{"cpu", 2}});
+  Pass pass;
+  std::vector<Job> ready;
+  for (int64_t id = 1; id <= 5; ++id) ready.push_back(Trial(id, 9, "cpu"));
+  EXPECT_EQ(pass.Run(plan, ready, {}, {{9, 2}}), 4);
+  Pass unpacked;
+  EXPECT_EQ(unpacked.Run(plan, ready, {}, {}), 2);
+}
+
 TEST(PlaceReadyTest, PackedTrialsShareOnlyWithTheirOwnSearch) {
   const DevicePlan plan({"cuda:0"}, {});
   // Another job holds the GPU: a packed trial does not join it.

@@ -183,7 +183,7 @@ absl::StatusOr<Job> Scheduler::CancelEndedOrRequeuedLocked(int64_t job_id) {
 
 int Scheduler::Lanes(const trainer::v1::JobSpec& spec) const { return plan_.Lanes(spec); }
 
-void Scheduler::SetPackWidth(int64_t sweep_id, int width, bool in_workers) {
+void Scheduler::SetPackWidth(int64_t sweep_id, int width, PackedTrials trials) {
   bool grew = false;
   {
     absl::MutexLock lock(&mu_);
@@ -194,10 +194,10 @@ void Scheduler::SetPackWidth(int64_t sweep_id, int width, bool in_workers) {
       packs_in_workers_.erase(sweep_id);
     } else {
       packs_[sweep_id] = width;
-      if (in_workers) {
-        packs_in_workers_.insert(sweep_id);
-      } else {
+      if (trials == PackedTrials::kPrograms) {
         packs_in_workers_.erase(sweep_id);
+      } else {
+        packs_in_workers_[sweep_id] = trials == PackedTrials::kWorkersOnGpu;
       }
     }
     grew = width > before;
@@ -318,17 +318,19 @@ void Scheduler::Loop() {
       }
     }
     int widest_pack = 0;  // a packed search's trials start together: as many workers kept warm
+    bool gpu_pack = false;
     {
       absl::MutexLock lock(&mu_);
       if (shutting_down_) return;
       if (!paused_) StartEligible(startable);
-      for (const int64_t sweep_id : packs_in_workers_) {
+      for (const auto& [sweep_id, on_gpu] : packs_in_workers_) {
         widest_pack = std::max(widest_pack, packs_[sweep_id]);
+        gpu_pack = gpu_pack || on_gpu;
       }
     }
     // From this thread, which outlives the workers (their parent-death signal follows it); without
     // mu_: starting a process takes milliseconds that Cancel should not wait behind.
-    options_.launcher->KeepWarm(widest_pack);
+    options_.launcher->KeepWarm(widest_pack, gpu_pack);
   }
 }
 

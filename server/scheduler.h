@@ -41,6 +41,7 @@
 #include "server/event_hub.h"
 #include "server/job_launcher.h"
 #include "server/store.h"
+#include "server/trial_packing.h"
 #include "server/worker_request.h"
 #include "supervise/rank_events.h"
 #include "supervise/rank_group.h"
@@ -97,10 +98,9 @@ class Scheduler {
   // job on any one GPU); 1 for a job that takes its devices whole.
   int Lanes(const trainer::v1::JobSpec& spec) const;
   // How many trials of search `sweep_id` may share one GPU or the CPU lane from now on
-  // (server/trial_packing.h); 1 (or less) forgets it. `in_workers`: its trials run in
-  // traind-worker, so as many are kept started and waiting (JobLauncher::KeepWarm). Wakes the
-  // loop when it grew.
-  void SetPackWidth(int64_t sweep_id, int width, bool in_workers);
+  // (server/trial_packing.h); 1 (or less) forgets it. Trials run in traind-worker have as many
+  // workers kept started and waiting (JobLauncher::KeepWarm). Wakes the loop when it grew.
+  void SetPackWidth(int64_t sweep_id, int width, PackedTrials trials);
 
   // The jobs running now, by the device each rank of theirs holds ("cpu", "cuda:0").
   std::map<std::string, std::vector<int64_t>> RunningJobsByDevice();
@@ -223,7 +223,8 @@ class Scheduler {
   };
   std::map<std::string, Reserved> reservations_ ABSL_GUARDED_BY(mu_);  // by id
   PackWidths packs_ ABSL_GUARDED_BY(mu_);
-  std::set<int64_t> packs_in_workers_ ABSL_GUARDED_BY(mu_);  // of packs_, built-in jobs' searches
+  // Of packs_, built-in jobs' searches: whether on a GPU.
+  std::map<int64_t, bool> packs_in_workers_ ABSL_GUARDED_BY(mu_);
   struct HostWait {
     absl::Time since;      // the first attempt that found a host unable
     absl::Time retry_at;   // not started again before

@@ -201,7 +201,7 @@ TEST_F(SchedulerTest, TwoCpuSlotsRunTwoJobsSideBySide) {
 // waits for the slot and is told nothing.
 TEST_F(SchedulerTest, APackedSearchsTrialsShareTheCpuLaneEachToldHowMany) {
   StartScheduler({{"cpu", 1}});
-  scheduler_->SetPackWidth(/*sweep_id=*/7, 2, /*in_workers=*/true);
+  scheduler_->SetPackWidth(/*sweep_id=*/7, 2, PackedTrials::kWorkersOnCpu);
   const int64_t a = Submit("stop-on-term", false, 7);
   const int64_t b = Submit("stop-on-term", false, 7);
   const int64_t other = Submit("result");
@@ -218,17 +218,19 @@ TEST_F(SchedulerTest, APackedSearchsTrialsShareTheCpuLaneEachToldHowMany) {
   EXPECT_EQ(sharers, (std::map<int64_t, int>{{a, 2}, {b, 2}, {other, 0}}));
 }
 
-// With --slots cpu=2 each slot packs the width: the trials on the host's cores are twice as many.
+// With --slots cpu=2 each slot packs the width: twice as many trials run at once, and each is told
+// all of them share the host's cores.
 TEST_F(SchedulerTest, PackedTrialsOnSeveralLanesAreToldAllWhoShareTheCores) {
   StartScheduler({{"cpu", 2}});
-  scheduler_->SetPackWidth(/*sweep_id=*/7, 2, /*in_workers=*/true);
-  const int64_t a = Submit("stop-on-term", false, 7);
-  WaitFor(a, Job::RUNNING);
-  ASSERT_TRUE(scheduler_->Cancel(a).ok());
-  WaitFor(a, Job::CANCELLED);
+  scheduler_->SetPackWidth(/*sweep_id=*/7, 2, PackedTrials::kWorkersOnCpu);
+  std::vector<int64_t> trials;
+  for (int i = 0; i < 4; ++i) trials.push_back(Submit("stop-on-term", false, 7));
+  for (const int64_t id : trials) WaitFor(id, Job::RUNNING);  // all four at once
+  for (const int64_t id : trials) ASSERT_TRUE(scheduler_->Cancel(id).ok());
+  for (const int64_t id : trials) WaitFor(id, Job::CANCELLED);
   const std::vector<FakeLauncher::Launched> launches = launcher_->launches();
-  ASSERT_EQ(launches.size(), 1u);
-  EXPECT_EQ(launches[0].cpu_sharers, 4);
+  ASSERT_EQ(launches.size(), 4u);
+  for (const FakeLauncher::Launched& launched : launches) EXPECT_EQ(launched.cpu_sharers, 4);
 }
 
 TEST_F(SchedulerTest, AnExclusiveJobWaitsForTheRunningOneRunsAloneAndIsNotOvertaken) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/job_spec.h"
 #include "common/log_priority.h"
@@ -215,14 +216,22 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
 int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
                                 const std::vector<Job>& jobs, int lanes) {
   std::optional<Packing> packing;
+  // Only built-in trials on a GPU connect to traind's MPS daemon (server/job_launcher.h).
+  const trainer::v1::JobSpec& base = record.spec.base();
+  std::function<bool()> side_by_side;
+  if (IsCudaDevice(base.device()) && !IsScriptJob(base) && options_.gpu_side_by_side) {
+    side_by_side = options_.gpu_side_by_side;
+  }
   if (record.pack_width > 0) {
     packing = Packing{record.pack_width, record.pack_why};
+    // Decided side by side, and traind runs no MPS now (restarted with --mps off, or it failed):
+    // taking turns at that width would slow every trial. Not stored: with MPS back it holds again.
+    if (packing->width > 1 && absl::StrContains(packing->why, kSideBySide) &&
+        !(side_by_side && side_by_side())) {
+      packing = Packing{1, absl::StrCat("1 trial per GPU: decided as \"", record.pack_why,
+                                        "\", but traind runs no MPS now")};
+    }
   } else {
-    // Only built-in trials on a GPU connect to traind's MPS daemon (server/job_launcher.h); asked
-    // only of them, since asking starts it.
-    const trainer::v1::JobSpec& base = record.spec.base();
-    const bool side_by_side = IsCudaDevice(base.device()) && !IsScriptJob(base) &&
-                              options_.gpu_side_by_side && options_.gpu_side_by_side();
     packing = DecideSearchPacking(record.spec, plan, jobs,
                                   PackingHost{options_.host_cores, lanes, side_by_side});
     if (!packing) return 1;  // never packed (several GPUs, hosts), or nothing measured yet
@@ -236,13 +245,16 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
     }
   }
   if (options_.set_pack_width) {
-    options_.set_pack_width(record.sweep_id, packing->width, !IsScriptJob(record.spec.base()));
+    options_.set_pack_width(record.sweep_id, packing->width,
+                            IsScriptJob(base)             ? PackedTrials::kPrograms
+                            : IsCudaDevice(base.device()) ? PackedTrials::kWorkersOnGpu
+                                                          : PackedTrials::kWorkersOnCpu);
   }
   return packing->width;
 }
 
 void SearchDriver::Unpack(int64_t sweep_id) {
-  if (options_.set_pack_width) options_.set_pack_width(sweep_id, 1, false);
+  if (options_.set_pack_width) options_.set_pack_width(sweep_id, 1, PackedTrials::kPrograms);
 }
 
 absl::Status SearchDriver::Promote(const Store::SearchRecord& record, const SearchPlan& plan,

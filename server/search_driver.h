@@ -47,10 +47,10 @@ class SearchDriver {
     // Called after trials were queued (Scheduler::Wake).
     std::function<void()> on_queued;
     // How many trials of a search share one GPU or the CPU lane (Scheduler::SetPackWidth;
-    // server/search_packer.h), and whether they run in traind-worker (built-in jobs, not
-    // programs: workers kept waiting serve them). Unset: trials are not packed. host_cores is
-    // one of the bounds.
-    std::function<void(int64_t sweep_id, int width, bool in_workers)> set_pack_width;
+    // server/search_packer.h), and where they run (built-in jobs in traind-worker, which waiting
+    // workers serve, on the CPU or a GPU; or programs). Unset: trials are not packed. host_cores
+    // is one of the bounds.
+    std::function<void(int64_t sweep_id, int width, PackedTrials trials)> set_pack_width;
     int host_cores = 1;
     // Whether a GPU's packed built-in trials run side by side through traind's MPS daemon (which
     // asking starts: MpsControl::ClientEnvironment). Unset: they take turns.

@@ -208,7 +208,7 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   SearchDriver::Options options;
   options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
   options.host_cores = 16;
-  options.set_pack_width = [&](int64_t sweep, int width, bool) {
+  options.set_pack_width = [&](int64_t sweep, int width, PackedTrials) {
     widths.emplace_back(sweep, width);
   };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
@@ -258,10 +258,70 @@ TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) 
   EXPECT_EQ(store_->GetSearch(id)->pack_why, why);
 }
 
+// Through MPS the multiprocessors' share decides; MPS is asked about only once a reading is there
+// (asking starts traind's daemon), and a width decided side by side is not used to take turns.
+TEST_F(SearchDriverTest, SideBySideTheMultiprocessorsDecideWhileMpsRuns) {
+  std::vector<int> widths;
+  int asked = 0;
+  bool mps = true;
+  SearchDriver::Options options;
+  options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
+  options.host_cores = 16;
+  options.set_pack_width = [&](int64_t, int width, PackedTrials trials) {
+    widths.push_back(width);
+    EXPECT_EQ(trials, PackedTrials::kWorkersOnGpu);
+  };
+  options.gpu_side_by_side = [&] {
+    ++asked;
+    return mps;
+  };
+  driver_ = std::make_unique<SearchDriver>(store_.get(), options);
+  trainer::v1::SweepSpec spec = Spec(/*trials=*/12, /*parallel=*/0);
+  spec.mutable_base()->set_device("cuda:0");
+  const int64_t id = Create(spec);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(asked, 0);  // nothing to decide from yet
+  const int64_t first = Trials(id)[0].id();
+  Transition(first, Job::RUNNING);
+  for (int batch : {99, 299}) {  // a kernel running 70% of its training, in 4% of the GPU
+    JobEvent event;
+    trainer::v1::StepMetrics* step = event.mutable_step();
+    step->set_epoch(1);
+    step->set_batch(batch);
+    step->set_device_busy(0.5);
+    step->set_device_busy_training(0.7);
+    step->set_device_sm_active(0.03);
+    step->set_device_sm_active_training(0.04);
+    step->set_device_used_bytes(int64_t{2} << 30);
+    step->set_device_total_bytes(int64_t{80} << 30);
+    ASSERT_TRUE(store_->AppendEvent(first, event).ok());
+  }
+  Transition(first, Job::SUCCEEDED);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_GE(asked, 1);
+  EXPECT_EQ(widths, (std::vector<int>{15}));  // bounded by 16 host cores, one left to traind
+  const std::string why = store_->GetSearch(id)->pack_why;
+  EXPECT_NE(why.find("15 trials per GPU side by side (MPS), bounded by 16 host cores"),
+            std::string::npos)
+      << why;
+  // traind restarted with --mps off: that width would have the trials take turns. One at a time,
+  // the decision kept for when MPS is back.
+  mps = false;
+  widths.clear();
+  driver_ = std::make_unique<SearchDriver>(store_.get(), options);
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(widths, (std::vector<int>{1}));
+  EXPECT_EQ(store_->GetSearch(id)->pack_why, why);
+  mps = true;
+  widths.clear();
+  ASSERT_TRUE(driver_->Advance(id).ok());
+  EXPECT_EQ(widths, (std::vector<int>{15}));
+}
+
 TEST_F(SearchDriverTest, MaxPackOneNeverShares) {
   std::vector<int> widths;
   SearchDriver::Options options;
-  options.set_pack_width = [&](int64_t, int width, bool) { widths.push_back(width); };
+  options.set_pack_width = [&](int64_t, int width, PackedTrials) { widths.push_back(width); };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   trainer::v1::SweepSpec spec = Spec(/*trials=*/4, /*parallel=*/0);
   spec.mutable_base()->set_device("cuda");
@@ -280,7 +340,7 @@ TEST_F(SearchDriverTest, OnTheCpuTrialsShareTheCoresOnceOneWasMeasured) {
   SearchDriver::Options options;
   options.lanes = [](const trainer::v1::JobSpec&) { return 1; };
   options.host_cores = 2;
-  options.set_pack_width = [&](int64_t, int width, bool) { widths.push_back(width); };
+  options.set_pack_width = [&](int64_t, int width, PackedTrials) { widths.push_back(width); };
   driver_ = std::make_unique<SearchDriver>(store_.get(), options);
   const int64_t cpu = Create(Spec(/*trials=*/4, /*parallel=*/0));
   ASSERT_TRUE(driver_->Advance(cpu).ok());

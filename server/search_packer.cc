@@ -43,7 +43,6 @@ std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
   facts.max_pack = spec.search().max_pack();
   facts.host_cores = host.host_cores;
   facts.lanes = host.lanes;
-  facts.side_by_side = host.side_by_side;
   facts.largest_batch = LargestBatch(spec, plan);
   // Trials ending in the same pass: the busiest and fullest count.
   for (const trainer::v1::Job& job : live) {
@@ -51,6 +50,8 @@ std::optional<Packing> DecideSearchPacking(const trainer::v1::SweepSpec& spec,
     if (reading) facts.alone = facts.alone ? Larger(*facts.alone, *reading) : *reading;
   }
   if (facts.max_pack != 1 && !facts.alone) return std::nullopt;
+  facts.side_by_side = !facts.on_cpu && facts.alone && facts.max_pack != 1 && host.side_by_side &&
+                       host.side_by_side();
   return DecidePacking(facts);
 }
 

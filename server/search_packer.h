@@ -8,6 +8,7 @@
 #ifndef TRAIND_SERVER_SEARCH_PACKER_H_
 #define TRAIND_SERVER_SEARCH_PACKER_H_
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -18,11 +19,12 @@
 namespace traind {
 
 // Where a search's trials would pack: the host's usable cores, the lanes its trials spread over
-// (DevicePlan::Lanes), and whether a GPU's packed trials run side by side (MPS).
+// (DevicePlan::Lanes), and whether a GPU's packed trials run side by side (MPS; asked only once a
+// GPU trial's reading is there to decide from, since asking starts traind's daemon). Unset: no.
 struct PackingHost {
   int host_cores = 1;
   int lanes = 1;
-  bool side_by_side = false;
+  std::function<bool()> side_by_side;
 };
 
 // The decision for a search (spec `spec`, plan `plan`) whose trials' jobs are `live` now, on

@@ -269,7 +269,7 @@ grpc::ServerUnaryReactor* TrainerService::CancelSweep(
                    if (sweep.spec().has_search()) {
                      RETURN_IF_ERROR(store_->EndSearch(sweep.id()));
                      // Ended, the driver no longer passes it: its trials share nothing more.
-                     scheduler_->SetPackWidth(sweep.id(), 1, false);
+                     scheduler_->SetPackWidth(sweep.id(), 1, PackedTrials::kPrograms);
                    }
                    for (int64_t id : sweep.job_ids()) {
                      absl::StatusOr<Job> cancelled = scheduler_->Cancel(id);

@@ -121,7 +121,7 @@ Packing DecidePacking(const PackingFacts& facts) {
   const std::string how =
       width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
                  : absl::StrCat(width, " trials ", per,
-                                !facts.on_cpu && facts.side_by_side ? " side by side (MPS)" : "");
+                                !facts.on_cpu && facts.side_by_side ? kSideBySide : "");
   return {width, absl::StrCat(how, ", bounded by ", tightest.name, "; ", AloneDescription(facts))};
 }
 

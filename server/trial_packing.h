@@ -62,6 +62,15 @@ struct AloneFootprint {
   std::optional<double> sm_active_training;
 };
 
+// What a decision to pack trials side by side through MPS says ("7 trials per GPU side by side
+// (MPS), bounded by ..."): such a width holds only while traind runs MPS.
+inline constexpr char kSideBySide[] = " side by side (MPS)";
+
+// Where a packed search's trials run: programs (traind-script; no waiting worker serves them), or
+// traind-worker on the CPU or on a GPU (as many kept started and waiting; on a GPU started as its
+// trials connect: server/job_launcher.h).
+enum class PackedTrials { kPrograms, kWorkersOnCpu, kWorkersOnGpu };
+
 struct PackingFacts {
   bool on_cpu = false;  // the CPU lane's trials, else a GPU's
   int max_pack = 0;     // SearchSpec.max_pack; 0: no cap of the user's
