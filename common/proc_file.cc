@@ -1,6 +1,11 @@
 #include "common/proc_file.h"
 
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <vector>
 
@@ -31,15 +36,47 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   const size_t close = text.rfind(')');
   if (close == std::string::npos) return std::nullopt;
   ProcStat fields;
-  long parent = 0, group = 0, session = 0;  // NOLINT(runtime/int): sscanf's %ld
-  if (std::sscanf(text.c_str() + close + 1, " %c %ld %ld %ld", &fields.state, &parent, &group,
-                  &session) != 4) {
-    return std::nullopt;
+  long parent = 0, group = 0, session = 0;           // NOLINT(runtime/int): sscanf's %ld
+  unsigned long long user = 0, system = 0;           // NOLINT(runtime/int): sscanf's %llu
+  long long children_user = 0, children_system = 0;  // NOLINT(runtime/int)
+  // state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
+  // cstime (proc(5)).
+  const int read = std::sscanf(
+      text.c_str() + close + 1, " %c %ld %ld %ld %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+      &fields.state, &parent, &group, &session, &user, &system, &children_user, &children_system);
+  if (read < 4) return std::nullopt;
+  if (read == 8) {
+    fields.cpu_ticks = user + system;
+    fields.children_cpu_ticks =
+        static_cast<uint64_t>(std::max(0LL, children_user + children_system));
   }
   fields.parent = static_cast<pid_t>(parent);
   fields.process_group = static_cast<pid_t>(group);
   fields.session = static_cast<pid_t>(session);
   return fields;
+}
+
+double SessionCpuSeconds(pid_t session) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return 0;
+  uint64_t ticks = 0;
+  while (const dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);  // NOLINT(runtime/int)
+    if (pid <= 0 || *end != '\0') continue;
+    const std::optional<ProcStat> stat = ReadProcStat(static_cast<pid_t>(pid));
+    if (stat && stat->session == session) ticks += stat->cpu_ticks + stat->children_cpu_ticks;
+  }
+  closedir(proc);
+  const long per_second = sysconf(_SC_CLK_TCK);  // NOLINT(runtime/int)
+  return per_second > 0 ? static_cast<double>(ticks) / static_cast<double>(per_second) : 0;
+}
+
+std::optional<HostMemory> ReadHostMemory() {
+  const int64_t total = ProcKilobytes("/proc/meminfo", "MemTotal");
+  const int64_t available = ProcKilobytes("/proc/meminfo", "MemAvailable");
+  if (total <= 0 || available <= 0 || available > total) return std::nullopt;
+  return HostMemory{total - available, total};
 }
 
 }  // namespace traind

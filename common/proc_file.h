@@ -21,9 +21,25 @@ struct ProcStat {
   pid_t parent = 0;
   pid_t process_group = 0;
   pid_t session = 0;
+  // CPU time in clock ticks (sysconf(_SC_CLK_TCK)): its own (user and system), and that of its
+  // children it has waited for.
+  uint64_t cpu_ticks = 0;
+  uint64_t children_cpu_ticks = 0;
 };
 // Nothing when the process is gone (reaped) or the line cannot be read.
 std::optional<ProcStat> ReadProcStat(pid_t pid);
+
+// The CPU seconds of every live process in session `session` (ReadProcStat's session), with the
+// children each has waited for: a program and its DataLoader workers. 0 off Linux.
+double SessionCpuSeconds(pid_t session);
+
+// The host's memory: in use (MemTotal - MemAvailable) and all there is; nullopt where
+// /proc/meminfo does not tell.
+struct HostMemory {
+  int64_t used_bytes = 0;
+  int64_t total_bytes = 0;
+};
+std::optional<HostMemory> ReadHostMemory();
 
 }  // namespace traind
 

@@ -71,11 +71,9 @@ void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
               &trainer::v1::StepMetrics::set_device_busy,
               &trainer::v1::StepMetrics::set_device_busy_training, metrics);
   }
-  const int64_t total = ProcKilobytes("/proc/meminfo", "MemTotal");
-  const int64_t available = ProcKilobytes("/proc/meminfo", "MemAvailable");
-  if (total > 0 && available > 0 && available <= total) {
-    metrics->set_device_used_bytes(total - available);
-    metrics->set_device_total_bytes(total);
+  if (const std::optional<HostMemory> memory = ReadHostMemory()) {
+    metrics->set_device_used_bytes(memory->used_bytes);
+    metrics->set_device_total_bytes(memory->total_bytes);
   }
 }
 

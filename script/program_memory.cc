@@ -14,9 +14,21 @@ absl::Status ProgramMemory::WatchGpu() {
   return absl::OkStatus();
 }
 
+void ProgramMemory::WatchCpu(absl::Time start, int cores) {
+  cpu_start_ = start;
+  cores_ = std::max(1, cores);
+}
+
 void ProgramMemory::Sample(pid_t pid, absl::Time now) {
   if (now < next_sample_) return;
   next_sample_ = now + absl::Seconds(1);
+  if (cores_ > 0) {
+    // The program leads its session (ProgramProcess starts it with setsid): it and every process
+    // it started that did not leave it.
+    cpu_seconds_ = SessionCpuSeconds(pid);
+    cpu_wall_seconds_ = absl::ToDoubleSeconds(now - cpu_start_);
+    host_memory_ = ReadHostMemory();
+  }
   const std::string status = absl::StrCat("/proc/", pid, "/status");
   // The program's own resident memory (its DataLoader workers are processes of their own).
   const int64_t rss = ProcKilobytes(status.c_str(), "VmRSS");
@@ -39,6 +51,14 @@ void ProgramMemory::Sample(pid_t pid, absl::Time now) {
 }
 
 void ProgramMemory::Fill(trainer::v1::StepMetrics* step) const {
+  if (cores_ > 0 && host_memory_) {
+    const BusyShares::Shares shares =
+        busy_shares_.AtStepReport({cpu_seconds_, cpu_wall_seconds_ * cores_});
+    if (shares.run) step->set_device_busy(*shares.run);
+    if (shares.training) step->set_device_busy_training(*shares.training);
+    step->set_device_used_bytes(host_memory_->used_bytes);
+    step->set_device_total_bytes(host_memory_->total_bytes);
+  }
   if (device_total_ > 0) {
     const BusyShares::Shares shares =
         busy_shares_.AtStepReport({busy_sum_, static_cast<double>(busy_samples_)});

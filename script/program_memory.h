@@ -4,7 +4,10 @@
 // result its peaks. A CUDA job's steps also carry its GPU's busy share since the program started
 // and that GPU's memory in use (StepMetrics.device_busy, device_used_bytes, device_total_bytes),
 // as a built-in job's do: from a trial that ran alone a search decides how many of its trials
-// share a GPU (server/trial_packing.h). Not thread-safe: traind-script's one thread drives it.
+// share a GPU (server/trial_packing.h). A CPU job's steps carry the share of the host's usable
+// cores its session's processes kept busy since it started (their CPU time over the cores' time)
+// and the host's memory in use, so a search packs a program's CPU trials as it does a built-in
+// job's. Not thread-safe: traind-script's one thread drives it.
 #ifndef TRAIND_SCRIPT_PROGRAM_MEMORY_H_
 #define TRAIND_SCRIPT_PROGRAM_MEMORY_H_
 
@@ -18,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/busy_shares.h"
+#include "common/proc_file.h"
 #include "script/gpu_process_memory.h"
 #include "trainer/v1/trainer.pb.h"
 
@@ -28,6 +32,8 @@ class ProgramMemory {
   // Samples GPU memory too (NVML); an error says why it cannot, and only resident memory is
   // sampled.
   absl::Status WatchGpu();
+  // Samples the CPU time of the program's session from `start` on, against `cores` usable cores.
+  void WatchCpu(absl::Time start, int cores);
   // At most once a second: `pid` is the program, its session's leader (ProgramProcess starts it
   // with setsid).
   void Sample(pid_t pid, absl::Time now);
@@ -49,6 +55,13 @@ class ProgramMemory {
   int64_t busy_samples_ = 0;
   // The shares a step report carries; Fill's first call marks where the steps begin.
   mutable BusyShares busy_shares_;
+  // A CPU job's: when it started, the cores it may use, its session's CPU seconds and the time at
+  // the last sample (cores 0: not watched).
+  absl::Time cpu_start_;
+  int cores_ = 0;
+  double cpu_seconds_ = 0;
+  double cpu_wall_seconds_ = 0;
+  std::optional<HostMemory> host_memory_;
   int64_t device_used_ = 0;
   int64_t device_total_ = 0;
   absl::Time next_sample_ = absl::InfinitePast();

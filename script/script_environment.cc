@@ -1,11 +1,13 @@
 #include "script/script_environment.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/cpu_threads.h"
 
 namespace traind {
 
@@ -51,9 +53,15 @@ std::vector<std::string> ScriptEnvironment(const trainer::v1::WorkerRequest& req
   variables["TRAIND_OUTPUT_DIR"] = directories.outputs;
   variables["TMPDIR"] = directories.temp;
   variables["PYTHONUNBUFFERED"] = "1";
-  if (request.spec().threads() > 0) {
-    variables["OMP_NUM_THREADS"] = absl::StrCat(request.spec().threads());
-    variables["MKL_NUM_THREADS"] = absl::StrCat(request.spec().threads());
+  // Its own --threads, or its share of the cores when a search packs it with others
+  // (WorkerRequest.cpu_sharers), as a built-in trial's intra-op threads are divided.
+  int threads = request.spec().threads();
+  if (threads == 0 && request.cpu_sharers() > 1) {
+    threads = std::max(1, UsableCores(ReadCpuFacts()) / request.cpu_sharers());
+  }
+  if (threads > 0) {
+    variables["OMP_NUM_THREADS"] = absl::StrCat(threads);
+    variables["MKL_NUM_THREADS"] = absl::StrCat(threads);
   }
   // traind's ranks of one job all run on this machine.
   if (variables.count("WORLD_SIZE") && !variables.count("LOCAL_WORLD_SIZE")) {

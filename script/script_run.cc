@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/artifact_names.h"
+#include "common/cpu_threads.h"
 #include "common/paths.h"
 #include "common/program_pid_file.h"
 #include "script/output_artifacts.h"
@@ -129,6 +130,8 @@ int ScriptRun::Run() {
       Log(absl::StrCat("GPU memory is not sampled: ", gpu.message(),
                        " (the traind package's report() still sends what torch.cuda knows)"));
     }
+  } else if (request_.spec().device().empty() || request_.spec().device() == "cpu") {
+    memory_.WatchCpu(absl::Now(), UsableCores(ReadCpuFacts()));
   }
   if (options_.runner_nice > 0) (void)!nice(options_.runner_nice);  // the program is started
   Pump(**program);
