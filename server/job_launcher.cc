@@ -83,8 +83,8 @@ std::vector<std::string> ProcessLauncher::SharingFor(
     const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) const {
   const bool packed_on_gpu =
       devices.size() == 1 && IsCudaDevice(devices[0]) && request.cpu_sharers() > 1;
-  if (!packed_on_gpu || IsScriptJob(request.spec()) || !options_.packed_gpu_environment) return {};
-  return options_.packed_gpu_environment();
+  if (!packed_on_gpu || IsScriptJob(request.spec())) return {};
+  return PackedTrialEnvironment();
 }
 
 void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {

@@ -117,7 +117,8 @@ class ProcessLauncher final : public JobLauncher {
   // packed trials' variables runs a packed trial, and only one without runs any other job; on
   // the CPU, any (none connects to the GPU).
   static bool Suits(const Waiting& waiting, const std::string& device, bool sharing);
-  // The workers added for a search packed on a GPU: its trials' variables.
+  // A packed GPU trial's variables (packed_gpu_environment), where traind has a GPU; empty
+  // otherwise. Both its trials and the workers kept waiting for them start with these.
   std::vector<std::string> PackedTrialEnvironment() const;
   // The waiting workers to keep now (at least `at_least`), of which how many prepared; the
   // surplus moved out (to stop outside the lock), unprepared ones first.

@@ -30,6 +30,16 @@ std::string VariableOf(pid_t pid, const std::string& name) {
   return "(unread)";
 }
 
+// Stand-ins for traind-worker (supervise/fake_worker.cc), `warm` kept waiting, the GPU `gpu`'s
+// context prepared ahead ("": none; the stand-in ignores it).
+ProcessLauncher::Options StandIns(int warm, const std::string& gpu = "") {
+  ProcessLauncher::Options options;
+  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
+  options.warm_workers = warm;
+  options.prepare_device = gpu;
+  return options;
+}
+
 trainer::v1::WorkerRequest Trial(int sharers) {
   trainer::v1::WorkerRequest request;
   request.set_job_id(7);
@@ -39,10 +49,7 @@ trainer::v1::WorkerRequest Trial(int sharers) {
 }
 
 TEST(ProcessLauncherTest, KeepsAsManyWarmAsTheWidestPackedSearchThenShrinksBack) {
-  ProcessLauncher::Options options;
-  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
-  options.warm_workers = 1;
-  ProcessLauncher launcher(options);
+  ProcessLauncher launcher(StandIns(1));
   launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.warm_count(), 1);  // the pool's own size
   launcher.KeepWarm(4, false);          // a search packs 4 trials
@@ -60,11 +67,7 @@ TEST(ProcessLauncherTest, KeepsAsManyWarmAsTheWidestPackedSearchThenShrinksBack)
 // The pool's own workers create the GPU's context ahead; those added for a packed search do not
 // (its trials' memory was measured without them), and go first when it ends.
 TEST(ProcessLauncherTest, OnlyThePoolsOwnWorkersPrepareTheGpu) {
-  ProcessLauncher::Options options;
-  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
-  options.warm_workers = 1;
-  options.prepare_device = "cuda:0";  // the stand-in ignores it
-  ProcessLauncher launcher(options);
+  ProcessLauncher launcher(StandIns(1, "cuda:0"));
   launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.prepared_count(), 1);
   launcher.KeepWarm(5, false);
@@ -76,10 +79,7 @@ TEST(ProcessLauncherTest, OnlyThePoolsOwnWorkersPrepareTheGpu) {
 }
 
 TEST(ProcessLauncherTest, NoPoolOfItsOwnStillWarmsAPackedSearchsTrials) {
-  ProcessLauncher::Options options;
-  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
-  options.warm_workers = 0;  // traind --warm-workers 0
-  ProcessLauncher launcher(options);
+  ProcessLauncher launcher(StandIns(0));  // traind --warm-workers 0
   launcher.KeepWarm(0, false);
   EXPECT_EQ(launcher.warm_count(), 0);
   launcher.KeepWarm(2, false);
@@ -91,10 +91,7 @@ TEST(ProcessLauncherTest, NoPoolOfItsOwnStillWarmsAPackedSearchsTrials) {
 // A search's trials packed on a GPU start with the variables that connect them to traind's MPS
 // daemon, in workers of their own; any other job on the GPU never does.
 TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
-  ProcessLauncher::Options options;
-  options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
-  options.warm_workers = 1;
-  options.prepare_device = "cuda:0";  // the stand-in ignores it
+  ProcessLauncher::Options options = StandIns(1, "cuda:0");
   // Launched stand-ins wait for SIGTERM, so their environment can be read.
   options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
   options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
@@ -133,10 +130,7 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
 // with a GPU or without.
 TEST(ProcessLauncherTest, ASearchPackedOnTheCpuAsksForNoSharing) {
   for (const std::string& gpu : {"cuda:0", ""}) {
-    ProcessLauncher::Options options;
-    options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
-    options.warm_workers = 1;
-    options.prepare_device = gpu;
+    ProcessLauncher::Options options = StandIns(1, gpu);
     int asked = 0;
     options.packed_gpu_environment = [&asked] {
       ++asked;
