@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace traind {
 
@@ -62,8 +63,25 @@ std::vector<Bound> BusyBounds(const PackingFacts& facts) {
           {width(run), what}};
 }
 
+// The memory one trial needs at the largest batch: what grows with the batch scaled, the rest
+// as it was.
+double MemoryPerTrial(const AloneFootprint& alone, double batch_scale) {
+  const int64_t growing =
+      alone.batch_bytes > 0 ? std::min(alone.batch_bytes, alone.used_bytes) : alone.used_bytes;
+  return static_cast<double>(alone.used_bytes - growing) +
+         static_cast<double>(growing) * batch_scale;
+}
+
+// " (0.4 GiB its own, batch 64)": what of the memory in use grows with the batch, and the batch.
+std::string MemoryNote(const AloneFootprint& alone) {
+  std::vector<std::string> parts;
+  if (alone.batch_bytes > 0) parts.push_back(absl::StrCat(GiB(alone.batch_bytes), " GiB its own"));
+  if (alone.batch_size > 0) parts.push_back(absl::StrCat("batch ", alone.batch_size));
+  return parts.empty() ? "" : absl::StrCat(" (", absl::StrJoin(parts, ", "), ")");
+}
+
 // "alone a trial kept the GPU busy 48% of the time (68% while training), its multiprocessors 3%
-// (5% while training) with 2.3 of 79.2 GiB in use (batch 64)".
+// (5% while training) with 2.3 of 79.2 GiB in use (0.4 GiB its own, batch 64)".
 std::string AloneDescription(const PackingFacts& facts) {
   const AloneFootprint& alone = *facts.alone;
   const std::string kept =
@@ -77,8 +95,7 @@ std::string AloneDescription(const PackingFacts& facts) {
       alone.sm_active ? absl::StrFormat(", its multiprocessors %.0f%%", *alone.sm_active * 100)
                       : "",
       alone.sm_active ? while_training(alone.sm_active_training) : "", " with ",
-      GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
-      alone.batch_size > 0 ? absl::StrCat(" (batch ", alone.batch_size, ")") : "");
+      GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use", MemoryNote(alone));
 }
 
 }  // namespace
@@ -93,7 +110,7 @@ Packing DecidePacking(const PackingFacts& facts) {
       alone.batch_size > 0 && facts.largest_batch > alone.batch_size
           ? static_cast<double>(facts.largest_batch) / static_cast<double>(alone.batch_size)
           : 1.0;
-  const double per_trial = std::max<double>(1.0, alone.used_bytes * batch_scale);
+  const double per_trial = std::max<double>(1.0, MemoryPerTrial(alone, batch_scale));
   const int by_memory = alone.total_bytes > 0
                             ? static_cast<int>(std::floor(
                                   kTarget * static_cast<double>(alone.total_bytes) / per_trial))
@@ -141,6 +158,7 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
   }
   reading.used_bytes = step.device_used_bytes();
   reading.total_bytes = step.device_total_bytes();
+  reading.batch_bytes = step.peak_driver_allocated_bytes();
   reading.batch_size = trial.spec().batch_size();
   // A program's batch size is its {batch_size}, when the search gives it one.
   if (const auto& params = trial.spec().script().params(); reading.batch_size == 0) {
@@ -165,8 +183,10 @@ AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
   }
   larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
   larger.total_bytes = std::max(a.total_bytes, b.total_bytes);
-  // The used memory scales from the batch it was read at: keep the pair together.
-  larger.batch_size = a.used_bytes >= b.used_bytes ? a.batch_size : b.batch_size;
+  // The used memory scales from the batch it was read at: keep the three together.
+  const AloneFootprint& fuller = a.used_bytes >= b.used_bytes ? a : b;
+  larger.batch_size = fuller.batch_size;
+  larger.batch_bytes = fuller.batch_bytes;
   return larger;
 }
 

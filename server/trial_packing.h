@@ -28,8 +28,9 @@
 //     training was too short to read (a single step report).
 //   - Memory: the device's memory in use while it ran alone (a GPU: its CUDA context, its tensors
 //     and the allocator's cache; the CPU: the host's), plus whatever else was there (the estimate
-//     errs high), scaled up to the largest batch a trial may draw, fits 0.9 of the memory that
-//     many times.
+//     errs high), fits 0.9 of the memory that many times. Of it, the trial's own reservation is
+//     scaled up to the largest batch a trial may draw; the rest (a CUDA context and library
+//     handles: most of a LeNet5 trial's 2 GiB) is counted once per trial, as is.
 //   - Host cores: on a GPU each trial's worker launches its kernels from a host thread that a
 //     launch-bound trial keeps busy: at most one trial per host core, one left to traind. On the
 //     CPU each trial takes at least one core. Every lane (each GPU, each of --slots cpu=N) packs
@@ -53,6 +54,11 @@ struct AloneFootprint {
   int64_t used_bytes = 0;  // StepMetrics.device_used_bytes
   int64_t total_bytes = 0;
   int64_t batch_size = 0;  // the trial's
+  // The part of used_bytes that grows with the batch: the trial's own peak reservation
+  // (StepMetrics.peak_driver_allocated_bytes: CUDA's caching allocator; a program's, what it or
+  // NVML said). The rest (its CUDA context, the libraries' handles, anything else on the device)
+  // does not. 0: all of used_bytes counts as growing.
+  int64_t batch_bytes = 0;
   // StepMetrics.device_busy_training: while it trained, its start-up left out (unset: one step
   // report only).
   std::optional<double> busy_training;

@@ -168,6 +168,22 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
             "7 trials per GPU side by side (MPS), bounded by memory (x4.0 for batch 256); alone a "
             "trial kept the GPU busy 50% of the time (68% while training), its multiprocessors 3% "
             "(5% while training) with 2.3 of 80.0 GiB in use (batch 64)");
+  // Of the 2.3 GiB, 0.4 were its own (a LeNet5 trial's tensors and cache); the rest, its CUDA
+  // context and library handles, does not grow with the batch: 0.9 * 80 / (1.9 + 4 * 0.4) = 20,
+  // and now the host's 16 cores bound it.
+  facts.alone->batch_bytes = static_cast<int64_t>(0.4 * kGiB);
+  facts.host_cores = 16;
+  EXPECT_EQ(DecidePacking(facts).width, 15);
+  EXPECT_EQ(DecidePacking(facts).why,
+            "15 trials per GPU side by side (MPS), bounded by 16 host cores; alone a trial kept "
+            "the GPU busy 50% of the time (68% while training), its multiprocessors 3% (5% while "
+            "training) with 2.3 of 80.0 GiB in use (0.4 GiB its own, batch 64)");
+  facts.host_cores = 32;
+  facts.alone->sm_active_training = 0.04;  // room for 22
+  EXPECT_EQ(DecidePacking(facts).width, 20);
+  EXPECT_NE(DecidePacking(facts).why.find("bounded by memory (x4.0 for batch 256)"),
+            std::string::npos);
+  facts.alone->batch_bytes = 0;
   facts.alone->sm_active_training = 0.92;  // ResNet-18 at batch 256 fills them
   EXPECT_EQ(DecidePacking(facts).width, 1);
   EXPECT_NE(DecidePacking(facts).why.find(
@@ -223,6 +239,9 @@ TEST(AloneReadingTest, OnlyARunThatEndedWithTheGpusBusyShare) {
   EXPECT_DOUBLE_EQ(AloneReading(trained)->busy_training.value_or(0), 0.6);
   EXPECT_EQ(reading->used_bytes, 2 * kGiB);
   EXPECT_EQ(reading->batch_size, 64);
+  EXPECT_EQ(reading->batch_bytes, 0);  // no reservation said: all of it grows with the batch
+  trained.mutable_latest_step()->set_peak_driver_allocated_bytes(kGiB / 2);
+  EXPECT_EQ(AloneReading(trained)->batch_bytes, kGiB / 2);
   EXPECT_TRUE(AloneReading(Trial(Job::PAUSED, true)).has_value());  // at its rung
 }
 
@@ -254,6 +273,10 @@ TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
   EXPECT_FALSE(Larger(a, trained_b).busy_training.has_value());
   EXPECT_EQ(larger.used_bytes, 3 * kGiB);
   EXPECT_EQ(larger.batch_size, 128);
+  AloneFootprint own_a = a, own_b = b;
+  own_a.batch_bytes = kGiB;
+  own_b.batch_bytes = kGiB / 4;
+  EXPECT_EQ(Larger(own_a, own_b).batch_bytes, kGiB / 4);  // b's: read with b's memory and batch
 }
 
 }  // namespace
