@@ -9,14 +9,17 @@ goes first (ABBA, by the seed's parity), and each training seed (--seed, every t
 round's wall time from submit to the search's end, how many trials ran at once at most, traind's
 packing line; the ratio unpacked/packed per seed (median, min-max); and each trial's validation
 accuracy packed against alone: within the seed-to-seed spread of its runs alone (max - min over
-the seeds) or not.
+the seeds) or not; with --alone-twice each seed runs one at a time twice too, and how far a
+trial's accuracy moved between those two (the GPU's own run-to-run difference: cuDNN's atomics)
+is printed beside how far packed moved from them. Each round also says a trial's mean seconds from
+placement to its first step report (start-up) and from there to its end.
 
 With --large DATA_DIR, a search of ResNet-18 at batch 256 on the CIFAR-10 files there (real or
 random: only its footprint matters) runs too, or with --large fake224 on random 224 px images;
 traind must not pack one that fills the GPU.
 
 Usage: bench/pack_trials.py BIN_DIR [--trials 24] [--seeds 3] [--first-seed 1] [--model lenet5] [--epochs 2]
-                            [--large CIFAR10_DIR] [--out FILE.json] [--device cpu]
+                            [--large CIFAR10_DIR] [--out FILE.json] [--device cpu] [--alone-twice]
                             [--job-flags=--limit-train=2000 ...]
        bench/pack_trials.py - --combine a.json b.json   # the rounds of several runs together
 """
@@ -32,17 +35,27 @@ import time
 from bench_cli import seconds, trainctl
 
 
-def run_interval(job_id):
-    """When the job was placed (RUNNING) and when it ended."""
-    placed = ended = None
+def run_times(job_id):
+    """When the job was placed (RUNNING), when its first step report came and when it ended."""
+    placed = first_step = ended = None
     for line in trainctl("watch", job_id, "--output", "json").splitlines():
         event = json.loads(line)
         state = event.get("stateChange", {}).get("state")
         if state == "RUNNING" and placed is None:
             placed = seconds(event["time"])
+        if "step" in event and first_step is None:
+            first_step = seconds(event["time"])
         if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
             ended = seconds(event["time"])
-    return placed, ended
+    return placed, first_step, ended
+
+
+def mean_phases(times):
+    """A trial's mean start-up (placed to first step report) and the rest (to its end)."""
+    whole = [t for t in times if None not in t]
+    if not whole:
+        return None, None
+    return (statistics.mean(b - a for a, b, _ in whole), statistics.mean(c - b for _, b, c in whole))
 
 
 def most_at_once(intervals):
@@ -71,8 +84,10 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
     wall = time.monotonic() - began
     report = json.loads(trainctl("report", sweep, "--format", "json"))["search"]
     trials = report.get("trials", [])
-    intervals = [run_interval(t["jobId"]) for t in trials]
+    times = [run_times(t["jobId"]) for t in trials]
+    intervals = [(a, c) for a, _, c in times]
     ran = [i for i in intervals if None not in i]
+    start_up, rest = mean_phases(times)
     return {
         "seed": seed, "packed": packed, "sweep": sweep, "wall_seconds": wall,
         # From the first trial's placement to the last one's end, as traind stamped them: `wait`
@@ -81,7 +96,9 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         # From submitting the search to its last trial's end: when it finished.
         "finish_seconds": max(b for _, b in ran) - submitted if ran else None,
         "packing": report.get("packing", ""),
-        "most_at_once": most_at_once([i for i in intervals if None not in i]),
+        "most_at_once": most_at_once(ran),
+        # A trial's mean seconds from placement to its first step report, and from there to its end.
+        "start_up_seconds": start_up, "training_seconds": rest,
         "accuracy": {int(t.get("trial", 0)): t.get("metric") for t in trials},
         "failed": [t.get("trial", 0) for t in trials if t.get("status") == "failed"],
     }
@@ -93,6 +110,9 @@ def show(result):
     span = f" (trials {span:.1f} s)" if span is not None else ""
     if result.get("finish_seconds") is not None:
         span += f", finished after {result['finish_seconds']:.2f} s"
+    if result.get("start_up_seconds") is not None:
+        span += (f", a trial {result['start_up_seconds']:.2f} s to its first step report and "
+                 f"{result['training_seconds']:.2f} s more")
     print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s{span}, at most "
           f"{result['most_at_once']} at once, failed {result['failed']}; {result['packing']}",
           flush=True)
@@ -118,6 +138,31 @@ def compare_accuracy(rounds, trials):
         lines.append(f"trial {k}: alone {statistics.mean(alone):.4f} (spread {spread:.4f}), "
                      f"packed {statistics.mean(packed):.4f}: {'within' if ok else 'OUTSIDE'}")
     return within, lines
+
+
+def same_seed_gaps(rounds, trials):
+    """With two rounds one at a time per seed (--alone-twice): how far a trial's accuracy moved
+    between them (the GPU's own run-to-run difference), against how far packed moved from them."""
+    alone_gaps, packed_gaps = [], []
+    for seed in sorted({r["seed"] for r in rounds}):
+        alone = [r["accuracy"] for r in rounds if r["seed"] == seed and not r["packed"]]
+        packed = [r["accuracy"] for r in rounds if r["seed"] == seed and r["packed"]]
+        if len(alone) < 2 or not packed:
+            continue
+        for k in range(trials):
+            # JSON keeps the trial numbers as text.
+            a, b, p = (r.get(str(k), r.get(k)) for r in (alone[0], alone[1], packed[0]))
+            if None in (a, b, p):
+                continue
+            alone_gaps.append(abs(a - b))
+            packed_gaps.append(abs(p - (a + b) / 2))
+    if not alone_gaps:
+        return []
+    return [f"same seed, a trial's accuracy one at a time twice: mean gap "
+            f"{statistics.mean(alone_gaps):.4f} (max {max(alone_gaps):.4f}); packed against "
+            f"their mean: {statistics.mean(packed_gaps):.4f} (max {max(packed_gaps):.4f}); "
+            f"{sum(g == 0 for g in alone_gaps)} of {len(alone_gaps)} alone pairs equal bit for "
+            f"bit, {sum(p == 0 for p in packed_gaps)} packed equal to their mean"]
 
 
 def run_large(args, results):
@@ -156,7 +201,7 @@ def summarize(rounds, trials):
               f"stamped it): median {statistics.median(finish_ratios):.2f}x "
               f"(min {min(finish_ratios):.2f}, max {max(finish_ratios):.2f})")
     within, lines = compare_accuracy(rounds, trials)
-    print("\n".join(lines))
+    print("\n".join(lines + same_seed_gaps(rounds, trials)))
     print(f"{within} of {trials} trials' accuracy packed within their seed-to-seed spread alone")
     return {"ratios": ratios, "span_ratios": span_ratios, "finish_ratios": finish_ratios,
             "within": within}
@@ -175,6 +220,8 @@ def main():
                         help="the ResNet-18 search before the small ones")
     parser.add_argument("--out")
     parser.add_argument("--first-seed", type=int, default=1)
+    parser.add_argument("--alone-twice", action="store_true",
+                        help="each seed one at a time twice: the GPU's own run-to-run difference")
     parser.add_argument("--combine", nargs="+", metavar="FILE.json",
                         help="no run: the summary of the rounds of earlier --out files together")
     parser.add_argument("--device", default="cuda", help="cpu: try the script (nothing packs there)")
@@ -213,6 +260,8 @@ def main():
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             # By the seed's parity, so runs split over several calls (--first-seed) still alternate.
             order = [True, False] if seed % 2 == 1 else [False, True]
+            if args.alone_twice:
+                order = [False, *order] if seed % 2 == 1 else [*order, False]
             for packed in order:
                 result = search(args, seed, packed)
                 show(result)

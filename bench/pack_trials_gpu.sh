@@ -11,6 +11,7 @@
 # cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time),
 # Each part may start with nomps- (traind --mps off: packed trials take turns on the GPU; its files
 # are named nomps-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
+# PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -68,21 +69,21 @@ print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch",
     pairs:*)
       IFS=: read -r _ first seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 \
-        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}pairs-$first.json" "${flags[@]}" ;;
+        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}pairs-$first.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
     cpu:*)
       IFS=: read -r _ model seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --device cpu --trials 12 \
-        --model "$model" --seeds "$seeds" --epochs 1 --out "$out/${tag}cpu-$model.json" "${flags[@]}" ;;
+        --model "$model" --seeds "$seeds" --epochs 1 --out "$out/${tag}cpu-$model.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
     large)
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
-        --large "$cifar" --large-first --out "$out/${tag}large.json" "${flags[@]}" ;;
+        --large "$cifar" --large-first --out "$out/${tag}large.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
     large224)
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --seeds 0 \
-        --large fake224 --large-first --out "$out/${tag}large224.json" "${flags[@]}" ;;
+        --large fake224 --large-first --out "$out/${tag}large224.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
     mlp:*)
       IFS=: read -r _ first seeds <<<"$part"
       timeout -s INT "$(left)" python3 bench/pack_trials.py build-cuda/bin --trials 24 --model mlp \
-        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}mlp-$first.json" "${flags[@]}" ;;
+        --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}mlp-$first.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
   esac
   for state in /tmp/pack-trials.*; do
     [ -f "$state/traind.log" ] && cp "$state/traind.log" "$out/${tag}traind-${part//:/-}.log"

@@ -61,15 +61,24 @@ void StartCpuActivity() {
       CpuStart{ProcessCpuSeconds(), Clock::now(), std::max(1, UsableCores(ReadCpuFacts())), {}};
 }
 
+// The share of the host's cores this process kept busy since StartCpuActivity, set through the
+// pair of setters: a CPU job's device_busy, a CUDA job's host_busy. False before the start.
+bool AddCpuShares(void (trainer::v1::StepMetrics::*set_run)(double),
+                  void (trainer::v1::StepMetrics::*set_training)(double),
+                  trainer::v1::StepMetrics* metrics) {
+  std::lock_guard<std::mutex> lock(cpu_mutex);
+  if (!cpu_start) return false;
+  const double wall = std::chrono::duration<double>(Clock::now() - cpu_start->wall).count();
+  SetShares(cpu_start->shares.AtStepReport(
+                {ProcessCpuSeconds() - cpu_start->cpu_seconds, wall * cpu_start->cores}),
+            set_run, set_training, metrics);
+  return true;
+}
+
 void AddCpuActivity(trainer::v1::StepMetrics* metrics) {
-  {
-    std::lock_guard<std::mutex> lock(cpu_mutex);
-    if (!cpu_start) return;
-    const double wall = std::chrono::duration<double>(Clock::now() - cpu_start->wall).count();
-    SetShares(cpu_start->shares.AtStepReport(
-                  {ProcessCpuSeconds() - cpu_start->cpu_seconds, wall * cpu_start->cores}),
-              &trainer::v1::StepMetrics::set_device_busy,
-              &trainer::v1::StepMetrics::set_device_busy_training, metrics);
+  if (!AddCpuShares(&trainer::v1::StepMetrics::set_device_busy,
+                    &trainer::v1::StepMetrics::set_device_busy_training, metrics)) {
+    return;
   }
   if (const std::optional<HostMemory> memory = ReadHostMemory()) {
     metrics->set_device_used_bytes(memory->used_bytes);
@@ -191,6 +200,7 @@ std::string StartDeviceActivity(const torch::Device& device) {
   }
 #ifdef TRAIND_HAVE_CUDA
   if (!device.is_cuda()) return "";
+  StartCpuActivity();  // the host's cores its launches keep busy (host_busy)
   std::lock_guard<std::mutex> lock(sampler_mutex);
   gpu_shares = BusyShares();
   sm_shares = BusyShares();
@@ -216,6 +226,8 @@ void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* me
   }
 #ifdef TRAIND_HAVE_CUDA
   if (!device.is_cuda()) return;
+  AddCpuShares(&trainer::v1::StepMetrics::set_host_busy,
+               &trainer::v1::StepMetrics::set_host_busy_training, metrics);
   {
     std::lock_guard<std::mutex> lock(sampler_mutex);
     if (sampler) {

@@ -5,7 +5,9 @@
 //   - CUDA: the share of the job's time so far that a kernel ran on the GPU (NVML's utilization,
 //     sampled every 100 ms from the job's start), on GPUs with performance counters (GPM: Hopper
 //     and newer) the share of its multiprocessors kept busy (read at each step report), and the
-//     memory in use of all there is (cudaMemGetInfo); every process on the GPU counted.
+//     memory in use of all there is (cudaMemGetInfo); every process on the GPU counted. And the
+//     share of the host's cores the worker kept busy, as on the CPU below (host_busy): packed
+//     trials each need as many.
 //   - CPU: the worker's CPU time since the job started over the host's usable cores' time
 //     (common/cpu_threads.h UsableCores): the share of the host's cores it kept busy, whatever
 //     its threads or batch shards. OpenMP's threads spin a while at the end of an operator, which
@@ -35,7 +37,7 @@ std::string StartDeviceActivity(const torch::Device& device);
 
 // Sets `metrics`' device_busy (the share since StartDeviceActivity, once sampled),
 // device_busy_training (since the first call, from the second on), device_sm_active(_training)
-// likewise where the GPU's counters are read, device_used_bytes and
+// likewise where the GPU's counters are read, host_busy(_training) on CUDA, device_used_bytes and
 // device_total_bytes for a CUDA or CPU `device`; leaves them unset elsewhere. Called at each step
 // report.
 void AddDeviceActivity(const torch::Device& device, trainer::v1::StepMetrics* metrics);

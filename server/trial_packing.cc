@@ -63,6 +63,13 @@ std::vector<Bound> BusyBounds(const PackingFacts& facts) {
           {width(run), what}};
 }
 
+// The host's cores one trial needs: on a GPU, as many as its worker kept busy alone, at least one
+// (its launching thread); on the CPU, one at least (packed trials divide the cores).
+double CoresPerTrial(const PackingFacts& facts) {
+  if (facts.on_cpu || !facts.alone || !facts.alone->host_busy) return 1.0;
+  return std::max(1.0, *facts.alone->host_busy * facts.host_cores);
+}
+
 // The memory one trial needs at the largest batch: what grows with the batch scaled, the rest
 // as it was.
 double MemoryPerTrial(const AloneFootprint& alone, double batch_scale) {
@@ -81,7 +88,8 @@ std::string MemoryNote(const AloneFootprint& alone) {
 }
 
 // "alone a trial kept the GPU busy 48% of the time (68% while training), its multiprocessors 3%
-// (5% while training) with 2.3 of 79.2 GiB in use (0.4 GiB its own, batch 64)".
+// (5% while training), its worker 1.2 host cores with 2.3 of 79.2 GiB in use (0.4 GiB its own,
+// batch 64)".
 std::string AloneDescription(const PackingFacts& facts) {
   const AloneFootprint& alone = *facts.alone;
   const std::string kept =
@@ -94,8 +102,12 @@ std::string AloneDescription(const PackingFacts& facts) {
       " of the time", while_training(alone.busy_training),
       alone.sm_active ? absl::StrFormat(", its multiprocessors %.0f%%", *alone.sm_active * 100)
                       : "",
-      alone.sm_active ? while_training(alone.sm_active_training) : "", " with ",
-      GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use", MemoryNote(alone));
+      alone.sm_active ? while_training(alone.sm_active_training) : "",
+      !facts.on_cpu && alone.host_busy
+          ? absl::StrFormat(", its worker %.1f host cores", *alone.host_busy * facts.host_cores)
+          : "",
+      " with ", GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
+      MemoryNote(alone));
 }
 
 }  // namespace
@@ -116,8 +128,11 @@ Packing DecidePacking(const PackingFacts& facts) {
                                   kTarget * static_cast<double>(alone.total_bytes) / per_trial))
                             : 1;
   // Every lane packs as many, and all of them share the host's cores.
+  const double cores_per_trial = CoresPerTrial(facts);
   const int by_cores =
-      std::max(1, (facts.on_cpu ? facts.host_cores : facts.host_cores - 1) / lanes);
+      std::max(1, static_cast<int>(std::floor(
+                      (facts.on_cpu ? facts.host_cores : facts.host_cores - 1) / cores_per_trial)) /
+                      lanes);
   std::vector<Bound> bounds = BusyBounds(facts);
   bounds.push_back({by_memory, batch_scale > 1 ? absl::StrFormat("memory (x%.1f for batch %d)",
                                                                  batch_scale, facts.largest_batch)
@@ -126,7 +141,8 @@ Packing DecidePacking(const PackingFacts& facts) {
       {by_cores,
        absl::StrCat(
            facts.host_cores, " host cores",
-           lanes > 1 ? absl::StrCat(" over ", lanes, facts.on_cpu ? " CPU slots" : " GPUs") : "")});
+           lanes > 1 ? absl::StrCat(" over ", lanes, facts.on_cpu ? " CPU slots" : " GPUs") : "",
+           cores_per_trial > 1 ? absl::StrFormat(" (%.1f a trial)", cores_per_trial) : "")});
   bounds.push_back({kMaxPack, absl::StrCat("traind's most, ", kMaxPack)});
   if (facts.max_pack > 1) {
     bounds.push_back({facts.max_pack, absl::StrCat("max_pack ", facts.max_pack)});
@@ -156,6 +172,9 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
   if (step.has_device_sm_active_training()) {
     reading.sm_active_training = step.device_sm_active_training();
   }
+  if (step.has_host_busy() || step.has_host_busy_training()) {
+    reading.host_busy = std::max(step.host_busy(), step.host_busy_training());
+  }
   reading.used_bytes = step.device_used_bytes();
   reading.total_bytes = step.device_total_bytes();
   reading.batch_bytes = step.peak_driver_allocated_bytes();
@@ -180,6 +199,9 @@ AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
   if (a.sm_active && b.sm_active) larger.sm_active = std::max(*a.sm_active, *b.sm_active);
   if (a.sm_active_training && b.sm_active_training) {
     larger.sm_active_training = std::max(*a.sm_active_training, *b.sm_active_training);
+  }
+  if (a.host_busy || b.host_busy) {
+    larger.host_busy = std::max(a.host_busy.value_or(0), b.host_busy.value_or(0));
   }
   larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
   larger.total_bytes = std::max(a.total_bytes, b.total_bytes);

@@ -32,8 +32,11 @@
 //     scaled up to the largest batch a trial may draw; the rest (a CUDA context and library
 //     handles: most of a LeNet5 trial's 2 GiB) is counted once per trial, as is.
 //   - Host cores: on a GPU each trial's worker launches its kernels from a host thread that a
-//     launch-bound trial keeps busy: at most one trial per host core, one left to traind. On the
-//     CPU each trial takes at least one core. Every lane (each GPU, each of --slots cpu=N) packs
+//     launch-bound trial keeps busy, and its other threads (the samplers, gRPC) take a little
+//     more: as many cores as its worker kept busy alone (at least one) per trial, one left to
+//     traind. On an H100 host of 16 cores, MLP trials packed 12-13 at once finished 3.2x sooner
+//     than one at a time, 15 at once 2.9x (docs/benchmarks-history.md). On the CPU each trial
+//     takes at least one core. Every lane (each GPU, each of --slots cpu=N) packs
 //     the width, so the cores are divided among the lanes first.
 //   - The user's cap (SearchSpec.max_pack); 1 turns packing off.
 // Pure; the search driver gathers the measurements (server/search_driver.cc).
@@ -66,6 +69,9 @@ struct AloneFootprint {
   // not read there).
   std::optional<double> sm_active;
   std::optional<double> sm_active_training;
+  // A GPU trial's: the share of the host's cores its worker kept busy (StepMetrics.host_busy and
+  // host_busy_training, the larger; unset: not read).
+  std::optional<double> host_busy;
 };
 
 // What a decision to pack trials side by side through MPS says ("7 trials per GPU side by side

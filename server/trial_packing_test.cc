@@ -178,6 +178,19 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
             "15 trials per GPU side by side (MPS), bounded by 16 host cores; alone a trial kept "
             "the GPU busy 50% of the time (68% while training), its multiprocessors 3% (5% while "
             "training) with 2.3 of 80.0 GiB in use (0.4 GiB its own, batch 64)");
+  // Its worker kept 1.25 of the 16 cores busy alone (its launching thread and the rest): 15 /
+  // 1.25 = 12 trials.
+  facts.alone->host_busy = 1.25 / 16;
+  EXPECT_EQ(DecidePacking(facts).width, 12);
+  EXPECT_NE(DecidePacking(facts).why.find("12 trials per GPU side by side (MPS), bounded by 16 "
+                                          "host cores (1.2 a trial); alone"),
+            std::string::npos)
+      << DecidePacking(facts).why;
+  EXPECT_NE(DecidePacking(facts).why.find("(5% while training), its worker 1.2 host cores with"),
+            std::string::npos);
+  facts.alone->host_busy = 0.5 / 16;  // fewer than one: still one core each
+  EXPECT_EQ(DecidePacking(facts).width, 15);
+  facts.alone->host_busy.reset();
   facts.host_cores = 32;
   facts.alone->sm_active_training = 0.04;  // room for 22
   EXPECT_EQ(DecidePacking(facts).width, 20);
@@ -240,6 +253,10 @@ TEST(AloneReadingTest, OnlyARunThatEndedWithTheGpusBusyShare) {
   EXPECT_EQ(reading->used_bytes, 2 * kGiB);
   EXPECT_EQ(reading->batch_size, 64);
   EXPECT_EQ(reading->batch_bytes, 0);  // no reservation said: all of it grows with the batch
+  EXPECT_FALSE(reading->host_busy.has_value());
+  trained.mutable_latest_step()->set_host_busy(0.05);
+  trained.mutable_latest_step()->set_host_busy_training(0.07);
+  EXPECT_DOUBLE_EQ(AloneReading(trained)->host_busy.value_or(0), 0.07);  // the larger
   trained.mutable_latest_step()->set_peak_driver_allocated_bytes(kGiB / 2);
   EXPECT_EQ(AloneReading(trained)->batch_bytes, kGiB / 2);
   EXPECT_TRUE(AloneReading(Trial(Job::PAUSED, true)).has_value());  // at its rung
