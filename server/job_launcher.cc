@@ -32,8 +32,8 @@ ProcessLauncher::PoolNeeds ProcessLauncher::TrimPool(int at_least, std::vector<W
                              [](const Waiting& w) { return w.process->HasExited(); }),
               warm_.end());
   const int pool = std::max(options_.warm_workers, at_least);
-  // The pool's own workers create the GPU's context ahead (and those kept for a packed search,
-  // through the MPS daemon: KeepWarm).
+  // The pool's own workers create the GPU's context ahead; those kept for a packed search do not:
+  // what its trials measured alone did not count their contexts' memory.
   const int prepared_wanted =
       options_.prepare_device.empty() ? 0 : std::min(options_.warm_workers, pool);
   const int prepared_missing = std::max(0, prepared_wanted - CountPrepared(warm_));
@@ -104,15 +104,11 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
     prepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
   }
   // Those beyond the pool's own are there for a packed search's trials; a CPU trial may take one
-  // started for a GPU's. They create the GPU's context too, as MPS clients: on an H100, 8 packed
-  // LeNet5 trials creating theirs as they started took 1.2-1.3 s each to their first step report,
-  // against 0.4-0.5 s alone (docs/benchmarks-history.md). The packing rule counts each trial's
-  // context twice, its own and its waiting successor's (server/trial_packing.h).
+  // started for a GPU's (it never connects).
   const std::vector<std::string> sharing =
       needs.unprepared > 0 && gpu_trials ? PackedTrialEnvironment() : std::vector<std::string>{};
   std::vector<std::string> unprepared = options_.worker_environment;
   unprepared.insert(unprepared.end(), sharing.begin(), sharing.end());
-  if (!sharing.empty()) unprepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
   for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {
     const bool prepare = i < needs.prepared;
     absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =

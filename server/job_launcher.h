@@ -60,7 +60,8 @@ class ProcessLauncher final : public JobLauncher {
     std::vector<std::string> worker_environment;  // WorkerEnvironment(...)
     int warm_workers = 1;                         // kept started ahead of need; 0: none
     // A GPU whose CUDA context the first warm_workers waiting workers create ahead ("cuda:0");
-    // "": none. Those kept for a packed search on a GPU create it too, through MPS.
+    // "": none. Those kept for a packed search create none: what its trials measured alone
+    // did not count their contexts' memory.
     std::string prepare_device;
     // The host name a Slurm job's tasks reach this machine at (TRAIND_SLURM_ADDRESS; empty: this
     // machine's name).
@@ -109,7 +110,7 @@ class ProcessLauncher final : public JobLauncher {
   bool dropped_ ABSL_GUARDED_BY(mu_) = false;
   struct Waiting {
     std::unique_ptr<WorkerProcess> process;
-    bool prepared = false;  // one of the pool's own that created prepare_device's context
+    bool prepared = false;  // it created prepare_device's context
     bool sharing = false;   // it started with packed_gpu_environment's variables
   };
   // Whether a waiting worker may run a job on `device`: on a GPU, only one started with the

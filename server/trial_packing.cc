@@ -71,12 +71,11 @@ double CoresPerTrial(const PackingFacts& facts) {
 }
 
 // The memory one trial needs at the largest batch: what grows with the batch scaled, the rest
-// (its CUDA context and library handles) twice: the worker waiting to run the next trial created
-// its context too (server/job_launcher.h).
+// as it was.
 double MemoryPerTrial(const AloneFootprint& alone, double batch_scale) {
   const int64_t growing =
       alone.batch_bytes > 0 ? std::min(alone.batch_bytes, alone.used_bytes) : alone.used_bytes;
-  return 2.0 * static_cast<double>(alone.used_bytes - growing) +
+  return static_cast<double>(alone.used_bytes - growing) +
          static_cast<double>(growing) * batch_scale;
 }
 

@@ -30,8 +30,7 @@
 //     and the allocator's cache; the CPU: the host's), plus whatever else was there (the estimate
 //     errs high), fits 0.9 of the memory that many times. Of it, the trial's own reservation is
 //     scaled up to the largest batch a trial may draw; the rest (a CUDA context and library
-//     handles: most of a LeNet5 trial's 2.3 GiB) is counted twice per trial, as is: the worker
-//     kept waiting for the next trial created its context already.
+//     handles: most of a LeNet5 trial's 2 GiB) is counted once per trial, as is.
 //   - Host cores: on a GPU each trial's worker launches its kernels from a host thread that a
 //     launch-bound trial keeps busy, and its other threads (the samplers, gRPC) take a little
 //     more: as many cores as its worker kept busy alone (at least one) per trial, one left to

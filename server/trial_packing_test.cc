@@ -169,15 +169,15 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
             "trial kept the GPU busy 50% of the time (68% while training), its multiprocessors 3% "
             "(5% while training) with 2.3 of 80.0 GiB in use (batch 64)");
   // Of the 2.3 GiB, 0.4 were its own (a LeNet5 trial's tensors and cache); the rest, its CUDA
-  // context and library handles, does not grow with the batch, and counts twice (the waiting
-  // worker's context): 0.9 * 80 / (2 * 1.9 + 4 * 0.4) = 13.
+  // context and library handles, does not grow with the batch: 0.9 * 80 / (1.9 + 4 * 0.4) = 20,
+  // and now the host's 16 cores bound it.
   facts.alone->batch_bytes = static_cast<int64_t>(0.4 * kGiB);
   facts.host_cores = 16;
-  EXPECT_EQ(DecidePacking(facts).width, 13);
+  EXPECT_EQ(DecidePacking(facts).width, 15);
   EXPECT_EQ(DecidePacking(facts).why,
-            "13 trials per GPU side by side (MPS), bounded by memory (x4.0 for batch 256); alone a "
-            "trial kept the GPU busy 50% of the time (68% while training), its multiprocessors 3% "
-            "(5% while training) with 2.3 of 80.0 GiB in use (0.4 GiB its own, batch 64)");
+            "15 trials per GPU side by side (MPS), bounded by 16 host cores; alone a trial kept "
+            "the GPU busy 50% of the time (68% while training), its multiprocessors 3% (5% while "
+            "training) with 2.3 of 80.0 GiB in use (0.4 GiB its own, batch 64)");
   // Its worker kept 1.25 of the 16 cores busy alone (its launching thread and the rest): 15 /
   // 1.25 = 12 trials.
   facts.alone->host_busy = 1.25 / 16;
@@ -188,11 +188,14 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
       << DecidePacking(facts).why;
   EXPECT_NE(DecidePacking(facts).why.find("(5% while training), its worker 1.2 host cores with"),
             std::string::npos);
-  facts.alone->host_busy = 0.5 / 16;  // fewer than one: still one core each, 15; memory 13
-  EXPECT_EQ(DecidePacking(facts).width, 13);
-  facts.alone->host_busy = 2.0 / 16;  // 15 / 2
-  EXPECT_EQ(DecidePacking(facts).width, 7);
+  facts.alone->host_busy = 0.5 / 16;  // fewer than one: still one core each
+  EXPECT_EQ(DecidePacking(facts).width, 15);
   facts.alone->host_busy.reset();
+  facts.host_cores = 32;
+  facts.alone->sm_active_training = 0.04;  // room for 22
+  EXPECT_EQ(DecidePacking(facts).width, 20);
+  EXPECT_NE(DecidePacking(facts).why.find("bounded by memory (x4.0 for batch 256)"),
+            std::string::npos);
   facts.alone->batch_bytes = 0;
   facts.alone->sm_active_training = 0.92;  // ResNet-18 at batch 256 fills them
   EXPECT_EQ(DecidePacking(facts).width, 1);
