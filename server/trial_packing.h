@@ -32,12 +32,13 @@
 //     scaled up to the largest batch a trial may draw; the rest (a CUDA context and library
 //     handles: most of a LeNet5 trial's 2 GiB) is counted once per trial, as is.
 //   - Host cores: on a GPU each trial's worker launches its kernels from a host thread that a
-//     launch-bound trial keeps busy, and its other threads (the samplers, gRPC) take a little
-//     more: as many cores as its worker kept busy alone (at least one) per trial, one left to
-//     traind. On an H100 host of 16 cores, MLP trials packed 12-13 at once finished 3.2x sooner
-//     than one at a time, 15 at once 2.9x (docs/benchmarks-history.md). On the CPU each trial
-//     takes at least one core. Every lane (each GPU, each of --slots cpu=N) packs
-//     the width, so the cores are divided among the lanes first.
+//     launch-bound trial keeps busy, and its start-up (data, model, the CUDA graph's capture)
+//     and other threads take more: as many cores as its worker kept busy alone (at least one)
+//     per trial, one left to traind. On an H100 host of 16 cores a LeNet5 trial's worker kept
+//     1.5-1.7 busy, an MLP's 2.2-2.4; packed, a trial's start-up is what slows most (0.4 s to
+//     its first step alone, 1.1-1.3 s packed 8 at once). On the CPU each trial takes at least
+//     one core. Every lane (each GPU, each of --slots cpu=N) packs the width, so the cores are
+//     divided among the lanes first.
 //   - The user's cap (SearchSpec.max_pack); 1 turns packing off.
 // Pure; the search driver gathers the measurements (server/search_driver.cc).
 #ifndef TRAIND_SERVER_TRIAL_PACKING_H_
