@@ -216,6 +216,7 @@ absl::Status SearchDriver::Advance(int64_t sweep_id) {
 int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
                                 const std::vector<Job>& jobs, int lanes) {
   std::optional<Packing> packing;
+  bool held_back = false;  // the stored width does not hold now
   // Only built-in trials on a GPU connect to traind's MPS daemon (server/job_launcher.h).
   const trainer::v1::JobSpec& base = record.spec.base();
   std::function<bool()> side_by_side;
@@ -223,13 +224,13 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
     side_by_side = options_.gpu_side_by_side;
   }
   if (record.pack_width > 0) {
-    packing = Packing{record.pack_width, record.pack_why};
+    packing = Packing{record.pack_width, record.pack_why, record.pack_side_by_side};
     // Decided side by side, and traind runs no MPS now (restarted with --mps off, or it failed):
     // taking turns at that width would slow every trial. Not stored: with MPS back it holds again.
-    if (packing->width > 1 && absl::StrContains(packing->why, kSideBySide) &&
-        !(side_by_side && side_by_side())) {
-      packing = Packing{1, absl::StrCat("1 trial per GPU: decided as \"", record.pack_why,
-                                        "\", but traind runs no MPS now")};
+    if (packing->width > 1 && packing->side_by_side && !(side_by_side && side_by_side())) {
+      packing = Packing{1, absl::StrCat("1 trial per GPU while traind runs no MPS: decided as \"",
+                                        record.pack_why, "\"")};
+      held_back = true;
     }
   } else {
     packing = DecideSearchPacking(record.spec, plan, jobs,
@@ -238,10 +239,18 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
     LogAt(LogPriority::kInfo) << "traind: search " << record.sweep_id << ": " << packing->why
                               << "\n";
     // Unsaved, it is decided again on the next pass from what is there then.
-    if (absl::Status saved =
-            store_->SaveSearchPacking(record.sweep_id, packing->width, packing->why);
+    if (absl::Status saved = store_->SaveSearchPacking(record.sweep_id, packing->width,
+                                                       packing->why, packing->side_by_side);
         !saved.ok()) {
       LogAt(LogPriority::kError) << "traind: search " << record.sweep_id << ": " << saved << "\n";
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (held_back) {
+      packing_now_[record.sweep_id] = packing->why;
+    } else {
+      packing_now_.erase(record.sweep_id);
     }
   }
   if (options_.set_pack_width) {
@@ -254,7 +263,18 @@ int SearchDriver::UpdatePacking(const Store::SearchRecord& record, const SearchP
 }
 
 void SearchDriver::Unpack(int64_t sweep_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    packing_now_.erase(sweep_id);  // over: the report says what was decided
+  }
   if (options_.set_pack_width) options_.set_pack_width(sweep_id, 1, PackedTrials::kPrograms);
+}
+
+std::optional<std::string> SearchDriver::PackingNow(int64_t sweep_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = packing_now_.find(sweep_id);
+  if (it == packing_now_.end()) return std::nullopt;
+  return it->second;
 }
 
 absl::Status SearchDriver::Promote(const Store::SearchRecord& record, const SearchPlan& plan,

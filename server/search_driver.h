@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,14 +69,18 @@ class SearchDriver {
   // One pass over one search (the thread calls it; tests may too, with the thread not started).
   absl::Status Advance(int64_t sweep_id);
 
+  // How the search's trials are packed now, where that differs from the stored decision (a width
+  // decided side by side while traind runs no MPS): the report's words. nullopt: as stored.
+  std::optional<std::string> PackingNow(int64_t sweep_id) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   void Loop();
   // How many of the search's trials share a GPU (or the CPU) now, as stored, or as decided now from
   // its trials (server/search_packer.h) on `lanes` and stored; the scheduler told.
   int UpdatePacking(const Store::SearchRecord& record, const SearchPlan& plan,
-                    const std::vector<trainer::v1::Job>& jobs, int lanes);
+                    const std::vector<trainer::v1::Job>& jobs, int lanes) ABSL_LOCKS_EXCLUDED(mu_);
   // The search is over: its trials no longer share a GPU.
-  void Unpack(int64_t sweep_id);
+  void Unpack(int64_t sweep_id) ABSL_LOCKS_EXCLUDED(mu_);
   // ASHA's promotion of a paused trial (`state` has it running again): its job queued to resume
   // from its checkpoint. A job cancelled meanwhile fails the trial instead.
   absl::Status Promote(const Store::SearchRecord& record, const SearchPlan& plan,
@@ -93,6 +99,8 @@ class SearchDriver {
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = true;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // PackingNow's, by sweep (UpdatePacking's last pass).
+  std::map<int64_t, std::string> packing_now_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace traind

@@ -304,6 +304,8 @@ TEST_F(SearchDriverTest, SideBySideTheMultiprocessorsDecideWhileMpsRuns) {
   EXPECT_NE(why.find("15 trials per GPU side by side (MPS), bounded by 16 host cores"),
             std::string::npos)
       << why;
+  EXPECT_TRUE(store_->GetSearch(id)->pack_side_by_side);
+  EXPECT_FALSE(driver_->PackingNow(id).has_value());  // as stored
   // traind restarted with --mps off: that width would have the trials take turns. One at a time,
   // the decision kept for when MPS is back.
   mps = false;
@@ -312,10 +314,14 @@ TEST_F(SearchDriverTest, SideBySideTheMultiprocessorsDecideWhileMpsRuns) {
   ASSERT_TRUE(driver_->Advance(id).ok());
   EXPECT_EQ(widths, (std::vector<int>{1}));
   EXPECT_EQ(store_->GetSearch(id)->pack_why, why);
+  // The report says what holds now, and what was decided.
+  EXPECT_EQ(driver_->PackingNow(id).value_or(""),
+            "1 trial per GPU while traind runs no MPS: decided as \"" + why + "\"");
   mps = true;
   widths.clear();
   ASSERT_TRUE(driver_->Advance(id).ok());
   EXPECT_EQ(widths, (std::vector<int>{15}));
+  EXPECT_FALSE(driver_->PackingNow(id).has_value());
 }
 
 TEST_F(SearchDriverTest, MaxPackOneNeverShares) {

@@ -162,6 +162,14 @@ CREATE TABLE search_trials (
 ALTER TABLE searches ADD COLUMN pack_width INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE searches ADD COLUMN pack_why TEXT NOT NULL DEFAULT '';
 )sql",
+    // 10 -> 11: whether that width was decided for trials side by side through traind's MPS
+    // daemon (it holds only while traind runs one). Decisions stored before said so only in
+    // their words.
+    R"sql(
+ALTER TABLE searches ADD COLUMN pack_side_by_side INTEGER NOT NULL DEFAULT 0;
+UPDATE searches SET pack_side_by_side = 1
+  WHERE pack_width > 1 AND instr(pack_why, ' side by side (MPS)') > 0;
+)sql",
 };
 
 constexpr int kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);

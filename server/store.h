@@ -88,6 +88,7 @@ class Store {
     // measured.
     int pack_width = 0;
     std::string pack_why;
+    bool pack_side_by_side = false;  // the width holds only while traind runs MPS
     struct Trial {
       int64_t trial = 0;
       int64_t job_id = 0;
@@ -109,7 +110,9 @@ class Store {
   absl::StatusOr<std::vector<int64_t>> UnfinishedSearches();
   absl::Status SaveSearchState(int64_t sweep_id, const std::string& state, bool done);
   // How many of its trials share a GPU or the CPU, and why (the report's words): decided once.
-  absl::Status SaveSearchPacking(int64_t sweep_id, int width, const std::string& why);
+  // `side_by_side`: decided for trials side by side through MPS (trial_packing.h Packing).
+  absl::Status SaveSearchPacking(int64_t sweep_id, int width, const std::string& why,
+                                 bool side_by_side);
   // The search proposes nothing more (cancelled); its state stays as it was. OK if it was done.
   absl::Status EndSearch(int64_t sweep_id);
   // A search goes on (ExtendSearch), in one transaction: its sweep's spec becomes `spec` (more

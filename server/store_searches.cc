@@ -95,7 +95,8 @@ absl::StatusOr<Store::SearchRecord> Store::GetSearch(int64_t sweep_id) {
   record.owner = sweep.owner();
   record.spec = sweep.spec();
   Statement search(db_,
-                   "SELECT state, done, pack_width, pack_why FROM searches WHERE sweep_id = ?");
+                   "SELECT state, done, pack_width, pack_why, pack_side_by_side FROM searches "
+                   "WHERE sweep_id = ?");
   RETURN_IF_ERROR(search.status("read search"));
   search.Bind(1, sweep_id);
   const int rc = search.Step();
@@ -107,6 +108,7 @@ absl::StatusOr<Store::SearchRecord> Store::GetSearch(int64_t sweep_id) {
   record.done = search.Int(1) != 0;
   record.pack_width = static_cast<int>(search.Int(2));
   record.pack_why = search.Blob(3);
+  record.pack_side_by_side = search.Int(4) != 0;
   Statement trials(db_,
                    "SELECT trial, job_id, params FROM search_trials WHERE sweep_id = ? "
                    "ORDER BY trial");
@@ -139,15 +141,19 @@ absl::Status Store::SaveSearchState(int64_t sweep_id, const std::string& state, 
   });
 }
 
-absl::Status Store::SaveSearchPacking(int64_t sweep_id, int width, const std::string& why) {
+absl::Status Store::SaveSearchPacking(int64_t sweep_id, int width, const std::string& why,
+                                      bool side_by_side) {
   FairMutexLock lock(&mu_);
   return InTransaction([&]() -> absl::Status {
     mu_.AssertHeld();
-    Statement update(db_, "UPDATE searches SET pack_width = ?, pack_why = ? WHERE sweep_id = ?");
+    Statement update(db_,
+                     "UPDATE searches SET pack_width = ?, pack_why = ?, pack_side_by_side = ? "
+                     "WHERE sweep_id = ?");
     RETURN_IF_ERROR(update.status("save packing"));
     update.Bind(1, static_cast<int64_t>(width));
     update.BindText(2, why);
-    update.Bind(3, sweep_id);
+    update.Bind(3, int64_t{side_by_side ? 1 : 0});
+    update.Bind(4, sweep_id);
     if (update.Step() != SQLITE_DONE) return SqliteError(db_, "save packing");
     if (sqlite3_changes(db_) != 1) {
       return absl::NotFoundError(absl::StrCat("sweep ", sweep_id, " is not a search"));

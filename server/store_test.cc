@@ -352,6 +352,42 @@ TEST_F(StoreTest, OpensAVersion1Database) {
   EXPECT_EQ(store->CreateJob(Spec())->id(), 2);
 }
 
+// Schema 11 keeps whether a search's width was decided side by side (MPS) in a column; a
+// database of version 10 said so only in the decision's words, and is backfilled from them.
+TEST_F(StoreTest, ASearchPackedSideBySideBeforeTheColumnIsBackfilled) {
+  trainer::v1::SweepSpec spec;
+  *spec.mutable_base() = Spec().spec();
+  spec.mutable_search()->set_trials(4);
+  int64_t side_by_side = 0, in_turns = 0;
+  {
+    auto store = Open();
+    side_by_side = store->CreateSearch(spec, "alice", "")->id();
+    in_turns = store->CreateSearch(spec, "alice", "")->id();
+    ASSERT_TRUE(store
+                    ->SaveSearchPacking(side_by_side, 7,
+                                        "7 trials per GPU side by side (MPS), bounded by memory",
+                                        true)
+                    .ok());
+    ASSERT_TRUE(
+        store->SaveSearchPacking(in_turns, 3, "3 trials per GPU, bounded by memory", false).ok());
+    EXPECT_TRUE(store->GetSearch(side_by_side)->pack_side_by_side);
+    EXPECT_FALSE(store->GetSearch(in_turns)->pack_side_by_side);
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "ALTER TABLE searches DROP COLUMN pack_side_by_side; "
+                         "PRAGMA user_version = 10;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto store = Open();
+  EXPECT_TRUE(store->GetSearch(side_by_side)->pack_side_by_side);
+  EXPECT_FALSE(store->GetSearch(in_turns)->pack_side_by_side);
+  EXPECT_EQ(store->GetSearch(in_turns)->pack_width, 3);
+}
+
 TEST_F(StoreTest, AJobThatAnUnfinishedJobNeedsIsNotDeletedWithoutForce) {
   auto store = Open();
   const int64_t source = store->CreateJob(Spec())->id();

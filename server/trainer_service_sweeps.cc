@@ -141,6 +141,10 @@ absl::Status TrainerService::Report(const trainer::v1::GetSweepReportRequest& re
     std::map<int64_t, Job> by_id;
     for (const Job& job : jobs) by_id[job.id()] = job;
     ASSIGN_OR_RETURN(*response->mutable_search(), BuildSearchReport(search, by_id));
+    if (std::optional<std::string> now =
+            searches_ ? searches_->PackingNow(sweep.id()) : std::nullopt) {
+      response->mutable_search()->set_packing(*std::move(now));
+    }
   }
   // A FIELD=VALUE baseline that no member has is a typo, not a table of dashes. (The default cpu
   // baseline of a sweep without cpu members has no baseline row either, and that is fine.)

@@ -151,11 +151,12 @@ Packing DecidePacking(const PackingFacts& facts) {
       *std::min_element(bounds.begin(), bounds.end(),
                         [](const Bound& a, const Bound& b) { return a.width < b.width; });
   const int width = std::max(1, tightest.width);
+  const bool side_by_side = width > 1 && !facts.on_cpu && facts.side_by_side;
   const std::string how =
       width == 1 ? absl::StrCat("1 trial ", per, ", not packed")
-                 : absl::StrCat(width, " trials ", per,
-                                !facts.on_cpu && facts.side_by_side ? kSideBySide : "");
-  return {width, absl::StrCat(how, ", bounded by ", tightest.name, "; ", AloneDescription(facts))};
+                 : absl::StrCat(width, " trials ", per, side_by_side ? " side by side (MPS)" : "");
+  return {width, absl::StrCat(how, ", bounded by ", tightest.name, "; ", AloneDescription(facts)),
+          side_by_side};
 }
 
 std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {

@@ -75,10 +75,6 @@ struct AloneFootprint {
   std::optional<double> host_busy;
 };
 
-// What a decision to pack trials side by side through MPS says ("7 trials per GPU side by side
-// (MPS), bounded by ..."): such a width holds only while traind runs MPS.
-inline constexpr char kSideBySide[] = " side by side (MPS)";
-
 // Where a packed search's trials run: programs (traind-script; no waiting worker serves them), or
 // traind-worker on the CPU or on a GPU (as many kept started and waiting; on a GPU started as its
 // trials connect: server/job_launcher.h).
@@ -101,6 +97,9 @@ struct PackingFacts {
 struct Packing {
   int width = 1;    // trials at once on one GPU (or on the CPU)
   std::string why;  // for the report; "" while nothing is measured
+  // Several at once on a GPU, side by side through MPS: such a width holds only while traind
+  // runs MPS.
+  bool side_by_side = false;
 };
 
 // The most trials traind puts on one GPU or the CPU, whatever was measured.
