@@ -12,7 +12,8 @@ accuracy packed against alone: within the seed-to-seed spread of its runs alone 
 the seeds) or not; with --alone-twice each seed runs one at a time twice too, and how far a
 trial's accuracy moved between those two (the GPU's own run-to-run difference: cuDNN's atomics)
 is printed beside how far packed moved from them. Each round also says a trial's mean seconds from
-placement to its first step report (start-up) and from there to its end.
+placement to its first step report (start-up) and from there to its end, and the mean of the
+start-up phases its worker logged ("Start-up: ... (dataset 0.43 s, ...)").
 
 With --large DATA_DIR, a search of ResNet-18 at batch 256 on the CIFAR-10 files there (real or
 random: only its footprint matters) runs too, or with --large fake224 on random 224 px images;
@@ -27,6 +28,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import statistics
 import subprocess
 import tempfile
@@ -48,6 +50,29 @@ def run_times(job_id):
         if state in ("SUCCEEDED", "FAILED", "CANCELLED"):
             ended = seconds(event["time"])
     return placed, first_step, ended
+
+
+STARTUP = re.compile(r"Start-up: ([\d.]+) s in this worker before the first step \((.*)\)")
+PHASE = re.compile(r"(?:^|, )([A-Za-z][\w -]*?) (?:\([^)]*\) )?([\d.]+) s")
+
+
+def start_up_in_worker(job_ids):
+    """The mean of the trials' start-up phases in their workers, as their logs say them
+    ("Start-up: 0.51 s in this worker before the first step (dataset 0.43 s, ...)")."""
+    sums, read = {}, 0
+    for job in job_ids:
+        for line in trainctl("logs", job).splitlines():
+            match = STARTUP.search(line)
+            if not match:
+                continue
+            read += 1
+            sums["all"] = sums.get("all", 0.0) + float(match[1])
+            # "dataset (prepared, from traind's cache) 0.00 s, CUDA graph 0.14 s": each phase's
+            # name and seconds, its note in parentheses left out.
+            for name, value in PHASE.findall(match[2]):
+                sums[name] = sums.get(name, 0.0) + float(value)
+            break
+    return {name: total / read for name, total in sums.items()} if read else {}
 
 
 def mean_phases(times):
@@ -99,6 +124,7 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         "most_at_once": most_at_once(ran),
         # A trial's mean seconds from placement to its first step report, and from there to its end.
         "start_up_seconds": start_up, "training_seconds": rest,
+        "start_up_in_worker": start_up_in_worker([t["jobId"] for t in trials]),
         "accuracy": {int(t.get("trial", 0)): t.get("metric") for t in trials},
         "failed": [t.get("trial", 0) for t in trials if t.get("status") == "failed"],
     }
@@ -113,6 +139,9 @@ def show(result):
     if result.get("start_up_seconds") is not None:
         span += (f", a trial {result['start_up_seconds']:.2f} s to its first step report and "
                  f"{result['training_seconds']:.2f} s more")
+    phases = result.get("start_up_in_worker") or {}
+    if phases:
+        span += " (in its worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()) + ")"
     print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s{span}, at most "
           f"{result['most_at_once']} at once, failed {result['failed']}; {result['packing']}",
           flush=True)
