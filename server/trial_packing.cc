@@ -66,8 +66,10 @@ std::vector<Bound> BusyBounds(const PackingFacts& facts) {
 // The host's cores one trial needs: on a GPU, as many as its worker kept busy alone, at least one
 // (its launching thread); on the CPU, one at least (packed trials divide the cores).
 double CoresPerTrial(const PackingFacts& facts) {
-  if (facts.on_cpu || !facts.alone || !facts.alone->host_busy) return 1.0;
-  return std::max(1.0, *facts.alone->host_busy * facts.host_cores);
+  if (facts.on_cpu || !facts.alone) return 1.0;
+  const double busy =
+      std::max(facts.alone->host_busy.value_or(0), facts.alone->host_busy_training.value_or(0));
+  return std::max(1.0, busy * facts.host_cores);
 }
 
 // The memory one trial needs at the largest batch: what grows with the batch scaled, the rest
@@ -105,6 +107,9 @@ std::string AloneDescription(const PackingFacts& facts) {
       alone.sm_active ? while_training(alone.sm_active_training) : "",
       !facts.on_cpu && alone.host_busy
           ? absl::StrFormat(", its worker %.1f host cores", *alone.host_busy * facts.host_cores)
+          : "",
+      !facts.on_cpu && alone.host_busy && alone.host_busy_training
+          ? absl::StrFormat(" (%.1f while training)", *alone.host_busy_training * facts.host_cores)
           : "",
       " with ", GiB(alone.used_bytes), " of ", GiB(alone.total_bytes), " GiB in use",
       MemoryNote(alone));
@@ -173,9 +178,8 @@ std::optional<AloneFootprint> AloneReading(const trainer::v1::Job& trial) {
   if (step.has_device_sm_active_training()) {
     reading.sm_active_training = step.device_sm_active_training();
   }
-  if (step.has_host_busy() || step.has_host_busy_training()) {
-    reading.host_busy = std::max(step.host_busy(), step.host_busy_training());
-  }
+  if (step.has_host_busy()) reading.host_busy = step.host_busy();
+  if (step.has_host_busy_training()) reading.host_busy_training = step.host_busy_training();
   reading.used_bytes = step.device_used_bytes();
   reading.total_bytes = step.device_total_bytes();
   reading.batch_bytes = step.peak_driver_allocated_bytes();
@@ -201,9 +205,12 @@ AloneFootprint Larger(const AloneFootprint& a, const AloneFootprint& b) {
   if (a.sm_active_training && b.sm_active_training) {
     larger.sm_active_training = std::max(*a.sm_active_training, *b.sm_active_training);
   }
-  if (a.host_busy || b.host_busy) {
-    larger.host_busy = std::max(a.host_busy.value_or(0), b.host_busy.value_or(0));
-  }
+  // The host's cores: read on either, the busier (unread, one core each errs low).
+  auto busier = [](const std::optional<double>& x, const std::optional<double>& y) {
+    return x || y ? std::optional<double>(std::max(x.value_or(0), y.value_or(0))) : std::nullopt;
+  };
+  larger.host_busy = busier(a.host_busy, b.host_busy);
+  larger.host_busy_training = busier(a.host_busy_training, b.host_busy_training);
   larger.used_bytes = std::max(a.used_bytes, b.used_bytes);
   larger.total_bytes = std::max(a.total_bytes, b.total_bytes);
   // The used memory scales from the batch it was read at: keep the three together.

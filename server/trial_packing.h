@@ -70,9 +70,12 @@ struct AloneFootprint {
   // not read there).
   std::optional<double> sm_active;
   std::optional<double> sm_active_training;
-  // A GPU trial's: the share of the host's cores its worker kept busy (StepMetrics.host_busy and
-  // host_busy_training, the larger; unset: not read).
+  // A GPU trial's: the share of the host's cores its worker kept busy over its run and while it
+  // trained (StepMetrics.host_busy, host_busy_training; unset: not read). The larger bounds it:
+  // packed trials start and train at once. Read alone, with all of the host's threads; packed, a
+  // trial gets its share of them, so the reading errs high.
   std::optional<double> host_busy;
+  std::optional<double> host_busy_training;
 };
 
 // Where a packed search's trials run: programs (traind-script; no waiting worker serves them), or

@@ -188,6 +188,12 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
       << DecidePacking(facts).why;
   EXPECT_NE(DecidePacking(facts).why.find("(5% while training), its worker 1.2 host cores with"),
             std::string::npos);
+  facts.alone->host_busy_training = 2.0 / 16;  // its training kept more busy: that bounds it
+  EXPECT_EQ(DecidePacking(facts).width, 7);
+  EXPECT_NE(DecidePacking(facts).why.find("its worker 1.2 host cores (2.0 while training) with"),
+            std::string::npos)
+      << DecidePacking(facts).why;
+  facts.alone->host_busy_training.reset();
   facts.alone->host_busy = 0.5 / 16;  // fewer than one: still one core each
   EXPECT_EQ(DecidePacking(facts).width, 15);
   facts.alone->host_busy.reset();
@@ -256,7 +262,8 @@ TEST(AloneReadingTest, OnlyARunThatEndedWithTheGpusBusyShare) {
   EXPECT_FALSE(reading->host_busy.has_value());
   trained.mutable_latest_step()->set_host_busy(0.05);
   trained.mutable_latest_step()->set_host_busy_training(0.07);
-  EXPECT_DOUBLE_EQ(AloneReading(trained)->host_busy.value_or(0), 0.07);  // the larger
+  EXPECT_DOUBLE_EQ(AloneReading(trained)->host_busy.value_or(0), 0.05);
+  EXPECT_DOUBLE_EQ(AloneReading(trained)->host_busy_training.value_or(0), 0.07);
   trained.mutable_latest_step()->set_peak_driver_allocated_bytes(kGiB / 2);
   EXPECT_EQ(AloneReading(trained)->batch_bytes, kGiB / 2);
   EXPECT_TRUE(AloneReading(Trial(Job::PAUSED, true)).has_value());  // at its rung
@@ -294,6 +301,9 @@ TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
   own_a.batch_bytes = kGiB;
   own_b.batch_bytes = kGiB / 4;
   EXPECT_EQ(Larger(own_a, own_b).batch_bytes, kGiB / 4);  // b's: read with b's memory and batch
+  own_a.host_busy = 0.1;  // read on one: that one's
+  EXPECT_DOUBLE_EQ(Larger(own_a, own_b).host_busy.value_or(0), 0.1);
+  EXPECT_FALSE(Larger(own_a, own_b).host_busy_training.has_value());
 }
 
 }  // namespace
