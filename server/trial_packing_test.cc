@@ -301,7 +301,7 @@ TEST(AloneReadingTest, TheLargerOfTwoKeepsMemoryWithItsBatch) {
   own_a.batch_bytes = kGiB;
   own_b.batch_bytes = kGiB / 4;
   EXPECT_EQ(Larger(own_a, own_b).batch_bytes, kGiB / 4);  // b's: read with b's memory and batch
-  own_a.host_busy = 0.1;  // read on one: that one's
+  own_a.host_busy = 0.1;                                  // read on one: that one's
   EXPECT_DOUBLE_EQ(Larger(own_a, own_b).host_busy.value_or(0), 0.1);
   EXPECT_FALSE(Larger(own_a, own_b).host_busy_training.has_value());
 }
