@@ -10,7 +10,8 @@
 # random 224 px images: fills the GPU, must not pack), mlp:FIRST_SEED:SEEDS (pairs of MLP),
 # cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time),
 # Each part may start with nomps- (traind --mps off: packed trials take turns on the GPU; its files
-# are named nomps-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
+# are named nomps-*) or ctx- (TRAIND_PACKED_PREPARE=context: the workers waiting for packed trials
+# create their CUDA context ahead, with no rehearsed step; files named ctx-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
 # PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
@@ -48,8 +49,12 @@ fi
 export PATH=$PATH:/usr/local/nvidia/bin
 for part in ${PARTS:-pairs:1:3 large}; do
   tag="" flags=()
+  unset TRAIND_PACKED_PREPARE
   if [[ $part == nomps-* ]]; then
     part=${part#nomps-} tag=nomps- flags=(--traind-flags=--mps=off)
+  elif [[ $part == ctx-* ]]; then
+    part=${part#ctx-} tag=ctx-
+    export TRAIND_PACKED_PREPARE=context
   fi
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
   case $part in

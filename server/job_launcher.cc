@@ -1,6 +1,7 @@
 #include "server/job_launcher.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -109,6 +110,15 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
       needs.unprepared > 0 && gpu_trials ? PackedTrialEnvironment() : std::vector<std::string>{};
   std::vector<std::string> unprepared = options_.worker_environment;
   unprepared.insert(unprepared.end(), sharing.begin(), sharing.end());
+  // A measurement's knob (bench/pack_trials_gpu.sh, part prefix ctx-): they create the GPU's
+  // context, through MPS, while they wait, but rehearse no step. Off by default: with the
+  // rehearsal too, packed trials started slower (docs/benchmarks-history.md, session 44), and
+  // the packing rule does not count the waiting workers' contexts.
+  if (const char* knob = std::getenv("TRAIND_PACKED_PREPARE");
+      !sharing.empty() && knob != nullptr && std::string(knob) == "context") {
+    unprepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
+    unprepared.push_back("TRAIND_REHEARSE=0");
+  }
   for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {
     const bool prepare = i < needs.prepared;
     absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =

@@ -3,6 +3,7 @@
 #include "server/job_launcher.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -104,7 +105,8 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
   auto trial = launcher.Launch(Trial(3), {"cuda:0"});
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TEST_SHARING"), "yes");
-  EXPECT_EQ(launcher.sharing_count(), 1);  // a warm one was taken
+  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_PREPARE_DEVICE"), "");  // as it starts
+  EXPECT_EQ(launcher.sharing_count(), 1);                                  // a warm one was taken
 
   auto job = launcher.Launch(Trial(0), {"cuda:0"});  // a job of its own on the GPU
   ASSERT_TRUE(job.ok()) << job.status();
@@ -124,6 +126,24 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
   auto last = launcher.Launch(Trial(3), {"cuda:0"});  // none waits: a new one, connected
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(VariableOf((*last)[0]->pid(), "TEST_SHARING"), "yes");
+}
+
+// TRAIND_PACKED_PREPARE=context (a measurement's knob): the workers waiting for a packed search's
+// GPU trials create the context, through the sharing, but rehearse no step.
+TEST(ProcessLauncherTest, TheKnobHasPackedTrialsWorkersCreateTheirContextAhead) {
+  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ASSERT_EQ(setenv("TRAIND_PACKED_PREPARE", "context", 1), 0);
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(2, true);
+  unsetenv("TRAIND_PACKED_PREPARE");
+  auto trial = launcher.Launch(Trial(3), {"cuda:0"});
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TEST_SHARING"), "yes");
+  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_PREPARE_DEVICE"), "cuda:0");
+  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_REHEARSE"), "0");
+  EXPECT_EQ(launcher.prepared_count(), 1);  // the pool's own, as before
 }
 
 // A search packed on the CPU asks for no sharing (no MPS daemon is started for it), on a machine
