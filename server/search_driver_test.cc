@@ -191,7 +191,7 @@ TEST_F(SearchDriverTest, TheSameSeedProposesTheSameTrialsAndAnEndedSearchPropose
 }
 
 // A trial's step report as a CUDA worker sends it: the GPU busy `busy` of the time, 2 of 80 GiB.
-void ReportStep(Store* store, int64_t job_id, int batch, double busy) {
+JobEvent StepReport(int batch, double busy) {
   JobEvent event;
   trainer::v1::StepMetrics* step = event.mutable_step();
   step->set_epoch(1);
@@ -200,7 +200,11 @@ void ReportStep(Store* store, int64_t job_id, int batch, double busy) {
   step->set_device_busy_training(busy);
   step->set_device_used_bytes(int64_t{2} << 30);
   step->set_device_total_bytes(int64_t{80} << 30);
-  ASSERT_TRUE(store->AppendEvent(job_id, event).ok());
+  return event;
+}
+
+void ReportStep(Store* store, int64_t job_id, int batch, double busy) {
+  ASSERT_TRUE(store->AppendEvent(job_id, StepReport(batch, busy)).ok());
 }
 
 TEST_F(SearchDriverTest, OnAGpuOneTrialRunsAloneUntilMeasuredThenTrialsShareIt) {
@@ -284,16 +288,10 @@ TEST_F(SearchDriverTest, SideBySideTheMultiprocessorsDecideWhileMpsRuns) {
   const int64_t first = Trials(id)[0].id();
   Transition(first, Job::RUNNING);
   for (int batch : {99, 299}) {  // a kernel running 70% of its training, in 4% of the GPU
-    JobEvent event;
-    trainer::v1::StepMetrics* step = event.mutable_step();
-    step->set_epoch(1);
-    step->set_batch(batch);
-    step->set_device_busy(0.5);
-    step->set_device_busy_training(0.7);
-    step->set_device_sm_active(0.03);
-    step->set_device_sm_active_training(0.04);
-    step->set_device_used_bytes(int64_t{2} << 30);
-    step->set_device_total_bytes(int64_t{80} << 30);
+    JobEvent event = StepReport(batch, 0.5);
+    event.mutable_step()->set_device_busy_training(0.7);
+    event.mutable_step()->set_device_sm_active(0.03);
+    event.mutable_step()->set_device_sm_active_training(0.04);
     ASSERT_TRUE(store_->AppendEvent(first, event).ok());
   }
   Transition(first, Job::SUCCEEDED);

@@ -151,15 +151,23 @@ TEST(DecidePackingTest, EveryLanePacksSoTheLanesDivideTheHostsCores) {
   EXPECT_EQ(DecidePacking(cpu).width, 1);
 }
 
+// LeNet5-like, side by side, its multiprocessors' share leaving room for 18.
+PackingFacts SideBySideLeNet5() {
+  PackingFacts facts = Measured(0.5, 2.3, 64);
+  facts.largest_batch = 256;
+  facts.side_by_side = true;
+  facts.alone->busy_training = 0.68;
+  facts.alone->sm_active = 0.03;
+  facts.alone->sm_active_training = 0.05;
+  return facts;
+}
+
 // Side by side through MPS, how much of the GPU a trial's kernels filled bounds it, not how long
 // they ran: a LeNet5-like trial keeping a kernel running 68% of its training time in a few
 // percent of the multiprocessors packs; one that fills them does not.
 TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
-  PackingFacts facts = Measured(0.5, 2.3, 64);
-  facts.largest_batch = 256;
-  facts.alone->busy_training = 0.68;
-  facts.alone->sm_active = 0.03;
-  facts.alone->sm_active_training = 0.05;
+  PackingFacts facts = SideBySideLeNet5();
+  facts.side_by_side = false;
   EXPECT_EQ(DecidePacking(facts).width, 1);  // taking turns: the time share bounds it
   facts.side_by_side = true;
   const Packing packing = DecidePacking(facts);
@@ -168,16 +176,45 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
             "7 trials per GPU side by side (MPS), bounded by memory (x4.0 for batch 256); alone a "
             "trial kept the GPU busy 50% of the time (68% while training), its multiprocessors 3% "
             "(5% while training) with 2.3 of 80.0 GiB in use (batch 64)");
+  facts.alone->sm_active_training = 0.92;  // ResNet-18 at batch 256 fills them
+  EXPECT_EQ(DecidePacking(facts).width, 1);
+  EXPECT_NE(DecidePacking(facts).why.find(
+                "not packed, bounded by its share of the multiprocessors while training"),
+            std::string::npos)
+      << DecidePacking(facts).why;
+  facts.alone->sm_active.reset();  // not read (an older GPU): the time share, as taking turns
+  facts.alone->sm_active_training.reset();
+  EXPECT_EQ(DecidePacking(facts).width, 1);
+  EXPECT_NE(DecidePacking(facts).why.find("bounded by its busy share while training"),
+            std::string::npos);
+}
+
+// Of the memory in use, only the trial's own reservation grows with the batch.
+TEST(DecidePackingTest, OnlyItsOwnMemoryScalesWithTheBatch) {
+  PackingFacts facts = SideBySideLeNet5();
+  EXPECT_EQ(DecidePacking(facts).width, 7);  // all 2.3 GiB x 4
   // Of the 2.3 GiB, 0.4 were its own (a LeNet5 trial's tensors and cache); the rest, its CUDA
   // context and library handles, does not grow with the batch: 0.9 * 80 / (1.9 + 4 * 0.4) = 20,
   // and now the host's 16 cores bound it.
   facts.alone->batch_bytes = static_cast<int64_t>(0.4 * kGiB);
-  facts.host_cores = 16;
   EXPECT_EQ(DecidePacking(facts).width, 15);
   EXPECT_EQ(DecidePacking(facts).why,
             "15 trials per GPU side by side (MPS), bounded by 16 host cores; alone a trial kept "
             "the GPU busy 50% of the time (68% while training), its multiprocessors 3% (5% while "
             "training) with 2.3 of 80.0 GiB in use (0.4 GiB its own, batch 64)");
+  facts.host_cores = 32;
+  facts.alone->sm_active_training = 0.04;  // room for 22
+  EXPECT_EQ(DecidePacking(facts).width, 20);
+  EXPECT_NE(DecidePacking(facts).why.find("bounded by memory (x4.0 for batch 256)"),
+            std::string::npos);
+  facts.alone->batch_bytes = 4 * kGiB;  // more than was in use: all of it grows, no more
+  EXPECT_EQ(DecidePacking(facts).width, 7);
+}
+
+// On a GPU a trial takes as many host cores as its worker kept busy alone, at least one.
+TEST(DecidePackingTest, AGpuTrialTakesTheHostCoresItsWorkerKeptBusy) {
+  PackingFacts facts = SideBySideLeNet5();
+  facts.alone->batch_bytes = static_cast<int64_t>(0.4 * kGiB);  // memory leaves room for 20
   // Its worker kept 1.25 of the 16 cores busy alone (its launching thread and the rest): 15 /
   // 1.25 = 12 trials.
   facts.alone->host_busy = 1.25 / 16;
@@ -196,24 +233,6 @@ TEST(DecidePackingTest, SideBySideTheMultiprocessorsShareBoundsIt) {
   facts.alone->host_busy_training.reset();
   facts.alone->host_busy = 0.5 / 16;  // fewer than one: still one core each
   EXPECT_EQ(DecidePacking(facts).width, 15);
-  facts.alone->host_busy.reset();
-  facts.host_cores = 32;
-  facts.alone->sm_active_training = 0.04;  // room for 22
-  EXPECT_EQ(DecidePacking(facts).width, 20);
-  EXPECT_NE(DecidePacking(facts).why.find("bounded by memory (x4.0 for batch 256)"),
-            std::string::npos);
-  facts.alone->batch_bytes = 0;
-  facts.alone->sm_active_training = 0.92;  // ResNet-18 at batch 256 fills them
-  EXPECT_EQ(DecidePacking(facts).width, 1);
-  EXPECT_NE(DecidePacking(facts).why.find(
-                "not packed, bounded by its share of the multiprocessors while training"),
-            std::string::npos)
-      << DecidePacking(facts).why;
-  facts.alone->sm_active.reset();  // not read (an older GPU): the time share, as taking turns
-  facts.alone->sm_active_training.reset();
-  EXPECT_EQ(DecidePacking(facts).width, 1);
-  EXPECT_NE(DecidePacking(facts).why.find("bounded by its busy share while training"),
-            std::string::npos);
 }
 
 // A trial whose training was too short to read (one step report) may fill the device: alone.
