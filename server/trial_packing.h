@@ -36,9 +36,9 @@
 //     and other threads take more: as many cores as its worker kept busy alone (at least one)
 //     per trial, one left to traind (a program's trial on a GPU is not read: one core each). On an
 //     H100 host of 16 cores a LeNet5 trial's worker kept 1.5-1.7 busy, an MLP's 2.2-2.4; packed, a
-//     trial's start-up is what slows most (0.4 s to its first step alone, 1.1-1.3 s packed 8 at
-//     once). On the CPU each trial takes at least one core. Every lane (each GPU, each of --slots
-//     cpu=N) packs the width, so the cores are divided among the lanes first.
+//     trial's start-up is what slows most (0.4-0.6 s to its first step alone, 1.1-1.3 s packed
+//     6-8 at once). On the CPU each trial takes at least one core. Every lane (each GPU, each of
+//     --slots cpu=N) packs the width, so the cores are divided among the lanes first.
 //   - The user's cap (SearchSpec.max_pack); 1 turns packing off.
 // Pure; the search driver gathers the measurements (server/search_driver.cc).
 #ifndef TRAIND_SERVER_TRIAL_PACKING_H_
