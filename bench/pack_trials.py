@@ -10,7 +10,7 @@ round's wall time from submit to the search's end, how many trials ran at once a
 packing line; the ratio unpacked/packed per seed (median, min-max); and each trial's validation
 accuracy packed against alone: within the seed-to-seed spread of its runs alone (max - min over
 the seeds) or not; with --alone-twice each seed runs one at a time twice too, and how far a
-trial's accuracy moved between those two (the GPU's own run-to-run difference: cuDNN's atomics)
+trial's accuracy moved between those two (the GPU's own run-to-run difference)
 is printed beside how far packed moved from them. Each round also says a trial's mean seconds from
 placement to its first step report (start-up) and from there to its end, and the mean of the
 start-up phases its worker logged ("Start-up: ... (dataset 0.43 s, ...)").
@@ -147,6 +147,11 @@ def show(result):
           flush=True)
 
 
+def accuracy_of(result, k):
+    """Trial k's accuracy in a round: JSON keeps the trial numbers as text, a fresh round as ints."""
+    return result["accuracy"].get(str(k), result["accuracy"].get(k))
+
+
 def compare_accuracy(rounds, trials):
     within = 0
     lines = []
@@ -154,9 +159,8 @@ def compare_accuracy(rounds, trials):
         # One seed has no spread: every packed result would count as within it.
         return 0, ["(accuracy not compared: the seed-to-seed spread needs 2 or more seeds)"]
     for k in range(trials):
-        # JSON keeps the trial numbers as text.
-        alone = [r["accuracy"].get(str(k), r["accuracy"].get(k)) for r in rounds if not r["packed"]]
-        packed = [r["accuracy"].get(str(k), r["accuracy"].get(k)) for r in rounds if r["packed"]]
+        alone = [accuracy_of(r, k) for r in rounds if not r["packed"]]
+        packed = [accuracy_of(r, k) for r in rounds if r["packed"]]
         if None in alone or None in packed:
             lines.append(f"trial {k}: missing a result")
             continue
@@ -174,13 +178,12 @@ def same_seed_gaps(rounds, trials):
     between them (the GPU's own run-to-run difference), against how far packed moved from them."""
     alone_gaps, packed_gaps = [], []
     for seed in sorted({r["seed"] for r in rounds}):
-        alone = [r["accuracy"] for r in rounds if r["seed"] == seed and not r["packed"]]
-        packed = [r["accuracy"] for r in rounds if r["seed"] == seed and r["packed"]]
+        alone = [r for r in rounds if r["seed"] == seed and not r["packed"]]
+        packed = [r for r in rounds if r["seed"] == seed and r["packed"]]
         if len(alone) < 2 or not packed:
             continue
         for k in range(trials):
-            # JSON keeps the trial numbers as text.
-            a, b, p = (r.get(str(k), r.get(k)) for r in (alone[0], alone[1], packed[0]))
+            a, b, p = (accuracy_of(r, k) for r in (alone[0], alone[1], packed[0]))
             if None in (a, b, p):
                 continue
             alone_gaps.append(abs(a - b))
