@@ -71,6 +71,13 @@ int ProcessLauncher::sharing_count() {
       std::count_if(warm_.begin(), warm_.end(), [](const Waiting& w) { return w.sharing; }));
 }
 
+std::vector<pid_t> ProcessLauncher::waiting_pids() {
+  absl::MutexLock lock(&mu_);
+  std::vector<pid_t> pids;
+  for (const Waiting& waiting : warm_) pids.push_back(waiting.process->pid());
+  return pids;
+}
+
 bool ProcessLauncher::Suits(const Waiting& waiting, const std::string& device, bool sharing) {
   return !IsCudaDevice(device) || waiting.sharing == sharing;
 }
@@ -144,18 +151,30 @@ void ProcessLauncher::DropWarm() {
   warm.clear();  // each is killed and reaped, outside the lock
 }
 
+std::unique_ptr<WorkerProcess> ProcessLauncher::TakeWaiting(const std::string& device,
+                                                            bool sharing) {
+  const bool wants_prepared = IsCudaDevice(device);
+  auto taken = warm_.end();
+  for (auto it = warm_.begin(); it != warm_.end(); ++it) {  // the longest waiting first
+    if (!Suits(*it, device, sharing)) continue;
+    if (taken == warm_.end()) taken = it;
+    if (it->prepared == wants_prepared) {
+      taken = it;
+      break;
+    }
+  }
+  if (taken == warm_.end()) return nullptr;
+  std::unique_ptr<WorkerProcess> process = std::move(taken->process);
+  warm_.erase(taken);
+  return process;
+}
+
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
     const trainer::v1::WorkerRequest& request, const std::vector<std::string>& sharing) {
   std::unique_ptr<WorkerProcess> warm;
   {
     absl::MutexLock lock(&mu_);
-    // The last started that suits it: a packed search's own, while it runs one.
-    for (auto it = warm_.rbegin(); it != warm_.rend(); ++it) {
-      if (!Suits(*it, request.spec().device(), !sharing.empty())) continue;
-      warm = std::move(it->process);
-      warm_.erase(std::next(it).base());
-      break;
-    }
+    warm = TakeWaiting(request.spec().device(), !sharing.empty());
   }
   if (warm != nullptr && options_.on_warm_taken) options_.on_warm_taken();
   if (warm != nullptr && !warm->HasExited() && warm->Send(request).ok()) return warm;

@@ -94,6 +94,8 @@ class ProcessLauncher final : public JobLauncher {
   int prepared_count() ABSL_LOCKS_EXCLUDED(mu_);
   // Of those, how many started with packed_gpu_environment.
   int sharing_count() ABSL_LOCKS_EXCLUDED(mu_);
+  // Their process ids, in the order they were started.
+  std::vector<pid_t> waiting_pids() ABSL_LOCKS_EXCLUDED(mu_);
   const JobPrograms& programs() const { return options_.programs; }
 
  private:
@@ -117,6 +119,12 @@ class ProcessLauncher final : public JobLauncher {
   // packed trials' variables runs a packed trial, and only one without runs any other job; on
   // the CPU, any (none connects to the GPU).
   static bool Suits(const Waiting& waiting, const std::string& device, bool sharing);
+  // The waiting worker a job on `device` takes, moved out of warm_ (null: none suits). Of those
+  // that suit it, the longest waiting: the likeliest to have loaded LibTorch and, where it
+  // prepares, the GPU's context. A job on a GPU prefers one that prepared its context; one on
+  // the CPU one that did not (the pool's prepared workers are kept for the GPU's jobs).
+  std::unique_ptr<WorkerProcess> TakeWaiting(const std::string& device, bool sharing)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A packed GPU trial's variables (packed_gpu_environment), where traind has a GPU; empty
   // otherwise. Both its trials and the workers kept waiting for them start with these.
   std::vector<std::string> PackedTrialEnvironment() const;

@@ -128,6 +128,39 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
   EXPECT_EQ(VariableOf((*last)[0]->pid(), "TEST_SHARING"), "yes");
 }
 
+// A job takes the worker that has waited longest: the likeliest to have loaded LibTorch (and
+// created its context). A packed search's trials often end together, and each taking the one just
+// started to replace the last would wait for it to load. A GPU job prefers the pool's prepared
+// worker, a CPU job one that holds no GPU context.
+TEST(ProcessLauncherTest, AJobTakesTheWorkerThatHasWaitedLongest) {
+  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(3, true);
+  const std::vector<pid_t> first = launcher.waiting_pids();  // the pool's own, then 2 sharing
+  ASSERT_EQ(first.size(), 3u);
+
+  auto trial = launcher.Launch(Trial(3), {"cuda:0"});
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ((*trial)[0]->pid(), first[1]);
+  launcher.KeepWarm(3, true);  // its replacement waits behind the other
+  auto next = launcher.Launch(Trial(3), {"cuda:0"});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)[0]->pid(), first[2]);
+
+  const pid_t replacement = launcher.waiting_pids().back();
+  auto on_cpu = launcher.Launch(Trial(2), {"cpu"});
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+  EXPECT_EQ((*on_cpu)[0]->pid(), replacement);  // not the pool's prepared one
+  EXPECT_EQ(launcher.prepared_count(), 1);
+
+  launcher.KeepWarm(3, true);
+  auto job = launcher.Launch(Trial(0), {"cuda:0"});  // a job of its own on the GPU
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ((*job)[0]->pid(), first[0]);  // the prepared one
+}
+
 // TRAIND_PACKED_PREPARE=context (a measurement's knob): the workers waiting for a packed search's
 // GPU trials create the context, through the sharing, but rehearse no step.
 TEST(ProcessLauncherTest, TheKnobHasPackedTrialsWorkersCreateTheirContextAhead) {
