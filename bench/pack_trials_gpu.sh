@@ -11,7 +11,8 @@
 # cpu:MODEL:SEEDS (a 12-trial 1-epoch search on the host's CPU, packed and one at a time),
 # Each part may start with nomps- (traind --mps off: packed trials take turns on the GPU; its files
 # are named nomps-*) or ctx- (TRAIND_PACKED_PREPARE=context: the workers waiting for packed trials
-# create their CUDA context ahead, with no rehearsed step; files named ctx-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
+# create their CUDA context ahead, with no rehearsed step; files named ctx-*) or step- (=step: the
+# context and a rehearsed training step; files named step-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
 # PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
@@ -55,6 +56,9 @@ for part in ${PARTS:-pairs:1:3 large}; do
   elif [[ $part == ctx-* ]]; then
     part=${part#ctx-} tag=ctx-
     export TRAIND_PACKED_PREPARE=context
+  elif [[ $part == step-* ]]; then
+    part=${part#step-} tag=step-
+    export TRAIND_PACKED_PREPARE=step
   fi
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
   case $part in

@@ -117,14 +117,16 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
       needs.unprepared > 0 && gpu_trials ? PackedTrialEnvironment() : std::vector<std::string>{};
   std::vector<std::string> unprepared = options_.worker_environment;
   unprepared.insert(unprepared.end(), sharing.begin(), sharing.end());
-  // A measurement's knob (bench/pack_trials_gpu.sh, part prefix ctx-): they create the GPU's
-  // context, through MPS, while they wait, but rehearse no step. Off by default: with the
-  // rehearsal too, packed trials started slower (docs/benchmarks-history.md, session 44), and
+  // A measurement's knob (bench/pack_trials_gpu.sh, part prefixes ctx- and step-): they create
+  // the GPU's context, through MPS, while they wait ("context"), and rehearse a step ("step").
+  // Off by default: with the rehearsal too, packed trials started slower while each took the
+  // worker started last, often still preparing (docs/benchmarks-history.md, session 44), and
   // the packing rule does not count the waiting workers' contexts.
-  if (const char* knob = std::getenv("TRAIND_PACKED_PREPARE");
-      !sharing.empty() && knob != nullptr && std::string(knob) == "context") {
+  const char* knob = std::getenv("TRAIND_PACKED_PREPARE");
+  const std::string ahead = knob == nullptr || sharing.empty() ? "" : knob;
+  if (ahead == "context" || ahead == "step") {
     unprepared.push_back("TRAIND_PREPARE_DEVICE=" + options_.prepare_device);
-    unprepared.push_back("TRAIND_REHEARSE=0");
+    if (ahead == "context") unprepared.push_back("TRAIND_REHEARSE=0");
   }
   for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {
     const bool prepare = i < needs.prepared;

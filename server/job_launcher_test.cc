@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -161,22 +162,26 @@ TEST(ProcessLauncherTest, AJobTakesTheWorkerThatHasWaitedLongest) {
   EXPECT_EQ((*job)[0]->pid(), first[0]);  // the prepared one
 }
 
-// TRAIND_PACKED_PREPARE=context (a measurement's knob): the workers waiting for a packed search's
-// GPU trials create the context, through the sharing, but rehearse no step.
-TEST(ProcessLauncherTest, TheKnobHasPackedTrialsWorkersCreateTheirContextAhead) {
-  ProcessLauncher::Options options = StandIns(1, "cuda:0");
-  options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
-  ASSERT_EQ(setenv("TRAIND_PACKED_PREPARE", "context", 1), 0);
-  ProcessLauncher launcher(options);
-  launcher.KeepWarm(2, true);
-  unsetenv("TRAIND_PACKED_PREPARE");
-  auto trial = launcher.Launch(Trial(3), {"cuda:0"});
-  ASSERT_TRUE(trial.ok()) << trial.status();
-  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TEST_SHARING"), "yes");
-  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_PREPARE_DEVICE"), "cuda:0");
-  EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_REHEARSE"), "0");
-  EXPECT_EQ(launcher.prepared_count(), 1);  // the pool's own, as before
+// TRAIND_PACKED_PREPARE (a measurement's knob): the workers waiting for a packed search's GPU
+// trials create the context, through the sharing, and with "step" rehearse a training step too.
+TEST(ProcessLauncherTest, TheKnobHasPackedTrialsWorkersPrepareAhead) {
+  for (const auto& [knob, rehearse] : {std::pair<std::string, std::string>{"context", "0"},
+                                       std::pair<std::string, std::string>{"step", ""}}) {
+    SCOPED_TRACE(knob);
+    ProcessLauncher::Options options = StandIns(1, "cuda:0");
+    options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
+    options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+    ASSERT_EQ(setenv("TRAIND_PACKED_PREPARE", knob.c_str(), 1), 0);
+    ProcessLauncher launcher(options);
+    launcher.KeepWarm(2, true);
+    unsetenv("TRAIND_PACKED_PREPARE");
+    auto trial = launcher.Launch(Trial(3), {"cuda:0"});
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TEST_SHARING"), "yes");
+    EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_PREPARE_DEVICE"), "cuda:0");
+    EXPECT_EQ(VariableOf((*trial)[0]->pid(), "TRAIND_REHEARSE"), rehearse);
+    EXPECT_EQ(launcher.prepared_count(), 1);  // the pool's own, as before
+  }
 }
 
 // A search packed on the CPU asks for no sharing (no MPS daemon is started for it), on a machine
