@@ -13,7 +13,8 @@ the seeds) or not; with --alone-twice each seed runs one at a time twice too, an
 trial's accuracy moved between those two (the GPU's own run-to-run difference)
 is printed beside how far packed moved from them. Each round also says a trial's mean seconds from
 placement to its first step report (start-up) and from there to its end, and the mean of the
-start-up phases its worker logged ("Start-up: ... (dataset 0.43 s, ...)").
+start-up phases its worker logged ("Start-up: ... (dataset 0.43 s, ...)"), how long its worker
+took to be ready and how many trials waited for theirs, and how busy the host's cores were.
 
 With --large DATA_DIR, a search of ResNet-18 at batch 256 on the CIFAR-10 files there (real or
 random: only its footprint matters) runs too, or with --large fake224 on random 224 px images;
@@ -53,13 +54,16 @@ def run_times(job_id):
 
 
 STARTUP = re.compile(r"Start-up: ([\d.]+) s in this worker before the first step \((.*)\)")
+READY = re.compile(r"the worker was ready ([\d.]+) s after it started and waited ([\d.]+) s")
 PHASE = re.compile(r"(?:^|, )([A-Za-z][\w -]*?) (?:\([^)]*\) )?([\d.]+) s")
 
 
 def start_up_in_worker(job_ids):
     """The mean of the trials' start-up phases in their workers, as their logs say them
-    ("Start-up: 0.51 s in this worker before the first step (dataset 0.43 s, ...)")."""
-    sums, read = {}, 0
+    ("Start-up: 0.51 s in this worker before the first step (dataset 0.43 s, ...); the worker
+    was ready 1.02 s after it started and waited 0.00 s for this job"), and how many trials found
+    their worker still loading or preparing (it waited under 0.01 s: the trial waited instead)."""
+    sums, read, waited = {}, 0, 0
     for job in job_ids:
         for line in trainctl("logs", job).splitlines():
             match = STARTUP.search(line)
@@ -71,8 +75,18 @@ def start_up_in_worker(job_ids):
             # name and seconds, its note in parentheses left out.
             for name, value in PHASE.findall(match[2]):
                 sums[name] = sums.get(name, 0.0) + float(value)
+            ready = READY.search(line)
+            if ready:
+                sums["worker ready"] = sums.get("worker ready", 0.0) + float(ready[1])
+                sums["worker idle"] = sums.get("worker idle", 0.0) + float(ready[2])
+                waited += float(ready[2]) < 0.01
             break
-    return {name: total / read for name, total in sums.items()} if read else {}
+    if not read:
+        return {}
+    means = {name: total / read for name, total in sums.items()}
+    if "worker ready" in means:
+        means["trials that waited for their worker"] = waited
+    return means
 
 
 def mean_phases(times):
@@ -81,6 +95,23 @@ def mean_phases(times):
     if not whole:
         return None, None
     return (statistics.mean(b - a for a, b, _ in whole), statistics.mean(c - b for _, b, c in whole))
+
+
+def host_cpu_times():
+    """The host's CPU time so far, in clock ticks: (busy, all), from /proc/stat (None elsewhere)."""
+    try:
+        with open("/proc/stat") as stat:
+            ticks = [int(v) for v in stat.readline().split()[1:]]
+    except OSError:
+        return None
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle and iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def busy_between(before, after):
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
 
 
 def most_at_once(intervals):
@@ -104,9 +135,11 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         flags += ["--max-pack", 1]
     began = time.monotonic()
     submitted = time.time()  # traind stamps events with this machine's clock
+    cpu_before = host_cpu_times()
     sweep = trainctl(*flags).strip().split()[0]
     trainctl("wait", "--sweep", sweep)
     wall = time.monotonic() - began
+    cpu_after = host_cpu_times()
     report = json.loads(trainctl("report", sweep, "--format", "json"))["search"]
     trials = report.get("trials", [])
     times = [run_times(t["jobId"]) for t in trials]
@@ -125,6 +158,9 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         # A trial's mean seconds from placement to its first step report, and from there to its end.
         "start_up_seconds": start_up, "training_seconds": rest,
         "start_up_in_worker": start_up_in_worker([t["jobId"] for t in trials]),
+        # How busy the host's cores were from submit to `wait`'s return (which polls: a little
+        # idle time at the end): near 100%, the host's CPU, not the GPU, bounds the round.
+        "host_busy": busy_between(cpu_before, cpu_after),
         "accuracy": {int(t.get("trial", 0)): t.get("metric") for t in trials},
         "failed": [t.get("trial", 0) for t in trials if t.get("status") == "failed"],
     }
@@ -141,7 +177,11 @@ def show(result):
                  f"{result['training_seconds']:.2f} s more")
     phases = result.get("start_up_in_worker") or {}
     if phases:
-        span += " (in its worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()) + ")"
+        span += " (in its worker: " + ", ".join(
+            f"{k} {v:.0f}" if k.startswith("trials") else f"{k} {v:.2f} s"
+            for k, v in phases.items()) + ")"
+    if result.get("host_busy") is not None:
+        span += f", the host's cores {100 * result['host_busy']:.0f}% busy"
     print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s{span}, at most "
           f"{result['most_at_once']} at once, failed {result['failed']}; {result['packing']}",
           flush=True)

@@ -36,6 +36,7 @@
 #include "engine/optimizer_factory.h"
 #include "engine/train_step.h"
 #include "engine/training_loop.h"
+#include "engine/worker_readiness.h"
 #include "models/batch_norm.h"
 #include "models/model_factory.h"
 #include "models/scripted_model.h"
@@ -463,8 +464,16 @@ void JobRun::LogStartup() {
   for (const auto& [what, seconds] : startup_) {
     phases.push_back(absl::StrFormat("%s %.2f s", what, seconds));
   }
-  report_.Log(absl::StrFormat("Start-up: %.2f s in this worker before the first step (%s)",
-                              SecondsSince(began_), absl::StrJoin(phases, ", ")));
+  // A job that waited for its worker to load or prepare waited before these phases began.
+  std::string worker;
+  if (const std::optional<WorkerReadiness> readiness = NotedWorkerReadiness()) {
+    worker = absl::StrFormat(
+        "; the worker was ready %.2f s after it started and waited %.2f s "
+        "for this job",
+        readiness->ready_after_seconds, readiness->idle_seconds);
+  }
+  report_.Log(absl::StrFormat("Start-up: %.2f s in this worker before the first step (%s)%s",
+                              SecondsSince(began_), absl::StrJoin(phases, ", "), worker));
 }
 
 }  // namespace

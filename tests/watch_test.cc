@@ -119,12 +119,12 @@ Epoch: 00\d/002 \| Train: \d+\.\d\d% \| Validation: \d+\.\d\d% \| Best Validatio
 Time elapsed: \d+\.\d\d min
 )";
   // The job's own notes (the CPU threads it chose, its BLAS's threads where the BLAS has a switch,
-  // the batch shards on a machine of a few cores, where its start-up went) come first; the rest
-  // is the reference's.
+  // the batch shards on a machine of a few cores, where its start-up went and how long its worker
+  // took to be ready) come first; the rest is the reference's.
   std::string pattern = R"(CPU: \d+ intra-op threads?: [^\n]+
 (BLAS: [^\n]+: \d+ threads?[^\n]*
 )?(CPU: each batch trained in \d shards at once[^\n]+
-)?Start-up: \d+\.\d\d s in this worker before the first step \(dataset \d+\.\d\d s, images \d+\.\d\d s, model \d+\.\d\d s\)
+)?Start-up: \d+\.\d\d s in this worker before the first step \(dataset \d+\.\d\d s, images \d+\.\d\d s, model \d+\.\d\d s\); the worker was ready \d+\.\d\d s after it started and waited \d+\.\d\d s for this job
 )";
   for (int e = 0; e < 2; ++e) {
     for (int b = 0; b < 6; ++b) pattern += step + "\n";

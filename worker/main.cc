@@ -13,16 +13,19 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "absl/synchronization/mutex.h"
 #include "engine/device.h"
 #include "engine/device_rehearsal.h"
 #include "engine/training_job.h"
 #include "engine/training_loop.h"
+#include "engine/worker_readiness.h"
 #include "models/script_prints.h"
 #include "models/scripted_model.h"
 #include "supervise/event_pipe.h"
@@ -109,9 +112,16 @@ int main(int argc, char**) {
     }
   }
 
+  const std::optional<double> ready_after = traind::ProcessAgeSeconds();
+  const auto ready = std::chrono::steady_clock::now();
   trainer::v1::WorkerRequest request;
   switch (traind::ReadWorkerRequest(&request)) {
     case traind::RequestRead::kRead:
+      if (ready_after.has_value()) {
+        traind::NoteWorkerReadiness(
+            {*ready_after,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - ready).count()});
+      }
       break;
     case traind::RequestRead::kClosed:  // a pre-started worker that traind no longer needs
       return traind::kWorkerStopped;
