@@ -157,6 +157,7 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         "most_at_once": most_at_once(ran),
         # A trial's mean seconds from placement to its first step report, and from there to its end.
         "start_up_seconds": start_up, "training_seconds": rest,
+        "times": times,  # each trial's (placed, first step report, ended), traind's clock
         "start_up_in_worker": start_up_in_worker([t["jobId"] for t in trials]),
         # How busy the host's cores were from submit to `wait`'s return (which polls: a little
         # idle time at the end): near 100%, the host's CPU, not the GPU, bounds the round.

@@ -12,8 +12,10 @@
 # Each part may start with nomps- (traind --mps off: packed trials take turns on the GPU; its files
 # are named nomps-*) or ctx- (TRAIND_PACKED_PREPARE=context: the workers waiting for packed trials
 # create their CUDA context ahead, with no rehearsed step; files named ctx-*) or step- (=step: the
-# context and a rehearsed training step; files named step-*). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
-# PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice).
+# context and a rehearsed training step; files named step-*) or deep- (TRAIND_PACKED_POOL_DEPTH=2:
+# twice as many workers wait for packed trials; files named deep-*). Prefixes combine (deep-step-mlp:1:2). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
+# PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice). KEEP_LOGS=1 keeps each
+# part's traind log too (OUT/TAGtraind-PART.log; the device tool brings back at most 8 files).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +29,7 @@ if true; then
   bash .gpu/host-build.sh -DTRAIND_WEB_MODULES="$PWD/.gpu/web_modules" -DTRAIND_BUILD_TESTS=OFF \
     >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
   echo "built in $SECONDS s"
+  rm "$out/build.log"  # the device tool brings back at most 8 files: the parts' results first
 fi
 export LD_LIBRARY_PATH=/tmp/sys/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 export FASHION_MNIST_DIR=$PWD/.gpu/data
@@ -50,16 +53,16 @@ fi
 export PATH=$PATH:/usr/local/nvidia/bin
 for part in ${PARTS:-pairs:1:3 large}; do
   tag="" flags=()
-  unset TRAIND_PACKED_PREPARE
-  if [[ $part == nomps-* ]]; then
-    part=${part#nomps-} tag=nomps- flags=(--traind-flags=--mps=off)
-  elif [[ $part == ctx-* ]]; then
-    part=${part#ctx-} tag=ctx-
-    export TRAIND_PACKED_PREPARE=context
-  elif [[ $part == step-* ]]; then
-    part=${part#step-} tag=step-
-    export TRAIND_PACKED_PREPARE=step
-  fi
+  unset TRAIND_PACKED_PREPARE TRAIND_PACKED_POOL_DEPTH
+  while [[ $part =~ ^(nomps|ctx|step|deep)- ]]; do  # prefixes combine: deep-step-mlp:1:2
+    prefix=${BASH_REMATCH[1]} part=${part#*-} tag=$tag${BASH_REMATCH[1]}-
+    case $prefix in
+      nomps) flags=(--traind-flags=--mps=off) ;;
+      ctx) export TRAIND_PACKED_PREPARE=context ;;
+      step) export TRAIND_PACKED_PREPARE=step ;;
+      deep) export TRAIND_PACKED_POOL_DEPTH=2 ;;
+    esac
+  done
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
   case $part in
     probe)
@@ -95,7 +98,8 @@ print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch",
         --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}mlp-$first.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
   esac
   for state in /tmp/pack-trials.*; do
-    [ -f "$state/traind.log" ] && cp "$state/traind.log" "$out/${tag}traind-${part//:/-}.log"
+    [ -f "$state/traind.log" ] && [ -n "${KEEP_LOGS:-}" ] &&
+      cp "$state/traind.log" "$out/${tag}traind-${part//:/-}.log"
     rm -rf "$state"
   done
 done

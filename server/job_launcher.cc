@@ -95,13 +95,27 @@ std::vector<std::string> ProcessLauncher::SharingFor(
   return PackedTrialEnvironment();
 }
 
+namespace {
+
+// A measurement's knob (bench/pack_trials_gpu.sh, part prefix deep-): TRAIND_PACKED_POOL_DEPTH=N
+// keeps N times as many workers waiting for a packed search's trials (1 to 4; unset: 1), so each
+// has about N trials' time to load before a trial takes it. Packed trials that end together take
+// workers faster than their replacements load (docs/benchmarks-history.md, session 45).
+int PackedPoolDepth() {
+  const char* knob = std::getenv("TRAIND_PACKED_POOL_DEPTH");
+  const int depth = knob == nullptr ? 1 : std::atoi(knob);
+  return std::clamp(depth, 1, 4);
+}
+
+}  // namespace
+
 void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
   PoolNeeds needs;
   std::vector<Waiting> surplus;  // stopped outside the lock
   {
     absl::MutexLock lock(&mu_);
     if (dropped_) return;
-    needs = TrimPool(at_least, &surplus);
+    needs = TrimPool(at_least * PackedPoolDepth(), &surplus);
   }
   surplus.clear();
   // On a machine with GPUs the pool's workers create the first one's context while they wait:

@@ -184,6 +184,22 @@ TEST(ProcessLauncherTest, TheKnobHasPackedTrialsWorkersPrepareAhead) {
   }
 }
 
+// TRAIND_PACKED_POOL_DEPTH (a measurement's knob): that many times the packed search's width wait.
+TEST(ProcessLauncherTest, TheKnobKeepsMoreWorkersWaitingForAPackedSearch) {
+  ProcessLauncher launcher(StandIns(1));
+  ASSERT_EQ(setenv("TRAIND_PACKED_POOL_DEPTH", "2", 1), 0);
+  launcher.KeepWarm(3, false);
+  EXPECT_EQ(launcher.warm_count(), 6);
+  launcher.KeepWarm(0, false);  // none packs: the pool's own size
+  EXPECT_EQ(launcher.warm_count(), 1);
+  ASSERT_EQ(setenv("TRAIND_PACKED_POOL_DEPTH", "100", 1), 0);
+  launcher.KeepWarm(3, false);
+  EXPECT_EQ(launcher.warm_count(), 12);  // at most 4 times
+  unsetenv("TRAIND_PACKED_POOL_DEPTH");
+  launcher.KeepWarm(3, false);
+  EXPECT_EQ(launcher.warm_count(), 3);
+}
+
 // A search packed on the CPU asks for no sharing (no MPS daemon is started for it), on a machine
 // with a GPU or without.
 TEST(ProcessLauncherTest, ASearchPackedOnTheCpuAsksForNoSharing) {
