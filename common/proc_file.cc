@@ -1,6 +1,7 @@
 #include "common/proc_file.h"
 
 #include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,17 +40,21 @@ std::optional<ProcStat> ReadProcStat(pid_t pid) {
   long parent = 0, group = 0, session = 0;           // NOLINT(runtime/int): sscanf's %ld
   unsigned long long user = 0, system = 0;           // NOLINT(runtime/int): sscanf's %llu
   long long children_user = 0, children_system = 0;  // NOLINT(runtime/int)
+  unsigned long long start = 0;                      // NOLINT(runtime/int)
   // state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
-  // cstime (proc(5)).
-  const int read = std::sscanf(
-      text.c_str() + close + 1, " %c %ld %ld %ld %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
-      &fields.state, &parent, &group, &session, &user, &system, &children_user, &children_system);
+  // cstime priority nice num_threads itrealvalue starttime (proc(5)).
+  const int read = std::sscanf(text.c_str() + close + 1,
+                               " %c %ld %ld %ld %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld "
+                               "%*d %*d %*d %*d %llu",
+                               &fields.state, &parent, &group, &session, &user, &system,
+                               &children_user, &children_system, &start);
   if (read < 4) return std::nullopt;
-  if (read == 8) {
+  if (read >= 8) {
     fields.cpu_ticks = user + system;
     fields.children_cpu_ticks =
         static_cast<uint64_t>(std::max(0LL, children_user + children_system));
   }
+  if (read == 9) fields.start_ticks = start;
   fields.parent = static_cast<pid_t>(parent);
   fields.process_group = static_cast<pid_t>(group);
   fields.session = static_cast<pid_t>(session);
@@ -70,6 +75,22 @@ double SessionCpuSeconds(pid_t session) {
   closedir(proc);
   const long per_second = sysconf(_SC_CLK_TCK);  // NOLINT(runtime/int)
   return per_second > 0 ? static_cast<double>(ticks) / static_cast<double>(per_second) : 0;
+}
+
+std::optional<double> ProcessAgeSeconds() {
+#ifdef __linux__
+  const std::optional<ProcStat> stat = ReadProcStat(getpid());
+  const long per_second = sysconf(_SC_CLK_TCK);  // NOLINT(runtime/int)
+  timespec now{};
+  if (!stat || stat->start_ticks == 0 || per_second <= 0 ||
+      clock_gettime(CLOCK_BOOTTIME, &now) != 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9 -
+         static_cast<double>(stat->start_ticks) / static_cast<double>(per_second);
+#else
+  return std::nullopt;
+#endif
 }
 
 std::optional<HostMemory> ReadHostMemory() {

@@ -25,9 +25,14 @@ struct ProcStat {
   // children it has waited for.
   uint64_t cpu_ticks = 0;
   uint64_t children_cpu_ticks = 0;
+  uint64_t start_ticks = 0;  // when it started, in clock ticks since the machine booted
 };
 // Nothing when the process is gone (reaped) or the line cannot be read.
 std::optional<ProcStat> ReadProcStat(pid_t pid);
+
+// Seconds since this process started (its libraries' loading before main() included), from
+// ReadProcStat's start time; nullopt off Linux.
+std::optional<double> ProcessAgeSeconds();
 
 // The CPU seconds of every live process in session `session` (ReadProcStat's session), with the
 // children each has waited for: a program and its DataLoader workers. 0 off Linux.

@@ -1,8 +1,9 @@
 // When this process became ready for its job and how long it then waited for one. A warm worker
 // (worker/main.cc) loads LibTorch and, where traind asks, prepares a GPU before it reads its
 // request: a job placed on it before that is done waits for it, outside the job's own start-up
-// phases. The worker notes both figures as it reads its request, and the job's "Start-up:" line
-// says them (engine/training_job.cc), so a packed search's trials show whether they waited.
+// phases. The worker notes both figures as it reads its request (its age from
+// common/proc_file.h's ProcessAgeSeconds), and the job's "Start-up:" line says them
+// (engine/training_job.cc), so a packed search's trials show whether they waited.
 #ifndef TRAIND_ENGINE_WORKER_READINESS_H_
 #define TRAIND_ENGINE_WORKER_READINESS_H_
 
@@ -14,9 +15,6 @@ struct WorkerReadiness {
   double ready_after_seconds = 0;  // from the process's start (its libraries' loading included)
   double idle_seconds = 0;         // from then until its request was read (about 0: it waited)
 };
-
-// Seconds since this process started, from the kernel's record of it (Linux); nullopt elsewhere.
-std::optional<double> ProcessAgeSeconds();
 
 // Set once by the worker's main; unset in any other process (a test's, traind's).
 void NoteWorkerReadiness(const WorkerReadiness& readiness);

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "absl/synchronization/mutex.h"
+#include "common/proc_file.h"
 #include "engine/device.h"
 #include "engine/device_rehearsal.h"
 #include "engine/training_job.h"
