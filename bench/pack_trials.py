@@ -62,7 +62,8 @@ def start_up_in_worker(job_ids):
     """The mean of the trials' start-up phases in their workers, as their logs say them
     ("Start-up: 0.51 s in this worker before the first step (dataset 0.43 s, ...); the worker
     was ready 1.02 s after it started and waited 0.00 s for this job"), and how many trials found
-    their worker still loading or preparing (it waited under 0.01 s: the trial waited instead)."""
+    their worker still loading or preparing (it waited under 0.01 s: the trial waited instead;
+    None where the workers do not say)."""
     sums, read, waited = {}, 0, 0
     for job in job_ids:
         for line in trainctl("logs", job).splitlines():
@@ -82,11 +83,9 @@ def start_up_in_worker(job_ids):
                 waited += float(ready[2]) < 0.01
             break
     if not read:
-        return {}
-    means = {name: total / read for name, total in sums.items()}
-    if "worker ready" in means:
-        means["trials that waited for their worker"] = waited
-    return means
+        return {}, None
+    return ({name: total / read for name, total in sums.items()},
+            waited if "worker ready" in sums else None)
 
 
 def mean_phases(times):
@@ -143,6 +142,7 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
     report = json.loads(trainctl("report", sweep, "--format", "json"))["search"]
     trials = report.get("trials", [])
     times = [run_times(t["jobId"]) for t in trials]
+    in_worker, waited_for_worker = start_up_in_worker([t["jobId"] for t in trials])
     intervals = [(a, c) for a, _, c in times]
     ran = [i for i in intervals if None not in i]
     start_up, rest = mean_phases(times)
@@ -158,7 +158,7 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         # A trial's mean seconds from placement to its first step report, and from there to its end.
         "start_up_seconds": start_up, "training_seconds": rest,
         "times": times,  # each trial's (placed, first step report, ended), traind's clock
-        "start_up_in_worker": start_up_in_worker([t["jobId"] for t in trials]),
+        "start_up_in_worker": in_worker, "waited_for_worker": waited_for_worker,
         # How busy the host's cores were from submit to `wait`'s return (which polls: a little
         # idle time at the end): near 100%, the host's CPU, not the GPU, bounds the round.
         "host_busy": busy_between(cpu_before, cpu_after),
@@ -178,9 +178,10 @@ def show(result):
                  f"{result['training_seconds']:.2f} s more")
     phases = result.get("start_up_in_worker") or {}
     if phases:
-        span += " (in its worker: " + ", ".join(
-            f"{k} {v:.0f}" if k.startswith("trials") else f"{k} {v:.2f} s"
-            for k, v in phases.items()) + ")"
+        span += " (in its worker: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()) + ")"
+    if result.get("waited_for_worker") is not None:
+        span += (f", {result['waited_for_worker']} of {len(result['accuracy'])} trials found their "
+                 f"worker not ready")
     if result.get("host_busy") is not None:
         span += f", the host's cores {100 * result['host_busy']:.0f}% busy"
     print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s{span}, at most "
