@@ -13,7 +13,8 @@
 # are named nomps-*) or ctx- (TRAIND_PACKED_PREPARE=context: the workers waiting for packed trials
 # create their CUDA context ahead, with no rehearsed step; files named ctx-*) or step- (=step: the
 # context and a rehearsed training step; files named step-*) or deep- (TRAIND_PACKED_POOL_DEPTH=2:
-# twice as many workers wait for packed trials; files named deep-*). Prefixes combine (deep-step-mlp:1:2). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
+# twice as many workers wait for packed trials; files named deep-*) or spawn- (TRAIND_WORKER_FORK=0:
+# every worker starts as a program, none is forked; files named spawn-*). Prefixes combine (deep-step-mlp:1:2). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
 # PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice). KEEP_LOGS=1 keeps each
 # part's traind log too (OUT/TAGtraind-PART.log; the device tool brings back at most 8 files).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
@@ -53,14 +54,15 @@ fi
 export PATH=$PATH:/usr/local/nvidia/bin
 for part in ${PARTS:-pairs:1:3 large}; do
   tag="" flags=()
-  unset TRAIND_PACKED_PREPARE TRAIND_PACKED_POOL_DEPTH
-  while [[ $part =~ ^(nomps|ctx|step|deep)- ]]; do  # prefixes combine: deep-step-mlp:1:2
+  unset TRAIND_PACKED_PREPARE TRAIND_PACKED_POOL_DEPTH TRAIND_WORKER_FORK
+  while [[ $part =~ ^(nomps|ctx|step|deep|spawn)- ]]; do  # prefixes combine: deep-step-mlp:1:2
     prefix=${BASH_REMATCH[1]} part=${part#*-} tag=$tag${BASH_REMATCH[1]}-
     case $prefix in
       nomps) flags=(--traind-flags=--mps=off) ;;
       ctx) export TRAIND_PACKED_PREPARE=context ;;
       step) export TRAIND_PACKED_PREPARE=step ;;
       deep) export TRAIND_PACKED_POOL_DEPTH=2 ;;
+      spawn) export TRAIND_WORKER_FORK=0 ;;
     esac
   done
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }
@@ -98,6 +100,8 @@ print({k: v for k, v in step.items() if k.startswith("device") or k in ("epoch",
         --first-seed "$first" --seeds "$seeds" --epochs 2 --out "$out/${tag}mlp-$first.json" "${flags[@]}" ${PACK_FLAGS:-} ;;
   esac
   for state in /tmp/pack-trials.*; do
+    # Whether workers were forked (supervise/fork_server.h) or fell back to starting as programs.
+    [ -f "$state/traind.log" ] && grep -h "fork server\|start as programs" "$state/traind.log" | sort | uniq -c | head -3
     [ -f "$state/traind.log" ] && [ -n "${KEEP_LOGS:-}" ] &&
       cp "$state/traind.log" "$out/${tag}traind-${part//:/-}.log"
     rm -rf "$state"

@@ -266,6 +266,37 @@ absl::StatusOr<trainer::v1::ListDevicesResponse> Daemon::OpenState() {
   return probe->Finish();
 }
 
+ProcessLauncher::Options Daemon::LauncherOptions(const JobPrograms& programs,
+                                                 const std::vector<std::string>& gpus) {
+  ProcessLauncher::Options launching;
+  launching.programs = programs;
+  const auto cpu_slots = options_.slots.find("cpu");
+  launching.worker_environment = WorkerEnvironment(
+      options_.state_dir + "/cache", cpu_slots == options_.slots.end() ? 1 : cpu_slots->second,
+      options_.worker_nice);
+  launching.warm_workers = options_.warm_workers;
+  if (!gpus.empty()) launching.prepare_device = gpus[0];
+  if (!gpus.empty() && options_.mps) {
+    if (const std::string control = FindOnPath("nvidia-cuda-mps-control"); !control.empty()) {
+      mps_ =
+          std::make_unique<MpsControl>(MpsControl::Options{control, options_.state_dir + "/mps"});
+      launching.packed_gpu_environment = [mps = mps_.get()] { return mps->ClientEnvironment(); };
+    }
+  }
+  // TRAIND_WORKER_FORK=0 starts every worker as a program (as before the fork server): the A/B
+  // of bench/pack_trials_gpu.sh's part prefix spawn-, and a way out should forking ever misbehave.
+  if (const char* fork = std::getenv("TRAIND_WORKER_FORK");
+      fork != nullptr && fork == std::string("0")) {
+    launching.fork_workers = false;
+  }
+  launching.slurm_address = options_.slurm_address;
+  launching.hosts_environment = options_.hosts_environment;
+  // CreateServices makes the scheduler right after the launcher, before its loop can take a warm
+  // worker.
+  launching.on_warm_taken = [this] { scheduler_->Wake(); };
+  return launching;
+}
+
 void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   hub_ = std::make_unique<EventHub>();
   store_->SetEventListener(
@@ -291,26 +322,7 @@ void Daemon::CreateServices(const trainer::v1::ListDevicesResponse& devices) {
   for (const auto& device : devices.devices()) {
     if (absl::StartsWith(device.name(), "cuda:")) scheduling.gpus.push_back(device.name());
   }
-  ProcessLauncher::Options launching;
-  launching.programs = programs;
-  const auto cpu_slots = options_.slots.find("cpu");
-  launching.worker_environment = WorkerEnvironment(
-      options_.state_dir + "/cache", cpu_slots == options_.slots.end() ? 1 : cpu_slots->second,
-      options_.worker_nice);
-  launching.warm_workers = options_.warm_workers;
-  if (!scheduling.gpus.empty()) launching.prepare_device = scheduling.gpus[0];
-  if (!scheduling.gpus.empty() && options_.mps) {
-    if (const std::string control = FindOnPath("nvidia-cuda-mps-control"); !control.empty()) {
-      mps_ =
-          std::make_unique<MpsControl>(MpsControl::Options{control, options_.state_dir + "/mps"});
-      launching.packed_gpu_environment = [mps = mps_.get()] { return mps->ClientEnvironment(); };
-    }
-  }
-  launching.slurm_address = options_.slurm_address;
-  launching.hosts_environment = options_.hosts_environment;
-  // The scheduler is made below, before the loop can take a warm worker.
-  launching.on_warm_taken = [this] { scheduler_->Wake(); };
-  launcher_ = std::make_unique<ProcessLauncher>(std::move(launching));
+  launcher_ = std::make_unique<ProcessLauncher>(LauncherOptions(programs, scheduling.gpus));
   scheduling.launcher = launcher_.get();
   scheduling.requests = requests;
   scheduling.cancel_grace = options_.cancel_grace;

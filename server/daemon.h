@@ -117,6 +117,10 @@ class Daemon {
   absl::StatusOr<trainer::v1::ListDevicesResponse> OpenState();
   // The event hub, executor, scheduler and both gRPC services.
   void CreateServices(const trainer::v1::ListDevicesResponse& devices);
+  // How the scheduler's launcher starts workers (and traind's MPS daemon, mps_, where `gpus` may
+  // share one).
+  ProcessLauncher::Options LauncherOptions(const JobPrograms& programs,
+                                           const std::vector<std::string>& gpus);
   // The gRPC server on every --listen address (TLS on TCP when `ssl` is set).
   absl::Status Listen(const std::optional<grpc::SslServerCredentialsOptions>& ssl);
   absl::Status StartDashboard(const trainer::v1::ListDevicesResponse& devices,

@@ -118,6 +118,7 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
     needs = TrimPool(at_least * PackedPoolDepth(), &surplus);
   }
   surplus.clear();
+  StartForkServer(needs.prepared + needs.unprepared);
   // On a machine with GPUs the pool's workers create the first one's context while they wait:
   // most jobs there run on it (one on another GPU or the CPU leaves that context idle, holding
   // some of that GPU's memory).
@@ -145,7 +146,7 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
   for (int i = 0; i < needs.prepared + needs.unprepared; ++i) {
     const bool prepare = i < needs.prepared;
     absl::StatusOr<std::unique_ptr<WorkerProcess>> spawned =
-        WorkerProcess::Spawn(options_.programs.worker, prepare ? prepared : unprepared);
+        NewWorker(prepare ? prepared : unprepared);
     if (!spawned.ok()) {
       LogAt(LogPriority::kWarning)
           << "traind: cannot keep a worker warm: " << spawned.status() << "\n";
@@ -159,12 +160,73 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
 
 void ProcessLauncher::DropWarm() {
   std::vector<Waiting> warm;
+  std::shared_ptr<WorkerForker> forker;
   {
     absl::MutexLock lock(&mu_);
     dropped_ = true;
     warm.swap(warm_);
+    forker.swap(forker_);
   }
   warm.clear();  // each is killed and reaped, outside the lock
+}
+
+void ProcessLauncher::StartForkServer(int pool) {
+  if (!options_.fork_workers || pool == 0) return;
+  absl::MutexLock lock(&mu_);
+  if (forker_started_ || dropped_) return;
+  forker_started_ = true;
+  absl::StatusOr<std::unique_ptr<WorkerForker>> started =
+      WorkerForker::Start(options_.programs.worker);
+  if (!started.ok()) {
+    LogAt(LogPriority::kWarning) << "traind: workers start as programs: " << started.status()
+                                 << "\n";
+    return;
+  }
+  forker_ = *std::move(started);
+}
+
+bool ProcessLauncher::forks_workers() {
+  absl::MutexLock lock(&mu_);
+  return forker_ != nullptr && forker_->Poll() == WorkerForker::State::kReady;
+}
+
+pid_t ProcessLauncher::fork_server_pid() {
+  absl::MutexLock lock(&mu_);
+  return forker_ == nullptr ? 0 : forker_->pid();
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::NewWorker(
+    const std::vector<std::string>& environment) {
+  std::shared_ptr<WorkerForker> forker;
+  {
+    absl::MutexLock lock(&mu_);
+    forker = forker_;
+  }
+  const WorkerForker::State state =
+      forker == nullptr ? WorkerForker::State::kFailed : forker->Poll();
+  if (state == WorkerForker::State::kLoading) {
+    return WorkerProcess::Spawn(options_.programs.worker, environment);
+  }
+  absl::Status failure = absl::UnavailableError("the fork server exited");
+  if (state == WorkerForker::State::kReady) {
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> forked =
+        WorkerProcess::Fork(*forker, environment);
+    if (forked.ok()) return forked;
+    failure = forked.status();
+  }
+  if (forker != nullptr) {
+    bool first = false;
+    {
+      absl::MutexLock lock(&mu_);
+      first = forker_ == forker;
+      if (first) forker_.reset();
+    }
+    if (first) {
+      LogAt(LogPriority::kWarning)
+          << "traind: workers start as programs from now on: " << failure << "\n";
+    }
+  }
+  return WorkerProcess::Spawn(options_.programs.worker, environment);
 }
 
 std::unique_ptr<WorkerProcess> ProcessLauncher::TakeWaiting(const std::string& device,
@@ -197,7 +259,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
   warm.reset();
   std::vector<std::string> environment = options_.worker_environment;
   environment.insert(environment.end(), sharing.begin(), sharing.end());
-  return WorkerProcess::Start(options_.programs.worker, request, environment);
+  return WorkerProcess::WithRequest(NewWorker(environment), request);
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartJobLauncher(

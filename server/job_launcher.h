@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "supervise/rank_launch.h"
+#include "supervise/worker_forker.h"
 #include "supervise/worker_process.h"
 #include "trainer/v1/worker.pb.h"
 
@@ -75,6 +76,11 @@ class ProcessLauncher final : public JobLauncher {
     // environment (MpsControl::ClientEnvironment), asked when one starts or is kept warm for one.
     // Unset or empty: packed trials start as any worker does.
     std::function<std::vector<std::string>()> packed_gpu_environment;
+    // Workers are forked from one traind-worker that has loaded LibTorch (supervise/
+    // worker_forker.h), started with the first waiting ones: ready in milliseconds instead of a
+    // program's 0.6-1 s and core-second of loading, which packed trials ending together cannot
+    // wait for. Off (or until it has loaded, or after it failed): each starts as a program.
+    bool fork_workers = true;
   };
   explicit ProcessLauncher(Options options);
   ~ProcessLauncher() override;  // DropWarm
@@ -97,12 +103,23 @@ class ProcessLauncher final : public JobLauncher {
   // Their process ids, in the order they were started.
   std::vector<pid_t> waiting_pids() ABSL_LOCKS_EXCLUDED(mu_);
   const JobPrograms& programs() const { return options_.programs; }
+  // Whether new workers are forked now (the fork server has loaded and not failed).
+  bool forks_workers() ABSL_LOCKS_EXCLUDED(mu_);
+  // The fork server's process id; 0: none (not started, failed, or dropped).
+  pid_t fork_server_pid() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // A started worker with `request` sent: a warm one that suits it when one is alive, else a new
   // one. `sharing`: the variables of a packed GPU trial (empty: none, or none to be had).
   absl::StatusOr<std::unique_ptr<WorkerProcess>> StartWorker(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& sharing);
+  // A new worker with `environment`, waiting for its request: forked when the fork server is
+  // ready, else started as a program. A server that failed is given up, saying so once.
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> NewWorker(
+      const std::vector<std::string>& environment) ABSL_LOCKS_EXCLUDED(mu_);
+  // The fork server, started the first time waiting workers are wanted (from KeepWarm's thread,
+  // which outlives the workers: WorkerForker).
+  void StartForkServer(int pool) ABSL_LOCKS_EXCLUDED(mu_);
   // The one process that stands for every rank of a Slurm job or a job on several hosts.
   absl::StatusOr<std::unique_ptr<WorkerProcess>> StartJobLauncher(
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices);
@@ -143,6 +160,9 @@ class ProcessLauncher final : public JobLauncher {
                                       const std::vector<std::string>& devices) const;
 
   std::vector<Waiting> warm_ ABSL_GUARDED_BY(mu_);
+  // Shared with a NewWorker in flight when DropWarm or a failure lets it go.
+  std::shared_ptr<WorkerForker> forker_ ABSL_GUARDED_BY(mu_);
+  bool forker_started_ ABSL_GUARDED_BY(mu_) = false;  // once: one that failed is not restarted
 };
 
 }  // namespace traind

@@ -2,6 +2,8 @@
 // (supervise/fake_worker.cc): it grows for a packed search's trials and shrinks back after.
 #include "server/job_launcher.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -39,7 +41,27 @@ ProcessLauncher::Options StandIns(int warm, const std::string& gpu = "") {
   options.programs = JobPrograms::Beside(TRAIND_FAKE_WORKER);
   options.warm_workers = warm;
   options.prepare_device = gpu;
+  // Forked stand-ins' variables do not show in /proc/PID/environ (VariableOf): forking has tests
+  // of its own below.
+  options.fork_workers = false;
   return options;
+}
+
+// The first event of a launched stand-in: its greeting.
+std::string GreetingOf(WorkerProcess& worker) {
+  trainer::v1::JobEvent event;
+  if (worker.ReadEvent(&event, absl::Seconds(60)) != WorkerProcess::ReadResult::kEvent) {
+    return "(none)";
+  }
+  return event.log().text();
+}
+
+// Waits for the fork server to say it has loaded (a bound only a broken one reaches).
+bool AwaitForking(ProcessLauncher& launcher) {
+  for (int tries = 0; tries < 60000 && !launcher.forks_workers(); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return launcher.forks_workers();
 }
 
 trainer::v1::WorkerRequest Trial(int sharers) {
@@ -221,6 +243,61 @@ TEST(ProcessLauncherTest, ASearchPackedOnTheCpuAsksForNoSharing) {
       EXPECT_EQ(asked, 0);
     }
   }
+}
+
+}  // namespace
+}  // namespace traind
+
+namespace traind {
+namespace {
+
+// Once the fork server has loaded, new workers are forked from it, each with its own environment:
+// a packed trial's connects it to the GPU's sharing, another job's does not.
+TEST(ProcessLauncherTest, WorkersAreForkedOnceTheForkServerHasLoaded) {
+  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  options.fork_workers = true;
+  options.worker_environment = {"FAKE_WORKER_ECHO=TEST_SHARING"};
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(0, false);  // starts the server; the pool's worker may start before it loads
+  ASSERT_TRUE(AwaitForking(launcher));
+  launcher.KeepWarm(3, true);  // two more, for a search's trials: forked
+  EXPECT_EQ(launcher.sharing_count(), 2);
+
+  auto trial = launcher.Launch(Trial(3), {"cuda:0"});
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(GreetingOf(*(*trial)[0]), "fake worker for job 7: succeed (forked) TEST_SHARING=yes");
+  auto job = launcher.Launch(Trial(0), {"cuda:0"});  // takes the pool's own
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto another = launcher.Launch(Trial(0), {"cuda:0"});  // none suits it: a new one, forked
+  ASSERT_TRUE(another.ok()) << another.status();
+  EXPECT_EQ(GreetingOf(*(*another)[0]), "fake worker for job 7: succeed (forked) TEST_SHARING=");
+}
+
+// A fork server that dies (killed, out of memory) costs nothing but the speed: the next worker
+// starts as a program, and the server is not started again.
+TEST(ProcessLauncherTest, WorkersStartAsProgramsWhenTheForkServerDies) {
+  ProcessLauncher::Options options = StandIns(0);
+  options.fork_workers = true;
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(1, false);  // starts the server
+  ASSERT_TRUE(AwaitForking(launcher));
+  auto first = launcher.Launch(Trial(0), {"cpu"});  // the waiting one, started either way
+  ASSERT_TRUE(first.ok()) << first.status();
+  launcher.KeepWarm(1, false);  // its replacement, forked
+  const pid_t server = launcher.fork_server_pid();
+  ASSERT_GT(server, 0);
+  ASSERT_EQ(kill(server, SIGKILL), 0);
+
+  auto job = launcher.Launch(Trial(0), {"cpu"});  // the waiting one, forked before
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(GreetingOf(*(*job)[0]), "fake worker for job 7: succeed (forked)");
+  auto next = launcher.Launch(Trial(0), {"cpu"});  // none waits: a new one, as a program
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(GreetingOf(*(*next)[0]), "fake worker for job 7: succeed");
+  EXPECT_EQ(launcher.fork_server_pid(), 0);
+  launcher.KeepWarm(1, false);
+  EXPECT_FALSE(launcher.forks_workers());
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // worker told to stop does), "burst" (600 more log events "event N" at once, then exit 0),
 // "result" (a final result with test accuracy 0.5, then exit 0: a job that succeeded). Like
 // every worker it checks that the process that started it is still its parent (StopWithParent), and
-// exits kWorkerStopped without a word if not.
+// exits kWorkerStopped without a word if not. Started with --fork-server it is a fork server
+// (supervise/fork_server.h) whose children go on as above, their greeting ending " (forked)".
+// FAKE_WORKER_ECHO=NAME adds " NAME=value" to the greeting.
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,10 +17,29 @@
 #include <string>
 
 #include "supervise/event_pipe.h"
+#include "supervise/fork_server.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_side.h"
 
-int main() {
+namespace {
+
+// " NAME=value" of the variable FAKE_WORKER_ECHO names ("" when it names none): read from the
+// environment the process has, which a forked one's /proc/PID/environ does not show.
+std::string Echoed() {
+  const char* name = std::getenv("FAKE_WORKER_ECHO");
+  if (name == nullptr) return "";
+  const char* value = std::getenv(name);
+  return std::string(" ") + name + "=" + (value == nullptr ? "" : value);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool forked = false;
+  if (argc == 2 && std::string(argv[1]) == traind::kForkServerFlag) {
+    traind::ServeForks(0, argv);  // returns in a forked child
+    forked = true;
+  }
   const int events = traind::TakeStdoutForEvents();
   trainer::v1::WorkerRequest request;
   if (traind::ReadWorkerRequest(&request) != traind::RequestRead::kRead) {
@@ -38,7 +59,7 @@ int main() {
   traind::EventPipeWriter pipe(events);
   trainer::v1::JobEvent event;
   event.mutable_log()->set_text("fake worker for job " + std::to_string(request.job_id()) + ": " +
-                                mode);
+                                mode + (forked ? " (forked)" : "") + Echoed());
   pipe.Write(event);
   if (mode == "signal") {
     std::fprintf(stderr, "fake worker: out of memory, about to be killed\n");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -20,6 +21,7 @@
 #include "common/write_all.h"
 #include "google/protobuf/util/delimited_message_util.h"
 #include "supervise/worker_exit.h"
+#include "supervise/worker_forker.h"
 
 namespace traind {
 
@@ -32,7 +34,13 @@ constexpr size_t kStderrLinesKept = 20;
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
     const std::string& worker_path, const trainer::v1::WorkerRequest& request,
     const std::vector<std::string>& environment) {
-  ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, Spawn(worker_path, environment));
+  return WithRequest(Spawn(worker_path, environment), request);
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::WithRequest(
+    absl::StatusOr<std::unique_ptr<WorkerProcess>> started,
+    const trainer::v1::WorkerRequest& request) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkerProcess> worker, std::move(started));
   if (absl::Status sent = worker->Send(request); !sent.ok()) {
     worker->Kill();
     return absl::InternalError(absl::StrCat(sent.message(), ": ", worker->Wait().Describe()));
@@ -40,23 +48,60 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Start(
   return worker;
 }
 
-absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
-    const std::string& worker_path, const std::vector<std::string>& environment) {
-  int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) return Errno("pipe");
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    close(in[0]), close(in[1]);
-    return Errno("pipe");
+namespace {
+
+// The three pipes a worker talks through: each end the child keeps is dup'ed onto its stdin,
+// stdout or stderr (so loses O_CLOEXEC); this process keeps the other ends.
+struct WorkerPipes {
+  int request[2] = {-1, -1};
+  int events[2] = {-1, -1};
+  int diagnostics[2] = {-1, -1};
+
+  absl::Status Open() {
+    for (int* pipe : {request, events, diagnostics}) {
+      if (pipe2(pipe, O_CLOEXEC) != 0) {
+        absl::Status error = Errno("pipe");
+        CloseAll();
+        return error;
+      }
+    }
+    return absl::OkStatus();
   }
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
-    return Errno("pipe");
+  std::array<int, 3> ChildEnds() const { return {request[0], events[1], diagnostics[1]}; }
+  void CloseChildEnds() {
+    for (int* fd : {&request[0], &events[1], &diagnostics[1]}) CloseOne(fd);
   }
+  void CloseAll() {
+    CloseChildEnds();
+    for (int* fd : {&request[1], &events[0], &diagnostics[0]}) CloseOne(fd);
+  }
+  static void CloseOne(int* fd) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+};
+
+// traind's environment, with `environment`'s variables replacing any of the same name, and this
+// process's pid for the worker's StopWithParent (worker_side.h) unless `environment` names
+// another.
+std::vector<std::string> WithParentPid(std::vector<std::string> environment) {
+  if (std::none_of(environment.begin(), environment.end(), [](const std::string& extra) {
+        return extra.rfind("TRAIND_PARENT_PID=", 0) == 0;
+      })) {
+    environment.push_back(absl::StrCat("TRAIND_PARENT_PID=", getpid()));
+  }
+  return environment;
+}
+
+// posix_spawn's answer for `worker_path` with `pipes`' child ends and `envp`.
+int SpawnProgram(const std::string& worker_path, const WorkerPipes& pipes, char* const* envp,
+                 pid_t* pid) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  const std::array<int, 3> ends = pipes.ChildEnds();
+  for (int target = 0; target < 3; ++target) {
+    posix_spawn_file_actions_adddup2(&actions, ends[target], target);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr,
@@ -67,32 +112,45 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-
-  // traind's environment, with `environment`'s variables replacing any of the same name, and
-  // this process's pid for the worker's StopWithParent (worker_side.h) unless `environment`
-  // names another.
-  std::vector<std::string> extras = environment;
-  if (std::none_of(extras.begin(), extras.end(), [](const std::string& extra) {
-        return extra.rfind("TRAIND_PARENT_PID=", 0) == 0;
-      })) {
-    extras.push_back(absl::StrCat("TRAIND_PARENT_PID=", getpid()));
-  }
-  const ChildEnvironment envp(std::move(extras));
-
-  pid_t pid = 0;
   char* argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
-  const int rc = posix_spawn(&pid, worker_path.c_str(), &actions, &attr, argv, envp.envp());
+  const int rc = posix_spawn(pid, worker_path.c_str(), &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  close(in[0]);
-  close(out[1]);
-  close(err[1]);
+  return rc;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
+    const std::string& worker_path, const std::vector<std::string>& environment) {
+  WorkerPipes pipes;
+  RETURN_IF_ERROR(pipes.Open());
+  const ChildEnvironment envp(WithParentPid(environment));
+  pid_t pid = 0;
+  const int rc = SpawnProgram(worker_path, pipes, envp.envp(), &pid);
+  pipes.CloseChildEnds();
   if (rc != 0) {
-    close(in[1]), close(out[0]), close(err[0]);
+    pipes.CloseAll();
     return absl::FailedPreconditionError(
         absl::StrCat("cannot start worker ", worker_path, ": ", std::strerror(rc)));
   }
-  return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, in[1], out[0], err[0]));
+  return std::unique_ptr<WorkerProcess>(
+      new WorkerProcess(pid, pipes.request[1], pipes.events[0], pipes.diagnostics[0]));
+}
+
+absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Fork(
+    WorkerForker& forker, const std::vector<std::string>& environment) {
+  WorkerPipes pipes;
+  RETURN_IF_ERROR(pipes.Open());
+  const ChildEnvironment envp(WithParentPid(environment));
+  absl::StatusOr<pid_t> pid = forker.Fork(envp.envp(), pipes.ChildEnds());
+  pipes.CloseChildEnds();
+  if (!pid.ok()) {
+    pipes.CloseAll();
+    return pid.status();
+  }
+  return std::unique_ptr<WorkerProcess>(
+      new WorkerProcess(*pid, pipes.request[1], pipes.events[0], pipes.diagnostics[0]));
 }
 
 absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {

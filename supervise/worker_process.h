@@ -25,17 +25,30 @@
 
 namespace traind {
 
+class WorkerForker;
+
 class WorkerProcess {
  public:
   // Spawn + Send.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Start(
       const std::string& worker_path, const trainer::v1::WorkerRequest& request,
       const std::vector<std::string>& environment = {});
+  // `started` (Spawn's or Fork's) with `request` sent; an error if it did not start, or died
+  // before it could read the request (then it is reaped, and the error says how it ended).
+  static absl::StatusOr<std::unique_ptr<WorkerProcess>> WithRequest(
+      absl::StatusOr<std::unique_ptr<WorkerProcess>> started,
+      const trainer::v1::WorkerRequest& request);
   // A worker waiting for its request, with traind's environment plus `environment` ("NAME=value",
   // e.g. a rank's RANK and WORLD_SIZE). PR_SET_PDEATHSIG in the worker follows the *thread* that
   // spawns it: spawn from a thread that outlives the worker.
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Spawn(
       const std::string& worker_path, const std::vector<std::string>& environment = {});
+  // Spawn's worker, forked by `forker` from a process that has loaded LibTorch (ready in
+  // milliseconds, not a program's second) rather than started as a program. Its parent-death
+  // signal follows the thread that started `forker`, whichever thread calls this. An error: the
+  // forker failed (Spawn instead).
+  static absl::StatusOr<std::unique_ptr<WorkerProcess>> Fork(
+      WorkerForker& forker, const std::vector<std::string>& environment = {});
   // Hands the spawned worker its job (once). An error: it died while waiting (use another).
   absl::Status Send(const trainer::v1::WorkerRequest& request);
   // Whether the process has ended (without reaping it).

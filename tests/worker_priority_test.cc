@@ -8,10 +8,12 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "supervise/fork_server.h"
 #include "tests/daemon_fixture.h"
 
 namespace traind {
@@ -45,11 +47,17 @@ std::vector<std::string> NumberedEntries(const std::string& dir) {
   return names;
 }
 
+// This process's traind-worker children but the fork server (supervise/fork_server.h), which
+// runs no job: it forks them, at the daemon's priority, and each lowers its own.
 std::vector<std::string> WorkerPids() {
   std::vector<std::string> pids;
   for (const std::string& pid : NumberedEntries("/proc")) {
     const std::string stat = ReadLine("/proc/" + pid + "/stat");
     if (stat.find("(traind-worker)") == std::string::npos) continue;
+    std::ifstream cmdline("/proc/" + pid + "/cmdline");
+    const std::string arguments((std::istreambuf_iterator<char>(cmdline)),
+                                std::istreambuf_iterator<char>());
+    if (arguments.find(kForkServerFlag) != std::string::npos) continue;
     if (std::stoi(StatField(stat, 4)) == getpid()) pids.push_back(pid);
   }
   return pids;

@@ -2,7 +2,8 @@
 // takes down only that job. Protocol (worker.proto): one length-delimited WorkerRequest on stdin;
 // length-delimited JobEvents on stdout; human-readable diagnostics on stderr.
 // traind may start a worker before it has a job for it (LibTorch's start-up is then paid while
-// idle): it waits on stdin, and ends quietly if stdin closes without a request.
+// idle): it waits on stdin, and ends quietly if stdin closes without a request. Started with
+// --fork-server it forks such workers from itself for traind (supervise/fork_server.h).
 // Exit codes: 0 done (a FinalResult was sent), 1 the job failed (an ERROR LogLine says why),
 // 2 bad request, 3 cancelled or stopped. SIGTERM asks for a clean stop between batches (a
 // cancel); SIGUSR1 for a checkpoint first, then the stop (traind shutting down or gone).
@@ -30,6 +31,7 @@
 #include "models/script_prints.h"
 #include "models/scripted_model.h"
 #include "supervise/event_pipe.h"
+#include "supervise/fork_server.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_side.h"
 #include "trainer/v1/worker.pb.h"
@@ -75,20 +77,23 @@ absl::Status RunJob(const trainer::v1::WorkerRequest& request, traind::EventPipe
 
 }  // namespace
 
-int main(int argc, char**) {
+int main(int argc, char** argv) {
+  const bool fork_server = argc == 2 && std::strcmp(argv[1], traind::kForkServerFlag) == 0;
+  if (argc != 1 && !fork_server) {
+    std::fprintf(stderr,
+                 "usage: traind-worker [%s]  (started by traind: a WorkerRequest on stdin, "
+                 "proto/trainer/v1/worker.proto)\n",
+                 traind::kForkServerFlag);
+    return traind::kWorkerBadRequest;
+  }
+  // Returns in each worker it forks (supervise/fork_server.h), which goes on from here.
+  if (fork_server) traind::ServeForks(STDIN_FILENO, argv);
   // First: the threads started later inherit it (worker/priority.h).
   if (absl::Status lowered = traind::LowerPriorityFromEnvironment(); !lowered.ok()) {
     std::fprintf(stderr, "traind-worker: %s\n", std::string(lowered.message()).c_str());
   }
   const int events_fd = traind::TakeStdoutForEvents();
   traind::EventPipeWriter pipe(events_fd);
-
-  if (argc != 1) {
-    std::fprintf(stderr,
-                 "usage: traind-worker  (started by traind: a WorkerRequest on stdin, "
-                 "proto/trainer/v1/worker.proto)\n");
-    return traind::kWorkerBadRequest;
-  }
 
   // If traind dies (even kill -9), checkpoint and stop: a new traind re-queues the job and it
   // resumes from there.

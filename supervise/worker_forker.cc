@@ -1,0 +1,106 @@
+#include "supervise/worker_forker.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/child_environment.h"
+#include "common/errno_status.h"
+#include "supervise/fork_protocol.h"
+#include "supervise/fork_server.h"
+
+namespace traind {
+
+absl::StatusOr<std::unique_ptr<WorkerForker>> WorkerForker::Start(const std::string& program) {
+#ifdef __linux__
+  int sockets[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
+    return Errno("socketpair");
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDIN_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  // Its parent-death check (StopWithParent) and its children's, whose parent is this process.
+  const ChildEnvironment envp({absl::StrCat("TRAIND_PARENT_PID=", getpid())});
+  pid_t pid = 0;
+  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(kForkServerFlag), nullptr};
+  const int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, envp.envp());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(sockets[1]);
+  if (rc != 0) {
+    close(sockets[0]);
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot start the fork server ", program, ": ", std::strerror(rc)));
+  }
+  return std::unique_ptr<WorkerForker>(new WorkerForker(pid, sockets[0]));
+#else
+  (void)program;
+  return absl::UnimplementedError("workers are forked on Linux only");
+#endif
+}
+
+WorkerForker::~WorkerForker() {
+  close(socket_);
+  kill(pid_, SIGKILL);  // it holds nothing to save, and may still be loading
+  while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+bool WorkerForker::AwaitReady(bool block) {
+  if (state_ != State::kLoading) return state_ == State::kReady;
+  pollfd pfd{socket_, POLLIN, 0};
+  int ready;
+  do {
+    ready = poll(&pfd, 1, block ? -1 : 0);
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) return false;
+  absl::StatusOr<int> answer = ReceiveForkAnswer(socket_);
+  state_ = answer.ok() && *answer == 0 ? State::kReady : State::kFailed;
+  return state_ == State::kReady;
+}
+
+WorkerForker::State WorkerForker::Poll() {
+  absl::MutexLock lock(&mu_);
+  AwaitReady(/*block=*/false);
+  return state_;
+}
+
+absl::StatusOr<pid_t> WorkerForker::Fork(char* const* envp, const std::array<int, 3>& fds) {
+  absl::MutexLock lock(&mu_);
+  if (!AwaitReady(/*block=*/true)) {
+    return absl::UnavailableError("the fork server did not start (its stderr says why)");
+  }
+  absl::Status sent = SendForkRequest(socket_, envp, fds);
+  absl::StatusOr<int> answer = sent.ok() ? ReceiveForkAnswer(socket_) : absl::StatusOr<int>(sent);
+  if (!answer.ok()) {
+    state_ = State::kFailed;
+    return answer.status();
+  }
+  if (*answer <= 0) {
+    state_ = State::kFailed;
+    return absl::FailedPreconditionError(
+        absl::StrCat("the fork server cannot fork: ",
+                     *answer == 0 ? "it answered no pid" : std::strerror(-*answer)));
+  }
+  return static_cast<pid_t>(*answer);
+}
+
+}  // namespace traind
