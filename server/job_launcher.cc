@@ -214,7 +214,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::NewWorker(
     if (forked.ok()) return forked;
     failure = forked.status();
   }
-  if (forker != nullptr) {
+  // This one request failing (too few processes or file descriptors for a moment) is no reason
+  // to stop forking: only a server that has failed for good is given up.
+  if (forker != nullptr && forker->Poll() == WorkerForker::State::kFailed) {
     bool first = false;
     {
       absl::MutexLock lock(&mu_);

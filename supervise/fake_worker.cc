@@ -9,7 +9,9 @@
 // exits kWorkerStopped without a word if not. Started with --fork-server it is a fork server
 // (supervise/fork_server.h) whose children go on as above, their greeting ending " (forked)".
 // FAKE_WORKER_ECHO=NAME adds " NAME=value" to the greeting.
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -30,6 +32,16 @@ std::string Echoed() {
   if (name == nullptr) return "";
   const char* value = std::getenv(name);
   return std::string(" ") + name + "=" + (value == nullptr ? "" : value);
+}
+
+// Whether glibc's record of this thread's id (in its thread descriptor, from which
+// pthread_getcpuclockid builds the thread's clock) is the kernel's: a forked child's must be
+// (supervise/fork_server.h).
+bool ThreadIdIsOwn() {
+  clockid_t clock;
+  if (pthread_getcpuclockid(pthread_self(), &clock) != 0) return false;
+  const auto tid = static_cast<unsigned int>(syscall(SYS_gettid));
+  return clock == static_cast<clockid_t>((~tid << 3) | 6);  // glibc's MAKE_THREAD_CPUCLOCK
 }
 
 }  // namespace
@@ -59,7 +71,8 @@ int main(int argc, char** argv) {
   traind::EventPipeWriter pipe(events);
   trainer::v1::JobEvent event;
   event.mutable_log()->set_text("fake worker for job " + std::to_string(request.job_id()) + ": " +
-                                mode + (forked ? " (forked)" : "") + Echoed());
+                                mode + (forked ? " (forked)" : "") +
+                                (ThreadIdIsOwn() ? "" : " (stale thread id)") + Echoed());
   pipe.Write(event);
   if (mode == "signal") {
     std::fprintf(stderr, "fake worker: out of memory, about to be killed\n");

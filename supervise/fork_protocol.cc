@@ -73,6 +73,10 @@ absl::Status SendForkRequest(int socket, char* const* envp, const std::array<int
   carried->cmsg_len = CMSG_LEN(kFdBytes);
   std::memcpy(CMSG_DATA(carried), fds.data(), kFdBytes);
   if (Retrying([&] { return sendmsg(socket, &message, MSG_NOSIGNAL); }) < 0) {
+    if (errno == EMSGSIZE || errno == ENOBUFS) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("cannot ask the fork server: ", std::strerror(errno)));
+    }
     return Errno("cannot ask the fork server");
   }
   return absl::OkStatus();

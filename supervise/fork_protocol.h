@@ -18,8 +18,9 @@
 
 namespace traind {
 
-// traind's environments are a few KiB; a request beyond this is refused, not truncated.
-inline constexpr size_t kMaxForkRequestBytes = 1 << 20;
+// traind's environments are a few KiB; a request beyond this is refused, not truncated. Below a
+// unix socket's default send buffer (about 208 KiB), which bounds one SOCK_SEQPACKET message.
+inline constexpr size_t kMaxForkRequestBytes = 128 << 10;
 
 struct ForkRequest {
   std::vector<std::string> environment;

@@ -10,9 +10,11 @@
 // stops the threads OpenBLAS starts when it is loaded (as OpenBLAS's own fork handler does),
 // refuses to fork while it has more than one thread, and never initialises CUDA, not even to
 // count devices (CUDA cannot be used again in a child of a process that has).
-// The clone is the raw system call, so glibc's fork handlers do not run in the child and the
-// thread id glibc keeps for it is the server's; glibc since 2.34 asks the kernel for it where a
-// signal is sent to oneself (raise, abort), and a worker uses it nowhere else. Linux only.
+// The clone is the raw system call, so glibc's fork handlers do not run in the child; the one
+// piece of their work a child needs, its own thread id in glibc's thread descriptor, the kernel
+// writes there (CLONE_CHILD_SETTID), as glibc's fork has it do. A server that cannot find that
+// slot (another C library or layout) exits at once, and traind starts workers as programs.
+// Linux on x86_64 and arm64.
 #ifndef TRAIND_SUPERVISE_FORK_SERVER_H_
 #define TRAIND_SUPERVISE_FORK_SERVER_H_
 

@@ -64,22 +64,44 @@ WorkerForker::~WorkerForker() {
   }
 }
 
-bool WorkerForker::AwaitReady(bool block) {
-  if (state_ != State::kLoading) return state_ == State::kReady;
-  pollfd pfd{socket_, POLLIN, 0};
+namespace {
+
+// How long a server may take to load, or to answer one request, before it counts as failed (it
+// loads in about a second and answers in milliseconds).
+constexpr int kPatienceMs = 30'000;
+
+// Whether `socket` has something to read within `timeout_ms` (-1: however long).
+bool Readable(int socket, int timeout_ms) {
+  pollfd pfd{socket, POLLIN, 0};
   int ready;
   do {
-    ready = poll(&pfd, 1, block ? -1 : 0);
+    ready = poll(&pfd, 1, timeout_ms);
   } while (ready < 0 && errno == EINTR);
-  if (ready == 0) return false;
+  return ready > 0;
+}
+
+// A refusal that says nothing of the server's health: this one request failed.
+bool Passing(int minus_errno) { return minus_errno == -EAGAIN || minus_errno == -ENOMEM; }
+
+}  // namespace
+
+bool WorkerForker::AwaitReady(bool block) {
+  if (state_ != State::kLoading) return state_ == State::kReady;
+  if (!Readable(socket_, block ? kPatienceMs : 0)) {
+    if (block) state_ = State::kFailed;  // loading that long: something is wrong with it
+    return false;
+  }
   absl::StatusOr<int> answer = ReceiveForkAnswer(socket_);
   state_ = answer.ok() && *answer == 0 ? State::kReady : State::kFailed;
   return state_ == State::kReady;
 }
 
 WorkerForker::State WorkerForker::Poll() {
-  absl::MutexLock lock(&mu_);
+  const State state = state_;
+  if (state != State::kLoading) return state;
+  if (!mu_.TryLock()) return State::kLoading;  // a Fork waits for it to load
   AwaitReady(/*block=*/false);
+  mu_.Unlock();
   return state_;
 }
 
@@ -88,19 +110,28 @@ absl::StatusOr<pid_t> WorkerForker::Fork(char* const* envp, const std::array<int
   if (!AwaitReady(/*block=*/true)) {
     return absl::UnavailableError("the fork server did not start (its stderr says why)");
   }
-  absl::Status sent = SendForkRequest(socket_, envp, fds);
-  absl::StatusOr<int> answer = sent.ok() ? ReceiveForkAnswer(socket_) : absl::StatusOr<int>(sent);
+  if (absl::Status sent = SendForkRequest(socket_, envp, fds); !sent.ok()) {
+    // Too large a request says nothing of the server; anything else, that it is gone.
+    if (!absl::IsInvalidArgument(sent) && !absl::IsResourceExhausted(sent)) {
+      state_ = State::kFailed;
+    }
+    return sent;
+  }
+  if (!Readable(socket_, kPatienceMs)) {
+    state_ = State::kFailed;
+    return absl::UnavailableError(
+        absl::StrCat("the fork server did not answer in ", kPatienceMs / 1000, " s"));
+  }
+  absl::StatusOr<int> answer = ReceiveForkAnswer(socket_);
   if (!answer.ok()) {
     state_ = State::kFailed;
     return answer.status();
   }
-  if (*answer <= 0) {
-    state_ = State::kFailed;
-    return absl::FailedPreconditionError(
-        absl::StrCat("the fork server cannot fork: ",
-                     *answer == 0 ? "it answered no pid" : std::strerror(-*answer)));
-  }
-  return static_cast<pid_t>(*answer);
+  if (*answer > 0) return static_cast<pid_t>(*answer);
+  if (*answer == 0 || !Passing(*answer)) state_ = State::kFailed;
+  return absl::FailedPreconditionError(
+      absl::StrCat("the fork server cannot fork: ",
+                   *answer == 0 ? "it answered no pid" : std::strerror(-*answer)));
 }
 
 }  // namespace traind

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -30,13 +31,14 @@ class WorkerForker {
   WorkerForker& operator=(const WorkerForker&) = delete;
 
   enum class State { kLoading, kReady, kFailed };
-  // Whether the server is still loading, has loaded and waits, or has failed (for good: it exited
-  // or refused a fork); never blocks.
+  // Whether the server is still loading, has loaded and waits, or has failed for good (it exited,
+  // hung for 30 s, or refused a fork for a reason other than a passing shortage of memory or
+  // processes); never blocks.
   State Poll() ABSL_LOCKS_EXCLUDED(mu_);
   // A child of this process, forked from the server, with `envp` (null-terminated, complete) as
   // its environment and `fds` as its stdin, stdout and stderr (this process keeps its copies).
-  // Blocks until the server has loaded. An error: the server is gone or refused (its stderr,
-  // traind's, says why): start the program instead.
+  // Blocks until the server has loaded (30 s at most). An error: this request could not be
+  // forked (start the program instead); Poll() then says whether the server can still fork.
   absl::StatusOr<pid_t> Fork(char* const* envp, const std::array<int, 3>& fds)
       ABSL_LOCKS_EXCLUDED(mu_);
   pid_t pid() const { return pid_; }
@@ -48,8 +50,8 @@ class WorkerForker {
 
   const pid_t pid_;
   const int socket_;
-  absl::Mutex mu_;  // one request and its answer at a time
-  State state_ ABSL_GUARDED_BY(mu_) = State::kLoading;
+  absl::Mutex mu_;                             // one request and its answer at a time
+  std::atomic<State> state_{State::kLoading};  // changed under mu_, read without it by Poll
 };
 
 }  // namespace traind

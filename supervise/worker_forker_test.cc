@@ -3,6 +3,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include "common/proc_file.h"
 #include "gtest/gtest.h"
 #include "supervise/worker_exit.h"
@@ -83,14 +87,29 @@ TEST(WorkerForkerTest, EachForkedWorkerHasItsOwnEnvironmentPipesAndExit) {
             "fake worker: out of memory, about to be killed");
 }
 
+// What /proc/PID/fd's links of `pid` point to ("pipe:[...]", "socket:[...]", a path).
+std::vector<std::string> OpenFiles(pid_t pid) {
+  std::vector<std::string> targets;
+  std::error_code error;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    targets.push_back(std::filesystem::read_symlink(entry.path(), error).string());
+  }
+  return targets;
+}
+
 // The server going (traind drops it, or it dies) leaves the workers it forked running, and
-// signals still reach them.
+// signals still reach them. A child holds none of the server's socket (traind would never see the
+// server's end close) and no pipe end but its own three (and the events' private copy).
 TEST(WorkerForkerTest, ForkedWorkersOutliveTheirServer) {
   std::unique_ptr<WorkerForker> forker = StartForker();
   ASSERT_NE(forker, nullptr);
   std::unique_ptr<WorkerProcess> worker = ForkFake(*forker, "stop-on-term", 3);
   ASSERT_NE(worker, nullptr);
   ExpectGreeting(*worker, "fake worker for job 3: stop-on-term (forked)");
+  for (const std::string& target : OpenFiles(worker->pid())) {
+    EXPECT_EQ(target.rfind("socket:", 0), std::string::npos) << target;
+  }
   forker.reset();  // kills and reaps the server
   EXPECT_FALSE(worker->HasExited());
   worker->Terminate();
