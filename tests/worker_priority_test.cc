@@ -5,60 +5,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "supervise/fork_server.h"
 #include "tests/daemon_fixture.h"
+#include "tests/worker_children.h"
 
 namespace traind {
 namespace {
 
-// Field `n` (1-based, as in proc(5)) of a /proc stat line; the command may hold spaces, so
-// counting starts after its closing parenthesis (field 2).
-std::string StatField(const std::string& stat, int n) {
-  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  for (int i = 3; i <= n && rest >> field; ++i) {
-  }
-  return field;
-}
-
-std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-// The numerically named entries of a /proc directory: processes, or a process's threads.
-std::vector<std::string> NumberedEntries(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (std::all_of(name.begin(), name.end(), ::isdigit)) names.push_back(name);
-  }
-  return names;
-}
-
-// This process's traind-worker children but the fork server (supervise/fork_server.h), which
-// runs no job: it forks them, at the daemon's priority, and each lowers its own.
+// This daemon's workers but the fork server, which runs no job: it forks them at the daemon's
+// priority, and each lowers its own.
 std::vector<std::string> WorkerPids() {
   std::vector<std::string> pids;
-  for (const std::string& pid : NumberedEntries("/proc")) {
-    const std::string stat = ReadLine("/proc/" + pid + "/stat");
-    if (stat.find("(traind-worker)") == std::string::npos) continue;
-    std::ifstream cmdline("/proc/" + pid + "/cmdline");
-    const std::string arguments((std::istreambuf_iterator<char>(cmdline)),
-                                std::istreambuf_iterator<char>());
-    if (arguments.find(kForkServerFlag) != std::string::npos) continue;
-    if (std::stoi(StatField(stat, 4)) == getpid()) pids.push_back(pid);
+  for (const WorkerChild& child : WorkerChildren()) {
+    if (!child.fork_server) pids.push_back(child.pid);
   }
   return pids;
 }
@@ -68,7 +29,7 @@ std::vector<int> ThreadNices(const std::string& pid) {
   std::vector<int> nices;
   const std::string tasks = "/proc/" + pid + "/task/";
   for (const std::string& tid : NumberedEntries(tasks)) {
-    const std::string stat = ReadLine(tasks + tid + "/stat");
+    const std::string stat = ReadProcLine(tasks + tid + "/stat");
     if (!stat.empty()) nices.push_back(std::stoi(StatField(stat, 19)));
   }
   return nices;
