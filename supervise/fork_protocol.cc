@@ -26,6 +26,21 @@ ssize_t Retrying(Call call) {
   return n;
 }
 
+// Room for a request's three descriptors in a message's control data.
+struct FdControl {
+  alignas(cmsghdr) char bytes[CMSG_SPACE(kFdBytes)] = {};
+};
+
+// A message of one buffer, `data`, with `control` for its descriptors.
+msghdr Message(iovec* data, FdControl* control) {
+  msghdr message{};
+  message.msg_iov = data;
+  message.msg_iovlen = 1;
+  message.msg_control = control->bytes;
+  message.msg_controllen = sizeof control->bytes;
+  return message;
+}
+
 // The descriptors a received message carried (none: all -1).
 std::array<int, 3> CarriedFds(msghdr& message, size_t* count) {
   std::array<int, 3> fds{-1, -1, -1};
@@ -61,12 +76,8 @@ absl::Status SendForkRequest(int socket, char* const* envp, const std::array<int
                                                    kMaxForkRequestBytes));
   }
   iovec data{payload.data(), payload.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(kFdBytes)] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  FdControl control;
+  msghdr message = Message(&data, &control);
   cmsghdr* carried = CMSG_FIRSTHDR(&message);
   carried->cmsg_level = SOL_SOCKET;
   carried->cmsg_type = SCM_RIGHTS;
@@ -85,12 +96,8 @@ absl::Status SendForkRequest(int socket, char* const* envp, const std::array<int
 absl::StatusOr<ForkRequest> ReceiveForkRequest(int socket) {
   std::string payload(kMaxForkRequestBytes, '\0');
   iovec data{payload.data(), payload.size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(kFdBytes)] = {};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  message.msg_control = control;
-  message.msg_controllen = sizeof control;
+  FdControl control;
+  msghdr message = Message(&data, &control);
   const ssize_t n = Retrying([&] { return recvmsg(socket, &message, MSG_CMSG_CLOEXEC); });
   if (n < 0) return Errno("cannot read a fork request");
   size_t fd_count = 0;

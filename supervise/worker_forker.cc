@@ -2,7 +2,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +14,7 @@
 #include "common/errno_status.h"
 #include "supervise/fork_protocol.h"
 #include "supervise/fork_server.h"
+#include "supervise/spawn_in_group.h"
 
 namespace traind {
 
@@ -24,26 +24,11 @@ absl::StatusOr<std::unique_ptr<WorkerForker>> WorkerForker::Start(const std::str
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
     return Errno("socketpair");
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, sockets[1], STDIN_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   // Its parent-death check (StopWithParent) and its children's, whose parent is this process.
   const ChildEnvironment envp({absl::StrCat("TRAIND_PARENT_PID=", getpid())});
   pid_t pid = 0;
-  char* argv[] = {const_cast<char*>(program.c_str()), const_cast<char*>(kForkServerFlag), nullptr};
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, argv, envp.envp());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const int rc =
+      SpawnInOwnGroup({program, kForkServerFlag}, {sockets[1], -1, -1}, envp.envp(), &pid);
   close(sockets[1]);
   if (rc != 0) {
     close(sockets[0]);

@@ -99,8 +99,8 @@ std::vector<std::string> OpenFiles(pid_t pid) {
 }
 
 // The server going (traind drops it, or it dies) leaves the workers it forked running, and
-// signals still reach them. A child holds none of the server's socket (traind would never see the
-// server's end close) and no pipe end but its own three (and the events' private copy).
+// signals still reach them. A child holds no socket (a copy of the server's would keep traind
+// from seeing the server's end close).
 TEST(WorkerForkerTest, ForkedWorkersOutliveTheirServer) {
   std::unique_ptr<WorkerForker> forker = StartForker();
   ASSERT_NE(forker, nullptr);

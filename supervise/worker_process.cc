@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include "common/status_macros.h"
 #include "common/write_all.h"
 #include "google/protobuf/util/delimited_message_util.h"
+#include "supervise/spawn_in_group.h"
 #include "supervise/worker_exit.h"
 #include "supervise/worker_forker.h"
 
@@ -93,32 +93,6 @@ std::vector<std::string> WithParentPid(std::vector<std::string> environment) {
   return environment;
 }
 
-// posix_spawn's answer for `worker_path` with `pipes`' child ends and `envp`.
-int SpawnProgram(const std::string& worker_path, const WorkerPipes& pipes, char* const* envp,
-                 pid_t* pid) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  const std::array<int, 3> ends = pipes.ChildEnds();
-  for (int target = 0; target < 3; ++target) {
-    posix_spawn_file_actions_adddup2(&actions, ends[target], target);
-  }
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  char* argv[] = {const_cast<char*>(worker_path.c_str()), nullptr};
-  const int rc = posix_spawn(pid, worker_path.c_str(), &actions, &attr, argv, envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  return rc;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
@@ -127,7 +101,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Spawn(
   RETURN_IF_ERROR(pipes.Open());
   const ChildEnvironment envp(WithParentPid(environment));
   pid_t pid = 0;
-  const int rc = SpawnProgram(worker_path, pipes, envp.envp(), &pid);
+  const int rc = SpawnInOwnGroup({worker_path}, pipes.ChildEnds(), envp.envp(), &pid);
   pipes.CloseChildEnds();
   if (rc != 0) {
     pipes.CloseAll();
