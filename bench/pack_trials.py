@@ -55,6 +55,7 @@ def run_times(job_id):
 
 STARTUP = re.compile(r"Start-up: ([\d.]+) s in this worker before the first step \((.*)\)")
 READY = re.compile(r"the worker was ready ([\d.]+) s after it started and waited ([\d.]+) s")
+SERVED = re.compile(r"the worker had run \d+ jobs? before this one .*?waited ([\d.]+) s")
 PHASE = re.compile(r"(?:^|, )([A-Za-z][\w -]*?) (?:\([^)]*\) )?([\d.]+) s")
 
 
@@ -63,8 +64,9 @@ def start_up_in_worker(job_ids):
     ("Start-up: 0.51 s in this worker before the first step (dataset 0.43 s, ...); the worker
     was ready 1.02 s after it started and waited 0.00 s for this job"), and how many trials found
     their worker still loading or preparing (it waited under 0.01 s: the trial waited instead;
-    None where the workers do not say)."""
-    sums, read, waited = {}, 0, 0
+    None where the workers do not say), and how many ran in a worker that had served a trial
+    before ("the worker had run 3 jobs before this one ... and waited 0.02 s for it")."""
+    sums, read, waited, served = {}, 0, 0, 0
     for job in job_ids:
         for line in trainctl("logs", job).splitlines():
             match = STARTUP.search(line)
@@ -81,11 +83,12 @@ def start_up_in_worker(job_ids):
                 sums["worker ready"] = sums.get("worker ready", 0.0) + float(ready[1])
                 sums["worker idle"] = sums.get("worker idle", 0.0) + float(ready[2])
                 waited += float(ready[2]) < 0.01
+            served += bool(SERVED.search(line))
             break
     if not read:
-        return {}, None
+        return {}, None, 0
     return ({name: total / read for name, total in sums.items()},
-            waited if "worker ready" in sums else None)
+            waited if "worker ready" in sums else None, served)
 
 
 def mean_phases(times):
@@ -142,7 +145,7 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
     report = json.loads(trainctl("report", sweep, "--format", "json"))["search"]
     trials = report.get("trials", [])
     times = [run_times(t["jobId"]) for t in trials]
-    in_worker, waited_for_worker = start_up_in_worker([t["jobId"] for t in trials])
+    in_worker, waited_for_worker, served = start_up_in_worker([t["jobId"] for t in trials])
     intervals = [(a, c) for a, _, c in times]
     ran = [i for i in intervals if None not in i]
     start_up, rest = mean_phases(times)
@@ -159,6 +162,7 @@ def search(args, seed, packed, what=None, trials=None, epochs=None):
         "start_up_seconds": start_up, "training_seconds": rest,
         "times": times,  # each trial's (placed, first step report, ended), traind's clock
         "start_up_in_worker": in_worker, "waited_for_worker": waited_for_worker,
+        "in_served_worker": served,  # trials run by a worker that had run one before
         # How busy the host's cores were from submit to `wait`'s return (which polls: a little
         # idle time at the end): near 100%, the host's CPU, not the GPU, bounds the round.
         "host_busy": busy_between(cpu_before, cpu_after),
@@ -182,6 +186,8 @@ def show(result):
     if result.get("waited_for_worker") is not None:
         span += (f", {result['waited_for_worker']} of {len(result['accuracy'])} trials found their "
                  f"worker not ready")
+    if result.get("in_served_worker"):
+        span += f", {result['in_served_worker']} ran in a worker that had run a trial before"
     if result.get("host_busy") is not None:
         span += f", the host's cores {100 * result['host_busy']:.0f}% busy"
     print(f"seed {result['seed']} {kind}: {result['wall_seconds']:.1f} s{span}, at most "

@@ -14,7 +14,8 @@
 # create their CUDA context ahead, with no rehearsed step; files named ctx-*) or step- (=step: the
 # context and a rehearsed training step; files named step-*) or deep- (TRAIND_PACKED_POOL_DEPTH=2:
 # twice as many workers wait for packed trials; files named deep-*) or spawn- (TRAIND_WORKER_FORK=0:
-# every worker starts as a program, none is forked; files named spawn-*). Prefixes combine (deep-step-mlp:1:2). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
+# every worker starts as a program, none is forked; files named spawn-*) or fresh- (TRAIND_WORKER_
+# REUSE=0: each packed trial's worker exits after it, none serves the next; files named fresh-*). Prefixes combine (deep-step-mlp:1:2). nvidia-cuda-mps-control is looked for on PATH and in /usr/local/nvidia/bin.
 # PACK_FLAGS adds flags to every pack_trials.py run (e.g. --alone-twice). KEEP_LOGS=1 keeps each
 # part's traind log too (OUT/TAGtraind-PART.log; the device tool brings back at most 8 files).
 # Afterwards: bench/pack_trials.py - --combine OUT1/pairs-*.json OUT2/pairs-*.json
@@ -54,8 +55,8 @@ fi
 export PATH=$PATH:/usr/local/nvidia/bin
 for part in ${PARTS:-pairs:1:3 large}; do
   tag="" flags=()
-  unset TRAIND_PACKED_PREPARE TRAIND_PACKED_POOL_DEPTH TRAIND_WORKER_FORK
-  while [[ $part =~ ^(nomps|ctx|step|deep|spawn)- ]]; do  # prefixes combine: deep-step-mlp:1:2
+  unset TRAIND_PACKED_PREPARE TRAIND_PACKED_POOL_DEPTH TRAIND_WORKER_FORK TRAIND_WORKER_REUSE
+  while [[ $part =~ ^(nomps|ctx|step|deep|spawn|fresh)- ]]; do  # prefixes combine: deep-step-mlp:1:2
     prefix=${BASH_REMATCH[1]} part=${part#*-} tag=$tag${BASH_REMATCH[1]}-
     case $prefix in
       nomps) flags=(--traind-flags=--mps=off) ;;
@@ -63,6 +64,7 @@ for part in ${PARTS:-pairs:1:3 large}; do
       step) export TRAIND_PACKED_PREPARE=step ;;
       deep) export TRAIND_PACKED_POOL_DEPTH=2 ;;
       spawn) export TRAIND_WORKER_FORK=0 ;;
+      fresh) export TRAIND_WORKER_REUSE=0 ;;
     esac
   done
   [ "$(left)" -gt 20 ] || { echo "no time left for $part"; break; }

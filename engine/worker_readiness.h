@@ -14,9 +14,13 @@ namespace traind {
 struct WorkerReadiness {
   double ready_after_seconds = 0;  // from the process's start (its libraries' loading included)
   double idle_seconds = 0;         // from then until its request was read (about 0: it waited)
+  // Jobs it ran before this one (WorkerRequest.serve_another); ready_after_seconds is then 0: it
+  // was ready when the last one ended, and idle_seconds counts from there.
+  int jobs_served_before = 0;
 };
 
-// Set once by the worker's main; unset in any other process (a test's, traind's).
+// Set by the worker's main as it reads each request; unset in any other process (a test's,
+// traind's).
 void NoteWorkerReadiness(const WorkerReadiness& readiness);
 std::optional<WorkerReadiness> NotedWorkerReadiness();
 

@@ -289,6 +289,12 @@ ProcessLauncher::Options Daemon::LauncherOptions(const JobPrograms& programs,
       fork != nullptr && fork == std::string("0")) {
     launching.fork_workers = false;
   }
+  // TRAIND_WORKER_REUSE=0: each packed trial's worker exits after it (bench/pack_trials_gpu.sh's
+  // part prefix fresh-).
+  if (const char* reuse = std::getenv("TRAIND_WORKER_REUSE");
+      reuse != nullptr && reuse == std::string("0")) {
+    launching.reuse_packed_workers = false;
+  }
   launching.slurm_address = options_.slurm_address;
   launching.hosts_environment = options_.hosts_environment;
   // CreateServices makes the scheduler right after the launcher, before its loop can take a warm

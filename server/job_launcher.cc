@@ -109,15 +109,29 @@ int PackedPoolDepth() {
 
 }  // namespace
 
+void ProcessLauncher::TrimServed(std::vector<Served>* surplus) {
+  served_.erase(std::remove_if(served_.begin(), served_.end(),
+                               [](const Served& s) { return s.process->HasExited(); }),
+                served_.end());
+  while (static_cast<int>(served_.size()) > served_wanted_) {
+    surplus->push_back(std::move(served_.back()));
+    served_.pop_back();
+  }
+}
+
 void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
   PoolNeeds needs;
   std::vector<Waiting> surplus;  // stopped outside the lock
+  std::vector<Served> served_surplus;
   {
     absl::MutexLock lock(&mu_);
     if (dropped_) return;
     needs = TrimPool(at_least * PackedPoolDepth(), &surplus);
+    served_wanted_ = gpu_trials ? at_least : 0;
+    TrimServed(&served_surplus);
   }
   surplus.clear();
+  served_surplus.clear();
   StartForkServer(needs.prepared + needs.unprepared);
   // On a machine with GPUs the pool's workers create the first one's context while they wait:
   // most jobs there run on it (one on another GPU or the CPU leaves that context idle, holding
@@ -160,14 +174,26 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
 
 void ProcessLauncher::DropWarm() {
   std::vector<Waiting> warm;
+  std::vector<Served> served;
   std::shared_ptr<WorkerForker> forker;
   {
     absl::MutexLock lock(&mu_);
     dropped_ = true;
     warm.swap(warm_);
+    served.swap(served_);
     forker.swap(forker_);
   }
   warm.clear();  // each is killed and reaped, outside the lock
+  served.clear();
+}
+
+void ProcessLauncher::TakeBack(std::unique_ptr<WorkerProcess> idle, const std::string& device) {
+  // Not one it asked to serve another, or no longer wanted: stopped (as `idle` is destroyed,
+  // after the lock is let go).
+  if (idle == nullptr || !idle->idle() || idle->HasExited()) return;
+  absl::MutexLock lock(&mu_);
+  if (dropped_ || static_cast<int>(served_.size()) >= served_wanted_) return;
+  served_.push_back({std::move(idle), device});
 }
 
 void ProcessLauncher::StartForkServer(int pool) {
@@ -249,19 +275,48 @@ std::unique_ptr<WorkerProcess> ProcessLauncher::TakeWaiting(const std::string& d
   return process;
 }
 
+std::unique_ptr<WorkerProcess> ProcessLauncher::TakeServed(const std::string& device) {
+  for (auto it = served_.begin(); it != served_.end(); ++it) {
+    if (it->device != device) continue;
+    std::unique_ptr<WorkerProcess> process = std::move(it->process);
+    served_.erase(it);
+    return process;
+  }
+  return nullptr;
+}
+
+bool ProcessLauncher::ServesAnother(const trainer::v1::WorkerRequest& request, bool sharing,
+                                    int jobs_served) const {
+  return options_.reuse_packed_workers && sharing && !request.spec().deterministic() &&
+         jobs_served + 1 < kJobsPerReusedWorker;
+}
+
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
     const trainer::v1::WorkerRequest& request, const std::vector<std::string>& sharing) {
+  const std::string& device = request.spec().device();
+  trainer::v1::WorkerRequest sent = request;
+  // One that served a trial of this GPU first: its context is made; a fresh one creates it.
+  std::unique_ptr<WorkerProcess> served;
   std::unique_ptr<WorkerProcess> warm;
   {
     absl::MutexLock lock(&mu_);
-    warm = TakeWaiting(request.spec().device(), !sharing.empty());
+    if (ServesAnother(request, !sharing.empty(), 0)) served = TakeServed(device);
+    if (served == nullptr) warm = TakeWaiting(device, !sharing.empty());
   }
+  if (served != nullptr) {
+    sent.set_serve_another(ServesAnother(request, true, served->jobs_served()));
+    if (!served->HasExited() && served->Send(sent).ok()) return served;
+    served.reset();
+    absl::MutexLock lock(&mu_);
+    warm = TakeWaiting(device, !sharing.empty());
+  }
+  sent.set_serve_another(ServesAnother(request, !sharing.empty(), 0));
   if (warm != nullptr && options_.on_warm_taken) options_.on_warm_taken();
-  if (warm != nullptr && !warm->HasExited() && warm->Send(request).ok()) return warm;
+  if (warm != nullptr && !warm->HasExited() && warm->Send(sent).ok()) return warm;
   warm.reset();
   std::vector<std::string> environment = options_.worker_environment;
   environment.insert(environment.end(), sharing.begin(), sharing.end());
-  return WorkerProcess::WithRequest(NewWorker(environment), request);
+  return WorkerProcess::WithRequest(NewWorker(environment), sent);
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartJobLauncher(

@@ -45,6 +45,12 @@ class JobLauncher {
   }
   // Kills and reaps the waiting workers; none are started after.
   virtual void DropWarm() {}
+  // A worker whose job on `device` ended well and that waits for another (WorkerProcess::idle:
+  // Launch asked it to serve another), once its job is over; the default stops it.
+  virtual void TakeBack(std::unique_ptr<WorkerProcess> idle, const std::string& device) {
+    (void)idle;
+    (void)device;
+  }
 };
 
 // What every worker this traind starts gets in its environment besides traind's own: local
@@ -81,7 +87,15 @@ class ProcessLauncher final : public JobLauncher {
     // program's 0.6-1 s and core-second of loading, which packed trials ending together cannot
     // wait for. Off (or until it has loaded, or after it failed): each starts as a program.
     bool fork_workers = true;
+    // A packed GPU trial's worker that ended its trial well stays, its CUDA context made, and
+    // takes one of the search's next trials on that GPU (WorkerRequest.serve_another): creating
+    // the context through MPS took a packed trial 0.5-1 s, longer than its training. Off: each
+    // trial's worker exits after it.
+    bool reuse_packed_workers = true;
   };
+  // How many trials one worker serves before it exits (a fresh one follows): what a trial leaves
+  // behind in the process (the allocator's fragments, LibTorch's caches) stays bounded.
+  static constexpr int kJobsPerReusedWorker = 50;
   explicit ProcessLauncher(Options options);
   ~ProcessLauncher() override;  // DropWarm
 
@@ -89,6 +103,8 @@ class ProcessLauncher final : public JobLauncher {
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) override;
   void KeepWarm(int at_least, bool gpu_trials) override;
   void DropWarm() override;
+  // Kept for the search's next packed trials on its GPU, up to KeepWarm's `at_least` of them.
+  void TakeBack(std::unique_ptr<WorkerProcess> idle, const std::string& device) override;
 
   const std::vector<std::string>& worker_environment() const { return options_.worker_environment; }
   // How many workers wait now.
@@ -100,6 +116,11 @@ class ProcessLauncher final : public JobLauncher {
   int prepared_count() ABSL_LOCKS_EXCLUDED(mu_);
   // Of those, how many started with packed_gpu_environment.
   int sharing_count() ABSL_LOCKS_EXCLUDED(mu_);
+  // Besides them, how many served a packed trial and wait for the next (TakeBack).
+  int served_count() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(served_.size());
+  }
   // Their process ids, in the order they were started.
   std::vector<pid_t> waiting_pids() ABSL_LOCKS_EXCLUDED(mu_);
   const JobPrograms& programs() const { return options_.programs; }
@@ -132,6 +153,10 @@ class ProcessLauncher final : public JobLauncher {
     bool prepared = false;  // it created prepare_device's context
     bool sharing = false;   // it started with packed_gpu_environment's variables
   };
+  struct Served {  // a worker whose packed trial ended well, idle
+    std::unique_ptr<WorkerProcess> process;
+    std::string device;  // the GPU whose context it made
+  };
   // Whether a waiting worker may run a job on `device`: on a GPU, only one started with the
   // packed trials' variables runs a packed trial, and only one without runs any other job; on
   // the CPU, any (none connects to the GPU).
@@ -142,6 +167,14 @@ class ProcessLauncher final : public JobLauncher {
   // the CPU one that did not (the pool's prepared workers are kept for the GPU's jobs).
   std::unique_ptr<WorkerProcess> TakeWaiting(const std::string& device, bool sharing)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A packed trial's: the longest waiting of served_ on `device` (null: none).
+  std::unique_ptr<WorkerProcess> TakeServed(const std::string& device)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `request`'s worker, which has served `jobs_served` trials, serves another after it:
+  // a built-in trial packed on a GPU (`sharing`), not deterministic (cuBLAS reads
+  // CUBLAS_WORKSPACE_CONFIG only when the context's first handle is made).
+  bool ServesAnother(const trainer::v1::WorkerRequest& request, bool sharing,
+                     int jobs_served) const;
   // A packed GPU trial's variables (packed_gpu_environment), where traind has a GPU; empty
   // otherwise. Both its trials and the workers kept waiting for them start with these.
   std::vector<std::string> PackedTrialEnvironment() const;
@@ -153,6 +186,8 @@ class ProcessLauncher final : public JobLauncher {
   };
   PoolNeeds TrimPool(int at_least, std::vector<Waiting>* surplus)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps at most served_wanted_ of served_ (the longest waiting), moving the others out.
+  void TrimServed(std::vector<Served>* surplus) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static int CountPrepared(const std::vector<Waiting>& waiting);
   // The trial-sharing variables a request's worker starts with: empty unless it is a built-in
   // trial packed on a GPU (and traind has them).
@@ -160,6 +195,9 @@ class ProcessLauncher final : public JobLauncher {
                                       const std::vector<std::string>& devices) const;
 
   std::vector<Waiting> warm_ ABSL_GUARDED_BY(mu_);
+  // Workers that served a packed trial and wait for the next, beside the pool (TakeBack).
+  std::vector<Served> served_ ABSL_GUARDED_BY(mu_);
+  int served_wanted_ ABSL_GUARDED_BY(mu_) = 0;  // KeepWarm's last `at_least` for GPU trials
   // Shared with a NewWorker in flight when DropWarm or a failure lets it go.
   std::shared_ptr<WorkerForker> forker_ ABSL_GUARDED_BY(mu_);
   bool forker_started_ ABSL_GUARDED_BY(mu_) = false;  // once: one that failed is not restarted

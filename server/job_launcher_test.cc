@@ -266,7 +266,8 @@ TEST(ProcessLauncherTest, WorkersAreForkedOnceTheForkServerHasLoaded) {
 
   auto trial = launcher.Launch(Trial(3), {"cuda:0"});
   ASSERT_TRUE(trial.ok()) << trial.status();
-  EXPECT_EQ(GreetingOf(*(*trial)[0]), "fake worker for job 7: succeed (forked) TEST_SHARING=yes");
+  EXPECT_EQ(GreetingOf(*(*trial)[0]),
+            "fake worker for job 7: succeed (forked) (serves another) TEST_SHARING=yes");
   auto job = launcher.Launch(Trial(0), {"cuda:0"});  // takes the pool's own
   ASSERT_TRUE(job.ok()) << job.status();
   auto another = launcher.Launch(Trial(0), {"cuda:0"});  // none suits it: a new one, forked
@@ -298,6 +299,84 @@ TEST(ProcessLauncherTest, WorkersStartAsProgramsWhenTheForkServerDies) {
   EXPECT_EQ(launcher.fork_server_pid(), 0);
   launcher.KeepWarm(1, false);
   EXPECT_FALSE(launcher.forks_workers());
+}
+
+// Runs a launched stand-in's job to its end: true when it then waits for another.
+bool RunToIdle(WorkerProcess& worker) {
+  trainer::v1::JobEvent event;
+  while (worker.ReadEvent(&event, absl::Seconds(60)) == WorkerProcess::ReadResult::kEvent) {
+  }
+  return worker.idle();
+}
+
+// A packed GPU trial's worker whose trial ended well is kept, beside the pool, for the search's
+// next trial on that GPU (its context made), which then runs in the same process; not for a trial
+// on another GPU, a deterministic one or another kind of job, and none once no packed search runs.
+TEST(ProcessLauncherTest, APackedTrialsWorkerServesTheSearchsNextTrialOnItsGpu) {
+  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(2, true);
+  auto trial = launcher.Launch(Trial(2), {"cuda:0"});
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(GreetingOf(*(*trial)[0]), "fake worker for job 7: succeed (serves another)");
+  ASSERT_TRUE(RunToIdle(*(*trial)[0]));
+  const pid_t served = (*trial)[0]->pid();
+  launcher.TakeBack(std::move((*trial)[0]), "cuda:0");
+  EXPECT_EQ(launcher.served_count(), 1);
+
+  auto elsewhere = launcher.Launch(Trial(2), {"cuda:1"});
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status();
+  EXPECT_NE((*elsewhere)[0]->pid(), served);
+  auto job = launcher.Launch(Trial(0), {"cuda:0"});
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(GreetingOf(*(*job)[0]), "fake worker for job 7: succeed");
+  trainer::v1::WorkerRequest deterministic = Trial(2);
+  deterministic.mutable_spec()->set_deterministic(true);
+  auto exact = launcher.Launch(deterministic, {"cuda:0"});
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_EQ(GreetingOf(*(*exact)[0]), "fake worker for job 7: succeed");
+  EXPECT_EQ(launcher.served_count(), 1);
+
+  auto next = launcher.Launch(Trial(2), {"cuda:0"});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)[0]->pid(), served);
+  EXPECT_EQ(launcher.served_count(), 0);
+  EXPECT_EQ(GreetingOf(*(*next)[0]), "fake worker for job 7: succeed (serves another)");
+  ASSERT_TRUE(RunToIdle(*(*next)[0]));
+  launcher.TakeBack(std::move((*next)[0]), "cuda:0");
+  EXPECT_EQ(launcher.served_count(), 1);
+  launcher.KeepWarm(0, false);  // the search ended
+  EXPECT_EQ(launcher.served_count(), 0);
+  EXPECT_EQ(kill(served, 0), -1);  // stopped and reaped
+}
+
+// One worker serves at most kJobsPerReusedWorker trials, the last told to end with its trial; with
+// reuse off, none serves a second.
+TEST(ProcessLauncherTest, AWorkerServesABoundedNumberOfTrials) {
+  ProcessLauncher::Options options = StandIns(0, "cuda:0");
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(1, true);
+  pid_t first = 0;
+  int trials = 0;
+  for (bool idle = true; idle && trials <= ProcessLauncher::kJobsPerReusedWorker; ++trials) {
+    auto trial = launcher.Launch(Trial(2), {"cuda:0"});
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    if (first == 0) first = (*trial)[0]->pid();
+    EXPECT_EQ((*trial)[0]->pid(), first);
+    idle = RunToIdle(*(*trial)[0]);
+    if (idle) launcher.TakeBack(std::move((*trial)[0]), "cuda:0");
+  }
+  EXPECT_EQ(trials, ProcessLauncher::kJobsPerReusedWorker);
+
+  options.reuse_packed_workers = false;
+  ProcessLauncher fresh(options);
+  fresh.KeepWarm(1, true);
+  auto trial = fresh.Launch(Trial(2), {"cuda:0"});
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(GreetingOf(*(*trial)[0]), "fake worker for job 7: succeed");
+  EXPECT_FALSE(RunToIdle(*(*trial)[0]));
 }
 
 }  // namespace

@@ -62,6 +62,14 @@ void Scheduler::Supervise(Running* running) {
   }
   const RanksEnded ended = PumpRanks(running, ranks);
   RecordOutcome(job, request->job_dir(), ranks, ended, running);
+  // A packed trial's worker that stays for another goes back before the devices are released,
+  // so that the search's next trial there finds it (RecordOutcome has let go of the workers: no
+  // cancel can signal it now).
+  for (int r = 0; r < ranks.size() && r < static_cast<int>(running->devices.size()); ++r) {
+    if (std::unique_ptr<WorkerProcess> idle = ranks.TakeIdle(r)) {
+      options_.launcher->TakeBack(std::move(idle), running->devices[r]);
+    }
+  }
   finish();
 }
 

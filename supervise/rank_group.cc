@@ -41,6 +41,14 @@ void RankGroup::Reap(int r, const Callbacks& callbacks) {
   if (callbacks.on_exit) callbacks.on_exit(r, *exits_[r]);
 }
 
+std::unique_ptr<WorkerProcess> RankGroup::TakeIdle(int r) {
+  if (!exits_[r].has_value() || ranks_[r] == nullptr || !ranks_[r]->idle() ||
+      ranks_[r]->signalled()) {
+    return nullptr;
+  }
+  return std::move(ranks_[r]);
+}
+
 void RankGroup::TerminateAll() {
   stopping_ = true;
   for (int r = 0; r < size(); ++r) {

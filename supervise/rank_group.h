@@ -63,6 +63,9 @@ class RankGroup {
   const std::optional<WorkerProcess::Exit>& exit(int r) const { return exits_[r]; }
   // The first rank that ended badly, or -1.
   int failed_rank() const { return failed_rank_; }
+  // Rank r's process when its job ended well and it waits for another (WorkerProcess::idle) and
+  // no one signalled it; null otherwise. Moved out: call once the group's job is over.
+  std::unique_ptr<WorkerProcess> TakeIdle(int r);
 
  private:
   void Reap(int r, const Callbacks& callbacks);

@@ -17,11 +17,12 @@ namespace {
 // A bound that a group whose ranks have all ended never comes near: reaching it fails the test.
 constexpr absl::Duration kEnds = absl::Seconds(60);
 
-RankGroup StartGroup(const std::vector<std::string>& modes) {
+RankGroup StartGroup(const std::vector<std::string>& modes, bool serve_another = false) {
   std::vector<std::unique_ptr<WorkerProcess>> ranks;
   for (size_t r = 0; r < modes.size(); ++r) {
     trainer::v1::WorkerRequest request;
     request.set_job_id(static_cast<int64_t>(r));
+    request.set_serve_another(serve_another);
     absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
         WorkerProcess::Start(TRAIND_FAKE_WORKER, request, {"FAKE_WORKER_MODE=" + modes[r]});
     EXPECT_TRUE(worker.ok()) << worker.status();
@@ -148,6 +149,28 @@ TEST(RankGroupTest, ABurstOfEventsIsPassedOnInOrderAndClosedBeforeTheEnd) {
     before = end;
   }
   EXPECT_TRUE(group.exit(0)->clean());
+}
+
+// A rank asked to serve another ends clean without exiting, and its process can be taken for the
+// next job; one that was signalled (a cancel that came as it ended) or that failed cannot.
+TEST(RankGroupTest, AnIdleRankIsTakenForTheNextJobUnlessItWasSignalled) {
+  RankGroup group = StartGroup({"result", "result"}, /*serve_another=*/true);
+  Seen seen;
+  ASSERT_TRUE(PumpUntil(group, seen, [&] { return group.alive() == 0; }));
+  EXPECT_TRUE(group.exit(0)->clean());
+  EXPECT_TRUE(group.exit(1)->clean());
+  EXPECT_EQ(group.failed_rank(), -1);
+  group.rank(1).Terminate();
+  EXPECT_EQ(group.TakeIdle(1), nullptr);
+  std::unique_ptr<WorkerProcess> idle = group.TakeIdle(0);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_FALSE(idle->HasExited());
+  EXPECT_EQ(group.TakeIdle(0), nullptr);  // taken once
+
+  RankGroup failed = StartGroup({"signal"}, /*serve_another=*/true);
+  Seen seen_failed;
+  ASSERT_TRUE(PumpUntil(failed, seen_failed, [&] { return failed.alive() == 0; }));
+  EXPECT_EQ(failed.TakeIdle(0), nullptr);
 }
 
 TEST(RankGroupTest, AnExitTravelsAsItsProtoWithTheSameFields) {

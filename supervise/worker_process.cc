@@ -128,7 +128,9 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Fork(
 }
 
 absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
-  if (request_fd_ < 0) return absl::FailedPreconditionError("the worker already has its request");
+  if (!awaiting_request_ || request_fd_ < 0) {
+    return absl::FailedPreconditionError("the worker already has its request");
+  }
   // The request is small (the pipe holds it); a worker that dies after reading it shows up as an
   // early EOF on its events.
   std::string framed;
@@ -138,10 +140,39 @@ absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
   }
   signal(SIGPIPE, SIG_IGN);
   const bool written = WriteAll(request_fd_, framed);
-  close(request_fd_);
-  request_fd_ = -1;
-  if (!written) return Errno("cannot send the worker its request");
-  return absl::OkStatus();
+  const absl::Status sent =
+      written ? absl::OkStatus() : Errno("cannot send the worker its request");
+  awaiting_request_ = false;
+  idle_ = false;
+  serves_another_ = request.serve_another();
+  if (!serves_another_) {  // its stdin's end tells a worker between jobs to exit
+    close(request_fd_);
+    request_fd_ = -1;
+  }
+  if (written) {  // the last job's lines are not this one's
+    absl::MutexLock lock(&mu_);
+    stderr_lines_.clear();
+  }
+  return sent;
+}
+
+WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
+                                                   absl::Duration timeout) {
+  const ReadResult read = Read(event, timeout);
+  if (read != ReadResult::kEvent || !event->has_worker_idle()) return read;
+  if (!serves_another_) {
+    Kill();  // it was not asked to stay: as any garbage
+    return ReadResult::kEnd;
+  }
+  idle_ = true;
+  awaiting_request_ = true;
+  jobs_served_ = event->worker_idle().jobs_served();
+  return ReadResult::kEnd;
+}
+
+bool WorkerProcess::signalled() const {
+  absl::MutexLock lock(&reap_mu_);
+  return signalled_;
 }
 
 bool WorkerProcess::Reaped() const {
@@ -165,7 +196,7 @@ WorkerProcess::WorkerProcess(pid_t pid, int request_fd, int events_fd, int stder
 WorkerProcess::~WorkerProcess() {
   if (!Reaped()) {
     Kill();
-    Wait();
+    Reap();
   }
   if (request_fd_ >= 0) close(request_fd_);
   close(events_fd_);
@@ -223,7 +254,9 @@ WorkerProcess::ReadResult WorkerProcess::Read(google::protobuf::Message* message
 
 void WorkerProcess::Signal(int signal) {
   absl::MutexLock lock(&reap_mu_);
-  if (!reaped_) kill(pid_, signal);
+  if (reaped_) return;
+  kill(pid_, signal);
+  signalled_ = true;
 }
 
 void WorkerProcess::Terminate() { Signal(SIGTERM); }
@@ -233,6 +266,16 @@ void WorkerProcess::Suspend() { Signal(SIGUSR1); }
 void WorkerProcess::Kill() { Signal(SIGKILL); }
 
 WorkerProcess::Exit WorkerProcess::Wait() {
+  if (idle_) return Exit{kWorkerSucceeded, 0, StderrTail()};
+  return Reap();
+}
+
+std::string WorkerProcess::StderrTail() {
+  absl::MutexLock lock(&mu_);
+  return absl::StrJoin(stderr_lines_, "\n");
+}
+
+WorkerProcess::Exit WorkerProcess::Reap() {
   Exit exit;
   // Waits for the exit without reaping (WNOWAIT), holding no lock: the zombie keeps its pid, so a
   // signal sent meanwhile reaches it and nothing else. Then reaps under the lock.
@@ -249,8 +292,7 @@ WorkerProcess::Exit WorkerProcess::Wait() {
   if (WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) exit.signal = WTERMSIG(status);
   if (stderr_thread_.joinable()) stderr_thread_.join();
-  absl::MutexLock lock(&mu_);
-  exit.stderr_tail = absl::StrJoin(stderr_lines_, "\n");
+  exit.stderr_tail = StderrTail();
   return exit;
 }
 

@@ -1,4 +1,5 @@
-// WorkerProcess: one traind-worker child running one job. Starts it in its own process group (so a
+// WorkerProcess: one traind-worker child running one job (or, asked to, one job after another:
+// WorkerRequest.serve_another). Starts it in its own process group (so a
 // Ctrl-C meant for traind does not reach it), sends the WorkerRequest on its stdin, decodes
 // JobEvents from its stdout and keeps the last lines of its stderr for error reports.
 // A worker may be spawned before its job is known (Spawn, later Send): LibTorch's start-up, about
@@ -49,8 +50,17 @@ class WorkerProcess {
   // forker failed (Spawn instead).
   static absl::StatusOr<std::unique_ptr<WorkerProcess>> Fork(
       WorkerForker& forker, const std::vector<std::string>& environment = {});
-  // Hands the spawned worker its job (once). An error: it died while waiting (use another).
+  // Hands the spawned worker its job: once, or again each time it is idle (a request with
+  // serve_another). An error: it died while waiting (use another), or it is not waiting.
   absl::Status Send(const trainer::v1::WorkerRequest& request);
+  // Its job, sent with serve_another, ended well and it waits for another request: its events
+  // ended (ReadEvent returned kEnd) with JobEvent.worker_idle. Wait() then reaps nothing.
+  bool idle() const { return idle_; }
+  // Jobs it ended well and then stayed for (as its last worker_idle said); 0 until one did.
+  int jobs_served() const { return jobs_served_; }
+  // Whether Terminate, Suspend or Kill reached it since it was started: a worker told to stop
+  // may stop its next job too, so it serves none.
+  bool signalled() const ABSL_LOCKS_EXCLUDED(reap_mu_);
   // Whether the process has ended (without reaping it).
   bool HasExited() const;
   // Kills and reaps the child if it is still running.
@@ -59,9 +69,9 @@ class WorkerProcess {
   enum class ReadResult { kEvent, kTimeout, kEnd };
   // Waits up to `timeout` (zero: only what has arrived) for the next event. kEnd: the worker closed
   // its stdout (exited) or sent bytes that do not decode (then its process is killed).
-  ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout) {
-    return Read(event, timeout);
-  }
+  // A worker_idle event ends the events of a worker that was asked to serve another (idle()
+  // after); from one that was not, it is garbage.
+  ReadResult ReadEvent(trainer::v1::JobEvent* event, absl::Duration timeout);
   // The same for a request answered with another message (WorkerRequest.list_devices).
   ReadResult Read(google::protobuf::Message* message, absl::Duration timeout);
 
@@ -82,7 +92,8 @@ class WorkerProcess {
     trainer::v1::ProcessExit ToProto() const;
     static Exit FromProto(const trainer::v1::ProcessExit& proto);
   };
-  // Reaps the child (blocking). Call after ReadEvent returned kEnd.
+  // Reaps the child (blocking). Call after ReadEvent returned kEnd. An idle worker is not reaped:
+  // its job's Exit reads as a clean one.
   Exit Wait();
 
   pid_t pid() const { return pid_; }
@@ -90,17 +101,24 @@ class WorkerProcess {
  private:
   WorkerProcess(pid_t pid, int request_fd, int events_fd, int stderr_fd);
   void DrainStderr(int fd);
+  Exit Reap();  // Wait, for a worker that is not idle
+  std::string StderrTail() ABSL_LOCKS_EXCLUDED(mu_);
   void Signal(int signal);
   bool Reaped() const;
 
   const pid_t pid_;
-  int request_fd_;  // -1 once the request was sent
+  int request_fd_;                // -1 once the request was sent, unless it was to serve another
+  bool awaiting_request_ = true;  // started, or idle: Send may hand it a job
+  bool serves_another_ = false;   // the request sent last set serve_another
+  bool idle_ = false;
+  int jobs_served_ = 0;
   const int events_fd_;
   DelimitedReader reader_;
   // The supervising thread reaps while the scheduler's may signal (cancel, shutdown): the reap and
   // every kill() hold reap_mu_, so no signal can reach a process that reused the pid.
   mutable absl::Mutex reap_mu_;
   bool reaped_ ABSL_GUARDED_BY(reap_mu_) = false;
+  bool signalled_ ABSL_GUARDED_BY(reap_mu_) = false;
   std::thread stderr_thread_;
 
   absl::Mutex mu_;

@@ -85,6 +85,72 @@ TEST(WorkerProcessTest, AWorkerWhoseParentIsGoneStopsAtOnce) {
   EXPECT_EQ(worker->Wait().exit_code, kWorkerStopped);
 }
 
+trainer::v1::WorkerRequest Job(int64_t job_id, bool serve_another) {
+  trainer::v1::WorkerRequest request;
+  request.set_job_id(job_id);
+  request.set_serve_another(serve_another);
+  return request;
+}
+
+// Asked to serve another, a worker whose job ended well stays: its events end with worker_idle,
+// Wait() reads a clean end and reaps nothing, and the next request runs in the same process.
+TEST(WorkerProcessTest, AWorkerAskedToServeAnotherRunsTheNextJobInTheSameProcess) {
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+      WorkerProcess::Start(TRAIND_FAKE_WORKER, Job(1, true), {"FAKE_WORKER_MODE=result"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ExpectGreeting(**worker, "fake worker for job 1: result (serves another)");
+  trainer::v1::JobEvent event;
+  ASSERT_EQ((*worker)->ReadEvent(&event, kEnds), ReadResult::kEvent);
+  EXPECT_TRUE(event.has_final_result());
+  EXPECT_EQ((*worker)->ReadEvent(&event, kEnds), ReadResult::kEnd);  // the idle marker
+  EXPECT_TRUE((*worker)->idle());
+  EXPECT_EQ((*worker)->jobs_served(), 1);
+  EXPECT_TRUE((*worker)->Wait().clean());
+  EXPECT_FALSE((*worker)->HasExited());
+
+  ASSERT_TRUE((*worker)->Send(Job(2, false)).ok());
+  EXPECT_FALSE((*worker)->idle());
+  ExpectGreeting(**worker, "fake worker for job 2: result");
+  ASSERT_EQ((*worker)->ReadEvent(&event, kEnds), ReadResult::kEvent);
+  EXPECT_EQ((*worker)->ReadEvent(&event, kEnds), ReadResult::kEnd);  // it exited
+  EXPECT_FALSE((*worker)->idle());
+  EXPECT_TRUE((*worker)->Wait().clean());
+  EXPECT_TRUE((*worker)->HasExited());
+  // A worker not asked to serve another takes no second request.
+  EXPECT_FALSE((*worker)->Send(Job(3, false)).ok());
+}
+
+// A request is sent only to a worker that waits for one; an idle worker destroyed is killed and
+// reaped, and one that was signalled says so (the launcher serves it no other job).
+TEST(WorkerProcessTest, AnIdleWorkerTakesOneRequestAtATimeAndIsReapedWhenDropped) {
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =
+      WorkerProcess::Start(TRAIND_FAKE_WORKER, Job(1, true), {"FAKE_WORKER_MODE=succeed"});
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  EXPECT_FALSE((*worker)->Send(Job(2, true)).ok());  // busy with job 1
+  ExpectGreeting(**worker, "fake worker for job 1: succeed (serves another)");
+  trainer::v1::JobEvent event;
+  EXPECT_EQ((*worker)->ReadEvent(&event, kEnds), ReadResult::kEnd);
+  ASSERT_TRUE((*worker)->idle());
+  EXPECT_FALSE((*worker)->signalled());
+  (*worker)->Terminate();  // as a cancel of the job that ended would
+  EXPECT_TRUE((*worker)->signalled());
+  const pid_t pid = (*worker)->pid();
+  worker->reset();
+  EXPECT_EQ(kill(pid, 0), -1);  // reaped: no zombie left
+}
+
+// A worker that says it is idle without being asked cannot be trusted with its process: it is
+// killed, as one that sends garbage.
+TEST(WorkerProcessTest, AnIdleMarkerNobodyAskedForEndsTheWorker) {
+  std::unique_ptr<WorkerProcess> worker = StartFake("idle-unasked", 4);
+  ASSERT_NE(worker, nullptr);
+  ExpectGreeting(*worker, "fake worker for job 4: idle-unasked");
+  trainer::v1::JobEvent event;
+  EXPECT_EQ(worker->ReadEvent(&event, kEnds), ReadResult::kEnd);
+  EXPECT_FALSE(worker->idle());
+  EXPECT_EQ(worker->Wait().signal, SIGKILL);
+}
+
 TEST(WorkerProcessTest, AMissingProgramIsAnError) {
   trainer::v1::WorkerRequest request;
   absl::StatusOr<std::unique_ptr<WorkerProcess>> worker =

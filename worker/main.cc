@@ -1,6 +1,7 @@
 // traind-worker: runs one job in its own process, so a crash, an abort or an out-of-memory kill
 // takes down only that job. Protocol (worker.proto): one length-delimited WorkerRequest on stdin;
-// length-delimited JobEvents on stdout; human-readable diagnostics on stderr.
+// length-delimited JobEvents on stdout; human-readable diagnostics on stderr. A request with
+// serve_another keeps it for the next one if its job ends well (JobEvent.worker_idle between).
 // traind may start a worker before it has a job for it (LibTorch's start-up is then paid while
 // idle): it waits on stdin, and ends quietly if stdin closes without a request. Started with
 // --fork-server it forks such workers from itself for traind (supervise/fork_server.h).
@@ -25,6 +26,7 @@
 #include "common/proc_file.h"
 #include "engine/device.h"
 #include "engine/device_rehearsal.h"
+#include "engine/job_globals.h"
 #include "engine/training_job.h"
 #include "engine/training_loop.h"
 #include "engine/worker_readiness.h"
@@ -63,16 +65,88 @@ absl::Status RunJob(const trainer::v1::WorkerRequest& request, traind::EventPipe
       &signals.suspend);
   traind::FlushScriptPrintNote();
   traind::SendScriptPrintsTo({});  // `emit` ends with this call
-  // Done: its result is written (each event is one write(2), nothing is buffered). The events
-  // end here, not when the process does: the daemon marks a job SUCCEEDED at the end of its
-  // events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address space
-  // first, its files after). Skip the teardown a one-job process does not need (the device
-  // context, the allocator's caches, LibTorch's static destructors).
-  if (status.ok()) {
-    pipe.Close();
-    _exit(traind::kWorkerSucceeded);
-  }
   return status;
+}
+
+// A job that ended well: its result is written (each event is one write(2), nothing is
+// buffered). Asked to serve another (and not told to stop meanwhile), the worker puts back what
+// the job changed for the whole process, says it is idle and returns to read the next request.
+// Otherwise the events end here, not when the process does: the daemon marks a job SUCCEEDED at
+// the end of its events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address
+// space first, its files after). Skip the teardown a one-job process does not need (the device
+// context, the allocator's caches, LibTorch's static destructors).
+void EndWell(const trainer::v1::WorkerRequest& request, const traind::JobGlobals& fresh,
+             int jobs_served, traind::EventPipeWriter& pipe, const traind::StopFlags& signals) {
+  if (request.serve_another() && !signals.stop.load()) {
+    traind::RestoreJobGlobals(fresh, request.spec().device());
+    trainer::v1::JobEvent idle;
+    idle.mutable_worker_idle()->set_jobs_served(jobs_served);
+    if (pipe.Write(idle)) return;
+  }
+  pipe.Close();
+  _exit(traind::kWorkerSucceeded);
+}
+
+// Answers a request that is not a job (list_devices, inspect_model); nullopt for a job.
+std::optional<int> AnswerQuery(const trainer::v1::WorkerRequest& request,
+                               traind::EventPipeWriter& pipe) {
+  if (request.list_devices()) {
+    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded
+                                                 : traind::kWorkerJobFailed;
+  }
+  if (request.inspect_model().empty()) return std::nullopt;
+  trainer::v1::JobEvent answer;
+  absl::StatusOr<std::string> description = traind::InspectModelFile(request.inspect_model());
+  answer.mutable_log()->set_severity(description.ok() ? trainer::v1::LogLine::INFO
+                                                      : trainer::v1::LogLine::ERROR);
+  answer.mutable_log()->set_text(description.ok() ? *description
+                                                  : std::string(description.status().message()));
+  return pipe.Write(answer) && description.ok() ? traind::kWorkerSucceeded
+                                                : traind::kWorkerJobFailed;
+}
+
+// The exit code for a job that did not end well, its error sent when it failed.
+int EndBadly(const trainer::v1::WorkerRequest& request, const absl::Status& status,
+             traind::EventPipeWriter& pipe) {
+  if (absl::IsCancelled(status)) return traind::kWorkerStopped;
+  if (traind::IsPausedAtRung(status)) return traind::kWorkerPaused;
+  trainer::v1::JobEvent error;
+  error.mutable_log()->set_severity(trainer::v1::LogLine::ERROR);
+  error.mutable_log()->set_text(std::string(status.ToString()));
+  pipe.Write(error);
+  std::fprintf(stderr, "traind-worker: job %lld failed: %s\n",
+               static_cast<long long>(request.job_id()), status.ToString().c_str());
+  return traind::kWorkerJobFailed;
+}
+
+// Reads requests and runs them: one, or one after another while each asks to serve another.
+// Returns the process's exit code.
+int ServeRequests(traind::EventPipeWriter& pipe, traind::StopFlags& signals) {
+  const traind::JobGlobals fresh = traind::CaptureJobGlobals();
+  const std::optional<double> started_ready_after = traind::ProcessAgeSeconds();
+  for (int served = 0;; ++served) {
+    const auto ready = std::chrono::steady_clock::now();
+    trainer::v1::WorkerRequest request;
+    switch (traind::ReadWorkerRequest(&request)) {
+      case traind::RequestRead::kRead:
+        if (started_ready_after.has_value()) {
+          traind::NoteWorkerReadiness(
+              {served == 0 ? *started_ready_after : 0,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - ready).count(),
+               served});
+        }
+        break;
+      case traind::RequestRead::kClosed:  // a waiting worker that traind no longer needs
+        return traind::kWorkerStopped;
+      case traind::RequestRead::kUnreadable:
+        std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
+        return traind::kWorkerBadRequest;
+    }
+    if (std::optional<int> answered = AnswerQuery(request, pipe)) return *answered;
+    const absl::Status status = RunJob(request, pipe, signals);
+    if (!status.ok()) return EndBadly(request, status, pipe);
+    EndWell(request, fresh, served + 1, pipe, signals);
+  }
 }
 
 }  // namespace
@@ -118,48 +192,5 @@ int main(int argc, char** argv) {
     }
   }
 
-  const std::optional<double> ready_after = traind::ProcessAgeSeconds();
-  const auto ready = std::chrono::steady_clock::now();
-  trainer::v1::WorkerRequest request;
-  switch (traind::ReadWorkerRequest(&request)) {
-    case traind::RequestRead::kRead:
-      if (ready_after.has_value()) {
-        traind::NoteWorkerReadiness(
-            {*ready_after,
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - ready).count()});
-      }
-      break;
-    case traind::RequestRead::kClosed:  // a pre-started worker that traind no longer needs
-      return traind::kWorkerStopped;
-    case traind::RequestRead::kUnreadable:
-      std::fprintf(stderr, "traind-worker: could not read a WorkerRequest on stdin\n");
-      return traind::kWorkerBadRequest;
-  }
-
-  if (request.list_devices()) {
-    return pipe.Write(traind::DiscoverDevices()) ? traind::kWorkerSucceeded
-                                                 : traind::kWorkerJobFailed;
-  }
-  if (!request.inspect_model().empty()) {
-    trainer::v1::JobEvent answer;
-    absl::StatusOr<std::string> description = traind::InspectModelFile(request.inspect_model());
-    answer.mutable_log()->set_severity(description.ok() ? trainer::v1::LogLine::INFO
-                                                        : trainer::v1::LogLine::ERROR);
-    answer.mutable_log()->set_text(description.ok() ? *description
-                                                    : std::string(description.status().message()));
-    return pipe.Write(answer) && description.ok() ? traind::kWorkerSucceeded
-                                                  : traind::kWorkerJobFailed;
-  }
-
-  const absl::Status status = RunJob(request, pipe, signals);
-  if (absl::IsCancelled(status)) return traind::kWorkerStopped;
-  if (traind::IsPausedAtRung(status)) return traind::kWorkerPaused;
-
-  trainer::v1::JobEvent error;
-  error.mutable_log()->set_severity(trainer::v1::LogLine::ERROR);
-  error.mutable_log()->set_text(std::string(status.ToString()));
-  pipe.Write(error);
-  std::fprintf(stderr, "traind-worker: job %lld failed: %s\n",
-               static_cast<long long>(request.job_id()), status.ToString().c_str());
-  return traind::kWorkerJobFailed;
+  return ServeRequests(pipe, signals);
 }
