@@ -3,8 +3,6 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
-#include "engine/device.h"
-
 namespace traind {
 
 JobGlobals CaptureJobGlobals() {
@@ -20,7 +18,16 @@ JobGlobals CaptureJobGlobals() {
   return globals;
 }
 
-void RestoreJobGlobals(const JobGlobals& globals, const std::string& device) {
+bool JobGlobals::operator==(const JobGlobals& other) const {
+  return benchmark_cudnn == other.benchmark_cudnn &&
+         deterministic_cudnn == other.deterministic_cudnn &&
+         deterministic_algorithms == other.deterministic_algorithms &&
+         deterministic_warn_only == other.deterministic_warn_only &&
+         allow_tf32_cudnn == other.allow_tf32_cudnn &&
+         allow_tf32_cublas == other.allow_tf32_cublas && intra_op_threads == other.intra_op_threads;
+}
+
+bool RestoreJobGlobals(const JobGlobals& globals) {
   at::Context& context = at::globalContext();
   context.setBenchmarkCuDNN(globals.benchmark_cudnn);
   context.setDeterministicCuDNN(globals.deterministic_cudnn);
@@ -31,11 +38,7 @@ void RestoreJobGlobals(const JobGlobals& globals, const std::string& device) {
   if (at::get_num_threads() != globals.intra_op_threads) {
     at::set_num_threads(globals.intra_op_threads);
   }
-  try {
-    const torch::Device used(device);
-    if (!used.is_cpu()) ReleaseCachedMemory(used);
-  } catch (const std::exception&) {  // not a device's name: the job did not run on one
-  }
+  return CaptureJobGlobals() == globals;
 }
 
 }  // namespace traind

@@ -1,16 +1,14 @@
 // What a training job sets for its whole process rather than on its own objects: LibTorch's
 // global context (cuDNN autotuning and determinism, TF32) and its intra-op thread count. A worker
 // that serves one job after another (WorkerRequest.serve_another) takes them before its first job
-// and puts them back after each, so that the next job starts from what a fresh worker has, and
-// frees the memory the job's tensors left cached on its device.
+// and puts them back after each, so that the next job starts from what a fresh worker has (the
+// memory a job's tensors left cached on its device is released by RunTrainingJob itself).
 // Not put back: cuDNN's autotuned algorithms (a later job with the same shapes skips the tuning
 // and may take another of the algorithms a fresh worker might also have chosen), and what the
 // device's libraries read once (CUBLAS_WORKSPACE_CONFIG: deterministic jobs are never served
 // after another, server/job_launcher.h).
 #ifndef TRAIND_ENGINE_JOB_GLOBALS_H_
 #define TRAIND_ENGINE_JOB_GLOBALS_H_
-
-#include <string>
 
 namespace traind {
 
@@ -22,12 +20,15 @@ struct JobGlobals {
   bool allow_tf32_cudnn = false;
   bool allow_tf32_cublas = false;
   int intra_op_threads = 1;
+
+  bool operator==(const JobGlobals& other) const;
+  bool operator!=(const JobGlobals& other) const { return !(*this == other); }
 };
 
 JobGlobals CaptureJobGlobals();
-// Puts `globals` back and empties the caching allocator of `device` ("cuda:0", "cpu", ...; a
-// device this process never used is left alone).
-void RestoreJobGlobals(const JobGlobals& globals, const std::string& device);
+// Puts `globals` back; true when what is there now reads as `globals` (a worker that could not
+// put them back serves no other job).
+bool RestoreJobGlobals(const JobGlobals& globals);
 
 }  // namespace traind
 

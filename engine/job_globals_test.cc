@@ -21,7 +21,8 @@ TEST(JobGlobalsTest, RestoringPutsBackWhatTheJobChanged) {
   at::set_num_threads(fresh.intra_op_threads == 1 ? 2 : 1);
   ASSERT_NE(at::get_num_threads(), fresh.intra_op_threads);
 
-  RestoreJobGlobals(fresh, "cpu");
+  EXPECT_NE(CaptureJobGlobals(), fresh);
+  EXPECT_TRUE(RestoreJobGlobals(fresh));
   const JobGlobals restored = CaptureJobGlobals();
   EXPECT_EQ(restored.benchmark_cudnn, fresh.benchmark_cudnn);
   EXPECT_EQ(restored.deterministic_cudnn, fresh.deterministic_cudnn);
@@ -30,7 +31,7 @@ TEST(JobGlobalsTest, RestoringPutsBackWhatTheJobChanged) {
   EXPECT_EQ(restored.allow_tf32_cudnn, fresh.allow_tf32_cudnn);
   EXPECT_EQ(restored.allow_tf32_cublas, fresh.allow_tf32_cublas);
   EXPECT_EQ(restored.intra_op_threads, fresh.intra_op_threads);
-  RestoreJobGlobals(fresh, "not a device");  // the job never had one: nothing to release
+  EXPECT_EQ(restored, fresh);
 }
 
 }  // namespace

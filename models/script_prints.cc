@@ -3,6 +3,7 @@
 #include <torch/csrc/jit/runtime/print_handler.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -21,12 +22,21 @@ constexpr double kLineUnit = 256;
 struct Prints {
   absl::Mutex mu;
   PrintSink sink ABSL_GUARDED_BY(mu);
-  // A burst of 200 lines, then 10 a second: a print per forward pass keeps a trickle.
-  OutputBudget budget ABSL_GUARDED_BY(mu){"lines the model printed", 200, 10};
+  // A burst of 200 lines, then 10 a second: a print per forward pass keeps a trickle. Afresh for
+  // each job (SendScriptPrintsTo).
+  std::optional<OutputBudget> budget ABSL_GUARDED_BY(mu);
+  void FreshBudget() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    budget.emplace("lines the model printed", 200, 10);
+  }
 };
 
 Prints& State() {
-  static Prints* prints = new Prints();  // never destroyed: a print may come at exit
+  static Prints* prints = [] {  // never destroyed: a print may come at exit
+    auto* fresh = new Prints();
+    absl::MutexLock lock(&fresh->mu);
+    fresh->FreshBudget();
+    return fresh;
+  }();
   return *prints;
 }
 
@@ -39,9 +49,9 @@ void OnPrint(const std::string& text) {
   if (!lines.empty() && lines.back().empty()) lines.pop_back();  // print() ends with a newline
   for (absl::string_view line : lines) {
     const double cost = std::max(1.0, static_cast<double>(line.size()) / kLineUnit);
-    if (prints.budget.Admit(now, cost)) prints.sink(std::string(line), false);
+    if (prints.budget->Admit(now, cost)) prints.sink(std::string(line), false);
   }
-  if (std::optional<std::string> note = prints.budget.Note(now)) prints.sink(*note, true);
+  if (std::optional<std::string> note = prints.budget->Note(now)) prints.sink(*note, true);
 }
 
 }  // namespace
@@ -51,6 +61,9 @@ void SendScriptPrintsTo(PrintSink sink) {
   {
     absl::MutexLock lock(&prints.mu);
     prints.sink = std::move(sink);
+    // Each job its own burst: a worker serving one job after another (WorkerRequest.
+    // serve_another) must not hand the next the last one's spent budget.
+    prints.FreshBudget();
   }
   torch::jit::setPrintHandler(&OnPrint);
 }
@@ -59,7 +72,7 @@ void FlushScriptPrintNote() {
   Prints& prints = State();
   absl::MutexLock lock(&prints.mu);
   if (!prints.sink) return;
-  if (std::optional<std::string> note = prints.budget.Note(absl::Now(), /*force=*/true)) {
+  if (std::optional<std::string> note = prints.budget->Note(absl::Now(), /*force=*/true)) {
     prints.sink(*note, true);
   }
 }

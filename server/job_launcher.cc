@@ -109,15 +109,36 @@ int PackedPoolDepth() {
 
 }  // namespace
 
-void ProcessLauncher::TrimServed(std::vector<Served>* surplus) {
-  served_.erase(std::remove_if(served_.begin(), served_.end(),
-                               [](const Served& s) { return s.process->HasExited(); }),
-                served_.end());
-  while (static_cast<int>(served_.size()) > served_wanted_) {
-    surplus->push_back(std::move(served_.back()));
-    served_.pop_back();
-  }
+int ProcessLauncher::ServedOn(const std::string& device) const {
+  return static_cast<int>(std::count_if(served_.begin(), served_.end(),
+                                        [&device](const Served& s) { return s.device == device; }));
 }
+
+void ProcessLauncher::TrimServed(std::vector<Served>* surplus) {
+  // The longest waiting are kept, up to served_wanted_ on each GPU; one that died is let go.
+  std::vector<Served> kept;
+  for (Served& served : served_) {
+    const bool keep =
+        !served.process->HasExited() &&
+        static_cast<int>(std::count_if(kept.begin(), kept.end(), [&](const Served& k) {
+          return k.device == served.device;
+        })) < served_wanted_;
+    (keep ? kept : *surplus).push_back(std::move(served));
+  }
+  served_.swap(kept);
+}
+
+namespace {
+
+// Ends what was moved out of the pools (each is killed and reaped as it is destroyed): all killed
+// first, so that their teardowns (0.1-0.2 s each for a CUDA process) overlap.
+template <typename Entry>
+void StopAll(std::vector<Entry>* stopped) {
+  for (Entry& entry : *stopped) entry.process->Kill();
+  stopped->clear();
+}
+
+}  // namespace
 
 void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
   PoolNeeds needs;
@@ -130,8 +151,8 @@ void ProcessLauncher::KeepWarm(int at_least, bool gpu_trials) {
     served_wanted_ = gpu_trials ? at_least : 0;
     TrimServed(&served_surplus);
   }
-  surplus.clear();
-  served_surplus.clear();
+  StopAll(&surplus);
+  StopAll(&served_surplus);
   StartForkServer(needs.prepared + needs.unprepared);
   // On a machine with GPUs the pool's workers create the first one's context while they wait:
   // most jobs there run on it (one on another GPU or the CPU leaves that context idle, holding
@@ -183,8 +204,8 @@ void ProcessLauncher::DropWarm() {
     served.swap(served_);
     forker.swap(forker_);
   }
-  warm.clear();  // each is killed and reaped, outside the lock
-  served.clear();
+  StopAll(&warm);  // outside the lock
+  StopAll(&served);
 }
 
 void ProcessLauncher::TakeBack(std::unique_ptr<WorkerProcess> idle, const std::string& device) {
@@ -192,7 +213,7 @@ void ProcessLauncher::TakeBack(std::unique_ptr<WorkerProcess> idle, const std::s
   // after the lock is let go).
   if (idle == nullptr || !idle->idle() || idle->HasExited()) return;
   absl::MutexLock lock(&mu_);
-  if (dropped_ || static_cast<int>(served_.size()) >= served_wanted_) return;
+  if (dropped_ || ServedOn(device) >= served_wanted_) return;
   served_.push_back({std::move(idle), device});
 }
 
@@ -277,7 +298,8 @@ std::unique_ptr<WorkerProcess> ProcessLauncher::TakeWaiting(const std::string& d
 
 std::unique_ptr<WorkerProcess> ProcessLauncher::TakeServed(const std::string& device) {
   for (auto it = served_.begin(); it != served_.end(); ++it) {
-    if (it->device != device) continue;
+    // One that died while idle stays for TrimServed to reap, outside the lock.
+    if (it->device != device || it->process->HasExited()) continue;
     std::unique_ptr<WorkerProcess> process = std::move(it->process);
     served_.erase(it);
     return process;
@@ -316,7 +338,12 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
   warm.reset();
   std::vector<std::string> environment = options_.worker_environment;
   environment.insert(environment.end(), sharing.begin(), sharing.end());
-  return WorkerProcess::WithRequest(NewWorker(environment), sent);
+  absl::StatusOr<std::unique_ptr<WorkerProcess>> started = NewWorker(environment);
+  // A worker started as a program here has its parent-death signal follow this thread, a job's
+  // supervising one, which ends with the job: kept idle, it would be told to stop then. A forked
+  // one's follows the thread that started the forker (KeepWarm's), as the waiting ones' do.
+  if (started.ok() && !(*started)->forked()) sent.set_serve_another(false);
+  return WorkerProcess::WithRequest(std::move(started), sent);
 }
 
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartJobLauncher(

@@ -103,7 +103,8 @@ class ProcessLauncher final : public JobLauncher {
       const trainer::v1::WorkerRequest& request, const std::vector<std::string>& devices) override;
   void KeepWarm(int at_least, bool gpu_trials) override;
   void DropWarm() override;
-  // Kept for the search's next packed trials on its GPU, up to KeepWarm's `at_least` of them.
+  // Kept for the search's next packed trials on its GPU, up to KeepWarm's `at_least` of them on
+  // each GPU.
   void TakeBack(std::unique_ptr<WorkerProcess> idle, const std::string& device) override;
 
   const std::vector<std::string>& worker_environment() const { return options_.worker_environment; }
@@ -116,7 +117,7 @@ class ProcessLauncher final : public JobLauncher {
   int prepared_count() ABSL_LOCKS_EXCLUDED(mu_);
   // Of those, how many started with packed_gpu_environment.
   int sharing_count() ABSL_LOCKS_EXCLUDED(mu_);
-  // Besides them, how many served a packed trial and wait for the next (TakeBack).
+  // Besides them, how many served a packed trial and wait for the next (TakeBack), on all GPUs.
   int served_count() ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     return static_cast<int>(served_.size());
@@ -186,8 +187,11 @@ class ProcessLauncher final : public JobLauncher {
   };
   PoolNeeds TrimPool(int at_least, std::vector<Waiting>* surplus)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps at most served_wanted_ of served_ (the longest waiting), moving the others out.
+  // Keeps at most served_wanted_ of served_ on each GPU (the longest waiting), moving the others
+  // and those that died out.
   void TrimServed(std::vector<Served>* surplus) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How many of served_ made their context on `device`.
+  int ServedOn(const std::string& device) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static int CountPrepared(const std::vector<Waiting>& waiting);
   // The trial-sharing variables a request's worker starts with: empty unless it is a built-in
   // trial packed on a GPU (and traind has them).
@@ -197,7 +201,9 @@ class ProcessLauncher final : public JobLauncher {
   std::vector<Waiting> warm_ ABSL_GUARDED_BY(mu_);
   // Workers that served a packed trial and wait for the next, beside the pool (TakeBack).
   std::vector<Served> served_ ABSL_GUARDED_BY(mu_);
-  int served_wanted_ ABSL_GUARDED_BY(mu_) = 0;  // KeepWarm's last `at_least` for GPU trials
+  // Per GPU: KeepWarm's last `at_least` (the widest packed search's trials per device) when it
+  // was for GPU trials, else 0.
+  int served_wanted_ ABSL_GUARDED_BY(mu_) = 0;
   // Shared with a NewWorker in flight when DropWarm or a failure lets it go.
   std::shared_ptr<WorkerForker> forker_ ABSL_GUARDED_BY(mu_);
   bool forker_started_ ABSL_GUARDED_BY(mu_) = false;  // once: one that failed is not restarted

@@ -3,6 +3,7 @@
 #include "server/job_launcher.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -349,6 +350,71 @@ TEST(ProcessLauncherTest, APackedTrialsWorkerServesTheSearchsNextTrialOnItsGpu) 
   launcher.KeepWarm(0, false);  // the search ended
   EXPECT_EQ(launcher.served_count(), 0);
   EXPECT_EQ(kill(served, 0), -1);  // stopped and reaped
+}
+
+// Served workers are kept up to the search's width on each GPU; one that dies while idle is
+// replaced by a fresh worker for the next trial; DropWarm stops them all.
+TEST(ProcessLauncherTest, ServedWorkersAreKeptPerGpuAndReplacedWhenTheyDie) {
+  ProcessLauncher::Options options = StandIns(0, "cuda:0");
+  options.fork_workers = true;  // the trials' own workers are forked: they may serve another
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher launcher(options);
+  launcher.KeepWarm(1, true);
+  ASSERT_TRUE(AwaitForking(launcher));
+  // Three trials at once: two on cuda:0, one on cuda:1.
+  std::vector<std::pair<std::unique_ptr<WorkerProcess>, std::string>> idle;
+  for (const std::string device : {"cuda:0", "cuda:0", "cuda:1"}) {
+    auto trial = launcher.Launch(Trial(2), {device});
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    idle.emplace_back(std::move((*trial)[0]), device);
+  }
+  for (auto& [worker, device] : idle) {
+    ASSERT_TRUE(RunToIdle(*worker));
+    launcher.TakeBack(std::move(worker), device);
+  }
+  EXPECT_EQ(launcher.served_count(), 2);  // one a GPU: the width is 1
+
+  auto next = launcher.Launch(Trial(2), {"cuda:1"});
+  ASSERT_TRUE(next.ok()) << next.status();
+  const pid_t on_cuda1 = (*next)[0]->pid();
+  ASSERT_TRUE(RunToIdle(*(*next)[0]));
+  launcher.TakeBack(std::move((*next)[0]), "cuda:1");
+  ASSERT_EQ(kill(on_cuda1, SIGKILL), 0);  // dies while idle
+  siginfo_t died{};  // dead (a zombie, left for the launcher to reap), not dying
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(on_cuda1), &died, WEXITED | WNOWAIT), 0);
+  auto after = launcher.Launch(Trial(2), {"cuda:1"});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NE((*after)[0]->pid(), on_cuda1);
+  EXPECT_EQ(GreetingOf(*(*after)[0]), "fake worker for job 7: succeed (forked) (serves another)");
+  launcher.KeepWarm(1, true);  // reaps the dead one
+  EXPECT_EQ(launcher.served_count(), 1);
+
+  launcher.DropWarm();
+  EXPECT_EQ(launcher.served_count(), 0);
+}
+
+// A worker started as a program for a trial (none waiting, no fork server) has its parent-death
+// signal follow the job's supervising thread, which ends with the job: it serves no other. One
+// forked for it does.
+TEST(ProcessLauncherTest, AWorkerAJobStartsServesAnotherOnlyWhenForked) {
+  for (const bool fork : {false, true}) {
+    ProcessLauncher::Options options = StandIns(0, "cuda:0");
+    options.fork_workers = fork;
+    options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+    ProcessLauncher launcher(options);
+    launcher.KeepWarm(1, true);  // one waiting, and the fork server
+    if (fork) ASSERT_TRUE(AwaitForking(launcher));
+    auto first = launcher.Launch(Trial(2), {"cuda:0"});  // takes the waiting one
+    ASSERT_TRUE(first.ok()) << first.status();
+    std::string greeting;
+    std::thread supervising([&] {  // as a job's supervising thread, which ends with its job
+      auto trial = launcher.Launch(Trial(2), {"cuda:0"});
+      greeting = trial.ok() ? GreetingOf(*(*trial)[0]) : trial.status().ToString();
+    });
+    supervising.join();
+    EXPECT_EQ(greeting, fork ? "fake worker for job 7: succeed (forked) (serves another)"
+                             : "fake worker for job 7: succeed");
+  }
 }
 
 // One worker serves at most kJobsPerReusedWorker trials, the last told to end with its trial; with

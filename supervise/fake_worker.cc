@@ -5,9 +5,9 @@
 // that was asked to stop), "stop-on-term" (waits for SIGTERM, then exits kWorkerStopped, as a
 // worker told to stop does), "burst" (600 more log events "event N" at once, then exit 0),
 // "result" (a final result with test accuracy 0.5, then exit 0: a job that succeeded),
-// "idle-unasked" (says it is idle without being asked to serve another). A request with
-// serve_another adds " (serves another)" to the greeting and, in the modes that end with exit 0,
-// has it say it is idle (JobEvent.worker_idle) and read the next request instead. Like
+// "idle-unasked" (says it is idle without being asked to serve another, then waits for SIGKILL). A
+// request with serve_another adds " (serves another)" to the greeting and, in the modes that end
+// with exit 0, has it say it is idle (JobEvent.worker_idle) and read the next request instead. Like
 // every worker it checks that the process that started it is still its parent (StopWithParent), and
 // exits kWorkerStopped without a word if not. Started with --fork-server it is a fork server
 // (supervise/fork_server.h) whose children go on as above, their greeting ending " (forked)".
@@ -85,7 +85,13 @@ std::optional<int> RunJob(const trainer::v1::WorkerRequest& request, const std::
     pipe.Write(event);
   }
   if (mode == "stopped") return traind::kWorkerStopped;
-  if (request.serve_another() || mode == "idle-unasked") return std::nullopt;
+  if (mode == "idle-unasked") {  // says it is idle, then waits: only the kill that earns ends it
+    trainer::v1::JobEvent idle;
+    idle.mutable_worker_idle()->set_jobs_served(1);
+    pipe.Write(idle);
+    while (true) pause();
+  }
+  if (request.serve_another()) return std::nullopt;
   return traind::kWorkerSucceeded;
 }
 

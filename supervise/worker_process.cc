@@ -123,8 +123,10 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Fork(
     pipes.CloseAll();
     return pid.status();
   }
-  return std::unique_ptr<WorkerProcess>(
+  std::unique_ptr<WorkerProcess> worker(
       new WorkerProcess(*pid, pipes.request[1], pipes.events[0], pipes.diagnostics[0]));
+  worker->forked_ = true;
+  return worker;
 }
 
 absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
@@ -142,16 +144,16 @@ absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
   const bool written = WriteAll(request_fd_, framed);
   const absl::Status sent =
       written ? absl::OkStatus() : Errno("cannot send the worker its request");
+  if (written && idle_) {  // a served worker: the last job's lines are not this one's
+    absl::MutexLock lock(&mu_);
+    stderr_lines_.clear();
+  }
   awaiting_request_ = false;
   idle_ = false;
   serves_another_ = request.serve_another();
-  if (!serves_another_) {  // its stdin's end tells a worker between jobs to exit
+  if (!serves_another_) {  // no other request will follow
     close(request_fd_);
     request_fd_ = -1;
-  }
-  if (written) {  // the last job's lines are not this one's
-    absl::MutexLock lock(&mu_);
-    stderr_lines_.clear();
   }
   return sent;
 }
@@ -161,7 +163,11 @@ WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
   const ReadResult read = Read(event, timeout);
   if (read != ReadResult::kEvent || !event->has_worker_idle()) return read;
   if (!serves_another_) {
-    Kill();  // it was not asked to stay: as any garbage
+    {
+      absl::MutexLock lock(&mu_);
+      stderr_lines_.push_back("traind: the worker said it was idle, asked to run one job only");
+    }
+    Kill();  // as any garbage: it cannot be trusted to finish
     return ReadResult::kEnd;
   }
   idle_ = true;

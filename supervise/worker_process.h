@@ -58,9 +58,12 @@ class WorkerProcess {
   bool idle() const { return idle_; }
   // Jobs it ended well and then stayed for (as its last worker_idle said); 0 until one did.
   int jobs_served() const { return jobs_served_; }
-  // Whether Terminate, Suspend or Kill reached it since it was started: a worker told to stop
-  // may stop its next job too, so it serves none.
+  // Whether Terminate, Suspend or Kill was sent to it since it was started: a worker told to
+  // stop may stop its next job too, so it serves none.
   bool signalled() const ABSL_LOCKS_EXCLUDED(reap_mu_);
+  // Whether it was forked (Fork) rather than started as a program: its parent-death signal then
+  // follows the thread that started the forker, whichever thread forked it.
+  bool forked() const { return forked_; }
   // Whether the process has ended (without reaping it).
   bool HasExited() const;
   // Kills and reaps the child if it is still running.
@@ -112,6 +115,7 @@ class WorkerProcess {
   bool serves_another_ = false;   // the request sent last set serve_another
   bool idle_ = false;
   int jobs_served_ = 0;
+  bool forked_ = false;
   const int events_fd_;
   DelimitedReader reader_;
   // The supervising thread reaps while the scheduler's may signal (cancel, shutdown): the reap and

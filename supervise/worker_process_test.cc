@@ -148,7 +148,11 @@ TEST(WorkerProcessTest, AnIdleMarkerNobodyAskedForEndsTheWorker) {
   trainer::v1::JobEvent event;
   EXPECT_EQ(worker->ReadEvent(&event, kEnds), ReadResult::kEnd);
   EXPECT_FALSE(worker->idle());
-  EXPECT_EQ(worker->Wait().signal, SIGKILL);
+  const WorkerProcess::Exit exit = worker->Wait();
+  EXPECT_EQ(exit.signal, SIGKILL);
+  EXPECT_NE(exit.stderr_tail.find("the worker said it was idle, asked to run one job only"),
+            std::string::npos)
+      << exit.stderr_tail;
 }
 
 TEST(WorkerProcessTest, AMissingProgramIsAnError) {

@@ -1,7 +1,8 @@
 // The real traind-worker serving one job after another (WorkerRequest.serve_another, what traind
 // asks of a search's trials packed on a GPU): the second job runs in the same process and trains
-// exactly as it does in a fresh worker, whatever the first set for the whole process (its
-// threads, deterministic algorithms).
+// exactly as it does in a fresh worker. The first set one thread and deterministic algorithms for
+// the whole process: the worker fails a served job whose process-wide settings are not a fresh
+// worker's (worker/main.cc), so the second one succeeding shows they were put back.
 #include <string>
 #include <vector>
 

@@ -70,7 +70,8 @@ absl::Status RunJob(const trainer::v1::WorkerRequest& request, traind::EventPipe
 
 // A job that ended well: its result is written (each event is one write(2), nothing is
 // buffered). Asked to serve another (and not told to stop meanwhile), the worker puts back what
-// the job changed for the whole process, says it is idle and returns to read the next request.
+// the job changed for the whole process, says it is idle and returns to read the next request;
+// one that cannot put it all back ends as a one-job worker does.
 // Otherwise the events end here, not when the process does: the daemon marks a job SUCCEEDED at
 // the end of its events, and the kernel takes 0.1-0.2 s to tear down a CUDA process (its address
 // space first, its files after). Skip the teardown a one-job process does not need (the device
@@ -78,10 +79,16 @@ absl::Status RunJob(const trainer::v1::WorkerRequest& request, traind::EventPipe
 void EndWell(const trainer::v1::WorkerRequest& request, const traind::JobGlobals& fresh,
              int jobs_served, traind::EventPipeWriter& pipe, const traind::StopFlags& signals) {
   if (request.serve_another() && !signals.stop.load()) {
-    traind::RestoreJobGlobals(fresh, request.spec().device());
-    trainer::v1::JobEvent idle;
-    idle.mutable_worker_idle()->set_jobs_served(jobs_served);
-    if (pipe.Write(idle)) return;
+    if (traind::RestoreJobGlobals(fresh)) {
+      trainer::v1::JobEvent idle;
+      idle.mutable_worker_idle()->set_jobs_served(jobs_served);
+      if (pipe.Write(idle)) return;
+    } else {
+      std::fprintf(stderr,
+                   "traind-worker: cannot put back what job %lld set for the process; serving "
+                   "no other job\n",
+                   static_cast<long long>(request.job_id()));
+    }
   }
   pipe.Close();
   _exit(traind::kWorkerSucceeded);
@@ -143,6 +150,13 @@ int ServeRequests(traind::EventPipeWriter& pipe, traind::StopFlags& signals) {
         return traind::kWorkerBadRequest;
     }
     if (std::optional<int> answered = AnswerQuery(request, pipe)) return *answered;
+    // What EndWell put back, checked where the next job would train on it.
+    if (served > 0 && traind::CaptureJobGlobals() != fresh) {
+      return EndBadly(request,
+                      absl::InternalError("this worker's process-wide settings are not a fresh "
+                                          "worker's (the job before changed them)"),
+                      pipe);
+    }
     const absl::Status status = RunJob(request, pipe, signals);
     if (!status.ok()) return EndBadly(request, status, pipe);
     EndWell(request, fresh, served + 1, pipe, signals);
