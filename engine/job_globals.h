@@ -26,9 +26,9 @@ struct JobGlobals {
 };
 
 JobGlobals CaptureJobGlobals();
-// Puts `globals` back; true when what is there now reads as `globals` (a worker that could not
-// put them back serves no other job).
-bool RestoreJobGlobals(const JobGlobals& globals);
+// Puts `globals` back. A worker compares CaptureJobGlobals() with them after: one that could not
+// put them all back serves no other job.
+void RestoreJobGlobals(const JobGlobals& globals);
 
 }  // namespace traind
 

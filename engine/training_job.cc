@@ -467,16 +467,17 @@ void JobRun::LogStartup() {
   // A job that waited for its worker to load or prepare waited before these phases began.
   std::string worker;
   if (const std::optional<WorkerReadiness> readiness = NotedWorkerReadiness()) {
-    worker = readiness->jobs_served_before > 0
-                 ? absl::StrFormat(
-                       "; the worker had run %d job%s before this one (its device context "
-                       "made) and waited %.2f s for it",
-                       readiness->jobs_served_before, readiness->jobs_served_before == 1 ? "" : "s",
-                       readiness->idle_seconds)
-                 : absl::StrFormat(
-                       "; the worker was ready %.2f s after it started and waited %.2f s "
-                       "for this job",
-                       readiness->ready_after_seconds, readiness->idle_seconds);
+    worker =
+        readiness->jobs_served_before > 0
+            ? absl::StrFormat(
+                  "; the worker had run %d job%s before this one%s and waited %.2f s for it",
+                  readiness->jobs_served_before, readiness->jobs_served_before == 1 ? "" : "s",
+                  device_.is_cpu() ? "" : absl::StrCat(" (its ", device_.str(), " context made)"),
+                  readiness->idle_seconds)
+            : absl::StrFormat(
+                  "; the worker was ready %.2f s after it started and waited %.2f s "
+                  "for this job",
+                  readiness->ready_after_seconds, readiness->idle_seconds);
   }
   report_.Log(absl::StrFormat("Start-up: %.2f s in this worker before the first step (%s)%s",
                               SecondsSince(began_), absl::StrJoin(phases, ", "), worker));

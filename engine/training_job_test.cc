@@ -7,7 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "common/job_spec.h"
-#include "common/paths.h"
+#include "common/small_spec_for_tests.h"
 #include "common/temp_dir_for_tests.h"
 #include "engine/cuda_graph_step.h"
 #include "engine/training_loop.h"
@@ -25,27 +25,13 @@ trainer::v1::WorkerRequest Request(const JobSpec& spec) {
   return request;
 }
 
-JobSpec SmallSpec(const std::string& model) {
-  JobSpec spec;
-  spec.set_model(model);
-  spec.set_dataset("fashion-mnist");
-  spec.set_data_dir(DefaultFashionMnistDir());
-  spec.set_device("cpu");
-  spec.set_limit_train(1280);
-  spec.set_limit_test(500);
-  spec.set_log_every(3);
-  spec.set_batch_size(64);
-  spec.set_epochs(2);
-  ApplyDefaults(&spec);
-  return spec;
-}
-
 TEST(TrainingJobTest, EmitsTheReferenceEventsAndLearns) {
   for (const std::string model : {"lenet5", "mlp"}) {
     std::vector<JobEvent> events;
     std::atomic<bool> stop{false};
     absl::Status status = RunTrainingJob(
-        Request(SmallSpec(model)), [&](JobEvent e) { events.push_back(std::move(e)); }, stop);
+        Request(SmallSpecForTests(model)), [&](JobEvent e) { events.push_back(std::move(e)); },
+        stop);
     ASSERT_TRUE(status.ok()) << status;
     int steps = 0, summaries = 0, training_shares = 0;
     for (const JobEvent& e : events) {
@@ -79,7 +65,7 @@ TEST(TrainingJobTest, SameSeedSameLoss) {
   auto first_loss = [] {
     std::vector<JobEvent> events;
     std::atomic<bool> stop{false};
-    JobSpec spec = SmallSpec("mlp");
+    JobSpec spec = SmallSpecForTests("mlp");
     spec.set_epochs(1);
     EXPECT_TRUE(RunTrainingJob(
                     Request(spec), [&](JobEvent e) { events.push_back(e); }, stop)
@@ -92,12 +78,12 @@ TEST(TrainingJobTest, SameSeedSameLoss) {
 TEST(TrainingJobTest, StopFlagCancels) {
   std::atomic<bool> stop{true};
   absl::Status status = RunTrainingJob(
-      Request(SmallSpec("mlp")), [](JobEvent) {}, stop);
+      Request(SmallSpecForTests("mlp")), [](JobEvent) {}, stop);
   EXPECT_EQ(status.code(), absl::StatusCode::kCancelled);
 }
 
 TEST(TrainingJobTest, MissingDataNamesTheFile) {
-  JobSpec spec = SmallSpec("mlp");
+  JobSpec spec = SmallSpecForTests("mlp");
   spec.set_data_dir("/nonexistent/dir");
   std::atomic<bool> stop{false};
   absl::Status status = RunTrainingJob(
@@ -107,7 +93,7 @@ TEST(TrainingJobTest, MissingDataNamesTheFile) {
 }
 
 TEST(TrainingJobTest, UnavailableDeviceIsRefused) {
-  JobSpec spec = SmallSpec("mlp");
+  JobSpec spec = SmallSpecForTests("mlp");
   spec.set_device("cuda:7");
   std::atomic<bool> stop{false};
   EXPECT_EQ(RunTrainingJob(
@@ -171,7 +157,7 @@ double FinalAccuracy(const std::vector<JobEvent>& events) {
 // directory: it resumes at the checkpointed batch with the model, optimizer and generators
 // restored, and ends exactly where an uninterrupted run ends.
 TEST(TrainingJobTest, ASuspendedJobResumesMidEpochAndMatchesAnUninterruptedRun) {
-  JobSpec spec = SmallSpec("lenet5");
+  JobSpec spec = SmallSpecForTests("lenet5");
   spec.set_threads(1);              // bitwise-repeatable on the CPU
   spec.set_random_crop_padding(2);  // the augmentation generator must be restored too
   const std::vector<JobEvent> whole = RunWhole(spec);
@@ -207,7 +193,7 @@ std::vector<double> Trajectory(const std::vector<JobEvent>& events) {
 // epochs 2 and 3 only, and ends with the weights, curve and result of a run never paused, under
 // a schedule that spans all three epochs and with the augmentation's generator restored.
 TEST(TrainingJobTest, ATrialPausedAtItsRungResumesToTheWeightsOfAnUninterruptedRun) {
-  JobSpec spec = SmallSpec("lenet5");
+  JobSpec spec = SmallSpecForTests("lenet5");
   spec.set_epochs(3);
   spec.set_threads(1);  // bitwise-repeatable on the CPU
   spec.set_random_crop_padding(2);
@@ -256,7 +242,7 @@ TEST(TrainingJobTest, ATrialPausedAtItsRungResumesToTheWeightsOfAnUninterruptedR
 TEST(TrainingJobTest, TheNextJobMapsThePreparedImagesAndTrainsTheSame) {
   TempDirForTests cache;
   ASSERT_EQ(setenv("TRAIND_CACHE_DIR", cache.path().c_str(), 1), 0);
-  JobSpec spec = SmallSpec("mlp");
+  JobSpec spec = SmallSpecForTests("mlp");
   spec.set_threads(1);
   const std::vector<JobEvent> first = RunWhole(spec);
   const std::vector<JobEvent> second = RunWhole(spec);
@@ -286,7 +272,7 @@ TEST(TrainingJobTest, ACudaGraphJobResumesFromItsCheckpointAndMatchesAnUninterru
   if (!torch::cuda::is_available() || !CudaGraphTrainStep::Available()) {
     GTEST_SKIP() << "no CUDA device, or this LibTorch cannot capture CUDA graphs";
   }
-  JobSpec spec = SmallSpec("lenet5");
+  JobSpec spec = SmallSpecForTests("lenet5");
   spec.set_device("cuda:0");
   spec.set_cuda_graph(true);
   spec.set_deterministic(true);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -117,12 +118,10 @@ int ProcessLauncher::ServedOn(const std::string& device) const {
 void ProcessLauncher::TrimServed(std::vector<Served>* surplus) {
   // The longest waiting are kept, up to served_wanted_ on each GPU; one that died is let go.
   std::vector<Served> kept;
+  std::map<std::string, int> kept_on;
   for (Served& served : served_) {
-    const bool keep =
-        !served.process->HasExited() &&
-        static_cast<int>(std::count_if(kept.begin(), kept.end(), [&](const Served& k) {
-          return k.device == served.device;
-        })) < served_wanted_;
+    const bool keep = !served.process->HasExited() && kept_on[served.device] < served_wanted_;
+    if (keep) ++kept_on[served.device];
     (keep ? kept : *surplus).push_back(std::move(served));
   }
   served_.swap(kept);
@@ -316,33 +315,32 @@ bool ProcessLauncher::ServesAnother(const trainer::v1::WorkerRequest& request, b
 absl::StatusOr<std::unique_ptr<WorkerProcess>> ProcessLauncher::StartWorker(
     const trainer::v1::WorkerRequest& request, const std::vector<std::string>& sharing) {
   const std::string& device = request.spec().device();
+  const bool packed = !sharing.empty();
   trainer::v1::WorkerRequest sent = request;
-  // One that served a trial of this GPU first: its context is made; a fresh one creates it.
-  std::unique_ptr<WorkerProcess> served;
-  std::unique_ptr<WorkerProcess> warm;
-  {
-    absl::MutexLock lock(&mu_);
-    if (ServesAnother(request, !sharing.empty(), 0)) served = TakeServed(device);
-    if (served == nullptr) warm = TakeWaiting(device, !sharing.empty());
+  // The readiest first: one that served a trial on this GPU (its context made), then a waiting
+  // one; one that died meanwhile is passed over.
+  for (const bool served : {true, false}) {
+    std::unique_ptr<WorkerProcess> taken;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!served) {
+        taken = TakeWaiting(device, packed);
+      } else if (ServesAnother(request, packed, 0)) {
+        taken = TakeServed(device);
+      }
+    }
+    if (taken == nullptr) continue;
+    if (!served && options_.on_warm_taken) options_.on_warm_taken();
+    sent.set_serve_another(ServesAnother(request, packed, taken->jobs_served()));
+    if (!taken->HasExited() && taken->Send(sent).ok()) return taken;
   }
-  if (served != nullptr) {
-    sent.set_serve_another(ServesAnother(request, true, served->jobs_served()));
-    if (!served->HasExited() && served->Send(sent).ok()) return served;
-    served.reset();
-    absl::MutexLock lock(&mu_);
-    warm = TakeWaiting(device, !sharing.empty());
-  }
-  sent.set_serve_another(ServesAnother(request, !sharing.empty(), 0));
-  if (warm != nullptr && options_.on_warm_taken) options_.on_warm_taken();
-  if (warm != nullptr && !warm->HasExited() && warm->Send(sent).ok()) return warm;
-  warm.reset();
   std::vector<std::string> environment = options_.worker_environment;
   environment.insert(environment.end(), sharing.begin(), sharing.end());
   absl::StatusOr<std::unique_ptr<WorkerProcess>> started = NewWorker(environment);
   // A worker started as a program here has its parent-death signal follow this thread, a job's
   // supervising one, which ends with the job: kept idle, it would be told to stop then. A forked
   // one's follows the thread that started the forker (KeepWarm's), as the waiting ones' do.
-  if (started.ok() && !(*started)->forked()) sent.set_serve_another(false);
+  sent.set_serve_another(ServesAnother(request, packed, 0) && started.ok() && (*started)->forked());
   return WorkerProcess::WithRequest(std::move(started), sent);
 }
 

@@ -48,6 +48,14 @@ ProcessLauncher::Options StandIns(int warm, const std::string& gpu = "") {
   return options;
 }
 
+// StandIns on a machine whose GPU cuda:0 is shared by packed trials: their workers start with
+// TEST_SHARING=yes (ProcessLauncher's packed_gpu_environment).
+ProcessLauncher::Options PackingStandIns(int warm) {
+  ProcessLauncher::Options options = StandIns(warm, "cuda:0");
+  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  return options;
+}
+
 // The first event of a launched stand-in: its greeting.
 std::string GreetingOf(WorkerProcess& worker) {
   trainer::v1::JobEvent event;
@@ -116,10 +124,9 @@ TEST(ProcessLauncherTest, NoPoolOfItsOwnStillWarmsAPackedSearchsTrials) {
 // A search's trials packed on a GPU start with the variables that connect them to traind's MPS
 // daemon, in workers of their own; any other job on the GPU never does.
 TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
-  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  ProcessLauncher::Options options = PackingStandIns(1);
   // Launched stand-ins wait for SIGTERM, so their environment can be read.
   options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
   ProcessLauncher launcher(options);
   launcher.KeepWarm(3, true);  // a search packs 3 trials on the GPU
   EXPECT_EQ(launcher.warm_count(), 3);
@@ -157,9 +164,8 @@ TEST(ProcessLauncherTest, OnlyTrialsPackedOnAGpuStartConnectedToItsSharing) {
 // started to replace the last would wait for it to load. A GPU job prefers the pool's prepared
 // worker, a CPU job one that holds no GPU context.
 TEST(ProcessLauncherTest, AJobTakesTheWorkerThatHasWaitedLongest) {
-  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  ProcessLauncher::Options options = PackingStandIns(1);
   options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
   ProcessLauncher launcher(options);
   launcher.KeepWarm(3, true);
   const std::vector<pid_t> first = launcher.waiting_pids();  // the pool's own, then 2 sharing
@@ -191,9 +197,8 @@ TEST(ProcessLauncherTest, TheKnobHasPackedTrialsWorkersPrepareAhead) {
   for (const auto& [knob, rehearse] : {std::pair<std::string, std::string>{"context", "0"},
                                        std::pair<std::string, std::string>{"step", ""}}) {
     SCOPED_TRACE(knob);
-    ProcessLauncher::Options options = StandIns(1, "cuda:0");
+    ProcessLauncher::Options options = PackingStandIns(1);
     options.worker_environment = {"FAKE_WORKER_MODE=stop-on-term"};
-    options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
     ASSERT_EQ(setenv("TRAIND_PACKED_PREPARE", knob.c_str(), 1), 0);
     ProcessLauncher launcher(options);
     launcher.KeepWarm(2, true);
@@ -255,10 +260,9 @@ namespace {
 // Once the fork server has loaded, new workers are forked from it, each with its own environment:
 // a packed trial's connects it to the GPU's sharing, another job's does not.
 TEST(ProcessLauncherTest, WorkersAreForkedOnceTheForkServerHasLoaded) {
-  ProcessLauncher::Options options = StandIns(1, "cuda:0");
+  ProcessLauncher::Options options = PackingStandIns(1);
   options.fork_workers = true;
   options.worker_environment = {"FAKE_WORKER_ECHO=TEST_SHARING"};
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
   ProcessLauncher launcher(options);
   launcher.KeepWarm(0, false);  // starts the server; the pool's worker may start before it loads
   ASSERT_TRUE(AwaitForking(launcher));
@@ -314,8 +318,7 @@ bool RunToIdle(WorkerProcess& worker) {
 // next trial on that GPU (its context made), which then runs in the same process; not for a trial
 // on another GPU, a deterministic one or another kind of job, and none once no packed search runs.
 TEST(ProcessLauncherTest, APackedTrialsWorkerServesTheSearchsNextTrialOnItsGpu) {
-  ProcessLauncher::Options options = StandIns(1, "cuda:0");
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher::Options options = PackingStandIns(1);
   ProcessLauncher launcher(options);
   launcher.KeepWarm(2, true);
   auto trial = launcher.Launch(Trial(2), {"cuda:0"});
@@ -355,9 +358,8 @@ TEST(ProcessLauncherTest, APackedTrialsWorkerServesTheSearchsNextTrialOnItsGpu) 
 // Served workers are kept up to the search's width on each GPU; one that dies while idle is
 // replaced by a fresh worker for the next trial; DropWarm stops them all.
 TEST(ProcessLauncherTest, ServedWorkersAreKeptPerGpuAndReplacedWhenTheyDie) {
-  ProcessLauncher::Options options = StandIns(0, "cuda:0");
+  ProcessLauncher::Options options = PackingStandIns(0);
   options.fork_workers = true;  // the trials' own workers are forked: they may serve another
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
   ProcessLauncher launcher(options);
   launcher.KeepWarm(1, true);
   ASSERT_TRUE(AwaitForking(launcher));
@@ -398,9 +400,8 @@ TEST(ProcessLauncherTest, ServedWorkersAreKeptPerGpuAndReplacedWhenTheyDie) {
 // forked for it does.
 TEST(ProcessLauncherTest, AWorkerAJobStartsServesAnotherOnlyWhenForked) {
   for (const bool fork : {false, true}) {
-    ProcessLauncher::Options options = StandIns(0, "cuda:0");
+    ProcessLauncher::Options options = PackingStandIns(0);
     options.fork_workers = fork;
-    options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
     ProcessLauncher launcher(options);
     launcher.KeepWarm(1, true);  // one waiting, and the fork server
     if (fork) ASSERT_TRUE(AwaitForking(launcher));
@@ -420,8 +421,7 @@ TEST(ProcessLauncherTest, AWorkerAJobStartsServesAnotherOnlyWhenForked) {
 // One worker serves at most kJobsPerReusedWorker trials, the last told to end with its trial; with
 // reuse off, none serves a second.
 TEST(ProcessLauncherTest, AWorkerServesABoundedNumberOfTrials) {
-  ProcessLauncher::Options options = StandIns(0, "cuda:0");
-  options.packed_gpu_environment = [] { return std::vector<std::string>{"TEST_SHARING=yes"}; };
+  ProcessLauncher::Options options = PackingStandIns(0);
   ProcessLauncher launcher(options);
   launcher.KeepWarm(1, true);
   pid_t first = 0;

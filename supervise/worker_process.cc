@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<WorkerProcess>> WorkerProcess::Fork(
 }
 
 absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
-  if (!awaiting_request_ || request_fd_ < 0) {
+  if (phase_ == Phase::kBusy || request_fd_ < 0) {
     return absl::FailedPreconditionError("the worker already has its request");
   }
   // The request is small (the pipe holds it); a worker that dies after reading it shows up as an
@@ -144,12 +144,12 @@ absl::Status WorkerProcess::Send(const trainer::v1::WorkerRequest& request) {
   const bool written = WriteAll(request_fd_, framed);
   const absl::Status sent =
       written ? absl::OkStatus() : Errno("cannot send the worker its request");
-  if (written && idle_) {  // a served worker: the last job's lines are not this one's
+  if (written &&
+      phase_ == Phase::kIdle) {  // a served worker: the last job's lines are not this one's
     absl::MutexLock lock(&mu_);
     stderr_lines_.clear();
   }
-  awaiting_request_ = false;
-  idle_ = false;
+  phase_ = Phase::kBusy;
   serves_another_ = request.serve_another();
   if (!serves_another_) {  // no other request will follow
     close(request_fd_);
@@ -170,8 +170,7 @@ WorkerProcess::ReadResult WorkerProcess::ReadEvent(trainer::v1::JobEvent* event,
     Kill();  // as any garbage: it cannot be trusted to finish
     return ReadResult::kEnd;
   }
-  idle_ = true;
-  awaiting_request_ = true;
+  phase_ = Phase::kIdle;
   jobs_served_ = event->worker_idle().jobs_served();
   return ReadResult::kEnd;
 }
@@ -272,7 +271,7 @@ void WorkerProcess::Suspend() { Signal(SIGUSR1); }
 void WorkerProcess::Kill() { Signal(SIGKILL); }
 
 WorkerProcess::Exit WorkerProcess::Wait() {
-  if (idle_) return Exit{kWorkerSucceeded, 0, StderrTail()};
+  if (idle()) return Exit{kWorkerSucceeded, 0, StderrTail()};
   return Reap();
 }
 

@@ -55,7 +55,7 @@ class WorkerProcess {
   absl::Status Send(const trainer::v1::WorkerRequest& request);
   // Its job, sent with serve_another, ended well and it waits for another request: its events
   // ended (ReadEvent returned kEnd) with JobEvent.worker_idle. Wait() then reaps nothing.
-  bool idle() const { return idle_; }
+  bool idle() const { return phase_ == Phase::kIdle; }
   // Jobs it ended well and then stayed for (as its last worker_idle said); 0 until one did.
   int jobs_served() const { return jobs_served_; }
   // Whether Terminate, Suspend or Kill was sent to it since it was started: a worker told to
@@ -110,10 +110,11 @@ class WorkerProcess {
   bool Reaped() const;
 
   const pid_t pid_;
-  int request_fd_;                // -1 once the request was sent, unless it was to serve another
-  bool awaiting_request_ = true;  // started, or idle: Send may hand it a job
-  bool serves_another_ = false;   // the request sent last set serve_another
-  bool idle_ = false;
+  int request_fd_;               // -1 once the request was sent, unless it was to serve another
+  bool serves_another_ = false;  // the request sent last set serve_another
+  // Send may hand it a job when it is kStarted or kIdle.
+  enum class Phase { kStarted, kBusy, kIdle };
+  Phase phase_ = Phase::kStarted;
   int jobs_served_ = 0;
   bool forked_ = false;
   const int events_fd_;

@@ -1,14 +1,13 @@
 // The real traind-worker serving one job after another (WorkerRequest.serve_another, what traind
 // asks of a search's trials packed on a GPU): the second job runs in the same process and trains
 // exactly as it does in a fresh worker. The first set one thread and deterministic algorithms for
-// the whole process: the worker fails a served job whose process-wide settings are not a fresh
-// worker's (worker/main.cc), so the second one succeeding shows they were put back.
+// the whole process: a worker that cannot put back a fresh worker's settings serves no other job
+// (worker/main.cc EndWell), so its staying idle shows they were put back.
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "common/job_spec.h"
-#include "common/paths.h"
+#include "common/small_spec_for_tests.h"
 #include "gtest/gtest.h"
 #include "supervise/worker_process.h"
 
@@ -20,17 +19,8 @@ using trainer::v1::JobEvent;
 trainer::v1::WorkerRequest Job(int64_t id, const std::string& model, bool serve_another) {
   trainer::v1::WorkerRequest request;
   request.set_job_id(id);
-  trainer::v1::JobSpec& spec = *request.mutable_spec();
-  spec.set_model(model);
-  spec.set_dataset("fashion-mnist");
-  spec.set_data_dir(DefaultFashionMnistDir());
-  spec.set_device("cpu");
-  spec.set_limit_train(1280);
-  spec.set_limit_test(500);
-  spec.set_log_every(4);
-  spec.set_batch_size(64);
-  spec.set_epochs(1);
-  ApplyDefaults(&spec);
+  *request.mutable_spec() = SmallSpecForTests(model);
+  request.mutable_spec()->set_epochs(1);
   request.set_serve_another(serve_another);
   return request;
 }

@@ -79,7 +79,8 @@ absl::Status RunJob(const trainer::v1::WorkerRequest& request, traind::EventPipe
 void EndWell(const trainer::v1::WorkerRequest& request, const traind::JobGlobals& fresh,
              int jobs_served, traind::EventPipeWriter& pipe, const traind::StopFlags& signals) {
   if (request.serve_another() && !signals.stop.load()) {
-    if (traind::RestoreJobGlobals(fresh)) {
+    traind::RestoreJobGlobals(fresh);
+    if (traind::CaptureJobGlobals() == fresh) {
       trainer::v1::JobEvent idle;
       idle.mutable_worker_idle()->set_jobs_served(jobs_served);
       if (pipe.Write(idle)) return;
@@ -150,13 +151,6 @@ int ServeRequests(traind::EventPipeWriter& pipe, traind::StopFlags& signals) {
         return traind::kWorkerBadRequest;
     }
     if (std::optional<int> answered = AnswerQuery(request, pipe)) return *answered;
-    // What EndWell put back, checked where the next job would train on it.
-    if (served > 0 && traind::CaptureJobGlobals() != fresh) {
-      return EndBadly(request,
-                      absl::InternalError("this worker's process-wide settings are not a fresh "
-                                          "worker's (the job before changed them)"),
-                      pipe);
-    }
     const absl::Status status = RunJob(request, pipe, signals);
     if (!status.ok()) return EndBadly(request, status, pipe);
     EndWell(request, fresh, served + 1, pipe, signals);
